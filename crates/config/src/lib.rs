@@ -1,0 +1,383 @@
+//! Configuration of the ledgerstore daemon.
+//!
+//! One serde struct per section, each with defaults and checked by
+//! [`Config::validate`]. Sources merge in this order, later winning:
+//! embedded defaults < TOML file (`--config`) < environment
+//! (`LEDGERSTORE_<SECTION>__<KEY>`, e.g. `LEDGERSTORE_DB__PATH`) < flags
+//! (`--db.path`).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use ledgerstore_db_api::Layout;
+use serde::{Deserialize, Serialize};
+
+/// Environment variable prefix.
+pub const ENV_PREFIX: &str = "LEDGERSTORE_";
+
+/// Configuration errors.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A source could not be read or did not fit the schema.
+    #[error("config: {0}")]
+    Load(#[from] Box<figment::Error>),
+    /// A value is out of range.
+    #[error("config: {key} = {value}: {expected}")]
+    Invalid {
+        /// Dotted key, e.g. `grpc.listen`.
+        key: &'static str,
+        /// The value given.
+        value: String,
+        /// What is accepted.
+        expected: String,
+    },
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// `[db]`: data dir and layout.
+    pub db: DbConfig,
+    /// `[mdbx]`: the MDBX environments.
+    pub mdbx: MdbxConfig,
+    /// `[rocksdb]`: the RocksDB instances.
+    pub rocksdb: RocksdbConfig,
+    /// `[grpc]`: the gRPC listener.
+    pub grpc: GrpcConfig,
+    /// `[ingest]`: streaming ingest.
+    pub ingest: IngestConfig,
+    /// `[query]`: the query service.
+    pub query: QueryConfig,
+    /// `[limits]`: record and batch limits.
+    pub limits: LimitsConfig,
+    /// `[metrics]`: the Prometheus endpoint.
+    pub metrics: MetricsConfig,
+    /// `[log]`: logging.
+    pub log: LogConfig,
+}
+
+/// `[db]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct DbConfig {
+    /// Data directory.
+    pub path: PathBuf,
+    /// Layout. Unset: `hybrid` for a new data dir, and whatever an existing
+    /// dir was created with. Set: an existing dir must match.
+    pub layout: Option<Layout>,
+    /// zstd level, 1..=22.
+    pub zstd_level: i32,
+    /// Batch reports as JSON lines; empty: `<path>/batch-reports.jsonl`.
+    pub report_jsonl: Option<PathBuf>,
+}
+
+impl Default for DbConfig {
+    fn default() -> Self {
+        Self {
+            path: PathBuf::from("./ledgerstore-data"),
+            layout: None,
+            zstd_level: 3,
+            report_jsonl: None,
+        }
+    }
+}
+
+/// `[mdbx]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct MdbxConfig {
+    /// Upper bound of each MDBX file, GiB.
+    pub max_size_gib: u64,
+    /// Growth step, MiB.
+    pub growth_step_mib: u64,
+    /// Page size of tx_data, bytes.
+    pub tx_data_page_size: usize,
+    /// Page size of tx_index, bytes.
+    pub tx_index_page_size: usize,
+}
+
+impl Default for MdbxConfig {
+    fn default() -> Self {
+        Self {
+            max_size_gib: 8192,
+            growth_step_mib: 1024,
+            tx_data_page_size: 4096,
+            tx_index_page_size: 4096,
+        }
+    }
+}
+
+/// `[rocksdb]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct RocksdbConfig {
+    /// Memtable size, MiB (unset: the layout's profile).
+    pub write_buffer_mb: Option<usize>,
+}
+
+/// `[grpc]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct GrpcConfig {
+    /// Listen address. Loopback by default.
+    pub listen: String,
+    /// Largest request message, bytes.
+    pub max_message_bytes: usize,
+    /// HTTP/2 streams per connection.
+    pub max_concurrent_streams: u32,
+    /// TLS certificate chain (PEM); TLS is on when both cert and key are set.
+    pub tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM).
+    pub tls_key: Option<PathBuf>,
+}
+
+impl Default for GrpcConfig {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:50051".into(),
+            max_message_bytes: 64 << 20,
+            max_concurrent_streams: 256,
+            tls_cert: None,
+            tls_key: None,
+        }
+    }
+}
+
+/// `[ingest]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct IngestConfig {
+    /// Ledgers per store batch in bulk mode.
+    pub bulk_batch_ledgers: u32,
+    /// Live mode: a ledger is committed within this many milliseconds.
+    pub live_max_latency_ms: u64,
+    /// Batches queued between a stream's reader and the writer.
+    pub queue_batches: usize,
+    /// Ledgers in one IngestRequest.
+    pub max_ledgers_per_request: usize,
+    /// Concurrent IngestLedgers streams.
+    pub max_streams: usize,
+    /// Bearer token required by the Ingest service (unset: none required).
+    pub token: Option<String>,
+    /// File holding the token (alternative to `token`).
+    pub token_file: Option<PathBuf>,
+}
+
+impl Default for IngestConfig {
+    fn default() -> Self {
+        Self {
+            bulk_batch_ledgers: 2000,
+            live_max_latency_ms: 1000,
+            queue_batches: 2,
+            max_ledgers_per_request: 1000,
+            max_streams: 4,
+            token: None,
+            token_file: None,
+        }
+    }
+}
+
+/// `[query]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct QueryConfig {
+    /// Hashes in one BatchGetTransactions.
+    pub max_batch_hashes: usize,
+    /// Ledgers in one StreamLedgers.
+    pub max_stream_ledgers: u32,
+    /// Deadline of a unary query, milliseconds.
+    pub timeout_ms: u64,
+}
+
+impl Default for QueryConfig {
+    fn default() -> Self {
+        Self {
+            max_batch_hashes: 1000,
+            max_stream_ledgers: 100_000,
+            timeout_ms: 10_000,
+        }
+    }
+}
+
+/// `[limits]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Raw bytes of one ledger.
+    pub max_ledger_bytes: usize,
+    /// Envelope + result + meta bytes of one transaction.
+    pub max_tx_bytes: usize,
+    /// Transactions in one ledger.
+    pub max_txs_per_ledger: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_ledger_bytes: 32 << 20,
+            max_tx_bytes: 8 << 20,
+            max_txs_per_ledger: 100_000,
+        }
+    }
+}
+
+/// `[metrics]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Serve Prometheus metrics.
+    pub enabled: bool,
+    /// Listen address of `/metrics`.
+    pub listen: String,
+    /// Seconds between store statistics refreshes.
+    pub refresh_secs: u64,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            listen: "127.0.0.1:9464".into(),
+            refresh_secs: 10,
+        }
+    }
+}
+
+/// `[log]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    /// `text` or `json`.
+    pub format: String,
+    /// tracing filter, e.g. `info` or `ledgerstore=debug` (RUST_LOG wins).
+    pub level: String,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            format: "text".into(),
+            level: "info".into(),
+        }
+    }
+}
+
+fn invalid(key: &'static str, value: impl ToString, expected: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key,
+        value: value.to_string(),
+        expected: expected.into(),
+    }
+}
+
+impl Config {
+    /// Loads defaults < `file` < environment < `overrides` (dotted key,
+    /// value pairs from flags), then validates.
+    pub fn load(
+        file: Option<&Path>,
+        overrides: &[(&'static str, toml::Value)],
+    ) -> Result<Self, ConfigError> {
+        let mut fig = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(f) = file {
+            if !f.exists() {
+                return Err(invalid("--config", f.display(), "an existing TOML file"));
+            }
+            fig = fig.merge(Toml::file(f));
+        }
+        fig = fig.merge(Env::prefixed(ENV_PREFIX).split("__"));
+        for (key, value) in overrides {
+            fig = fig.merge(Serialized::default(key, value));
+        }
+        let cfg: Config = fig.extract().map_err(Box::new)?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks every value's range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(1..=22).contains(&self.db.zstd_level) {
+            return Err(invalid("db.zstd_level", self.db.zstd_level, "1 to 22"));
+        }
+        for (key, v) in [
+            ("mdbx.tx_data_page_size", self.mdbx.tx_data_page_size),
+            ("mdbx.tx_index_page_size", self.mdbx.tx_index_page_size),
+        ] {
+            if !v.is_power_of_two() || !(256..=65536).contains(&v) {
+                return Err(invalid(key, v, "a power of two from 256 to 65536"));
+            }
+        }
+        if self.mdbx.growth_step_mib == 0 || self.mdbx.max_size_gib * 1024 < self.mdbx.growth_step_mib {
+            return Err(invalid(
+                "mdbx.growth_step_mib",
+                self.mdbx.growth_step_mib,
+                "at least 1 and at most mdbx.max_size_gib",
+            ));
+        }
+        for (key, addr) in [("grpc.listen", &self.grpc.listen), ("metrics.listen", &self.metrics.listen)] {
+            if addr.parse::<SocketAddr>().is_err() {
+                return Err(invalid(key, addr, "an IP:port socket address, e.g. 127.0.0.1:50051"));
+            }
+        }
+        if self.grpc.tls_cert.is_some() != self.grpc.tls_key.is_some() {
+            return Err(invalid("grpc.tls_cert", "only one of tls_cert/tls_key", "both or neither"));
+        }
+        if self.grpc.max_message_bytes < 1024 {
+            return Err(invalid("grpc.max_message_bytes", self.grpc.max_message_bytes, "at least 1024"));
+        }
+        let i = &self.ingest;
+        if i.bulk_batch_ledgers == 0 || i.bulk_batch_ledgers > 100_000 {
+            return Err(invalid("ingest.bulk_batch_ledgers", i.bulk_batch_ledgers, "1 to 100000"));
+        }
+        if i.live_max_latency_ms == 0 {
+            return Err(invalid("ingest.live_max_latency_ms", 0, "at least 1"));
+        }
+        for (key, v) in [
+            ("ingest.queue_batches", i.queue_batches),
+            ("ingest.max_ledgers_per_request", i.max_ledgers_per_request),
+            ("ingest.max_streams", i.max_streams),
+            ("query.max_batch_hashes", self.query.max_batch_hashes),
+            ("limits.max_ledger_bytes", self.limits.max_ledger_bytes),
+            ("limits.max_tx_bytes", self.limits.max_tx_bytes),
+            ("limits.max_txs_per_ledger", self.limits.max_txs_per_ledger),
+        ] {
+            if v == 0 {
+                return Err(invalid(key, 0, "at least 1"));
+            }
+        }
+        if i.token.is_some() && i.token_file.is_some() {
+            return Err(invalid("ingest.token", "both token and token_file", "one of them"));
+        }
+        if i.token.as_deref() == Some("") {
+            return Err(invalid("ingest.token", "\"\"", "a non-empty token"));
+        }
+        if self.query.timeout_ms == 0 || self.query.max_stream_ledgers == 0 {
+            return Err(invalid("query.timeout_ms", self.query.timeout_ms, "at least 1"));
+        }
+        if !matches!(self.log.format.as_str(), "text" | "json") {
+            return Err(invalid("log.format", &self.log.format, "text or json"));
+        }
+        Ok(())
+    }
+
+    /// The effective config as TOML.
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render config: {e}\n"))
+    }
+
+    /// The ingest token, read from `token_file` if that is set.
+    pub fn ingest_token(&self) -> Result<Option<String>, ConfigError> {
+        match (&self.ingest.token, &self.ingest.token_file) {
+            (Some(t), _) => Ok(Some(t.clone())),
+            (None, Some(f)) => std::fs::read_to_string(f)
+                .map(|t| Some(t.trim().to_string()))
+                .map_err(|e| invalid("ingest.token_file", f.display(), format!("a readable file ({e})"))),
+            (None, None) => Ok(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,66 @@
+use super::*;
+
+#[test]
+fn defaults_are_valid_and_secure() {
+    let c = Config::default();
+    c.validate().expect("defaults validate");
+    assert!(c.grpc.listen.starts_with("127.0.0.1:"));
+    assert!(c.metrics.listen.starts_with("127.0.0.1:"));
+    assert_eq!(c.db.path, PathBuf::from("./ledgerstore-data"));
+    // The rendered default parses back to itself.
+    let back: Config = toml::from_str(&c.to_toml()).expect("toml");
+    assert_eq!(back, c);
+}
+
+#[test]
+#[allow(unsafe_code)]
+fn file_then_env_then_flags() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("c.toml");
+    std::fs::write(
+        &file,
+        "[db]\npath = \"/from/file\"\nzstd_level = 5\n[grpc]\nlisten = \"127.0.0.1:1\"\n[ingest]\nbulk_batch_ledgers = 7\n",
+    )
+    .expect("write");
+    // Env and flags are set through figment's Jail-free path: the env
+    // provider reads the process env, so use a key no other test touches.
+    // SAFETY: single-threaded section of this test; no other test reads it.
+    unsafe { std::env::set_var("LEDGERSTORE_INGEST__BULK_BATCH_LEDGERS", "9") };
+    let c = Config::load(
+        Some(&file),
+        &[("db.path", toml::Value::String("/from/flag".into()))],
+    )
+    .expect("load");
+    unsafe { std::env::remove_var("LEDGERSTORE_INGEST__BULK_BATCH_LEDGERS") };
+    assert_eq!(c.db.path, PathBuf::from("/from/flag"), "flag beats file");
+    assert_eq!(c.db.zstd_level, 5, "file beats default");
+    assert_eq!(c.ingest.bulk_batch_ledgers, 9, "env beats file");
+    assert_eq!(c.grpc.listen, "127.0.0.1:1");
+}
+
+#[test]
+fn bad_values_name_the_key_and_the_expected_range() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("c.toml");
+    std::fs::write(&file, "[grpc]\nlisten = \"localhost\"\n").expect("write");
+    let e = Config::load(Some(&file), &[]).expect_err("bad listen").to_string();
+    assert!(e.contains("grpc.listen = localhost: an IP:port"), "{e}");
+
+    std::fs::write(&file, "[db]\nzstd_level = 40\n").expect("write");
+    let e = Config::load(Some(&file), &[]).expect_err("bad level").to_string();
+    assert!(e.contains("db.zstd_level = 40: 1 to 22"), "{e}");
+
+    std::fs::write(&file, "[db]\nnot_a_key = 1\n").expect("write");
+    let e = Config::load(Some(&file), &[]).expect_err("unknown key").to_string();
+    assert!(e.contains("not_a_key"), "{e}");
+
+    let e = Config::load(Some(&dir.path().join("missing.toml")), &[]).expect_err("missing");
+    assert!(e.to_string().contains("an existing TOML file"), "{e}");
+}
+
+#[test]
+fn the_example_config_is_the_defaults() {
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/ledgerstore.example.toml");
+    let c = Config::load(Some(&example), &[]).expect("example loads");
+    assert_eq!(c, Config::default(), "deploy/ledgerstore.example.toml drifted from the defaults");
+}

@@ -1,0 +1,152 @@
+//! The traits a storage engine implements. One [`KvStore`] holds one table.
+//!
+//! Writes go through a [`KvWrite`] in two phases, timed separately by the
+//! ingest engine: *write* (`put`/`delete`) and *commit* (make durable;
+//! RocksDB: flush memtables, optionally followed by a forced compaction;
+//! MDBX: commit the write transaction).
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::error::DbResult;
+use crate::layout::Layout;
+use crate::table::TableId;
+
+/// Which engine serves a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    /// RocksDB (an LSM tree).
+    Rocksdb,
+    /// libmdbx (a copy-on-write B+tree).
+    Mdbx,
+}
+
+impl EngineKind {
+    /// Engine name for reports and metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Rocksdb => "rocksdb",
+            EngineKind::Mdbx => "mdbx",
+        }
+    }
+}
+
+/// Time spent by [`KvWrite::commit`].
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CommitTiming {
+    /// Making the writes durable (RocksDB flush, MDBX commit).
+    pub commit: Duration,
+    /// Forced compaction after the flush (RocksDB field setup only).
+    pub compact: Duration,
+}
+
+/// Engine-specific statistics for `stats` and metrics.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct EngineStats {
+    /// Number of keys (exact for MDBX, RocksDB's estimate otherwise).
+    pub keys: u64,
+    /// Bytes of the store's files on disk.
+    pub disk_bytes: u64,
+    /// RocksDB: SST files per level, L0 first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files_per_level: Vec<u64>,
+    /// RocksDB: estimated bytes pending compaction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_compaction_bytes: Option<u64>,
+    /// RocksDB: live blob file bytes (BlobDB).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blob_bytes: Option<u64>,
+    /// MDBX: B+tree depth.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tree_depth: Option<u32>,
+    /// MDBX: page size in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page_size: Option<u32>,
+    /// MDBX: branch + leaf + overflow pages of the table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pages: Option<u64>,
+    /// MDBX: leaf pages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leaf_pages: Option<u64>,
+    /// MDBX: overflow (large value) pages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overflow_pages: Option<u64>,
+    /// MDBX: pages on the free list.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub free_pages: Option<u64>,
+    /// MDBX: transactions between the oldest reader's snapshot and the last
+    /// commit (0 when no reader lags).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reader_lag: Option<u64>,
+    /// MDBX: reader slots in use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub readers: Option<u64>,
+}
+
+/// One table in one engine instance.
+pub trait KvStore: Send + Sync {
+    /// The table's name.
+    fn table(&self) -> &str;
+
+    /// The engine serving it.
+    fn engine(&self) -> EngineKind;
+
+    /// True when writes staged in a [`KvWrite`] cannot reach disk before
+    /// [`KvWrite::commit`] (MDBX: an uncommitted transaction). False when the
+    /// engine may persist them early (RocksDB may flush a full memtable).
+    /// The ingest engine uses this to decide what may run concurrently with
+    /// the ledgers table's commit.
+    fn durable_only_on_commit(&self) -> bool;
+
+    /// Starts a write. Dropping it without commit abandons it: MDBX rolls
+    /// back, RocksDB may keep what was already written (callers hide such
+    /// data behind the high-water mark and roll it back).
+    fn begin_write(&self) -> DbResult<Box<dyn KvWrite + '_>>;
+
+    /// Reads one key.
+    fn get(&self, key: &[u8]) -> DbResult<Option<Vec<u8>>>;
+
+    /// Reads many keys; answers are in the order of `keys`. Callers sort
+    /// keys for locality.
+    fn multi_get(&self, keys: &[&[u8]]) -> DbResult<Vec<Option<Vec<u8>>>>;
+
+    /// Up to `limit` entries with key >= `from`, ascending.
+    fn scan(&self, from: &[u8], limit: usize) -> DbResult<Vec<(Vec<u8>, Vec<u8>)>>;
+
+    /// Statistics for `stats` and metrics.
+    fn stats(&self) -> DbResult<EngineStats>;
+
+    /// Flushes everything and releases resources early (also done on drop).
+    fn close(&self) -> DbResult<()> {
+        Ok(())
+    }
+}
+
+/// A write in progress on one [`KvStore`].
+pub trait KvWrite: Send {
+    /// Inserts or replaces a key.
+    fn put(&mut self, key: &[u8], value: &[u8]) -> DbResult<()>;
+
+    /// Deletes a key (absent keys are fine).
+    fn delete(&mut self, key: &[u8]) -> DbResult<()>;
+
+    /// Ends the write phase: pushes any buffered writes into the engine.
+    fn finish(&mut self) -> DbResult<()>;
+
+    /// Makes the writes durable and returns how long that took.
+    fn commit(self: Box<Self>) -> DbResult<CommitTiming>;
+}
+
+/// Opens the engine instance that holds one table. Implemented by
+/// `ledgerstore-backends`; only the binary picks the implementation.
+pub trait EngineFactory: Send + Sync {
+    /// Opens (creating if needed) `table` of a `layout` data dir at `path`.
+    fn open_table(
+        &self,
+        layout: Layout,
+        table: TableId,
+        path: &std::path::Path,
+    ) -> DbResult<Box<dyn KvStore>>;
+}

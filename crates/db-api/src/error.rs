@@ -1,0 +1,77 @@
+//! The error type of the storage API and its engines.
+
+/// Errors from codecs and storage engines.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// A key had the wrong length for its table.
+    #[error("{table}: key must be {expected} bytes, got {got}")]
+    KeyLength {
+        /// Table name.
+        table: &'static str,
+        /// Expected length in bytes.
+        expected: usize,
+        /// Length seen.
+        got: usize,
+    },
+    /// A stored record names a format version this build cannot read.
+    #[error("{what}: unsupported record format version {version} (this build reads {supported})")]
+    UnsupportedVersion {
+        /// Kind of record.
+        what: &'static str,
+        /// Version found.
+        version: u8,
+        /// Versions supported.
+        supported: &'static str,
+    },
+    /// A stored record failed to decode.
+    #[error("{what}: corrupt record: {detail}")]
+    Corrupt {
+        /// Kind of record.
+        what: &'static str,
+        /// What was wrong.
+        detail: String,
+    },
+    /// zstd failed to compress or decompress.
+    #[error("zstd: {0}")]
+    Compression(#[source] std::io::Error),
+    /// The engine ran out of space (disk full, or the map's upper bound).
+    #[error("{engine} store {table}: out of space: {detail}")]
+    StorageFull {
+        /// Engine name.
+        engine: &'static str,
+        /// Table name.
+        table: String,
+        /// Engine message.
+        detail: String,
+    },
+    /// Any other engine failure.
+    #[error("{engine} store {table}: {detail}")]
+    Engine {
+        /// Engine name.
+        engine: &'static str,
+        /// Table name.
+        table: String,
+        /// Engine message.
+        detail: String,
+    },
+    /// File-system error around the engine (directories, sizes).
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl DbError {
+    /// True when the failure is a full disk or map: the caller may retry once
+    /// space is freed.
+    pub fn is_storage_full(&self) -> bool {
+        matches!(self, DbError::StorageFull { .. })
+    }
+}
+
+/// Result alias for the storage API.
+pub type DbResult<T> = Result<T, DbError>;

@@ -1,0 +1,42 @@
+//! The storage API of ledgerstore.
+//!
+//! This crate declares the three logical tables once ([`table`]), how keys are
+//! encoded ([`codec::Encode`] / [`codec::Decode`], big-endian and
+//! order-preserving) and how values are compressed ([`codec::Compress`] /
+//! [`codec::Decompress`], zstd in the application), the record formats
+//! ([`records`]), and the traits a storage engine implements ([`engine`]).
+//!
+//! It depends on no storage engine: `ledgerstore-engine-rocks` and
+//! `ledgerstore-engine-mdbx` implement [`engine::KvStore`], and only the
+//! binary (through `ledgerstore-backends`) picks which one serves a table.
+
+pub mod codec;
+pub mod engine;
+pub mod error;
+pub mod input;
+pub mod layout;
+pub mod records;
+pub mod table;
+
+pub use codec::{Compress, Decode, Decompress, Encode};
+pub use engine::{CommitTiming, EngineFactory, EngineKind, EngineStats, KvStore, KvWrite};
+pub use error::{DbError, DbResult};
+pub use input::{LedgerInput, TxInput};
+pub use layout::Layout;
+pub use records::{LedgerRecord, LedgerRecordRef, TxRecord, TxRecordRef};
+pub use table::{Ledgers, Table, TableId, TxData, TxHash, TxIndex};
+
+/// Total size of the regular files under `path` (0 when it does not exist).
+pub fn dir_size(path: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}

@@ -1,0 +1,221 @@
+//! The three logical tables, declared once with typed keys and values.
+//!
+//! | table      | key                    | value                                  |
+//! |------------|------------------------|----------------------------------------|
+//! | `ledgers`  | ledger seq, u32 BE (4) | [`LedgerRecord`], zstd                  |
+//! | `tx_data`  | tx hash (32)           | [`TxRecord`], zstd                      |
+//! | `tx_index` | tx hash (32)           | ledger seq, u32 BE (4), uncompressed    |
+
+use crate::codec::{Compress, Decode, Decompress, Encode};
+use crate::error::{DbError, DbResult};
+use crate::records::{LedgerRecord, TxRecord};
+
+/// A table: a name, a key type and a value type.
+pub trait Table {
+    /// Name, used for directories, metrics and messages.
+    const NAME: &'static str;
+    /// Which table this is.
+    const ID: TableId;
+    /// Key type.
+    type Key: Encode + Decode;
+    /// Value type.
+    type Value: Compress + Decompress;
+}
+
+/// Identifies a table at run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TableId {
+    /// ledger seq → ledger record.
+    Ledgers,
+    /// tx hash → tx record.
+    TxData,
+    /// tx hash → ledger seq.
+    TxIndex,
+}
+
+impl TableId {
+    /// All tables, in commit order: the ledgers table is made durable first.
+    pub const ALL: [TableId; 3] = [TableId::Ledgers, TableId::TxData, TableId::TxIndex];
+
+    /// The table's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            TableId::Ledgers => Ledgers::NAME,
+            TableId::TxData => TxData::NAME,
+            TableId::TxIndex => TxIndex::NAME,
+        }
+    }
+}
+
+impl std::fmt::Display for TableId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `ledgers`: ledger seq → [`LedgerRecord`].
+#[derive(Debug)]
+pub struct Ledgers;
+impl Table for Ledgers {
+    const NAME: &'static str = "ledgers";
+    const ID: TableId = TableId::Ledgers;
+    type Key = u32;
+    type Value = LedgerRecord;
+}
+
+/// `tx_data`: tx hash → [`TxRecord`].
+#[derive(Debug)]
+pub struct TxData;
+impl Table for TxData {
+    const NAME: &'static str = "tx_data";
+    const ID: TableId = TableId::TxData;
+    type Key = TxHash;
+    type Value = TxRecord;
+}
+
+/// `tx_index`: tx hash → ledger seq.
+#[derive(Debug)]
+pub struct TxIndex;
+impl Table for TxIndex {
+    const NAME: &'static str = "tx_index";
+    const ID: TableId = TableId::TxIndex;
+    type Key = TxHash;
+    type Value = u32;
+}
+
+/// A 32-byte transaction hash.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TxHash(pub [u8; 32]);
+
+impl TxHash {
+    /// Parses 32 raw bytes.
+    pub fn from_slice(bytes: &[u8]) -> Option<Self> {
+        <[u8; 32]>::try_from(bytes).ok().map(TxHash)
+    }
+
+    /// Lower-case hex.
+    pub fn to_hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Parses 64 hex digits.
+    pub fn from_hex(s: &str) -> Option<Self> {
+        if s.len() != 64 || !s.is_ascii() {
+            return None;
+        }
+        let mut out = [0u8; 32];
+        for (i, byte) in out.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+        }
+        Some(TxHash(out))
+    }
+}
+
+impl AsRef<[u8]> for TxHash {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for TxHash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TxHash({})", self.to_hex())
+    }
+}
+
+impl std::fmt::Display for TxHash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl Encode for TxHash {
+    type Encoded = [u8; 32];
+    fn encode(&self) -> [u8; 32] {
+        self.0
+    }
+}
+
+impl Decode for TxHash {
+    fn decode(bytes: &[u8]) -> DbResult<Self> {
+        TxHash::from_slice(bytes).ok_or(DbError::KeyLength {
+            table: TxData::NAME,
+            expected: 32,
+            got: bytes.len(),
+        })
+    }
+}
+
+impl Encode for u32 {
+    type Encoded = [u8; 4];
+    fn encode(&self) -> [u8; 4] {
+        self.to_be_bytes()
+    }
+}
+
+impl Decode for u32 {
+    fn decode(bytes: &[u8]) -> DbResult<Self> {
+        <[u8; 4]>::try_from(bytes)
+            .map(u32::from_be_bytes)
+            .map_err(|_| DbError::KeyLength {
+                table: Ledgers::NAME,
+                expected: 4,
+                got: bytes.len(),
+            })
+    }
+}
+
+/// The tx index stores the ledger seq as 4 big-endian bytes, uncompressed.
+impl Compress for u32 {
+    fn compress(&self, _level: i32) -> DbResult<Vec<u8>> {
+        Ok(self.to_be_bytes().to_vec())
+    }
+    fn raw_len(&self) -> usize {
+        4
+    }
+}
+
+impl Decompress for u32 {
+    fn decompress(bytes: &[u8]) -> DbResult<Self> {
+        <[u8; 4]>::try_from(bytes)
+            .map(u32::from_be_bytes)
+            .map_err(|_| DbError::Corrupt {
+                what: "tx_index value",
+                detail: format!("expected 4 bytes, got {}", bytes.len()),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ledger_keys_sort_like_numbers() {
+        let mut seqs = [5u32, 256, 1, 65_536, 70_000, u32::MAX, 0];
+        let mut keys: Vec<[u8; 4]> = seqs.iter().map(Encode::encode).collect();
+        seqs.sort_unstable();
+        keys.sort_unstable();
+        let decoded: Vec<u32> = keys
+            .iter()
+            .map(|k| u32::decode(k).expect("4 bytes"))
+            .collect();
+        assert_eq!(decoded, seqs);
+    }
+
+    #[test]
+    fn hash_hex_round_trip_and_length_errors() {
+        let h = TxHash([0xab; 32]);
+        assert_eq!(TxHash::from_hex(&h.to_hex()), Some(h));
+        assert_eq!(TxHash::from_hex("abcd"), None);
+        assert!(matches!(
+            TxHash::decode(&[1, 2, 3]),
+            Err(DbError::KeyLength {
+                expected: 32,
+                got: 3,
+                ..
+            })
+        ));
+        assert!(u32::decode(&[1]).is_err());
+    }
+}

@@ -1,0 +1,79 @@
+use super::*;
+
+fn open(dir: &Path) -> MdbxStore {
+    let opts = MdbxOptions {
+        max_size: 1 << 30,
+        growth_step: 1 << 20,
+        ..Default::default()
+    };
+    MdbxStore::open(dir, "tx_data", &opts).expect("open")
+}
+
+#[test]
+fn commit_makes_writes_visible_and_abort_discards_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open(dir.path());
+    let mut w = store.begin_write().expect("begin");
+    w.put(b"k1", b"v1").expect("put");
+    w.put(b"k2", b"v2").expect("put");
+    w.commit().expect("commit");
+    assert_eq!(store.get(b"k1").expect("get"), Some(b"v1".to_vec()));
+
+    let mut w = store.begin_write().expect("begin");
+    w.put(b"k3", b"v3").expect("put");
+    w.delete(b"k1").expect("delete");
+    drop(w); // abort
+    assert_eq!(store.get(b"k3").expect("get"), None);
+    assert_eq!(store.get(b"k1").expect("get"), Some(b"v1".to_vec()));
+    assert_eq!(
+        store.multi_get(&[b"k2", b"nope", b"k1"]).expect("multi"),
+        vec![Some(b"v2".to_vec()), None, Some(b"v1".to_vec())]
+    );
+}
+
+#[test]
+fn scan_is_ordered_and_bounded_and_survives_reopen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let store = open(dir.path());
+        let mut w = store.begin_write().expect("begin");
+        for i in (0u32..100).rev() {
+            w.put(&i.to_be_bytes(), &[i as u8; 10]).expect("put");
+        }
+        w.commit().expect("commit");
+    }
+    let store = open(dir.path());
+    let got = store.scan(&40u32.to_be_bytes(), 5).expect("scan");
+    let keys: Vec<u32> = got
+        .iter()
+        .map(|(k, _)| u32::from_be_bytes(k.as_slice().try_into().expect("4")))
+        .collect();
+    assert_eq!(keys, vec![40, 41, 42, 43, 44]);
+    let stats = store.stats().expect("stats");
+    assert_eq!(stats.keys, 100);
+    assert_eq!(stats.page_size, Some(4096));
+    assert!(stats.tree_depth.unwrap_or(0) >= 1);
+    assert!(stats.disk_bytes > 0);
+}
+
+#[test]
+fn map_full_is_reported_as_storage_full() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = MdbxOptions {
+        max_size: 1 << 20,
+        growth_step: 1 << 16,
+        ..Default::default()
+    };
+    let store = MdbxStore::open(dir.path(), "tx_data", &opts).expect("open");
+    let mut w = store.begin_write().expect("begin");
+    let value = vec![7u8; 1000];
+    let mut failure = None;
+    for i in 0u32..10_000 {
+        if let Err(e) = w.put(&i.to_be_bytes(), &value) {
+            failure = Some(e);
+            break;
+        }
+    }
+    let e = failure.expect("a 1 MiB map cannot hold 10 MB");
+    assert!(e.is_storage_full(), "{e}");
+}

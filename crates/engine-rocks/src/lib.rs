@@ -1,0 +1,351 @@
+//! RocksDB implementation of [`KvStore`]: one RocksDB instance per table.
+//!
+//! Two profiles:
+//! - [`RocksProfile::FieldStudy`]: the field study's exact setup. RocksDB
+//!   compression off (values are zstd-compressed by the application), write
+//!   buffer 512 MB × 6, L0 compaction trigger 50, 20 background jobs, 5000
+//!   open files, WAL off. A commit flushes the memtables and then runs
+//!   `CompactRange` over the whole table.
+//! - [`RocksProfile::Tuned`]: the honest baseline. WAL on and fsynced at
+//!   commit, background compaction only, bloom filters, a block cache,
+//!   pinned index/filter blocks, and BlobDB (key-value separation) for large
+//!   values such as tx records.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use ledgerstore_db_api::{
+    CommitTiming, DbError, dir_size, DbResult, EngineKind, EngineStats, KvStore, KvWrite,
+};
+use rocksdb::{
+    BlockBasedOptions, Cache, CompactOptions, DB, DBCompressionType, FlushOptions, Options,
+    WriteBatch, WriteOptions,
+};
+
+/// Which RocksDB setup a table uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RocksProfile {
+    /// The field study: flush + forced compaction after every batch.
+    FieldStudy,
+    /// Well configured: WAL + background compaction, blooms, BlobDB.
+    Tuned,
+}
+
+/// Options of one RocksDB instance.
+#[derive(Debug, Clone)]
+pub struct RocksOptions {
+    /// Profile.
+    pub profile: RocksProfile,
+    /// Memtable size in bytes.
+    pub write_buffer_bytes: usize,
+    /// Memtables kept before writes stall.
+    pub max_write_buffers: i32,
+    /// L0 files that trigger compaction.
+    pub l0_compaction_trigger: i32,
+    /// Background flush + compaction threads.
+    pub background_jobs: i32,
+    /// Open file limit.
+    pub max_open_files: i32,
+    /// BlobDB: values at least this large go to blob files (tuned only).
+    pub blob_min_size: Option<u64>,
+    /// Bloom filter bits per key (tuned only).
+    pub bloom_bits_per_key: Option<f64>,
+    /// Block cache in bytes (tuned only; the field setup keeps RocksDB's
+    /// default).
+    pub block_cache_bytes: usize,
+}
+
+impl RocksOptions {
+    /// The field study's exact setup.
+    pub fn field_study() -> Self {
+        Self {
+            profile: RocksProfile::FieldStudy,
+            write_buffer_bytes: 512 << 20,
+            max_write_buffers: 6,
+            l0_compaction_trigger: 50,
+            background_jobs: 20,
+            max_open_files: 5000,
+            blob_min_size: None,
+            bloom_bits_per_key: None,
+            block_cache_bytes: 0,
+        }
+    }
+
+    /// A well-configured RocksDB for this workload. `large_values` turns on
+    /// BlobDB (tx records); point-lookup tables get a bloom filter.
+    pub fn tuned(large_values: bool) -> Self {
+        Self {
+            profile: RocksProfile::Tuned,
+            write_buffer_bytes: 256 << 20,
+            max_write_buffers: 4,
+            l0_compaction_trigger: 4,
+            background_jobs: std::thread::available_parallelism()
+                .map(|n| n.get() as i32)
+                .unwrap_or(2)
+                .max(2),
+            max_open_files: 5000,
+            blob_min_size: large_values.then_some(512),
+            bloom_bits_per_key: Some(10.0),
+            block_cache_bytes: 256 << 20,
+        }
+    }
+
+    fn to_rocks(&self) -> Options {
+        let mut o = Options::default();
+        o.create_if_missing(true);
+        o.set_compression_type(DBCompressionType::None);
+        o.set_write_buffer_size(self.write_buffer_bytes);
+        o.set_max_write_buffer_number(self.max_write_buffers);
+        o.set_level_zero_file_num_compaction_trigger(self.l0_compaction_trigger);
+        o.set_max_background_jobs(self.background_jobs);
+        o.set_max_open_files(self.max_open_files);
+        if self.profile == RocksProfile::Tuned {
+            o.set_level_compaction_dynamic_level_bytes(true);
+            o.set_target_file_size_base(64 << 20);
+            o.set_max_bytes_for_level_base(512 << 20);
+            o.set_bytes_per_sync(1 << 20);
+            o.set_max_subcompactions(2);
+            let mut t = BlockBasedOptions::default();
+            if let Some(bits) = self.bloom_bits_per_key {
+                t.set_bloom_filter(bits, false);
+            }
+            t.set_block_size(16 << 10);
+            t.set_cache_index_and_filter_blocks(true);
+            t.set_pin_l0_filter_and_index_blocks_in_cache(true);
+            if self.block_cache_bytes > 0 {
+                t.set_block_cache(&Cache::new_lru_cache(self.block_cache_bytes));
+            }
+            o.set_block_based_table_factory(&t);
+            if let Some(min) = self.blob_min_size {
+                o.set_enable_blob_files(true);
+                o.set_min_blob_size(min);
+                o.set_blob_file_size(256 << 20);
+                o.set_blob_compression_type(DBCompressionType::None);
+                // Keys are never overwritten or deleted in steady state, so
+                // blob GC would only rewrite live data.
+                o.set_enable_blob_gc(false);
+            }
+        }
+        o
+    }
+}
+
+/// One table in its own RocksDB instance.
+pub struct RocksStore {
+    table: String,
+    path: PathBuf,
+    opts: RocksOptions,
+    db: DB,
+}
+
+impl std::fmt::Debug for RocksStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RocksStore")
+            .field("table", &self.table)
+            .field("path", &self.path)
+            .field("profile", &self.opts.profile)
+            .finish()
+    }
+}
+
+fn err(table: &str, e: rocksdb::Error) -> DbError {
+    let detail = e.into_string();
+    if detail.contains("No space left") || detail.contains("ENOSPC") {
+        DbError::StorageFull {
+            engine: "rocksdb",
+            table: table.to_string(),
+            detail,
+        }
+    } else {
+        DbError::Engine {
+            engine: "rocksdb",
+            table: table.to_string(),
+            detail,
+        }
+    }
+}
+
+/// Bytes buffered in a write batch before it is applied to the memtable.
+const WRITE_CHUNK_BYTES: usize = 32 << 20;
+
+impl RocksStore {
+    /// Opens (creating if needed) the instance for `table` in `dir`.
+    pub fn open(dir: &Path, table: &str, opts: &RocksOptions) -> DbResult<Self> {
+        let db = DB::open(&opts.to_rocks(), dir).map_err(|e| err(table, e))?;
+        Ok(Self {
+            table: table.to_string(),
+            path: dir.to_path_buf(),
+            opts: opts.clone(),
+            db,
+        })
+    }
+
+    fn e(&self, e: rocksdb::Error) -> DbError {
+        err(&self.table, e)
+    }
+
+    fn write_options(&self) -> WriteOptions {
+        let mut w = WriteOptions::default();
+        // The field setup makes batches durable by flushing; the tuned one by
+        // syncing the WAL at commit.
+        w.disable_wal(self.opts.profile == RocksProfile::FieldStudy);
+        w
+    }
+
+    fn int_property(&self, name: &str) -> Option<u64> {
+        self.db.property_int_value(name).ok().flatten()
+    }
+}
+
+struct RocksWrite<'a> {
+    store: &'a RocksStore,
+    batch: WriteBatch,
+    wopts: WriteOptions,
+}
+
+impl RocksWrite<'_> {
+    fn apply(&mut self) -> DbResult<()> {
+        if !self.batch.is_empty() {
+            let batch = std::mem::take(&mut self.batch);
+            self.store
+                .db
+                .write_opt(batch, &self.wopts)
+                .map_err(|e| self.store.e(e))?;
+        }
+        Ok(())
+    }
+}
+
+impl KvWrite for RocksWrite<'_> {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> DbResult<()> {
+        self.batch.put(key, value);
+        if self.batch.size_in_bytes() >= WRITE_CHUNK_BYTES {
+            self.apply()?;
+        }
+        Ok(())
+    }
+
+    fn delete(&mut self, key: &[u8]) -> DbResult<()> {
+        self.batch.delete(key);
+        if self.batch.size_in_bytes() >= WRITE_CHUNK_BYTES {
+            self.apply()?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> DbResult<()> {
+        self.apply()
+    }
+
+    fn commit(mut self: Box<Self>) -> DbResult<CommitTiming> {
+        self.apply()?;
+        let store = self.store;
+        let start = Instant::now();
+        match store.opts.profile {
+            RocksProfile::FieldStudy => {
+                let mut f = FlushOptions::default();
+                f.set_wait(true);
+                store.db.flush_opt(&f).map_err(|e| store.e(e))?;
+                let commit = start.elapsed();
+                let start = Instant::now();
+                let mut c = CompactOptions::default();
+                c.set_exclusive_manual_compaction(true);
+                store
+                    .db
+                    .compact_range_opt(None::<&[u8]>, None::<&[u8]>, &c);
+                Ok(CommitTiming {
+                    commit,
+                    compact: start.elapsed(),
+                })
+            }
+            RocksProfile::Tuned => {
+                store.db.flush_wal(true).map_err(|e| store.e(e))?;
+                Ok(CommitTiming {
+                    commit: start.elapsed(),
+                    compact: Default::default(),
+                })
+            }
+        }
+    }
+}
+
+impl KvStore for RocksStore {
+    fn table(&self) -> &str {
+        &self.table
+    }
+
+    fn engine(&self) -> EngineKind {
+        EngineKind::Rocksdb
+    }
+
+    fn durable_only_on_commit(&self) -> bool {
+        false
+    }
+
+    fn begin_write(&self) -> DbResult<Box<dyn KvWrite + '_>> {
+        Ok(Box::new(RocksWrite {
+            store: self,
+            batch: WriteBatch::default(),
+            wopts: self.write_options(),
+        }))
+    }
+
+    fn get(&self, key: &[u8]) -> DbResult<Option<Vec<u8>>> {
+        self.db.get(key).map_err(|e| self.e(e))
+    }
+
+    fn multi_get(&self, keys: &[&[u8]]) -> DbResult<Vec<Option<Vec<u8>>>> {
+        self.db
+            .multi_get(keys)
+            .into_iter()
+            .map(|r| r.map_err(|e| self.e(e)))
+            .collect()
+    }
+
+    fn scan(&self, from: &[u8], limit: usize) -> DbResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut it = self.db.raw_iterator();
+        it.seek(from);
+        let mut out = Vec::new();
+        while it.valid() && out.len() < limit {
+            if let (Some(k), Some(v)) = (it.key(), it.value()) {
+                out.push((k.to_vec(), v.to_vec()));
+            }
+            it.next();
+        }
+        it.status().map_err(|e| self.e(e))?;
+        Ok(out)
+    }
+
+    fn stats(&self) -> DbResult<EngineStats> {
+        let files_per_level = (0..7)
+            .map(|l| {
+                self.int_property(&format!("rocksdb.num-files-at-level{l}"))
+                    .unwrap_or(0)
+            })
+            .collect();
+        Ok(EngineStats {
+            keys: self.int_property("rocksdb.estimate-num-keys").unwrap_or(0),
+            disk_bytes: dir_size(&self.path),
+            files_per_level,
+            pending_compaction_bytes: self.int_property("rocksdb.estimate-pending-compaction-bytes"),
+            blob_bytes: self
+                .opts
+                .blob_min_size
+                .and(self.int_property("rocksdb.live-blob-file-size")),
+            ..Default::default()
+        })
+    }
+
+    fn close(&self) -> DbResult<()> {
+        let mut f = FlushOptions::default();
+        f.set_wait(true);
+        self.db.flush_opt(&f).map_err(|e| self.e(e))?;
+        if self.opts.profile == RocksProfile::Tuned {
+            self.db.flush_wal(true).map_err(|e| self.e(e))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,324 @@
+//! Command-line interface. Daemon flags mirror the config keys
+//! (`--db.path` sets `[db] path`); precedence is file < env < flags.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use ledgerstore_db_api::Layout;
+
+#[derive(Debug, Parser)]
+#[command(name = "ledgerstore", version, about = "Ingest blockchain ledgers and serve transactions by hash.")]
+pub struct Cli {
+    /// Log as JSON lines (stderr). The level comes from RUST_LOG (default: warn,
+    /// or the config's log.level for `serve`).
+    #[arg(long, global = true)]
+    pub log_json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the gRPC daemon (Ingest, Query, health, reflection, /metrics).
+    Serve(ServeArgs),
+    /// Show the effective configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Bulk-ingest ledgers into a data dir, printing a timing report per batch.
+    Ingest(IngestArgs),
+    /// Stream ledgers into a running daemon (the reference ingestion client).
+    Push(PushArgs),
+    /// Read a ledger or a transaction from a data dir.
+    #[command(subcommand)]
+    Get(GetCommand),
+    /// Per-store statistics: keys, bytes on disk, levels or pages, compression.
+    Stats(StatsArgs),
+    /// Fetch a transaction from a running daemon.
+    Tx(RemoteTxArgs),
+    /// Fetch a ledger from a running daemon.
+    Ledger(RemoteLedgerArgs),
+}
+
+/// Daemon settings; each flag overrides the config key it is named after.
+#[derive(Debug, Args, Clone, Default)]
+pub struct DaemonFlags {
+    /// TOML config file (default: the embedded defaults).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// [db] path: data directory.
+    #[arg(long = "db.path", value_name = "DIR")]
+    pub db_path: Option<PathBuf>,
+    /// [db] layout of a new data dir.
+    #[arg(long = "db.layout", value_enum)]
+    pub db_layout: Option<LayoutArg>,
+    /// [db] zstd_level.
+    #[arg(long = "db.zstd-level", value_name = "LEVEL")]
+    pub db_zstd_level: Option<i64>,
+    /// [grpc] listen address.
+    #[arg(long = "grpc.listen", value_name = "ADDR")]
+    pub grpc_listen: Option<String>,
+    /// [grpc] tls_cert (PEM).
+    #[arg(long = "grpc.tls-cert", value_name = "FILE")]
+    pub grpc_tls_cert: Option<PathBuf>,
+    /// [grpc] tls_key (PEM).
+    #[arg(long = "grpc.tls-key", value_name = "FILE")]
+    pub grpc_tls_key: Option<PathBuf>,
+    /// [grpc] max_message_bytes.
+    #[arg(long = "grpc.max-message-bytes", value_name = "BYTES")]
+    pub grpc_max_message_bytes: Option<i64>,
+    /// [metrics] listen address of /metrics.
+    #[arg(long = "metrics.listen", value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// [ingest] token: bearer token required by the Ingest service.
+    #[arg(long = "ingest.token", value_name = "TOKEN")]
+    pub ingest_token: Option<String>,
+    /// [ingest] bulk_batch_ledgers.
+    #[arg(long = "ingest.bulk-batch-ledgers", value_name = "N")]
+    pub ingest_bulk_batch_ledgers: Option<i64>,
+    /// [ingest] live_max_latency_ms.
+    #[arg(long = "ingest.live-max-latency-ms", value_name = "MS")]
+    pub ingest_live_max_latency_ms: Option<i64>,
+    /// [ingest] max_ledgers_per_request.
+    #[arg(long = "ingest.max-ledgers-per-request", value_name = "N")]
+    pub ingest_max_ledgers_per_request: Option<i64>,
+    /// [query] max_batch_hashes.
+    #[arg(long = "query.max-batch-hashes", value_name = "N")]
+    pub query_max_batch_hashes: Option<i64>,
+    /// [limits] max_ledger_bytes.
+    #[arg(long = "limits.max-ledger-bytes", value_name = "BYTES")]
+    pub limits_max_ledger_bytes: Option<i64>,
+    /// [log] format: text or json.
+    #[arg(long = "log.format", value_name = "FORMAT")]
+    pub log_format: Option<String>,
+    #[command(flatten)]
+    pub engines: EngineFlags,
+}
+
+/// Engine sizing flags, shared by the daemon and the offline commands.
+#[derive(Debug, Args, Clone, Default)]
+pub struct EngineFlags {
+    /// [rocksdb] write_buffer_mb: memtable size (default: the layout's profile;
+    /// the field study used 512).
+    #[arg(long = "rocksdb.write-buffer-mb", value_name = "MiB")]
+    pub rocksdb_write_buffer_mb: Option<i64>,
+    /// [mdbx] max_size_gib: upper bound of each MDBX file.
+    #[arg(long = "mdbx.max-size-gib", value_name = "GiB")]
+    pub mdbx_max_size_gib: Option<i64>,
+    /// [mdbx] growth_step_mib.
+    #[arg(long = "mdbx.growth-step-mib", value_name = "MiB")]
+    pub mdbx_growth_step_mib: Option<i64>,
+    /// [mdbx] tx_data_page_size (fixed when the dir is created).
+    #[arg(long = "mdbx.tx-data-page-size", value_name = "BYTES")]
+    pub mdbx_tx_data_page_size: Option<i64>,
+    /// [mdbx] tx_index_page_size (fixed when the dir is created).
+    #[arg(long = "mdbx.tx-index-page-size", value_name = "BYTES")]
+    pub mdbx_tx_index_page_size: Option<i64>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub flags: DaemonFlags,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the effective config (defaults < file < env < flags) as TOML.
+    Show(ServeArgs),
+}
+
+/// An offline data dir and its engine sizing.
+#[derive(Debug, Args, Clone)]
+pub struct StoreArgs {
+    /// Data directory.
+    #[arg(long = "data-dir", value_name = "DIR")]
+    pub data_dir: PathBuf,
+    #[command(flatten)]
+    pub engines: EngineFlags,
+}
+
+/// Shape of the synthetic workload (deterministic from --seed).
+#[derive(Debug, Args, Clone)]
+pub struct SynthArgs {
+    /// Ledgers to send in this run (after the mark, if there is one).
+    #[arg(long, value_name = "N")]
+    pub ledgers: u32,
+    /// First ledger when the store is empty; later runs continue from the mark.
+    #[arg(long = "start-ledger", value_name = "SEQ", default_value_t = 1)]
+    pub start_ledger: u32,
+    /// Transactions per synthetic ledger.
+    #[arg(long = "tx-per-ledger", value_name = "N", default_value_t = 250)]
+    pub tx_per_ledger: u32,
+    /// Raw bytes per synthetic transaction (envelope + result + meta).
+    #[arg(long = "tx-bytes", value_name = "BYTES", default_value_t = 5000)]
+    pub tx_bytes: usize,
+    /// Raw bytes per synthetic ledger.
+    #[arg(long = "ledger-bytes", value_name = "BYTES", default_value_t = 1_400_000)]
+    pub ledger_bytes: usize,
+    /// Seed of the synthetic workload.
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub seed: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct IngestArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Generate Stellar-shaped synthetic ledgers.
+    #[arg(long, required = true)]
+    pub synthetic: bool,
+    #[command(flatten)]
+    pub synth: SynthArgs,
+    /// Ledgers per store batch.
+    #[arg(long = "batch-ledgers", value_name = "N", default_value_t = 2000)]
+    pub batch_ledgers: u32,
+    /// Layout of a new data dir; an existing dir must match.
+    #[arg(long, value_enum, default_value_t = LayoutArg::Hybrid)]
+    pub layout: LayoutArg,
+    /// zstd level for tx and ledger records.
+    #[arg(long = "zstd-level", value_name = "LEVEL", default_value_t = 3,
+          value_parser = clap::value_parser!(i32).range(1..=22))]
+    pub zstd_level: i32,
+    /// Append each batch report as a JSON line here (default: DIR/batch-reports.jsonl).
+    #[arg(long = "report-jsonl", value_name = "PATH")]
+    pub report_jsonl: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// Generate Stellar-shaped synthetic ledgers.
+    #[arg(long, required = true)]
+    pub synthetic: bool,
+    #[command(flatten)]
+    pub synth: SynthArgs,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    /// Bearer token of the daemon's Ingest service.
+    #[arg(long, value_name = "TOKEN", env = "LEDGERSTORE_INGEST_TOKEN")]
+    pub token: Option<String>,
+    /// bulk: the daemon batches (ingest.bulk_batch_ledgers); live: every
+    /// ledger commits within ingest.live_max_latency_ms.
+    #[arg(long, value_enum, default_value_t = Mode::Bulk)]
+    pub mode: Mode,
+    /// Ledgers per IngestRequest message.
+    #[arg(long = "request-ledgers", value_name = "N", default_value_t = 20)]
+    pub request_ledgers: u32,
+    /// Pause between requests, milliseconds (e.g. 5000 to mimic live Stellar).
+    #[arg(long = "interval-ms", value_name = "MS", default_value_t = 0)]
+    pub interval_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum Mode {
+    Bulk,
+    Live,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct RemoteArgs {
+    /// Daemon endpoint, e.g. http://127.0.0.1:50051 (https:// for TLS).
+    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:50051")]
+    pub endpoint: String,
+    /// CA certificate (PEM) to trust for https:// endpoints.
+    #[arg(long = "ca-cert", value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LayoutArg {
+    /// Ledgers in RocksDB, tx data and tx index in libmdbx.
+    Hybrid,
+    /// All in RocksDB, the field study's setup (flush + compaction per batch).
+    Rocksdb,
+    /// All in RocksDB, well configured (BlobDB, blooms, background compaction).
+    RocksdbTuned,
+}
+
+impl From<LayoutArg> for Layout {
+    fn from(l: LayoutArg) -> Self {
+        match l {
+            LayoutArg::Hybrid => Layout::Hybrid,
+            LayoutArg::Rocksdb => Layout::Rocksdb,
+            LayoutArg::RocksdbTuned => Layout::RocksdbTuned,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GetCommand {
+    /// A ledger by sequence: header fields and its tx hashes.
+    Ledger(GetLedgerArgs),
+    /// A transaction by hash: its ledger, index and exact bytes.
+    Tx(GetTxArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GetLedgerArgs {
+    /// Ledger sequence.
+    pub seq: u32,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GetTxArgs {
+    /// Transaction hash, 64 hex digits.
+    pub hash: String,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    #[command(flatten)]
+    pub out: TxOutput,
+}
+
+/// How a transaction is printed.
+#[derive(Debug, Args, Clone, Copy)]
+pub struct TxOutput {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Encoding of the envelope, result and meta bytes.
+    #[arg(long, value_enum, default_value_t = Encoding::Base64)]
+    pub encoding: Encoding,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Encoding {
+    Hex,
+    Base64,
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RemoteTxArgs {
+    /// Transaction hash, 64 hex digits.
+    pub hash: String,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    #[command(flatten)]
+    pub out: TxOutput,
+}
+
+#[derive(Debug, Args)]
+pub struct RemoteLedgerArgs {
+    /// Ledger sequence.
+    pub seq: u32,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}

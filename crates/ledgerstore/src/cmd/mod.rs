@@ -1,0 +1,9 @@
+//! One module per subcommand.
+
+pub mod get;
+pub mod ingest;
+pub mod print;
+pub mod push;
+pub mod remote;
+pub mod serve;
+pub mod stats;

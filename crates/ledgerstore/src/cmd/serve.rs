@@ -1,0 +1,56 @@
+//! `ledgerstore serve` and `ledgerstore config show`.
+
+use anyhow::Result;
+
+use crate::cli::ServeArgs;
+use crate::{config, open};
+
+pub fn show(a: ServeArgs) -> Result<()> {
+    print!("{}", config::daemon(&a.flags)?.to_toml());
+    Ok(())
+}
+
+pub fn run(a: ServeArgs, log_json: bool) -> Result<()> {
+    let cfg = config::daemon(&a.flags)?;
+    crate::init_logging(log_json || cfg.log.format == "json", &cfg.log.level);
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async move {
+        let opener = open::for_daemon(&cfg);
+        let data_dir = cfg.db.path.clone();
+        ledgerstore_server::serve(
+            cfg,
+            opener,
+            |b| {
+                match b.metrics {
+                    Some(m) => println!(
+                        "ledgerstore serving gRPC on {} (metrics on http://{m}/metrics), data dir {}",
+                        b.grpc,
+                        data_dir.display()
+                    ),
+                    None => println!("ledgerstore serving gRPC on {}, data dir {}", b.grpc, data_dir.display()),
+                }
+            },
+            shutdown_signal(),
+        )
+        .await?;
+        println!("ledgerstore stopped cleanly");
+        Ok(())
+    })
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot listen for SIGTERM");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received"),
+        _ = term.recv() => tracing::info!("SIGTERM received"),
+    }
+}

@@ -1,0 +1,71 @@
+//! `ledgerstore stats`.
+
+use anyhow::Result;
+use ledgerstore_store::StoreStats;
+
+use crate::cli::StatsArgs;
+use crate::open;
+
+pub fn run(a: StatsArgs) -> Result<()> {
+    let store = open::existing(&a.store)?;
+    let stats = store.stats()?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&stats)?);
+    } else {
+        print!("{}", render(&stats));
+    }
+    Ok(())
+}
+
+fn mb(b: u64) -> String {
+    format!("{:.1} MB", b as f64 / 1e6)
+}
+
+fn render(s: &StoreStats) -> String {
+    let mut out = format!(
+        "layout {}  ledgers {} ({}..={})  txs {}  batches {}  on disk {}\n",
+        s.layout,
+        s.ledgers,
+        s.first_ledger.map_or("-".into(), |v| v.to_string()),
+        s.last_ledger.map_or("-".into(), |v| v.to_string()),
+        s.txs,
+        s.batches,
+        mb(s.disk_bytes)
+    );
+    for t in &s.tables {
+        let e = &t.engine_stats;
+        out.push_str(&format!(
+            "[{}] engine {}  keys {}  on disk {}  raw {} -> stored {} ({:+.0}%)\n",
+            t.table,
+            t.engine,
+            t.keys,
+            mb(e.disk_bytes),
+            mb(t.raw_bytes),
+            mb(t.stored_bytes),
+            -t.compression_savings_pct
+        ));
+        if !e.files_per_level.is_empty() {
+            out.push_str(&format!(
+                "    files per level {:?}  pending compaction {}",
+                e.files_per_level,
+                mb(e.pending_compaction_bytes.unwrap_or(0))
+            ));
+            if let Some(b) = e.blob_bytes {
+                out.push_str(&format!("  blob files {}", mb(b)));
+            }
+            out.push('\n');
+        }
+        if let (Some(depth), Some(pages)) = (e.tree_depth, e.pages) {
+            out.push_str(&format!(
+                "    depth {depth}  page size {}  pages {pages} (leaf {}, overflow {})  free pages {}  readers {}  reader lag {}\n",
+                e.page_size.unwrap_or(0),
+                e.leaf_pages.unwrap_or(0),
+                e.overflow_pages.unwrap_or(0),
+                e.free_pages.unwrap_or(0),
+                e.readers.unwrap_or(0),
+                e.reader_lag.unwrap_or(0),
+            ));
+        }
+    }
+    out
+}

@@ -1,0 +1,68 @@
+//! Flags → config overrides. Each flag names its config key, so the
+//! precedence (file < env < flags) is applied by `ledgerstore-config`.
+
+use anyhow::{Context, Result};
+use ledgerstore_config::Config;
+use ledgerstore_db_api::Layout;
+use toml::Value;
+
+use crate::cli::{DaemonFlags, EngineFlags};
+
+type Overrides = Vec<(&'static str, Value)>;
+
+fn push<T>(o: &mut Overrides, key: &'static str, v: &Option<T>, f: impl Fn(&T) -> Value) {
+    if let Some(v) = v {
+        o.push((key, f(v)));
+    }
+}
+
+fn int(v: &i64) -> Value {
+    Value::Integer(*v)
+}
+
+fn string(v: &String) -> Value {
+    Value::String(v.clone())
+}
+
+fn path(v: &std::path::PathBuf) -> Value {
+    Value::String(v.display().to_string())
+}
+
+fn engine_overrides(e: &EngineFlags, o: &mut Overrides) {
+    push(o, "rocksdb.write_buffer_mb", &e.rocksdb_write_buffer_mb, int);
+    push(o, "mdbx.max_size_gib", &e.mdbx_max_size_gib, int);
+    push(o, "mdbx.growth_step_mib", &e.mdbx_growth_step_mib, int);
+    push(o, "mdbx.tx_data_page_size", &e.mdbx_tx_data_page_size, int);
+    push(o, "mdbx.tx_index_page_size", &e.mdbx_tx_index_page_size, int);
+}
+
+/// The daemon's effective config.
+pub fn daemon(f: &DaemonFlags) -> Result<Config> {
+    let mut o = Overrides::new();
+    push(&mut o, "db.path", &f.db_path, path);
+    push(&mut o, "db.layout", &f.db_layout, |l| {
+        Value::String(Layout::from(*l).name().to_string())
+    });
+    push(&mut o, "db.zstd_level", &f.db_zstd_level, int);
+    push(&mut o, "grpc.listen", &f.grpc_listen, string);
+    push(&mut o, "grpc.tls_cert", &f.grpc_tls_cert, path);
+    push(&mut o, "grpc.tls_key", &f.grpc_tls_key, path);
+    push(&mut o, "grpc.max_message_bytes", &f.grpc_max_message_bytes, int);
+    push(&mut o, "metrics.listen", &f.metrics_listen, string);
+    push(&mut o, "ingest.token", &f.ingest_token, string);
+    push(&mut o, "ingest.bulk_batch_ledgers", &f.ingest_bulk_batch_ledgers, int);
+    push(&mut o, "ingest.live_max_latency_ms", &f.ingest_live_max_latency_ms, int);
+    push(&mut o, "ingest.max_ledgers_per_request", &f.ingest_max_ledgers_per_request, int);
+    push(&mut o, "query.max_batch_hashes", &f.query_max_batch_hashes, int);
+    push(&mut o, "limits.max_ledger_bytes", &f.limits_max_ledger_bytes, int);
+    push(&mut o, "log.format", &f.log_format, string);
+    engine_overrides(&f.engines, &mut o);
+    Config::load(f.config.as_deref(), &o).context("loading the configuration")
+}
+
+/// Config for the offline commands: defaults < env < engine flags.
+pub fn offline(e: &EngineFlags) -> Result<Config> {
+    let mut o = Overrides::new();
+    engine_overrides(e, &mut o);
+    Config::load(None, &o).context("loading the configuration")
+}

@@ -1,0 +1,52 @@
+//! `ledgerstore`: ingest blockchain ledgers and serve transactions by hash.
+
+use anyhow::Result;
+use clap::Parser;
+
+mod cli;
+mod cmd;
+mod config;
+mod open;
+
+fn main() {
+    let args = cli::Cli::parse();
+    if let Err(e) = run(args) {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: cli::Cli) -> Result<()> {
+    let json = args.log_json;
+    if !matches!(args.command, cli::Command::Serve(_)) {
+        init_logging(json, "warn");
+    }
+    match args.command {
+        cli::Command::Serve(a) => cmd::serve::run(a, json),
+        cli::Command::Config(cli::ConfigCommand::Show(a)) => cmd::serve::show(a),
+        cli::Command::Ingest(a) => cmd::ingest::run(a),
+        cli::Command::Get(g) => cmd::get::run(g),
+        cli::Command::Stats(a) => cmd::stats::run(a),
+        cli::Command::Push(a) => runtime()?.block_on(cmd::push::run(a)),
+        cli::Command::Tx(a) => runtime()?.block_on(cmd::remote::tx(a)),
+        cli::Command::Ledger(a) => runtime()?.block_on(cmd::remote::ledger(a)),
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+}
+
+/// Logs to stderr; RUST_LOG overrides `default_level`.
+pub fn init_logging(json: bool, default_level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = if json {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
+}

@@ -1,0 +1,84 @@
+//! Opens a data dir with the concrete engines: the only place the binary
+//! picks backends.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use ledgerstore_backends::Backends;
+use ledgerstore_config::Config;
+use ledgerstore_db_api::Layout;
+use ledgerstore_store::{Ledgerstore, Limits, StoreError, StoreOptions};
+
+use crate::cli::StoreArgs;
+
+/// The engines described by the config.
+pub fn backends(cfg: &Config) -> Backends {
+    let mut b = Backends::default();
+    for (opts, page) in [
+        (&mut b.mdbx_tx_data, cfg.mdbx.tx_data_page_size),
+        (&mut b.mdbx_tx_index, cfg.mdbx.tx_index_page_size),
+    ] {
+        opts.page_size = page;
+        opts.max_size = cfg.mdbx.max_size_gib << 30;
+        opts.growth_step = cfg.mdbx.growth_step_mib << 20;
+    }
+    b.rocks_write_buffer_bytes = cfg.rocksdb.write_buffer_mb.map(|m| m << 20);
+    b
+}
+
+/// The store options of the config.
+pub fn store_options(cfg: &Config, layout: Option<Layout>, create: bool) -> StoreOptions {
+    StoreOptions {
+        layout,
+        create,
+        compression_level: cfg.db.zstd_level,
+        limits: Limits {
+            max_ledger_bytes: cfg.limits.max_ledger_bytes,
+            max_tx_bytes: cfg.limits.max_tx_bytes,
+            max_txs_per_ledger: cfg.limits.max_txs_per_ledger,
+            ..Limits::default()
+        },
+        report_jsonl: Some(
+            cfg.db
+                .report_jsonl
+                .clone()
+                .unwrap_or_else(|| cfg.db.path.join("batch-reports.jsonl")),
+        ),
+    }
+}
+
+fn open(path: &Path, cfg: &Config, opts: StoreOptions) -> Result<Ledgerstore> {
+    Ledgerstore::open(path, opts, &backends(cfg))
+        .with_context(|| format!("opening data dir {}", path.display()))
+}
+
+/// Opens an existing data dir for reading.
+pub fn existing(a: &StoreArgs) -> Result<Ledgerstore> {
+    let cfg = crate::config::offline(&a.engines)?;
+    let opts = StoreOptions {
+        create: false,
+        report_jsonl: None,
+        ..store_options(&cfg, None, false)
+    };
+    open(&a.data_dir, &cfg, opts)
+}
+
+/// Opens (creating if needed) a data dir for a bulk ingest.
+pub fn for_ingest(a: &StoreArgs, layout: Layout, opts: StoreOptions) -> Result<Ledgerstore> {
+    let cfg = crate::config::offline(&a.engines)?;
+    let opts = StoreOptions {
+        layout: Some(layout),
+        create: true,
+        ..opts
+    };
+    open(&a.data_dir, &cfg, opts)
+}
+
+/// The daemon's opener: the dir keeps its recorded layout; a new dir gets
+/// `db.layout`.
+pub fn for_daemon(cfg: &Config) -> impl FnOnce() -> Result<Ledgerstore, StoreError> + Send + 'static {
+    let path = cfg.db.path.clone();
+    let backends = backends(cfg);
+    let opts = store_options(cfg, cfg.db.layout, true);
+    move || Ledgerstore::open(&path, opts, &backends)
+}

@@ -1,0 +1,77 @@
+//! Helpers shared by the binary's integration tests.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use ledgerstore_backends::Backends;
+use ledgerstore_store::{Ledgerstore, StoreOptions};
+use ledgerstore_synth::{Synth, SynthConfig};
+
+/// Small shape used by the tests: 12 tx of 600 B, 8 KB ledgers.
+pub const TX_PER_LEDGER: u32 = 12;
+pub const TX_BYTES: usize = 600;
+pub const LEDGER_BYTES: usize = 8192;
+
+pub fn synth(seed: u64) -> Synth {
+    Synth::new(SynthConfig::with_sizes(seed, TX_PER_LEDGER, TX_BYTES, LEDGER_BYTES))
+}
+
+pub fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ledgerstore"))
+}
+
+/// `ledgerstore ingest --synthetic` with the small shape and small engines.
+pub fn ingest_cmd(dir: &Path, layout: &str, ledgers: u32, batch: u32, seed: u64) -> Command {
+    let mut c = bin();
+    c.args(["ingest", "--synthetic", "--no-progress", "--layout", layout])
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["--ledgers", &ledgers.to_string()])
+        .args(["--batch-ledgers", &batch.to_string()])
+        .args(["--tx-per-ledger", &TX_PER_LEDGER.to_string()])
+        .args(["--tx-bytes", &TX_BYTES.to_string()])
+        .args(["--ledger-bytes", &LEDGER_BYTES.to_string()])
+        .args(["--seed", &seed.to_string()])
+        .args(small_engine_flags());
+    c
+}
+
+pub fn small_engine_flags() -> [&'static str; 6] {
+    [
+        "--rocksdb.write-buffer-mb",
+        "1",
+        "--mdbx.max-size-gib",
+        "1",
+        "--mdbx.growth-step-mib",
+        "4",
+    ]
+}
+
+pub fn run(mut c: Command) -> Output {
+    let out = c.output().expect("spawn ledgerstore");
+    out
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Opens a data dir in-process the way the binary does (small engines).
+pub fn open_store(dir: &Path) -> Ledgerstore {
+    let mut b = Backends::for_tests();
+    b.rocks_block_cache_bytes = None;
+    Ledgerstore::open(
+        dir,
+        StoreOptions {
+            create: false,
+            ..StoreOptions::default()
+        },
+        &b,
+    )
+    .expect("open store")
+}

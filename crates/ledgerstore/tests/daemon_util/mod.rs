@@ -1,0 +1,171 @@
+//! Starts the real `ledgerstore serve` on loopback ports for tests.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use ledgerstore_proto::v1 as pb;
+use tonic::transport::Channel;
+
+use crate::common::{bin, small_engine_flags};
+
+pub struct Daemon {
+    child: Option<Child>,
+    pub grpc: String,
+    pub metrics: String,
+    pub dir: PathBuf,
+    out: Arc<Mutex<String>>,
+}
+
+impl Daemon {
+    /// Starts the daemon on free loopback ports; waits until it serves.
+    pub async fn start(dir: &Path, extra: &[&str]) -> Daemon {
+        let mut child = bin()
+            .args(["serve", "--grpc.listen", "127.0.0.1:0", "--metrics.listen", "127.0.0.1:0"])
+            .arg("--db.path")
+            .arg(dir)
+            .args(small_engine_flags())
+            .args(extra)
+            .env("RUST_LOG", std::env::var("DAEMON_LOG").unwrap_or_else(|_| "warn".into()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn ledgerstore serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        let out = Arc::new(Mutex::new(String::new()));
+        let sink = out.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line.clone());
+                if let Ok(mut o) = sink.lock() {
+                    o.push_str(&line);
+                    o.push('\n');
+                }
+            }
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("daemon printed its addresses");
+        let grpc = between(&line, "gRPC on ", " ").expect("grpc addr");
+        let metrics = between(&line, "metrics on http://", "/metrics").expect("metrics addr");
+        let d = Daemon {
+            child: Some(child),
+            grpc: format!("http://{grpc}"),
+            metrics,
+            dir: dir.to_path_buf(),
+            out,
+        };
+        d.wait_serving().await;
+        d
+    }
+
+    pub async fn channel(&self) -> Channel {
+        Channel::from_shared(self.grpc.clone())
+            .expect("url")
+            .connect()
+            .await
+            .expect("connect")
+    }
+
+    pub async fn query(&self) -> pb::query_client::QueryClient<Channel> {
+        pb::query_client::QueryClient::new(self.channel().await)
+    }
+
+    async fn wait_serving(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let ch = Channel::from_shared(self.grpc.clone()).expect("url").connect().await;
+            if let Ok(ch) = ch {
+                let mut h = tonic_health::pb::health_client::HealthClient::new(ch);
+                let r = h
+                    .check(tonic_health::pb::HealthCheckRequest { service: String::new() })
+                    .await;
+                if let Ok(r) = r
+                    && r.into_inner().status == tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+                {
+                    return;
+                }
+            }
+            assert!(Instant::now() < deadline, "daemon did not become SERVING");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// SIGKILL.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM, then waits (bounded) for a clean exit; returns its stdout.
+    pub fn terminate(&mut self) -> (bool, String) {
+        let Some(mut c) = self.child.take() else { return (false, String::new()) };
+        #[allow(unsafe_code)]
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(c.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Ok(Some(s)) = c.try_wait() {
+                break Some(s);
+            }
+            if Instant::now() > deadline {
+                let _ = c.kill();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        let out = self.out.lock().map(|o| o.clone()).unwrap_or_default();
+        (status.is_some_and(|s| s.success()), out)
+    }
+
+    /// GET /metrics over plain HTTP/1.1.
+    pub fn metrics_text(&self) -> String {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(&self.metrics).expect("metrics connect");
+        write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").expect("write");
+        let mut body = String::new();
+        s.read_to_string(&mut body).expect("read");
+        body
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn between(s: &str, start: &str, end: &str) -> Option<String> {
+    let i = s.find(start)? + start.len();
+    let rest = &s[i..];
+    let j = rest.find(end)?;
+    Some(rest[..j].to_string())
+}
+
+/// Converts a synthetic ledger to its protobuf form.
+pub fn to_pb(l: ledgerstore_db_api::LedgerInput) -> pb::Ledger {
+    pb::Ledger {
+        seq: l.seq,
+        close_time: l.close_time,
+        raw: l.raw,
+        transactions: l
+            .txs
+            .into_iter()
+            .map(|t| pb::Transaction {
+                hash: t.hash,
+                envelope: t.envelope,
+                result: t.result,
+                meta: t.meta,
+            })
+            .collect(),
+    }
+}

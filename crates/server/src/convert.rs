@@ -1,0 +1,105 @@
+//! Protobuf ↔ store types.
+
+use ledgerstore_db_api::{LedgerInput, LedgerRecord, TxHash, TxInput, TxRecord};
+use ledgerstore_proto::v1 as pb;
+use ledgerstore_store::{BatchReport, StoreStats};
+use tonic::Status;
+
+use crate::status::bad_hash;
+
+pub fn ledger_in(l: pb::Ledger) -> LedgerInput {
+    LedgerInput {
+        seq: l.seq,
+        close_time: l.close_time,
+        raw: l.raw,
+        txs: l
+            .transactions
+            .into_iter()
+            .map(|t| TxInput {
+                hash: t.hash,
+                envelope: t.envelope,
+                result: t.result,
+                meta: t.meta,
+            })
+            .collect(),
+    }
+}
+
+pub fn hash(field: &str, bytes: &[u8]) -> Result<TxHash, Status> {
+    TxHash::from_slice(bytes).ok_or_else(|| bad_hash(field, bytes.len()))
+}
+
+pub fn tx_out(hash: TxHash, r: TxRecord) -> pb::TransactionRecord {
+    pb::TransactionRecord {
+        hash: hash.0.to_vec(),
+        ledger_seq: r.ledger_seq,
+        close_time: r.close_time,
+        index: r.index,
+        envelope: r.envelope,
+        result: r.result,
+        meta: r.meta,
+    }
+}
+
+pub fn ledger_out(l: LedgerRecord, omit_raw: bool) -> pb::LedgerRecord {
+    pb::LedgerRecord {
+        seq: l.seq,
+        close_time: l.close_time,
+        raw: if omit_raw { Vec::new() } else { l.raw },
+        tx_hashes: l.tx_hashes.into_iter().map(|h| h.0.to_vec()).collect(),
+    }
+}
+
+pub fn report_out(r: &BatchReport) -> pb::BatchReport {
+    pb::BatchReport {
+        batch: r.batch,
+        first_ledger: r.first_ledger,
+        last_ledger: r.last_ledger,
+        ledgers: r.ledgers,
+        transactions: r.txs,
+        source_seconds: r.source_s,
+        compress_seconds: r.compress_s,
+        compute_seconds: r.compute_s,
+        total_seconds: r.total_s,
+        ledgers_per_second: r.ledgers_per_s,
+        bytes_written: r.bytes_written,
+        stores: r
+            .stores
+            .iter()
+            .map(|s| pb::PhaseTiming {
+                table: s.table.into(),
+                engine: s.engine.into(),
+                write_seconds: s.write_s,
+                commit_seconds: s.commit_s,
+                compact_seconds: s.compact_s,
+                bytes: s.bytes,
+                keys: s.keys,
+            })
+            .collect(),
+    }
+}
+
+pub fn status_out(s: &StoreStats, last: Option<&BatchReport>) -> pb::Status {
+    pb::Status {
+        layout: s.layout.into(),
+        has_durable_ledger: s.last_ledger.is_some(),
+        durable_ledger: s.last_ledger.unwrap_or(0),
+        first_ledger: s.first_ledger.unwrap_or(0),
+        ledgers: s.ledgers,
+        transactions: s.txs,
+        stores: s
+            .tables
+            .iter()
+            .map(|t| pb::StoreStatus {
+                table: t.table.into(),
+                engine: t.engine.into(),
+                keys: t.keys,
+                disk_bytes: t.engine_stats.disk_bytes,
+                raw_bytes: t.raw_bytes,
+                stored_bytes: t.stored_bytes,
+            })
+            .collect(),
+        last_batch: last.map(report_out),
+        version: env!("CARGO_PKG_VERSION").into(),
+    }
+}

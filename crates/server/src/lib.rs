@@ -1,0 +1,215 @@
+//! The ledgerstore daemon: gRPC Ingest and Query services, gRPC health and
+//! reflection, Prometheus metrics, and clean shutdown.
+//!
+//! The daemon starts listening at once with health NOT_SERVING, opens the
+//! stores (rolling back any interrupted batch), then turns SERVING. On
+//! SIGINT/SIGTERM it stops accepting work, lets every ingest stream commit
+//! the batch in hand and send its final ack, and closes the stores.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ledgerstore_config::Config;
+use ledgerstore_proto::v1 as pb;
+use ledgerstore_store::{Ledgerstore, StoreError};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::{Identity, Server, ServerTlsConfig};
+
+mod convert;
+mod ingest;
+pub mod metrics;
+mod query;
+mod state;
+pub mod status;
+
+pub use metrics::Metrics;
+pub use state::AppState;
+
+/// Failures that stop the daemon.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A listener could not be bound.
+    #[error("binding {what} on {addr}: {source}")]
+    Bind {
+        /// Which listener.
+        what: &'static str,
+        /// Address.
+        addr: String,
+        /// OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The stores could not be opened.
+    #[error("opening the stores: {0}")]
+    Open(#[from] StoreError),
+    /// The configuration is unusable.
+    #[error("{0}")]
+    Config(String),
+    /// The gRPC transport failed.
+    #[error("gRPC server: {0}")]
+    Transport(#[from] tonic::transport::Error),
+}
+
+/// Where the daemon listens, once bound.
+#[derive(Debug, Clone, Copy)]
+pub struct Bound {
+    /// gRPC.
+    pub grpc: SocketAddr,
+    /// Prometheus `/metrics`, when enabled.
+    pub metrics: Option<SocketAddr>,
+}
+
+/// Runs the daemon until `shutdown` resolves. `open` opens the stores (on
+/// a blocking thread); `on_bound` is told the bound addresses.
+pub async fn serve<F>(
+    cfg: Config,
+    open: impl FnOnce() -> Result<Ledgerstore, StoreError> + Send + 'static,
+    on_bound: impl FnOnce(Bound),
+    shutdown: F,
+) -> Result<(), ServeError>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    let cfg = Arc::new(cfg);
+    let token = cfg.ingest_token().map_err(|e| ServeError::Config(e.to_string()))?;
+    let metrics = Arc::new(Metrics::new().map_err(|e| ServeError::Config(e.to_string()))?);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let state = Arc::new(AppState::new(cfg.clone(), metrics.clone(), stop_rx.clone()));
+
+    let grpc_listener = bind("gRPC", &cfg.grpc.listen).await?;
+    let grpc_addr = local_addr(&grpc_listener, &cfg.grpc.listen)?;
+    let metrics_addr = if cfg.metrics.enabled {
+        let l = bind("metrics", &cfg.metrics.listen).await?;
+        let addr = local_addr(&l, &cfg.metrics.listen)?;
+        tokio::spawn(metrics::serve(l, metrics.clone(), stop_rx.clone()));
+        Some(addr)
+    } else {
+        None
+    };
+
+    let (health, health_svc) = tonic_health::server::health_reporter();
+    health.set_service_status("", tonic_health::ServingStatus::NotServing).await;
+    health.set_not_serving::<pb::ingest_server::IngestServer<ingest::IngestService>>().await;
+    health.set_not_serving::<pb::query_server::QueryServer<query::QueryService>>().await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .map_err(|e| ServeError::Config(format!("reflection: {e}")))?;
+
+    let max_msg = cfg.grpc.max_message_bytes;
+    let ingest_svc = pb::ingest_server::IngestServer::new(ingest::IngestService::new(state.clone(), token))
+        .max_decoding_message_size(max_msg)
+        .max_encoding_message_size(max_msg);
+    let query_svc = pb::query_server::QueryServer::new(query::QueryService::new(state.clone()))
+        .max_decoding_message_size(max_msg)
+        .max_encoding_message_size(max_msg);
+
+    let mut builder = Server::builder()
+        .max_concurrent_streams(Some(cfg.grpc.max_concurrent_streams))
+        .http2_keepalive_interval(Some(Duration::from_secs(30)));
+    if let (Some(cert), Some(key)) = (&cfg.grpc.tls_cert, &cfg.grpc.tls_key) {
+        let read = |p: &std::path::Path| {
+            std::fs::read(p).map_err(|e| ServeError::Config(format!("grpc TLS file {}: {e}", p.display())))
+        };
+        let identity = Identity::from_pem(read(cert)?, read(key)?);
+        builder = builder.tls_config(ServerTlsConfig::new().identity(identity))?;
+    }
+    let router = builder
+        .add_service(health_svc)
+        .add_service(reflection)
+        .add_service(ingest_svc)
+        .add_service(query_svc);
+
+    let mut server_stop = stop_rx.clone();
+    let server = tokio::spawn(router.serve_with_incoming_shutdown(
+        TcpListenerStream::new(grpc_listener),
+        async move {
+            let _ = server_stop.wait_for(|s| *s).await;
+        },
+    ));
+    on_bound(Bound {
+        grpc: grpc_addr,
+        metrics: metrics_addr,
+    });
+
+    // Signals flip the stop flag; the server then drains.
+    let stop_signal = stop_tx.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_signal.send(true);
+    });
+
+    let opened = tokio::task::spawn_blocking(open).await;
+    let store = match opened {
+        Ok(Ok(s)) => Arc::new(s),
+        Ok(Err(e)) => {
+            let _ = stop_tx.send(true);
+            let _ = server.await;
+            return Err(ServeError::Open(e));
+        }
+        Err(j) => {
+            let _ = stop_tx.send(true);
+            return Err(ServeError::Config(format!("opening task failed: {j}")));
+        }
+    };
+    state.set_store(store.clone());
+    metrics.refresh(&store);
+    health.set_service_status("", tonic_health::ServingStatus::Serving).await;
+    health.set_serving::<pb::ingest_server::IngestServer<ingest::IngestService>>().await;
+    health.set_serving::<pb::query_server::QueryServer<query::QueryService>>().await;
+    tracing::info!(mark = ?store.last_ledger(), layout = %store.layout(), "stores open; serving");
+    tokio::spawn(refresh_loop(store.clone(), metrics.clone(), cfg.metrics.refresh_secs, stop_rx.clone()));
+
+    let mut stopping = stop_rx.clone();
+    let _ = stopping.wait_for(|s| *s).await;
+    health.set_service_status("", tonic_health::ServingStatus::NotServing).await;
+    tracing::info!("shutting down: draining streams");
+    let served = server.await;
+    tokio::task::spawn_blocking(move || store.close())
+        .await
+        .map_err(|j| ServeError::Config(format!("closing task failed: {j}")))??;
+    tracing::info!("stores closed");
+    match served {
+        Ok(r) => r.map_err(ServeError::from),
+        Err(j) => Err(ServeError::Config(format!("server task failed: {j}"))),
+    }
+}
+
+async fn bind(what: &'static str, addr: &str) -> Result<TcpListener, ServeError> {
+    TcpListener::bind(addr).await.map_err(|source| ServeError::Bind {
+        what,
+        addr: addr.to_string(),
+        source,
+    })
+}
+
+fn local_addr(l: &TcpListener, addr: &str) -> Result<SocketAddr, ServeError> {
+    l.local_addr().map_err(|source| ServeError::Bind {
+        what: "listener",
+        addr: addr.to_string(),
+        source,
+    })
+}
+
+async fn refresh_loop(
+    store: Arc<Ledgerstore>,
+    metrics: Arc<Metrics>,
+    secs: u64,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut tick = tokio::time::interval(Duration::from_secs(secs.max(1)));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => return,
+        }
+        let (s, m) = (store.clone(), metrics.clone());
+        let _ = tokio::task::spawn_blocking(move || m.refresh(&s)).await;
+    }
+}
+

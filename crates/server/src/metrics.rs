@@ -1,0 +1,280 @@
+//! Prometheus metrics (every one is listed in `docs/metrics.md`) and the
+//! `/metrics` HTTP endpoint.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use ledgerstore_store::{BatchReport, Ledgerstore};
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
+};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+/// Every metric of the daemon.
+pub struct Metrics {
+    registry: Registry,
+    grpc_started: IntCounterVec,
+    grpc_handled: IntCounterVec,
+    grpc_seconds: HistogramVec,
+    grpc_received: IntCounterVec,
+    grpc_sent: IntCounterVec,
+    phase_seconds: HistogramVec,
+    stage_seconds: HistogramVec,
+    ingested_ledgers: IntCounter,
+    ingested_txs: IntCounter,
+    ingested_batches: IntCounter,
+    high_water_mark: IntGauge,
+    last_close_time: IntGauge,
+    store_keys: IntGaugeVec,
+    store_disk_bytes: IntGaugeVec,
+    rocks_pending: IntGaugeVec,
+    rocks_l0: IntGaugeVec,
+    mdbx_pages: IntGaugeVec,
+    mdbx_free_pages: IntGaugeVec,
+    mdbx_reader_lag: IntGaugeVec,
+}
+
+const GRPC_LABELS: [&str; 3] = ["grpc_type", "grpc_service", "grpc_method"];
+
+fn counter(r: &Registry, name: &str, help: &str, labels: &[&str]) -> prometheus::Result<IntCounterVec> {
+    let c = IntCounterVec::new(Opts::new(name, help), labels)?;
+    r.register(Box::new(c.clone()))?;
+    Ok(c)
+}
+
+fn gauge(r: &Registry, name: &str, help: &str, labels: &[&str]) -> prometheus::Result<IntGaugeVec> {
+    let g = IntGaugeVec::new(Opts::new(name, help), labels)?;
+    r.register(Box::new(g.clone()))?;
+    Ok(g)
+}
+
+fn histogram(
+    r: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+    buckets: Vec<f64>,
+) -> prometheus::Result<HistogramVec> {
+    let h = HistogramVec::new(HistogramOpts::new(name, help).buckets(buckets), labels)?;
+    r.register(Box::new(h.clone()))?;
+    Ok(h)
+}
+
+impl Metrics {
+    /// Registers every metric, and the process collector.
+    pub fn new() -> prometheus::Result<Self> {
+        let r = Registry::new();
+        #[cfg(target_os = "linux")]
+        r.register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))?;
+        let rpc_buckets = prometheus::exponential_buckets(0.0001, 4.0, 11)?;
+        let batch_buckets = prometheus::exponential_buckets(0.001, 2.5, 16)?;
+        let one = |name: &str, help: &str| -> prometheus::Result<IntCounter> {
+            let c = IntCounter::new(name, help)?;
+            r.register(Box::new(c.clone()))?;
+            Ok(c)
+        };
+        let one_gauge = |name: &str, help: &str| -> prometheus::Result<IntGauge> {
+            let g = IntGauge::new(name, help)?;
+            r.register(Box::new(g.clone()))?;
+            Ok(g)
+        };
+        let grpc_code: Vec<&str> = GRPC_LABELS.iter().copied().chain(["grpc_code"]).collect();
+        Ok(Self {
+            grpc_started: counter(&r, "grpc_server_started_total", "RPCs started on the server.", &GRPC_LABELS)?,
+            grpc_handled: counter(&r, "grpc_server_handled_total", "RPCs completed on the server, by status code.", &grpc_code)?,
+            grpc_seconds: histogram(&r, "grpc_server_handling_seconds", "Time from RPC start to its status.", &GRPC_LABELS, rpc_buckets)?,
+            grpc_received: counter(&r, "grpc_server_msg_received_total", "Stream messages received.", &GRPC_LABELS)?,
+            grpc_sent: counter(&r, "grpc_server_msg_sent_total", "Stream messages sent.", &GRPC_LABELS)?,
+            phase_seconds: histogram(
+                &r,
+                "ledgerstore_ingest_phase_seconds",
+                "Per-batch I/O time of one store, by phase (write, commit, compact).",
+                &["table", "engine", "phase"],
+                batch_buckets.clone(),
+            )?,
+            stage_seconds: histogram(
+                &r,
+                "ledgerstore_ingest_stage_seconds",
+                "Per-batch time by stage (source, compress, compute, io, total).",
+                &["stage"],
+                batch_buckets,
+            )?,
+            ingested_ledgers: one("ledgerstore_ingested_ledgers_total", "Ledgers committed.")?,
+            ingested_txs: one("ledgerstore_ingested_transactions_total", "Transactions committed.")?,
+            ingested_batches: one("ledgerstore_ingest_batches_total", "Store batches committed.")?,
+            high_water_mark: one_gauge("ledgerstore_high_water_mark", "Last durable ledger seq.")?,
+            last_close_time: one_gauge(
+                "ledgerstore_high_water_mark_close_time_seconds",
+                "Close time (unix seconds) of the last durable ledger; lag = time() - this.",
+            )?,
+            store_keys: gauge(&r, "ledgerstore_store_keys", "Keys committed to a table.", &["table", "engine"])?,
+            store_disk_bytes: gauge(&r, "ledgerstore_store_disk_bytes", "Bytes of a table's files on disk.", &["table", "engine"])?,
+            rocks_pending: gauge(&r, "ledgerstore_rocksdb_pending_compaction_bytes", "RocksDB's estimate of bytes pending compaction.", &["table"])?,
+            rocks_l0: gauge(&r, "ledgerstore_rocksdb_l0_files", "RocksDB SST files in level 0.", &["table"])?,
+            mdbx_pages: gauge(&r, "ledgerstore_mdbx_pages", "MDBX pages of a table (branch + leaf + overflow).", &["table"])?,
+            mdbx_free_pages: gauge(&r, "ledgerstore_mdbx_free_pages", "MDBX pages on the free list.", &["table"])?,
+            mdbx_reader_lag: gauge(&r, "ledgerstore_mdbx_reader_lag", "Commits between the oldest MDBX reader's snapshot and the newest.", &["table"])?,
+            registry: r,
+        })
+    }
+
+    /// Starts timing one RPC.
+    pub fn rpc(self: &Arc<Self>, kind: &'static str, service: &'static str, method: &'static str) -> Rpc {
+        self.grpc_started.with_label_values(&[kind, service, method]).inc();
+        Rpc {
+            metrics: self.clone(),
+            labels: [kind, service, method],
+            start: Instant::now(),
+        }
+    }
+
+    /// Counts one received stream message.
+    pub fn received(&self, service: &str, method: &str) {
+        self.grpc_received.with_label_values(&["bidi_stream", service, method]).inc();
+    }
+
+    /// Counts one sent stream message.
+    pub fn sent(&self, kind: &str, service: &str, method: &str) {
+        self.grpc_sent.with_label_values(&[kind, service, method]).inc();
+    }
+
+    /// Records a committed batch.
+    pub fn batch(&self, r: &BatchReport, close_time: u64) {
+        for s in &r.stores {
+            for (phase, v) in [("write", s.write_s), ("commit", s.commit_s), ("compact", s.compact_s)] {
+                self.phase_seconds.with_label_values(&[s.table, s.engine, phase]).observe(v);
+            }
+        }
+        for (stage, v) in [
+            ("source", r.source_s),
+            ("compress", r.compress_s),
+            ("compute", r.compute_s),
+            ("io", r.io_s),
+            ("total", r.total_s),
+        ] {
+            self.stage_seconds.with_label_values(&[stage]).observe(v);
+        }
+        self.ingested_ledgers.inc_by(r.ledgers);
+        self.ingested_txs.inc_by(r.txs);
+        self.ingested_batches.inc();
+        self.high_water_mark.set(i64::from(r.last_ledger));
+        self.last_close_time.set(i64::try_from(close_time).unwrap_or(i64::MAX));
+    }
+
+    /// Refreshes the store gauges.
+    pub fn refresh(&self, store: &Ledgerstore) {
+        if let Some(last) = store.last_ledger() {
+            self.high_water_mark.set(i64::from(last));
+        }
+        let Ok(stats) = store.stats() else { return };
+        let v = |x: u64| i64::try_from(x).unwrap_or(i64::MAX);
+        for t in &stats.tables {
+            let e = &t.engine_stats;
+            self.store_keys.with_label_values(&[t.table, t.engine]).set(v(t.keys));
+            self.store_disk_bytes.with_label_values(&[t.table, t.engine]).set(v(e.disk_bytes));
+            if let Some(p) = e.pending_compaction_bytes {
+                self.rocks_pending.with_label_values(&[t.table]).set(v(p));
+            }
+            if let Some(l0) = e.files_per_level.first() {
+                self.rocks_l0.with_label_values(&[t.table]).set(v(*l0));
+            }
+            if let Some(p) = e.pages {
+                self.mdbx_pages.with_label_values(&[t.table]).set(v(p));
+            }
+            if let Some(p) = e.free_pages {
+                self.mdbx_free_pages.with_label_values(&[t.table]).set(v(p));
+            }
+            if let Some(l) = e.reader_lag {
+                self.mdbx_reader_lag.with_label_values(&[t.table]).set(v(l));
+            }
+        }
+    }
+
+    /// The text exposition of every metric.
+    pub fn render(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {
+            tracing::warn!(error = %e, "encoding metrics failed");
+        }
+        out
+    }
+}
+
+/// One RPC being timed; records `grpc_server_handled_total` when finished.
+pub struct Rpc {
+    metrics: Arc<Metrics>,
+    labels: [&'static str; 3],
+    start: Instant,
+}
+
+impl Rpc {
+    /// Records the outcome.
+    pub fn finish(self, code: tonic::Code) {
+        let [k, s, m] = self.labels;
+        let code = format!("{code:?}");
+        // tonic's Debug names match grpc-go's names except for `Ok`.
+        let code = if code == "Ok" { "OK".to_string() } else { code };
+        self.metrics.grpc_handled.with_label_values(&[k, s, m, &code]).inc();
+        self.metrics
+            .grpc_seconds
+            .with_label_values(&self.labels)
+            .observe(self.start.elapsed().as_secs_f64());
+    }
+
+    /// Records the outcome of a result.
+    pub fn finish_with<T>(self, r: &Result<T, tonic::Status>) {
+        self.finish(match r {
+            Ok(_) => tonic::Code::Ok,
+            Err(s) => s.code(),
+        });
+    }
+}
+
+/// Serves `/metrics` on `listener` until `shutdown` turns true.
+pub async fn serve(
+    listener: TcpListener,
+    metrics: Arc<Metrics>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = shutdown.changed() => return,
+        };
+        let Ok((stream, _)) = accepted else { continue };
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
+                let metrics = metrics.clone();
+                async move {
+                    let resp = match req.uri().path() {
+                        "/metrics" => Response::builder()
+                            .header("content-type", "text/plain; version=0.0.4")
+                            .body(Full::new(Bytes::from(metrics.render()))),
+                        _ => Response::builder()
+                            .status(StatusCode::NOT_FOUND)
+                            .body(Full::new(Bytes::from_static(b"not found; try /metrics\n"))),
+                    };
+                    resp
+                }
+            });
+            if let Err(e) = http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await {
+                tracing::debug!(error = %e, "metrics connection ended");
+            }
+        });
+    }
+}
+
+/// Binds the metrics listener.
+pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    TcpListener::bind(addr).await
+}

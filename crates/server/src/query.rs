@@ -1,0 +1,260 @@
+//! The Query service: transactions by hash, ledgers, status.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ledgerstore_proto::v1 as pb;
+use ledgerstore_store::{Ledgerstore, StoreError};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+use crate::convert::{hash, ledger_out, status_out, tx_out};
+use crate::state::AppState;
+use crate::status::{from_store, internal_join, unavailable};
+
+const SERVICE: &str = "ledgerstore.v1.Query";
+/// Ledgers read per blocking step of StreamLedgers.
+const STREAM_CHUNK: usize = 16;
+
+/// Query service.
+pub struct QueryService {
+    state: Arc<AppState>,
+}
+
+impl QueryService {
+    /// A service over `state`.
+    pub fn new(state: Arc<AppState>) -> Self {
+        Self { state }
+    }
+
+    fn mark_text(store: &Ledgerstore) -> String {
+        store
+            .last_ledger()
+            .map_or("the store is empty".into(), |l| format!("durable mark: ledger {l}"))
+    }
+
+    /// Runs `f` on the blocking pool under the query deadline.
+    async fn blocking<T, F>(&self, f: F) -> Result<T, Status>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Ledgerstore) -> Result<T, StoreError> + Send + 'static,
+    {
+        let store = self.state.store()?;
+        let timeout = Duration::from_millis(self.state.cfg.query.timeout_ms);
+        let task = tokio::task::spawn_blocking(move || f(&store));
+        match tokio::time::timeout(timeout, task).await {
+            Ok(Ok(r)) => r.map_err(|e| from_store(&e)),
+            Ok(Err(j)) => Err(internal_join(j)),
+            Err(_) => Err(Status::deadline_exceeded(format!(
+                "query took longer than query.timeout_ms = {}",
+                self.state.cfg.query.timeout_ms
+            ))),
+        }
+    }
+
+    async fn unary<T>(
+        &self,
+        method: &'static str,
+        f: impl Future<Output = Result<T, Status>>,
+    ) -> Result<Response<T>, Status> {
+        let rpc = self.state.metrics.rpc("unary", SERVICE, method);
+        let r = f.await;
+        rpc.finish_with(&r);
+        r.map(Response::new)
+    }
+}
+
+#[tonic::async_trait]
+impl pb::query_server::Query for QueryService {
+    async fn get_transaction(
+        &self,
+        req: Request<pb::GetTransactionRequest>,
+    ) -> Result<Response<pb::TransactionRecord>, Status> {
+        self.unary("GetTransaction", async {
+            let h = hash("hash", &req.get_ref().hash)?;
+            let found = self
+                .blocking(move |s| Ok(s.get_tx(&h)?.ok_or_else(|| Self::mark_text(s))))
+                .await?;
+            match found {
+                Ok(rec) => Ok(tx_out(h, rec)),
+                Err(mark) => Err(Status::not_found(format!("transaction {h} not found ({mark})"))),
+            }
+        })
+        .await
+    }
+
+    async fn batch_get_transactions(
+        &self,
+        req: Request<pb::BatchGetTransactionsRequest>,
+    ) -> Result<Response<pb::BatchGetTransactionsResponse>, Status> {
+        self.unary("BatchGetTransactions", async {
+            let hashes = &req.get_ref().hashes;
+            let max = self.state.cfg.query.max_batch_hashes;
+            if hashes.is_empty() {
+                return Err(Status::invalid_argument("hashes: must hold at least one hash"));
+            }
+            if hashes.len() > max {
+                return Err(Status::invalid_argument(format!(
+                    "hashes: at most {max} per request (query.max_batch_hashes), got {}",
+                    hashes.len()
+                )));
+            }
+            let parsed = hashes
+                .iter()
+                .enumerate()
+                .map(|(i, b)| hash(&format!("hashes[{i}]"), b))
+                .collect::<Result<Vec<_>, _>>()?;
+            let keys = parsed.clone();
+            let found = self.blocking(move |s| s.batch_get_txs(&keys)).await?;
+            let results = parsed
+                .into_iter()
+                .zip(found)
+                .map(|(h, rec)| pb::TransactionLookup {
+                    hash: h.0.to_vec(),
+                    found: rec.is_some(),
+                    record: rec.map(|r| tx_out(h, r)),
+                })
+                .collect();
+            Ok(pb::BatchGetTransactionsResponse { results })
+        })
+        .await
+    }
+
+    async fn get_transaction_ledger(
+        &self,
+        req: Request<pb::GetTransactionLedgerRequest>,
+    ) -> Result<Response<pb::TransactionLedger>, Status> {
+        self.unary("GetTransactionLedger", async {
+            let h = hash("hash", &req.get_ref().hash)?;
+            let found = self
+                .blocking(move |s| Ok(s.get_tx_ledger(&h)?.ok_or_else(|| Self::mark_text(s))))
+                .await?;
+            match found {
+                Ok(seq) => Ok(pb::TransactionLedger {
+                    hash: h.0.to_vec(),
+                    ledger_seq: seq,
+                }),
+                Err(mark) => Err(Status::not_found(format!("transaction {h} not found ({mark})"))),
+            }
+        })
+        .await
+    }
+
+    async fn get_ledger(
+        &self,
+        req: Request<pb::GetLedgerRequest>,
+    ) -> Result<Response<pb::LedgerRecord>, Status> {
+        self.unary("GetLedger", async {
+            let pb::GetLedgerRequest { seq, omit_raw } = *req.get_ref();
+            let found = self
+                .blocking(move |s| Ok(s.get_ledger(seq)?.ok_or_else(|| Self::mark_text(s))))
+                .await?;
+            match found {
+                Ok(l) => Ok(ledger_out(l, omit_raw)),
+                Err(mark) => Err(Status::not_found(format!("ledger {seq} not found ({mark})"))),
+            }
+        })
+        .await
+    }
+
+    type StreamLedgersStream = ReceiverStream<Result<pb::LedgerRecord, Status>>;
+
+    async fn stream_ledgers(
+        &self,
+        req: Request<pb::StreamLedgersRequest>,
+    ) -> Result<Response<Self::StreamLedgersStream>, Status> {
+        let rpc = self.state.metrics.rpc("server_stream", SERVICE, "StreamLedgers");
+        let pb::StreamLedgersRequest { start, end, omit_raw } = *req.get_ref();
+        let max = self.state.cfg.query.max_stream_ledgers;
+        let check = if start > end {
+            Err(Status::invalid_argument(format!("end: must be >= start ({start}), got {end}")))
+        } else if u64::from(end) - u64::from(start) + 1 > u64::from(max) {
+            Err(Status::invalid_argument(format!(
+                "end: at most {max} ledgers per stream (query.max_stream_ledgers), so end <= {}",
+                u64::from(start) + u64::from(max) - 1
+            )))
+        } else {
+            self.state.store()
+        };
+        let store = match check {
+            Ok(s) => s,
+            Err(e) => {
+                rpc.finish(e.code());
+                return Err(e);
+            }
+        };
+        // A small channel: a client that stops reading holds at most a few
+        // ledgers in memory, and no thread.
+        let (tx, rx) = mpsc::channel(4);
+        let state = self.state.clone();
+        tokio::spawn(async move {
+            let code = stream_range(state, store, start, end, omit_raw, tx).await;
+            rpc.finish(code);
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+
+    async fn get_status(
+        &self,
+        _req: Request<pb::GetStatusRequest>,
+    ) -> Result<Response<pb::Status>, Status> {
+        self.unary("GetStatus", async {
+            self.blocking(|s| {
+                let stats = s.stats()?;
+                Ok(status_out(&stats, s.last_report().as_ref()))
+            })
+            .await
+        })
+        .await
+    }
+}
+
+async fn stream_range(
+    state: Arc<AppState>,
+    store: Arc<Ledgerstore>,
+    start: u32,
+    end: u32,
+    omit_raw: bool,
+    tx: mpsc::Sender<Result<pb::LedgerRecord, Status>>,
+) -> tonic::Code {
+    let mut next = Some(start);
+    while let Some(from) = next {
+        if state.shutting_down() {
+            let _ = tx.send(Err(unavailable("ledgerstore is shutting down; resume the stream later"))).await;
+            return tonic::Code::Unavailable;
+        }
+        let s = store.clone();
+        let chunk = tokio::task::spawn_blocking(move || {
+            s.ledgers(from, end, STREAM_CHUNK)
+                .take(STREAM_CHUNK)
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .await;
+        let ledgers = match chunk {
+            Ok(Ok(l)) => l,
+            Ok(Err(e)) => {
+                let st = from_store(&e);
+                let code = st.code();
+                let _ = tx.send(Err(st)).await;
+                return code;
+            }
+            Err(j) => {
+                let _ = tx.send(Err(internal_join(j))).await;
+                return tonic::Code::Internal;
+            }
+        };
+        next = match ledgers.last() {
+            Some(l) if ledgers.len() == STREAM_CHUNK && l.seq < end => Some(l.seq + 1),
+            _ => None,
+        };
+        for l in ledgers {
+            if tx.send(Ok(ledger_out(l, omit_raw))).await.is_err() {
+                return tonic::Code::Cancelled;
+            }
+            state.metrics.sent("server_stream", SERVICE, "StreamLedgers");
+        }
+    }
+    tonic::Code::Ok
+}

@@ -1,0 +1,81 @@
+//! The one place where errors become gRPC statuses. Every message names
+//! the field and the expected value.
+
+use ledgerstore_store::StoreError;
+use tonic::{Code, Status};
+
+/// Maps a store error to its gRPC status.
+pub fn from_store(e: &StoreError) -> Status {
+    let code = match e {
+        StoreError::Gap { .. } => Code::FailedPrecondition,
+        StoreError::InvalidBatch { .. } => Code::InvalidArgument,
+        StoreError::TooLarge { .. } => Code::ResourceExhausted,
+        StoreError::HashExists { .. } => Code::AlreadyExists,
+        _ if e.is_storage_full() => Code::ResourceExhausted,
+        StoreError::LayoutMismatch { .. } | StoreError::DataDir { .. } => Code::FailedPrecondition,
+        StoreError::Db(_) | StoreError::Io { .. } | StoreError::Corrupt(_) => Code::Internal,
+    };
+    let message = if e.is_storage_full() {
+        format!("storage full, ingest paused until space is freed: {e}")
+    } else {
+        e.to_string()
+    };
+    Status::new(code, message)
+}
+
+/// `field` must be 32 bytes.
+pub fn bad_hash(field: &str, len: usize) -> Status {
+    Status::invalid_argument(format!("{field}: must be 32 bytes, got {len}"))
+}
+
+/// The daemon is shutting down or still opening its stores.
+pub fn unavailable(why: &str) -> Status {
+    Status::unavailable(why.to_string())
+}
+
+/// A blocking task died.
+pub fn internal_join(e: tokio::task::JoinError) -> Status {
+    Status::internal(format!("worker task failed: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_follow_the_contract() {
+        let cases = [
+            (StoreError::Gap { expected: 5, got: 7 }, Code::FailedPrecondition, "expected ledger seq 5"),
+            (
+                StoreError::InvalidBatch { field: "ledgers[0].raw".into(), reason: "must not be empty".into() },
+                Code::InvalidArgument,
+                "ledgers[0].raw: must not be empty",
+            ),
+            (
+                StoreError::TooLarge { field: "ledgers".into(), got: 9, limit: 8, unit: "ledgers" },
+                Code::ResourceExhausted,
+                "limit 8",
+            ),
+            (
+                StoreError::HashExists { field: "h".into(), hash: "ab".into(), ledger: 3 },
+                Code::AlreadyExists,
+                "already stored in ledger 3",
+            ),
+            (
+                StoreError::Db(ledgerstore_db_api::DbError::StorageFull {
+                    engine: "mdbx",
+                    table: "tx_data".into(),
+                    detail: "disk full".into(),
+                }),
+                Code::ResourceExhausted,
+                "storage full",
+            ),
+            (StoreError::Corrupt("x".into()), Code::Internal, "corrupt store"),
+        ];
+        for (e, code, text) in cases {
+            let s = from_store(&e);
+            assert_eq!(s.code(), code, "{e}");
+            assert!(s.message().contains(text), "{}", s.message());
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! The data dir's own files:
+//!
+//! - `ledgerstore.json`: the manifest (format version, layout, where each
+//!   table lives). Written once, when the dir is created.
+//! - `MARK`: the durable high-water mark and running totals, replaced
+//!   atomically (write `MARK.tmp`, fsync, rename, fsync the dir) after every
+//!   committed batch.
+//! - `LOCK`: an exclusive `flock`, so two processes never open one dir.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use ledgerstore_db_api::{Layout, TableId};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{StoreError, StoreResult};
+
+/// Current on-disk format of the data dir.
+pub const FORMAT_VERSION: u32 = 1;
+
+const MANIFEST: &str = "ledgerstore.json";
+const MARK: &str = "MARK";
+const LOCK: &str = "LOCK";
+
+/// The manifest recorded when a data dir is created.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Manifest {
+    /// On-disk format version.
+    pub format: u32,
+    /// The layout, fixed for the dir's life.
+    pub layout: Layout,
+    /// Table name → engine directory, relative to the data dir.
+    pub tables: BTreeMap<String, String>,
+}
+
+impl Manifest {
+    /// The manifest of a new dir with `layout`.
+    pub fn new(layout: Layout) -> Self {
+        let tables = TableId::ALL
+            .into_iter()
+            .map(|t| (t.name().to_string(), table_dir(layout, t)))
+            .collect();
+        Self {
+            format: FORMAT_VERSION,
+            layout,
+            tables,
+        }
+    }
+}
+
+/// Directory of `table` under the data dir: `<engine>/<table>`.
+pub fn table_dir(layout: Layout, table: TableId) -> String {
+    format!("{}/{}", layout.engine_for(table).name(), table.name())
+}
+
+/// Running totals of one table, advanced with the mark.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TableTotals {
+    /// Keys written.
+    pub keys: u64,
+    /// Bytes before compression.
+    pub raw_bytes: u64,
+    /// Bytes after compression (what the engine stores).
+    pub stored_bytes: u64,
+}
+
+/// The durable high-water mark.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct MarkState {
+    /// First ledger ever committed (None while empty).
+    pub first: Option<u32>,
+    /// Last fully committed ledger (None while empty).
+    pub last: Option<u32>,
+    /// Batches committed.
+    pub batches: u64,
+    /// Transactions committed.
+    pub txs: u64,
+    /// Per-table totals.
+    pub tables: BTreeMap<String, TableTotals>,
+}
+
+impl MarkState {
+    /// Ledgers committed.
+    pub fn ledgers(&self) -> u64 {
+        match (self.first, self.last) {
+            (Some(f), Some(l)) => u64::from(l) - u64::from(f) + 1,
+            _ => 0,
+        }
+    }
+
+    /// The next seq the store accepts; None while empty (any start).
+    pub fn next_expected(&self) -> Option<u32> {
+        self.last.map(|l| l.saturating_add(1))
+    }
+}
+
+/// An open data dir: its path, manifest and lock.
+#[derive(Debug)]
+pub struct DataDir {
+    path: PathBuf,
+    manifest: Manifest,
+    _lock: File,
+}
+
+impl DataDir {
+    /// Opens `path`, creating it with `layout` (or the default) if it is new.
+    /// Fails if it was created with a different layout than `layout`.
+    pub fn open(path: &Path, layout: Option<Layout>, create: bool) -> StoreResult<Self> {
+        let dir_err = |reason: String| StoreError::DataDir {
+            dir: path.to_path_buf(),
+            reason,
+        };
+        if !path.exists() {
+            if !create {
+                return Err(dir_err("does not exist".into()));
+            }
+            fs::create_dir_all(path)
+                .map_err(StoreError::io(format!("creating {}", path.display())))?;
+        }
+        let lock = lock_dir(path)?;
+        let manifest_path = path.join(MANIFEST);
+        let manifest = if manifest_path.exists() {
+            let text = fs::read_to_string(&manifest_path)
+                .map_err(StoreError::io(format!("reading {}", manifest_path.display())))?;
+            let m: Manifest = serde_json::from_str(&text)
+                .map_err(|e| dir_err(format!("unreadable {MANIFEST}: {e}")))?;
+            if m.format != FORMAT_VERSION {
+                return Err(dir_err(format!(
+                    "on-disk format {} is not supported by this build (format {FORMAT_VERSION})",
+                    m.format
+                )));
+            }
+            if let Some(requested) = layout
+                && requested != m.layout
+            {
+                return Err(StoreError::LayoutMismatch {
+                    dir: path.to_path_buf(),
+                    recorded: m.layout,
+                    requested,
+                });
+            }
+            m
+        } else {
+            let foreign = fs::read_dir(path)
+                .map_err(StoreError::io(format!("listing {}", path.display())))?
+                .flatten()
+                .any(|e| e.file_name() != LOCK);
+            if foreign {
+                return Err(dir_err(format!(
+                    "has files but no {MANIFEST}: not a ledgerstore data dir"
+                )));
+            }
+            if !create {
+                return Err(dir_err(format!("no {MANIFEST}: not a ledgerstore data dir")));
+            }
+            let m = Manifest::new(layout.unwrap_or_default());
+            let json = serde_json::to_vec_pretty(&m)
+                .map_err(|e| dir_err(format!("encoding manifest: {e}")))?;
+            write_atomic(path, MANIFEST, &json)?;
+            m
+        };
+        Ok(Self {
+            path: path.to_path_buf(),
+            manifest,
+            _lock: lock,
+        })
+    }
+
+    /// The data dir's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// Directory of `table`.
+    pub fn table_path(&self, table: TableId) -> PathBuf {
+        self.path.join(table_dir(self.manifest.layout, table))
+    }
+
+    /// Reads the mark (the empty mark when none was written yet).
+    pub fn read_mark(&self) -> StoreResult<MarkState> {
+        let p = self.path.join(MARK);
+        match fs::read(&p) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| StoreError::Corrupt(format!("{}: {e}", p.display()))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(MarkState::default()),
+            Err(e) => Err(StoreError::io(format!("reading {}", p.display()))(e)),
+        }
+    }
+
+    /// Replaces the mark durably and atomically.
+    pub fn write_mark(&self, mark: &MarkState) -> StoreResult<()> {
+        let json = serde_json::to_vec(mark)
+            .map_err(|e| StoreError::Corrupt(format!("encoding mark: {e}")))?;
+        write_atomic(&self.path, MARK, &json)
+    }
+}
+
+fn lock_dir(path: &Path) -> StoreResult<File> {
+    let p = path.join(LOCK);
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&p)
+        .map_err(StoreError::io(format!("opening {}", p.display())))?;
+    #[allow(unsafe_code)]
+    // SAFETY: flock on a file descriptor we own; no memory is involved.
+    let rc = unsafe {
+        libc::flock(
+            std::os::fd::AsRawFd::as_raw_fd(&file),
+            libc::LOCK_EX | libc::LOCK_NB,
+        )
+    };
+    if rc != 0 {
+        return Err(StoreError::DataDir {
+            dir: path.to_path_buf(),
+            reason: "in use by another ledgerstore process (LOCK is held)".into(),
+        });
+    }
+    Ok(file)
+}
+
+/// Writes `dir/name` atomically and durably.
+fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> StoreResult<()> {
+    let tmp = dir.join(format!("{name}.tmp"));
+    let dst = dir.join(name);
+    let mut f = File::create(&tmp).map_err(StoreError::io(format!("creating {}", tmp.display())))?;
+    f.write_all(bytes)
+        .and_then(|_| f.sync_all())
+        .map_err(StoreError::io(format!("writing {}", tmp.display())))?;
+    fs::rename(&tmp, &dst).map_err(StoreError::io(format!("renaming to {}", dst.display())))?;
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(StoreError::io(format!("syncing {}", dir.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_is_recorded_and_enforced() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let p = tmp.path().join("d");
+        {
+            let d = DataDir::open(&p, Some(Layout::Rocksdb), true).expect("create");
+            assert_eq!(d.manifest().layout, Layout::Rocksdb);
+            assert!(DataDir::open(&p, None, true).is_err(), "second opener is locked out");
+        }
+        let err = DataDir::open(&p, Some(Layout::Hybrid), true).expect_err("mismatch");
+        assert!(matches!(err, StoreError::LayoutMismatch { .. }), "{err}");
+        assert!(err.to_string().contains("created with layout rocksdb"), "{err}");
+        let d = DataDir::open(&p, None, false).expect("open with recorded layout");
+        assert_eq!(d.manifest().layout, Layout::Rocksdb);
+    }
+
+    #[test]
+    fn mark_round_trips_and_starts_empty() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let d = DataDir::open(tmp.path(), None, true).expect("create");
+        assert_eq!(d.read_mark().expect("read"), MarkState::default());
+        let m = MarkState {
+            first: Some(10),
+            last: Some(19),
+            batches: 2,
+            txs: 40,
+            tables: BTreeMap::new(),
+        };
+        d.write_mark(&m).expect("write");
+        assert_eq!(d.read_mark().expect("read"), m);
+        assert_eq!(m.ledgers(), 10);
+        assert_eq!(m.next_expected(), Some(20));
+    }
+
+    #[test]
+    fn foreign_dirs_are_refused() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        fs::write(tmp.path().join("something"), b"x").expect("write");
+        let err = DataDir::open(tmp.path(), None, true).expect_err("foreign");
+        assert!(err.to_string().contains("not a ledgerstore data dir"), "{err}");
+        let missing = tmp.path().join("missing");
+        assert!(DataDir::open(&missing, None, false).is_err());
+    }
+}

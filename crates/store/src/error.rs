@@ -1,0 +1,101 @@
+//! The store's error type. The daemon maps it to gRPC codes in one place
+//! (`ledgerstore-server`'s `status` module).
+
+use std::path::PathBuf;
+
+use ledgerstore_db_api::{DbError, Layout};
+
+/// Errors of the tiered store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A batch does not continue from the mark.
+    #[error("ledger gap: expected ledger seq {expected}, got {got}")]
+    Gap {
+        /// The seq the store expects next.
+        expected: u32,
+        /// The first new seq of the batch.
+        got: u32,
+    },
+    /// A batch is malformed; nothing was written.
+    #[error("invalid batch: {field}: {reason}")]
+    InvalidBatch {
+        /// The field at fault, e.g. `ledgers[3].transactions[7].hash`.
+        field: String,
+        /// What was expected.
+        reason: String,
+    },
+    /// A record or batch exceeds a configured limit; nothing was written.
+    #[error("too large: {field} is {got} {unit}, limit {limit}")]
+    TooLarge {
+        /// The field at fault.
+        field: String,
+        /// Size seen.
+        got: u64,
+        /// Configured limit.
+        limit: u64,
+        /// Unit of both numbers.
+        unit: &'static str,
+    },
+    /// A transaction hash is already stored under another ledger.
+    #[error("{field}: tx hash {hash} is already stored in ledger {ledger}")]
+    HashExists {
+        /// The field at fault.
+        field: String,
+        /// Hash, hex.
+        hash: String,
+        /// Ledger that already holds it.
+        ledger: u32,
+    },
+    /// The data dir was created with another layout.
+    #[error("data dir {dir} was created with layout {recorded}; it cannot be opened as {requested}")]
+    LayoutMismatch {
+        /// Data dir.
+        dir: PathBuf,
+        /// Layout recorded in the dir.
+        recorded: Layout,
+        /// Layout asked for.
+        requested: Layout,
+    },
+    /// The data dir is missing, held by another process, or not ours.
+    #[error("data dir {dir}: {reason}")]
+    DataDir {
+        /// Data dir.
+        dir: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A storage engine or codec failed.
+    #[error(transparent)]
+    Db(#[from] DbError),
+    /// File-system error on the store's own files.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Stored data contradicts itself.
+    #[error("corrupt store: {0}")]
+    Corrupt(String),
+}
+
+impl StoreError {
+    /// True when the failure is lack of space.
+    pub fn is_storage_full(&self) -> bool {
+        match self {
+            StoreError::Db(e) => e.is_storage_full(),
+            StoreError::Io { source, .. } => source.raw_os_error() == Some(libc::ENOSPC),
+            _ => false,
+        }
+    }
+
+    pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> StoreError {
+        let context = context.into();
+        move |source| StoreError::Io { context, source }
+    }
+}
+
+/// Result alias for the store.
+pub type StoreResult<T> = Result<T, StoreError>;

@@ -1,0 +1,393 @@
+//! The ingest engine: validate, compress in parallel, write the three
+//! stores (concurrently where the engines allow), commit, advance the mark.
+
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use ledgerstore_db_api::{
+    Compress, DbError, KvStore, LedgerInput, LedgerRecordRef, TableId, TxHash, TxRecordRef,
+};
+use rayon::prelude::*;
+
+use crate::datadir::MarkState;
+use crate::error::{StoreError, StoreResult};
+use crate::report::{BatchReport, StoreTiming, process_write_bytes, secs};
+use crate::validate::validate;
+use crate::Ledgerstore;
+
+/// What [`Ledgerstore::ingest`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IngestOutcome {
+    /// Leading ledgers at or below the mark, acknowledged without writing.
+    pub skipped: usize,
+    /// Ledgers written and committed.
+    pub committed: usize,
+    /// The durable mark after the call.
+    pub mark: Option<u32>,
+    /// The timing report, when something was written.
+    pub report: Option<BatchReport>,
+}
+
+/// Key/value pairs for one table, sorted by key.
+struct Entries<K> {
+    pairs: Vec<(K, Vec<u8>)>,
+    raw_bytes: u64,
+}
+
+impl<K: AsRef<[u8]>> Entries<K> {
+    fn stored_bytes(&self) -> u64 {
+        self.pairs
+            .iter()
+            .map(|(k, v)| (k.as_ref().len() + v.len()) as u64)
+            .sum()
+    }
+}
+
+struct Prepared {
+    ledgers: Entries<[u8; 4]>,
+    tx_data: Entries<TxHash>,
+    tx_index: Entries<TxHash>,
+}
+
+impl Ledgerstore {
+    /// Ingests an ordered batch of ledgers. `source` is the time the caller
+    /// spent getting them, for the report.
+    ///
+    /// Ledgers at or below the mark are acknowledged without being written;
+    /// the rest must continue from the mark. The batch is refused whole
+    /// (nothing written) if any part of it is invalid. When this returns
+    /// `Ok` with `committed > 0`, the ledgers are durable.
+    pub fn ingest(&self, batch: &[LedgerInput], source: Duration) -> StoreResult<IngestOutcome> {
+        let started = Instant::now();
+        let mut dirty = self
+            .ingest_lock
+            .lock()
+            .map_err(|_| StoreError::Corrupt("ingest lock poisoned by a panic".into()))?;
+        if *dirty {
+            self.rollback_above_mark()?;
+            *dirty = false;
+        }
+        let mark = self.mark();
+        let t = Instant::now();
+        let plan = validate(batch, mark.last, &self.limits)?;
+        let new = &batch[plan.skipped..];
+        if new.is_empty() {
+            return Ok(IngestOutcome {
+                skipped: plan.skipped,
+                committed: 0,
+                mark: mark.last,
+                report: None,
+            });
+        }
+        self.check_hashes_not_stored(new)?;
+        let mut compute = t.elapsed();
+
+        let t = Instant::now();
+        let mut prepared = prepare(new, self.level)?;
+        let compress = t.elapsed();
+        let t = Instant::now();
+        prepared.tx_data.pairs.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        prepared.tx_index.pairs.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        compute += t.elapsed();
+
+        let io_before = process_write_bytes();
+        let t = Instant::now();
+        let stores = match self.write_stores(&prepared) {
+            Ok(s) => s,
+            Err(e) => {
+                *dirty = self.rollback_after_failure(&e);
+                return Err(e);
+            }
+        };
+        let io = t.elapsed();
+
+        let t = Instant::now();
+        let next = advance(&mark, new, &prepared);
+        if let Err(e) = self.dir.write_mark(&next) {
+            // Put the old mark back before rolling back, so disk never
+            // holds a mark above data we delete.
+            *dirty = true;
+            if self.dir.write_mark(&mark).is_ok() {
+                *dirty = self.rollback_after_failure(&e);
+            }
+            return Err(e);
+        }
+        self.publish_mark(next.clone());
+        let mark_s = t.elapsed();
+        let total = started.elapsed() + source;
+
+        let report = BatchReport {
+            batch: next.batches,
+            layout: self.layout.name(),
+            first_ledger: new[0].seq,
+            last_ledger: new[new.len() - 1].seq,
+            ledgers: new.len() as u64,
+            txs: plan.txs as u64,
+            source_s: secs(source),
+            compress_s: secs(compress),
+            compute_s: secs(compute),
+            io_s: secs(io),
+            mark_s: secs(mark_s),
+            total_s: secs(total),
+            ledgers_per_s: new.len() as f64 / secs(total).max(1e-9),
+            bytes_written: stores.iter().map(|s| s.bytes).sum(),
+            device_bytes_written: io_before
+                .zip(process_write_bytes())
+                .map(|(a, b)| b.saturating_sub(a)),
+            stores,
+        };
+        self.emit(&report);
+        Ok(IngestOutcome {
+            skipped: plan.skipped,
+            committed: new.len(),
+            mark: next.last,
+            report: Some(report),
+        })
+    }
+
+    /// Refuses hashes that are already stored: overwriting one would repoint
+    /// a committed transaction, and rolling back would delete it.
+    fn check_hashes_not_stored(&self, new: &[LedgerInput]) -> StoreResult<()> {
+        let mut hashes: Vec<(&[u8], usize, usize)> = new
+            .iter()
+            .enumerate()
+            .flat_map(|(li, l)| l.txs.iter().enumerate().map(move |(ti, t)| (&t.hash[..], li, ti)))
+            .collect();
+        hashes.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let last = self.last_ledger();
+        for chunk in hashes.chunks(65_536) {
+            let keys: Vec<&[u8]> = chunk.iter().map(|h| h.0).collect();
+            let found = self.tx_index.multi_get(&keys)?;
+            for (&(hash, li, ti), value) in chunk.iter().zip(found) {
+                let Some(v) = value else { continue };
+                let ledger = <u32 as ledgerstore_db_api::Decompress>::decompress(&v)?;
+                if last.is_some_and(|l| ledger <= l) {
+                    return Err(StoreError::HashExists {
+                        field: format!("ledgers[{li}].transactions[{ti}].hash"),
+                        hash: hex::encode(hash),
+                        ledger,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the three stores. The ledgers table commits first; a hash
+    /// table whose engine keeps staged writes private until commit (MDBX)
+    /// writes concurrently and only commits once the ledgers are durable;
+    /// one that may persist early (RocksDB) starts writing after that.
+    fn write_stores(&self, p: &Prepared) -> StoreResult<Vec<StoreTiming>> {
+        let gate = Gate::default();
+        let results = std::thread::scope(|s| {
+            let ledgers = s.spawn(|| {
+                let r = write_table(self.ledgers.as_ref(), TableId::Ledgers, &p.ledgers, None);
+                gate.open(r.is_ok());
+                r
+            });
+            let data = s.spawn(|| {
+                write_table(self.tx_data.as_ref(), TableId::TxData, &p.tx_data, Some(&gate))
+            });
+            let index = s.spawn(|| {
+                write_table(self.tx_index.as_ref(), TableId::TxIndex, &p.tx_index, Some(&gate))
+            });
+            [ledgers.join(), data.join(), index.join()]
+        });
+        let mut timings = Vec::with_capacity(3);
+        let mut first_err = None;
+        for r in results {
+            match r {
+                Ok(Ok(Some(t))) => timings.push(t),
+                Ok(Ok(None)) => {}
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(e);
+                }
+                Err(_) => {
+                    first_err.get_or_insert(StoreError::Corrupt("a writer thread panicked".into()));
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(timings),
+        }
+    }
+
+    /// Rolls back after a failed batch; returns whether data above the mark
+    /// may remain (the next ingest retries the rollback first).
+    fn rollback_after_failure(&self, cause: &StoreError) -> bool {
+        match self.rollback_above_mark() {
+            Ok(_) => false,
+            Err(e) => {
+                tracing::error!(%cause, error = %e, "rollback after a failed batch failed; will retry before the next batch");
+                true
+            }
+        }
+    }
+
+    fn emit(&self, report: &BatchReport) {
+        tracing::info!(
+            batch = report.batch,
+            layout = report.layout,
+            first = report.first_ledger,
+            last = report.last_ledger,
+            txs = report.txs,
+            total_s = report.total_s,
+            "{}",
+            report.render()
+        );
+        if let Some(sink) = &self.sink
+            && let Err(e) = sink.write(report)
+        {
+            tracing::warn!(error = %e, "could not append the batch report");
+        }
+        if let Ok(mut r) = self.last_report.write() {
+            *r = Some(report.clone());
+        }
+    }
+}
+
+/// Encodes and compresses the batch, in parallel across all cores.
+fn prepare(new: &[LedgerInput], level: i32) -> StoreResult<Prepared> {
+    let ledgers: Vec<([u8; 4], Vec<u8>, usize)> = new
+        .par_iter()
+        .map(|l| {
+            let hashes: Vec<&[u8]> = l.txs.iter().map(|t| &t.hash[..]).collect();
+            let rec = LedgerRecordRef {
+                seq: l.seq,
+                close_time: l.close_time,
+                tx_hashes: &hashes,
+                raw: &l.raw,
+            };
+            Ok::<_, DbError>((l.seq.to_be_bytes(), rec.compress(level)?, rec.raw_len()))
+        })
+        .collect::<Result<_, _>>()?;
+    let txs: Vec<(TxHash, Vec<u8>, usize, u32)> = new
+        .par_iter()
+        .flat_map_iter(|l| {
+            l.txs.iter().enumerate().map(move |(i, t)| (l, i, t))
+        })
+        .map(|(l, i, t)| {
+            let rec = TxRecordRef {
+                ledger_seq: l.seq,
+                close_time: l.close_time,
+                index: i as u32,
+                envelope: &t.envelope,
+                result: &t.result,
+                meta: &t.meta,
+            };
+            let hash = TxHash::from_slice(&t.hash).ok_or_else(|| StoreError::InvalidBatch {
+                field: "hash".into(),
+                reason: "must be 32 bytes".into(),
+            })?;
+            Ok::<_, StoreError>((hash, rec.compress(level)?, rec.raw_len(), l.seq))
+        })
+        .collect::<Result<_, _>>()?;
+    let ledgers = Entries {
+        raw_bytes: ledgers.iter().map(|l| l.2 as u64).sum(),
+        pairs: ledgers.into_iter().map(|(k, v, _)| (k, v)).collect(),
+    };
+    let tx_index = Entries {
+        raw_bytes: 4 * txs.len() as u64,
+        pairs: txs
+            .iter()
+            .map(|(h, _, _, seq)| (*h, seq.to_be_bytes().to_vec()))
+            .collect(),
+    };
+    let tx_data = Entries {
+        raw_bytes: txs.iter().map(|t| t.2 as u64).sum(),
+        pairs: txs.into_iter().map(|(h, v, _, _)| (h, v)).collect(),
+    };
+    Ok(Prepared {
+        ledgers,
+        tx_data,
+        tx_index,
+    })
+}
+
+/// Writes one table; with a gate, waits for the ledgers table to be
+/// durable before anything of this table can become durable. Returns None
+/// when the gate closed (the ledgers write failed).
+fn write_table<K: AsRef<[u8]>>(
+    store: &dyn KvStore,
+    table: TableId,
+    entries: &Entries<K>,
+    gate: Option<&Gate>,
+) -> StoreResult<Option<StoreTiming>> {
+    let early = gate.is_some() && !store.durable_only_on_commit();
+    if early && gate.is_some_and(|g| !g.wait()) {
+        return Ok(None);
+    }
+    let t = Instant::now();
+    let mut w = store.begin_write()?;
+    for (k, v) in &entries.pairs {
+        w.put(k.as_ref(), v)?;
+    }
+    w.finish()?;
+    let write = t.elapsed();
+    if !early && gate.is_some_and(|g| !g.wait()) {
+        return Ok(None); // dropping `w` aborts the staged writes
+    }
+    let c = w.commit()?;
+    Ok(Some(StoreTiming {
+        table: table.name(),
+        engine: store.engine().name(),
+        write_s: secs(write),
+        commit_s: secs(c.commit),
+        compact_s: secs(c.compact),
+        keys: entries.pairs.len() as u64,
+        bytes: entries.stored_bytes(),
+    }))
+}
+
+/// The mark after committing `new`.
+fn advance(mark: &MarkState, new: &[LedgerInput], p: &Prepared) -> MarkState {
+    let mut next = mark.clone();
+    next.first = next.first.or(new.first().map(|l| l.seq));
+    next.last = new.last().map(|l| l.seq).or(mark.last);
+    next.batches += 1;
+    next.txs += p.tx_data.pairs.len() as u64;
+    for (table, keys, raw, stored) in [
+        (TableId::Ledgers, p.ledgers.pairs.len(), p.ledgers.raw_bytes, p.ledgers.stored_bytes()),
+        (TableId::TxData, p.tx_data.pairs.len(), p.tx_data.raw_bytes, p.tx_data.stored_bytes()),
+        (TableId::TxIndex, p.tx_index.pairs.len(), p.tx_index.raw_bytes, p.tx_index.stored_bytes()),
+    ] {
+        let t = next.tables.entry(table.name().to_string()).or_default();
+        t.keys += keys as u64;
+        t.raw_bytes += raw;
+        t.stored_bytes += stored;
+    }
+    next
+}
+
+/// A one-shot signal: "the ledgers table is durable" (true) or "it failed"
+/// (false).
+#[derive(Default)]
+struct Gate {
+    state: Mutex<Option<bool>>,
+    cv: Condvar,
+}
+
+impl Gate {
+    fn open(&self, ok: bool) {
+        if let Ok(mut s) = self.state.lock() {
+            *s = Some(ok);
+        }
+        self.cv.notify_all();
+    }
+
+    fn wait(&self) -> bool {
+        let Ok(mut s) = self.state.lock() else {
+            return false;
+        };
+        loop {
+            if let Some(ok) = *s {
+                return ok;
+            }
+            s = match self.cv.wait(s) {
+                Ok(s) => s,
+                Err(_) => return false,
+            };
+        }
+    }
+}

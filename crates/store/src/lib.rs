@@ -1,0 +1,209 @@
+//! The tiered store: three tables routed to engines by a [`Layout`], a
+//! durable high-water mark, validated and timed batch ingest, and reads.
+//!
+//! The store depends only on `ledgerstore-db-api`; the engines are handed
+//! in through an [`EngineFactory`] by the binary.
+//!
+//! # Invariants
+//! - A batch is validated whole before anything is written.
+//! - Within a batch the `ledgers` table is durable before any write to the
+//!   hash tables can become durable; the mark is written last. So every
+//!   hash-table entry above the mark is listed by a durable ledger record
+//!   above the mark, and [`Ledgerstore::open`] can roll it back.
+//! - No read returns a ledger or transaction above the mark.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock};
+
+use ledgerstore_db_api::{EngineFactory, KvStore, Layout, TableId};
+
+pub mod datadir;
+pub mod error;
+mod ingest;
+mod read;
+pub mod report;
+mod rollback;
+mod stats;
+pub mod validate;
+
+pub use datadir::{DataDir, Manifest, MarkState, TableTotals};
+pub use error::{StoreError, StoreResult};
+pub use ingest::IngestOutcome;
+pub use read::LedgerRange;
+pub use report::{BatchReport, JsonLinesSink, StoreTiming};
+pub use stats::{StoreStats, TableStats};
+pub use validate::Limits;
+
+/// How to open a store.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Layout for a new dir; for an existing dir, the layout it must have
+    /// (None: whatever it was created with).
+    pub layout: Option<Layout>,
+    /// Create the dir if it does not exist.
+    pub create: bool,
+    /// zstd level for compressed tables.
+    pub compression_level: i32,
+    /// Batch limits.
+    pub limits: Limits,
+    /// Where to append batch reports as JSON lines (None: nowhere).
+    pub report_jsonl: Option<PathBuf>,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            layout: None,
+            create: true,
+            compression_level: 3,
+            limits: Limits::default(),
+            report_jsonl: None,
+        }
+    }
+}
+
+/// The tiered store.
+pub struct Ledgerstore {
+    dir: DataDir,
+    layout: Layout,
+    ledgers: Box<dyn KvStore>,
+    tx_data: Box<dyn KvStore>,
+    tx_index: Box<dyn KvStore>,
+    mark: RwLock<MarkState>,
+    /// `last + 1` of the mark, 0 while empty: the read path's visibility test.
+    visible_end: AtomicU64,
+    /// Serializes ingest; true while data above the mark awaits rollback.
+    ingest_lock: Mutex<bool>,
+    level: i32,
+    limits: Limits,
+    sink: Option<JsonLinesSink>,
+    last_report: RwLock<Option<BatchReport>>,
+}
+
+impl std::fmt::Debug for Ledgerstore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ledgerstore")
+            .field("dir", &self.dir.path())
+            .field("layout", &self.layout)
+            .finish()
+    }
+}
+
+impl Ledgerstore {
+    /// Opens the store at `path`, rolling back anything above the mark that
+    /// a crash left behind.
+    pub fn open(path: &Path, opts: StoreOptions, engines: &dyn EngineFactory) -> StoreResult<Self> {
+        let dir = DataDir::open(path, opts.layout, opts.create)?;
+        let layout = dir.manifest().layout;
+        let open = |t: TableId| engines.open_table(layout, t, &dir.table_path(t));
+        let ledgers = open(TableId::Ledgers)?;
+        let tx_data = open(TableId::TxData)?;
+        let tx_index = open(TableId::TxIndex)?;
+        let mark = dir.read_mark()?;
+        let sink = match &opts.report_jsonl {
+            Some(p) => Some(
+                JsonLinesSink::open(p).map_err(StoreError::io(format!("opening {}", p.display())))?,
+            ),
+            None => None,
+        };
+        let store = Self {
+            visible_end: AtomicU64::new(visible_end(&mark)),
+            mark: RwLock::new(mark),
+            dir,
+            layout,
+            ledgers,
+            tx_data,
+            tx_index,
+            ingest_lock: Mutex::new(false),
+            level: opts.compression_level,
+            limits: opts.limits,
+            sink,
+            last_report: RwLock::new(None),
+        };
+        let rolled = store.rollback_above_mark()?;
+        if rolled.ledgers > 0 || rolled.txs > 0 {
+            tracing::warn!(
+                ledgers = rolled.ledgers,
+                txs = rolled.txs,
+                "rolled back writes above the durable mark left by an interrupted batch"
+            );
+        }
+        Ok(store)
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The data dir's path.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A copy of the durable mark.
+    pub fn mark(&self) -> MarkState {
+        self.mark
+            .read()
+            .map(|m| m.clone())
+            .unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// The last durable ledger (None while empty).
+    pub fn last_ledger(&self) -> Option<u32> {
+        match self.visible_end.load(Ordering::Acquire) {
+            0 => None,
+            end => Some((end - 1) as u32),
+        }
+    }
+
+    /// The report of the last batch committed since open.
+    pub fn last_report(&self) -> Option<BatchReport> {
+        self.last_report.read().ok().and_then(|r| r.clone())
+    }
+
+    /// The batch limits.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The store holding `table`.
+    pub fn table(&self, table: TableId) -> &dyn KvStore {
+        match table {
+            TableId::Ledgers => self.ledgers.as_ref(),
+            TableId::TxData => self.tx_data.as_ref(),
+            TableId::TxIndex => self.tx_index.as_ref(),
+        }
+    }
+
+    /// Flushes the engines for a clean shutdown. Waits for a batch in
+    /// progress to finish first.
+    pub fn close(&self) -> StoreResult<()> {
+        let _guard = self.ingest_lock.lock();
+        for t in TableId::ALL {
+            self.table(t).close()?;
+        }
+        Ok(())
+    }
+
+    fn is_visible(&self, seq: u32) -> bool {
+        u64::from(seq) < self.visible_end.load(Ordering::Acquire)
+    }
+
+    fn publish_mark(&self, mark: MarkState) {
+        let end = visible_end(&mark);
+        match self.mark.write() {
+            Ok(mut m) => *m = mark,
+            Err(p) => *p.into_inner() = mark,
+        }
+        self.visible_end.store(end, Ordering::Release);
+    }
+}
+
+fn visible_end(mark: &MarkState) -> u64 {
+    mark.last.map_or(0, |l| u64::from(l) + 1)
+}
+
+#[cfg(test)]
+mod tests;

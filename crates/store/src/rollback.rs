@@ -1,0 +1,83 @@
+//! Rolls back whatever an interrupted batch left above the mark.
+//!
+//! The ledgers table is durable before any hash-table write of the same
+//! batch can be, so every orphan hash entry is listed by a ledger record
+//! above the mark. We delete those hashes (unless the tx index says the
+//! hash belongs to a committed ledger), then the ledger records.
+
+use ledgerstore_db_api::{Decompress, KvStore, LedgerRecord, TableId};
+
+use crate::error::{StoreError, StoreResult};
+use crate::Ledgerstore;
+
+/// What a rollback removed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RolledBack {
+    pub ledgers: usize,
+    pub txs: usize,
+}
+
+const SCAN_CHUNK: usize = 256;
+
+impl Ledgerstore {
+    pub(crate) fn rollback_above_mark(&self) -> StoreResult<RolledBack> {
+        let last = self.mark().last;
+        let Some(mut from) = last.map_or(Some(0), |l| l.checked_add(1)) else {
+            return Ok(RolledBack::default());
+        };
+        let mut ledger_keys = Vec::new();
+        let mut hashes = Vec::new();
+        loop {
+            let chunk = self.ledgers.scan(&from.to_be_bytes(), SCAN_CHUNK)?;
+            let Some((last_key, _)) = chunk.last() else { break };
+            let last_seq = <u32 as ledgerstore_db_api::Decode>::decode(last_key)?;
+            for (key, value) in chunk {
+                let rec = LedgerRecord::decompress(&value).map_err(|e| {
+                    StoreError::Corrupt(format!(
+                        "ledger record above the mark cannot be read for rollback: {e}"
+                    ))
+                })?;
+                hashes.extend(rec.tx_hashes);
+                ledger_keys.push(key);
+            }
+            match last_seq.checked_add(1) {
+                Some(next) => from = next,
+                None => break,
+            }
+        }
+        if ledger_keys.is_empty() {
+            return Ok(RolledBack::default());
+        }
+        hashes.sort_unstable();
+        let keys: Vec<&[u8]> = hashes.iter().map(|h| &h.0[..]).collect();
+        let owners = self.tx_index.multi_get(&keys)?;
+        let orphans: Vec<&[u8]> = keys
+            .iter()
+            .zip(owners)
+            .filter(|(_, owner)| match owner {
+                Some(v) => u32::decompress(v).map_or(true, |seq| last.is_none_or(|l| seq > l)),
+                None => true,
+            })
+            .map(|(k, _)| *k)
+            .collect();
+        for table in [TableId::TxData, TableId::TxIndex] {
+            delete_keys(self.table(table), &orphans)?;
+        }
+        let ledger_refs: Vec<&[u8]> = ledger_keys.iter().map(Vec::as_slice).collect();
+        delete_keys(self.ledgers.as_ref(), &ledger_refs)?;
+        Ok(RolledBack {
+            ledgers: ledger_keys.len(),
+            txs: orphans.len(),
+        })
+    }
+}
+
+fn delete_keys(store: &dyn KvStore, keys: &[&[u8]]) -> StoreResult<()> {
+    let mut w = store.begin_write()?;
+    for k in keys {
+        w.delete(k)?;
+    }
+    w.finish()?;
+    w.commit()?;
+    Ok(())
+}

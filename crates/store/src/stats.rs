@@ -1,0 +1,83 @@
+//! Per-store statistics, as in the field study's stats blocks.
+
+use ledgerstore_db_api::{EngineStats, TableId};
+use serde::Serialize;
+
+use crate::error::StoreResult;
+use crate::Ledgerstore;
+
+/// Statistics of one table.
+#[derive(Debug, Clone, Serialize)]
+pub struct TableStats {
+    /// Table.
+    pub table: &'static str,
+    /// Engine.
+    pub engine: &'static str,
+    /// Keys committed (from the mark's totals).
+    pub keys: u64,
+    /// Bytes before compression.
+    pub raw_bytes: u64,
+    /// Bytes after compression.
+    pub stored_bytes: u64,
+    /// 1 - stored/raw, in percent (the field study's "−77%").
+    pub compression_savings_pct: f64,
+    /// The engine's own figures.
+    pub engine_stats: EngineStats,
+}
+
+/// Statistics of the whole store.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoreStats {
+    /// Layout.
+    pub layout: &'static str,
+    /// First ledger.
+    pub first_ledger: Option<u32>,
+    /// Durable mark.
+    pub last_ledger: Option<u32>,
+    /// Ledgers committed.
+    pub ledgers: u64,
+    /// Transactions committed.
+    pub txs: u64,
+    /// Batches committed.
+    pub batches: u64,
+    /// Bytes on disk, all tables.
+    pub disk_bytes: u64,
+    /// Per table.
+    pub tables: Vec<TableStats>,
+}
+
+impl Ledgerstore {
+    /// Statistics of every table.
+    pub fn stats(&self) -> StoreResult<StoreStats> {
+        let mark = self.mark();
+        let mut tables = Vec::new();
+        for t in TableId::ALL {
+            let store = self.table(t);
+            let totals = mark.tables.get(t.name()).cloned().unwrap_or_default();
+            let savings = if totals.raw_bytes > 0 {
+                100.0 * (1.0 - totals.stored_bytes as f64 / totals.raw_bytes as f64)
+            } else {
+                0.0
+            };
+            tables.push(TableStats {
+                table: t.name(),
+                engine: store.engine().name(),
+                keys: totals.keys,
+                raw_bytes: totals.raw_bytes,
+                stored_bytes: totals.stored_bytes,
+                compression_savings_pct: savings,
+                engine_stats: store.stats()?,
+            });
+        }
+        Ok(StoreStats {
+            layout: self.layout.name(),
+            first_ledger: mark.first,
+            last_ledger: mark.last,
+            ledgers: mark.ledgers(),
+            txs: mark.txs,
+            batches: mark.batches,
+            disk_bytes: tables.iter().map(|t| t.engine_stats.disk_bytes).sum(),
+            tables,
+        })
+    }
+}

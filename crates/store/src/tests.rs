@@ -1,0 +1,358 @@
+//! Store tests on real RocksDB and real MDBX in temp dirs.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use ledgerstore_backends::Backends;
+use ledgerstore_db_api::{
+    CommitTiming, Compress, DbError, DbResult, EngineFactory, EngineKind, EngineStats, KvStore,
+    KvWrite, Layout, LedgerInput, LedgerRecordRef, TableId, TxHash,
+};
+use ledgerstore_synth::{Synth, SynthConfig};
+
+use super::*;
+
+fn synth() -> Synth {
+    Synth::new(SynthConfig::small(42, 8))
+}
+
+fn open(dir: &Path, layout: Layout) -> Ledgerstore {
+    let opts = StoreOptions {
+        layout: Some(layout),
+        ..StoreOptions::default()
+    };
+    Ledgerstore::open(dir, opts, &Backends::for_tests()).expect("open store")
+}
+
+fn ingest(store: &Ledgerstore, batch: &[LedgerInput]) -> IngestOutcome {
+    store.ingest(batch, Duration::ZERO).expect("ingest")
+}
+
+fn hash(tx: &ledgerstore_db_api::TxInput) -> TxHash {
+    TxHash::from_slice(&tx.hash).expect("32 bytes")
+}
+
+/// Raw presence of a key in an engine, bypassing the mark.
+fn raw_has(store: &Ledgerstore, table: TableId, key: &[u8]) -> bool {
+    store.table(table).get(key).expect("raw get").is_some()
+}
+
+fn assert_nothing_written(store: &Ledgerstore, batch: &[LedgerInput]) {
+    for l in batch {
+        assert!(!raw_has(store, TableId::Ledgers, &l.seq.to_be_bytes()), "ledger {}", l.seq);
+        for tx in &l.txs {
+            assert!(!raw_has(store, TableId::TxData, &tx.hash));
+            assert!(!raw_has(store, TableId::TxIndex, &tx.hash));
+        }
+    }
+}
+
+#[test]
+fn every_layout_ingests_and_reads_back_exact_bytes() {
+    let s = synth();
+    for layout in Layout::ALL {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let store = open(tmp.path(), layout);
+        let b1 = s.batch(100, 5);
+        let out = ingest(&store, &b1);
+        assert_eq!((out.committed, out.skipped, out.mark), (5, 0, Some(104)));
+        let report = out.report.expect("report");
+        assert_eq!(report.stores.len(), 3, "{layout}");
+        assert_eq!(report.txs, 40);
+        ingest(&store, &s.batch(105, 3));
+        assert_eq!(store.last_ledger(), Some(107));
+
+        let l = s.ledger(106);
+        let tx = &l.txs[3];
+        let rec = store.get_tx(&hash(tx)).expect("get").expect("found");
+        assert_eq!((rec.ledger_seq, rec.index, rec.close_time), (106, 3, l.close_time));
+        assert_eq!((&rec.envelope, &rec.result, &rec.meta), (&tx.envelope, &tx.result, &tx.meta));
+        assert_eq!(store.get_tx_ledger(&hash(tx)).expect("ledger"), Some(106));
+        let ledger = store.get_ledger(106).expect("get").expect("found");
+        assert_eq!(ledger.raw, l.raw);
+        assert_eq!(ledger.tx_hashes, l.txs.iter().map(hash).collect::<Vec<_>>());
+        assert!(store.get_ledger(99).expect("get").is_none());
+        assert!(store.get_tx(&TxHash([0; 32])).expect("get").is_none());
+
+        let seqs: Vec<u32> = store
+            .ledgers(98, 200, 2)
+            .map(|r| r.expect("ledger").seq)
+            .collect();
+        assert_eq!(seqs, (100..=107).collect::<Vec<_>>(), "{layout}");
+
+        let asked = [hash(&s.ledger(107).txs[0]), TxHash([7; 32]), hash(&s.ledger(100).txs[7])];
+        let got = store.batch_get_txs(&asked).expect("batch");
+        assert_eq!(got[0].as_ref().map(|r| r.ledger_seq), Some(107));
+        assert!(got[1].is_none());
+        assert_eq!(got[2].as_ref().map(|r| (r.ledger_seq, r.index)), Some((100, 7)));
+
+        let stats = store.stats().expect("stats");
+        assert_eq!((stats.ledgers, stats.txs, stats.batches), (8, 64, 2));
+        let tx_data = &stats.tables[1];
+        assert!(tx_data.compression_savings_pct > 0.0, "{layout}: {tx_data:?}");
+    }
+}
+
+#[test]
+fn restart_continues_from_the_mark_and_resent_ledgers_write_nothing() {
+    let s = synth();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    {
+        let store = open(tmp.path(), Layout::Hybrid);
+        ingest(&store, &s.batch(1, 4));
+        store.close().expect("close");
+    }
+    let store = open(tmp.path(), Layout::Hybrid);
+    assert_eq!(store.last_ledger(), Some(4));
+    let before = store.mark();
+    let index_keys = store.table(TableId::TxIndex).stats().expect("stats").keys;
+    let out = ingest(&store, &s.batch(2, 3));
+    assert_eq!((out.skipped, out.committed, out.mark), (3, 0, Some(4)));
+    assert!(out.report.is_none());
+    assert_eq!(store.mark(), before, "a no-op advances nothing");
+    assert_eq!(store.table(TableId::TxIndex).stats().expect("stats").keys, index_keys);
+    // A straddling batch writes only the new part.
+    let out = ingest(&store, &s.batch(3, 4));
+    assert_eq!((out.skipped, out.committed, out.mark), (2, 2, Some(6)));
+}
+
+#[test]
+fn gaps_and_malformed_batches_are_refused_whole() {
+    let s = synth();
+    for layout in Layout::ALL {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let store = open(tmp.path(), layout);
+        ingest(&store, &s.batch(10, 2));
+
+        let gap = s.batch(13, 2);
+        let e = store.ingest(&gap, Duration::ZERO).expect_err("gap");
+        assert!(matches!(e, StoreError::Gap { expected: 12, got: 13 }), "{e}");
+        assert_nothing_written(&store, &gap);
+
+        let mut dup = s.batch(12, 3);
+        dup[2].txs[1].hash = dup[0].txs[4].hash.clone();
+        let e = store.ingest(&dup, Duration::ZERO).expect_err("dup");
+        assert!(e.to_string().contains("ledgers[2].transactions[1].hash: duplicate"), "{e}");
+        assert_nothing_written(&store, &dup[..2]);
+
+        let mut bad = s.batch(12, 3);
+        bad[2].txs[0].hash.pop();
+        assert!(store.ingest(&bad, Duration::ZERO).is_err());
+        assert_nothing_written(&store, &bad[..2]);
+
+        let mut empty = s.batch(12, 2);
+        empty[1].txs[2].envelope.clear();
+        assert!(store.ingest(&empty, Duration::ZERO).is_err());
+        assert_nothing_written(&store, &empty[..1]);
+
+        // A hash that a committed ledger already holds.
+        let mut stolen = s.batch(12, 2);
+        stolen[1].txs[0].hash = s.ledger(10).txs[0].hash.clone();
+        let e = store.ingest(&stolen, Duration::ZERO).expect_err("stored hash");
+        assert!(matches!(e, StoreError::HashExists { ledger: 10, .. }), "{e}");
+        assert_nothing_written(&store, &stolen[..1]);
+        let rec = store.get_tx(&hash(&s.ledger(10).txs[0])).expect("get").expect("intact");
+        assert_eq!(rec.ledger_seq, 10);
+
+        assert_eq!(store.last_ledger(), Some(11));
+        ingest(&store, &s.batch(12, 2));
+        assert_eq!(store.last_ledger(), Some(13), "{layout}");
+    }
+}
+
+/// Leaves what a crash between the stores' commits and the mark would: a
+/// durable ledger record and hash entries above the mark.
+fn plant_residue(store: &Ledgerstore, ledger: &LedgerInput) {
+    let hashes: Vec<&[u8]> = ledger.txs.iter().map(|t| &t.hash[..]).collect();
+    let rec = LedgerRecordRef {
+        seq: ledger.seq,
+        close_time: ledger.close_time,
+        tx_hashes: &hashes,
+        raw: &ledger.raw,
+    };
+    let mut w = store.table(TableId::Ledgers).begin_write().expect("begin");
+    w.put(&ledger.seq.to_be_bytes(), &rec.compress(3).expect("c")).expect("put");
+    w.commit().expect("commit");
+    for table in [TableId::TxData, TableId::TxIndex] {
+        let mut w = store.table(table).begin_write().expect("begin");
+        for (i, tx) in ledger.txs.iter().enumerate() {
+            let rec = ledgerstore_db_api::TxRecordRef {
+                ledger_seq: ledger.seq,
+                close_time: ledger.close_time,
+                index: i as u32,
+                envelope: &tx.envelope,
+                result: &tx.result,
+                meta: &tx.meta,
+            };
+            let v = match table {
+                TableId::TxIndex => ledger.seq.to_be_bytes().to_vec(),
+                _ => rec.compress(3).expect("c"),
+            };
+            w.put(&tx.hash, &v).expect("put");
+        }
+        w.commit().expect("commit");
+    }
+}
+
+#[test]
+fn nothing_above_the_mark_is_visible_and_open_rolls_it_back() {
+    let s = synth();
+    for layout in Layout::ALL {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let residue = s.ledger(3);
+        {
+            let store = open(tmp.path(), layout);
+            ingest(&store, &s.batch(1, 2));
+            plant_residue(&store, &residue);
+            assert!(raw_has(&store, TableId::Ledgers, &3u32.to_be_bytes()));
+            assert!(store.get_ledger(3).expect("get").is_none(), "{layout}");
+            assert!(store.get_tx(&hash(&residue.txs[0])).expect("get").is_none());
+            assert!(store.get_tx_ledger(&hash(&residue.txs[0])).expect("get").is_none());
+            let got = store.batch_get_txs(&[hash(&residue.txs[1])]).expect("batch");
+            assert!(got[0].is_none());
+            assert_eq!(store.ledgers(1, 10, 4).count(), 2);
+        }
+        let store = open(tmp.path(), layout);
+        assert_nothing_written(&store, std::slice::from_ref(&residue));
+        assert!(store.get_tx(&hash(&s.ledger(2).txs[0])).expect("get").is_some());
+        ingest(&store, &s.batch(3, 1));
+        assert_eq!(store.last_ledger(), Some(3));
+    }
+}
+
+/// Wraps the real engines and fails the commit of one table on demand.
+struct FailingCommit {
+    inner: Backends,
+    table: TableId,
+    armed: Arc<AtomicBool>,
+}
+
+struct FailStore {
+    inner: Box<dyn KvStore>,
+    armed: Arc<AtomicBool>,
+}
+
+struct FailWrite<'a> {
+    inner: Box<dyn KvWrite + 'a>,
+    armed: Arc<AtomicBool>,
+    table: String,
+}
+
+impl KvWrite for FailWrite<'_> {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> DbResult<()> {
+        self.inner.put(key, value)
+    }
+    fn delete(&mut self, key: &[u8]) -> DbResult<()> {
+        self.inner.delete(key)
+    }
+    fn finish(&mut self) -> DbResult<()> {
+        self.inner.finish()
+    }
+    fn commit(self: Box<Self>) -> DbResult<CommitTiming> {
+        if self.armed.swap(false, Ordering::SeqCst) {
+            return Err(DbError::StorageFull {
+                engine: "test",
+                table: self.table.clone(),
+                detail: "injected: No space left on device".into(),
+            });
+        }
+        self.inner.commit()
+    }
+}
+
+impl KvStore for FailStore {
+    fn table(&self) -> &str {
+        self.inner.table()
+    }
+    fn engine(&self) -> EngineKind {
+        self.inner.engine()
+    }
+    fn durable_only_on_commit(&self) -> bool {
+        self.inner.durable_only_on_commit()
+    }
+    fn begin_write(&self) -> DbResult<Box<dyn KvWrite + '_>> {
+        Ok(Box::new(FailWrite {
+            inner: self.inner.begin_write()?,
+            armed: self.armed.clone(),
+            table: self.inner.table().to_string(),
+        }))
+    }
+    fn get(&self, key: &[u8]) -> DbResult<Option<Vec<u8>>> {
+        self.inner.get(key)
+    }
+    fn multi_get(&self, keys: &[&[u8]]) -> DbResult<Vec<Option<Vec<u8>>>> {
+        self.inner.multi_get(keys)
+    }
+    fn scan(&self, from: &[u8], limit: usize) -> DbResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.inner.scan(from, limit)
+    }
+    fn stats(&self) -> DbResult<EngineStats> {
+        self.inner.stats()
+    }
+}
+
+impl EngineFactory for FailingCommit {
+    fn open_table(&self, layout: Layout, table: TableId, path: &Path) -> DbResult<Box<dyn KvStore>> {
+        let inner = self.inner.open_table(layout, table, path)?;
+        let armed = if table == self.table {
+            self.armed.clone()
+        } else {
+            Arc::new(AtomicBool::new(false))
+        };
+        Ok(Box::new(FailStore { inner, armed }))
+    }
+}
+
+#[test]
+fn a_failed_commit_rolls_back_in_process_and_the_batch_can_be_retried() {
+    let s = synth();
+    for layout in Layout::ALL {
+        for table in TableId::ALL {
+            let tmp = tempfile::tempdir().expect("tempdir");
+            let armed = Arc::new(AtomicBool::new(false));
+            let factory = FailingCommit {
+                inner: Backends::for_tests(),
+                table,
+                armed: armed.clone(),
+            };
+            let store = Ledgerstore::open(
+                tmp.path(),
+                StoreOptions {
+                    layout: Some(layout),
+                    ..Default::default()
+                },
+                &factory,
+            )
+            .expect("open");
+            store.ingest(&s.batch(1, 2), Duration::ZERO).expect("first batch");
+            armed.store(true, Ordering::SeqCst);
+            let batch = s.batch(3, 3);
+            let e = store.ingest(&batch, Duration::ZERO).expect_err("injected failure");
+            assert!(e.is_storage_full(), "{e}");
+            assert_eq!(store.last_ledger(), Some(2));
+            assert_nothing_written(&store, &batch);
+            store.ingest(&batch, Duration::ZERO).expect("retry succeeds");
+            assert_eq!(store.last_ledger(), Some(5), "{layout} {table}");
+            let rec = store.get_tx(&hash(&batch[2].txs[0])).expect("get");
+            assert_eq!(rec.map(|r| r.ledger_seq), Some(5));
+        }
+    }
+}
+
+#[test]
+fn a_dir_keeps_its_layout() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    drop(open(tmp.path(), Layout::RocksdbTuned));
+    let e = Ledgerstore::open(
+        tmp.path(),
+        StoreOptions {
+            layout: Some(Layout::Hybrid),
+            ..Default::default()
+        },
+        &Backends::for_tests(),
+    )
+    .expect_err("layout mismatch");
+    assert!(e.to_string().contains("created with layout rocksdb-tuned"), "{e}");
+}

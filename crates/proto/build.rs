@@ -14,7 +14,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     config.protoc_executable(protoc);
     tonic_prost_build::configure()
         .file_descriptor_set_path(out.join("ledgerstore_v1_descriptor.bin"))
-        .compile_with_config(config, &[proto.clone()], &[root])?;
+        .compile_with_config(config, std::slice::from_ref(&proto), &[root])?;
     println!("cargo:rerun-if-changed={}", proto.display());
     Ok(())
 }

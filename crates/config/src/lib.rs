@@ -309,27 +309,48 @@ impl Config {
                 return Err(invalid(key, v, "a power of two from 256 to 65536"));
             }
         }
-        if self.mdbx.growth_step_mib == 0 || self.mdbx.max_size_gib * 1024 < self.mdbx.growth_step_mib {
+        if self.mdbx.growth_step_mib == 0
+            || self.mdbx.max_size_gib * 1024 < self.mdbx.growth_step_mib
+        {
             return Err(invalid(
                 "mdbx.growth_step_mib",
                 self.mdbx.growth_step_mib,
                 "at least 1 and at most mdbx.max_size_gib",
             ));
         }
-        for (key, addr) in [("grpc.listen", &self.grpc.listen), ("metrics.listen", &self.metrics.listen)] {
+        for (key, addr) in [
+            ("grpc.listen", &self.grpc.listen),
+            ("metrics.listen", &self.metrics.listen),
+        ] {
             if addr.parse::<SocketAddr>().is_err() {
-                return Err(invalid(key, addr, "an IP:port socket address, e.g. 127.0.0.1:50051"));
+                return Err(invalid(
+                    key,
+                    addr,
+                    "an IP:port socket address, e.g. 127.0.0.1:50051",
+                ));
             }
         }
         if self.grpc.tls_cert.is_some() != self.grpc.tls_key.is_some() {
-            return Err(invalid("grpc.tls_cert", "only one of tls_cert/tls_key", "both or neither"));
+            return Err(invalid(
+                "grpc.tls_cert",
+                "only one of tls_cert/tls_key",
+                "both or neither",
+            ));
         }
         if self.grpc.max_message_bytes < 1024 {
-            return Err(invalid("grpc.max_message_bytes", self.grpc.max_message_bytes, "at least 1024"));
+            return Err(invalid(
+                "grpc.max_message_bytes",
+                self.grpc.max_message_bytes,
+                "at least 1024",
+            ));
         }
         let i = &self.ingest;
         if i.bulk_batch_ledgers == 0 || i.bulk_batch_ledgers > 100_000 {
-            return Err(invalid("ingest.bulk_batch_ledgers", i.bulk_batch_ledgers, "1 to 100000"));
+            return Err(invalid(
+                "ingest.bulk_batch_ledgers",
+                i.bulk_batch_ledgers,
+                "1 to 100000",
+            ));
         }
         if i.live_max_latency_ms == 0 {
             return Err(invalid("ingest.live_max_latency_ms", 0, "at least 1"));
@@ -348,13 +369,21 @@ impl Config {
             }
         }
         if i.token.is_some() && i.token_file.is_some() {
-            return Err(invalid("ingest.token", "both token and token_file", "one of them"));
+            return Err(invalid(
+                "ingest.token",
+                "both token and token_file",
+                "one of them",
+            ));
         }
         if i.token.as_deref() == Some("") {
             return Err(invalid("ingest.token", "\"\"", "a non-empty token"));
         }
         if self.query.timeout_ms == 0 || self.query.max_stream_ledgers == 0 {
-            return Err(invalid("query.timeout_ms", self.query.timeout_ms, "at least 1"));
+            return Err(invalid(
+                "query.timeout_ms",
+                self.query.timeout_ms,
+                "at least 1",
+            ));
         }
         if !matches!(self.log.format.as_str(), "text" | "json") {
             return Err(invalid("log.format", &self.log.format, "text or json"));
@@ -373,7 +402,13 @@ impl Config {
             (Some(t), _) => Ok(Some(t.clone())),
             (None, Some(f)) => std::fs::read_to_string(f)
                 .map(|t| Some(t.trim().to_string()))
-                .map_err(|e| invalid("ingest.token_file", f.display(), format!("a readable file ({e})"))),
+                .map_err(|e| {
+                    invalid(
+                        "ingest.token_file",
+                        f.display(),
+                        format!("a readable file ({e})"),
+                    )
+                }),
             (None, None) => Ok(None),
         }
     }

@@ -43,15 +43,21 @@ fn bad_values_name_the_key_and_the_expected_range() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("c.toml");
     std::fs::write(&file, "[grpc]\nlisten = \"localhost\"\n").expect("write");
-    let e = Config::load(Some(&file), &[]).expect_err("bad listen").to_string();
+    let e = Config::load(Some(&file), &[])
+        .expect_err("bad listen")
+        .to_string();
     assert!(e.contains("grpc.listen = localhost: an IP:port"), "{e}");
 
     std::fs::write(&file, "[db]\nzstd_level = 40\n").expect("write");
-    let e = Config::load(Some(&file), &[]).expect_err("bad level").to_string();
+    let e = Config::load(Some(&file), &[])
+        .expect_err("bad level")
+        .to_string();
     assert!(e.contains("db.zstd_level = 40: 1 to 22"), "{e}");
 
     std::fs::write(&file, "[db]\nnot_a_key = 1\n").expect("write");
-    let e = Config::load(Some(&file), &[]).expect_err("unknown key").to_string();
+    let e = Config::load(Some(&file), &[])
+        .expect_err("unknown key")
+        .to_string();
     assert!(e.contains("not_a_key"), "{e}");
 
     let e = Config::load(Some(&dir.path().join("missing.toml")), &[]).expect_err("missing");
@@ -60,7 +66,12 @@ fn bad_values_name_the_key_and_the_expected_range() {
 
 #[test]
 fn the_example_config_is_the_defaults() {
-    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/ledgerstore.example.toml");
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../deploy/ledgerstore.example.toml");
     let c = Config::load(Some(&example), &[]).expect("example loads");
-    assert_eq!(c, Config::default(), "deploy/ledgerstore.example.toml drifted from the defaults");
+    assert_eq!(
+        c,
+        Config::default(),
+        "deploy/ledgerstore.example.toml drifted from the defaults"
+    );
 }

@@ -85,10 +85,7 @@ impl<'a> Reader<'a> {
 
     pub(crate) fn take(&mut self, n: usize) -> DbResult<&'a [u8]> {
         if self.buf.len() < n {
-            return Err(self.corrupt(format!(
-                "needs {n} more bytes, {} left",
-                self.buf.len()
-            )));
+            return Err(self.corrupt(format!("needs {n} more bytes, {} left", self.buf.len())));
         }
         let (head, rest) = self.buf.split_at(n);
         self.buf = rest;

@@ -55,7 +55,9 @@ impl std::str::FromStr for Layout {
         Layout::ALL
             .into_iter()
             .find(|l| l.name() == s)
-            .ok_or_else(|| format!("unknown layout {s:?}: expected hybrid, rocksdb or rocksdb-tuned"))
+            .ok_or_else(|| {
+                format!("unknown layout {s:?}: expected hybrid, rocksdb or rocksdb-tuned")
+            })
     }
 }
 
@@ -65,9 +67,15 @@ mod tests {
 
     #[test]
     fn hybrid_routes_hash_tables_to_mdbx() {
-        assert_eq!(Layout::Hybrid.engine_for(TableId::Ledgers), EngineKind::Rocksdb);
+        assert_eq!(
+            Layout::Hybrid.engine_for(TableId::Ledgers),
+            EngineKind::Rocksdb
+        );
         assert_eq!(Layout::Hybrid.engine_for(TableId::TxData), EngineKind::Mdbx);
-        assert_eq!(Layout::Hybrid.engine_for(TableId::TxIndex), EngineKind::Mdbx);
+        assert_eq!(
+            Layout::Hybrid.engine_for(TableId::TxIndex),
+            EngineKind::Mdbx
+        );
         for t in TableId::ALL {
             assert_eq!(Layout::Rocksdb.engine_for(t), EngineKind::Rocksdb);
             assert_eq!(Layout::RocksdbTuned.engine_for(t), EngineKind::Rocksdb);

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use ledgerstore_db_api::{
-    CommitTiming, DbError, dir_size, DbResult, EngineKind, EngineStats, KvStore, KvWrite,
+    CommitTiming, DbError, DbResult, EngineKind, EngineStats, KvStore, KvWrite, dir_size,
 };
 use libmdbx::{
     Database, DatabaseOptions, Mode, NoWriteMap, PageSize, RW, ReadWriteOptions, SyncMode,
@@ -135,8 +135,8 @@ impl MdbxStore {
             no_rdahead: true,
             ..Default::default()
         };
-        let db = Database::<NoWriteMap>::open_with_options(dir, options)
-            .map_err(|e| err(table, e))?;
+        let db =
+            Database::<NoWriteMap>::open_with_options(dir, options).map_err(|e| err(table, e))?;
         // Create the main table up front so readers never see it missing.
         let txn = db.begin_rw_txn().map_err(|e| err(table, e))?;
         txn.create_table(None, TableFlags::empty())

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use ledgerstore_db_api::{
-    CommitTiming, DbError, dir_size, DbResult, EngineKind, EngineStats, KvStore, KvWrite,
+    CommitTiming, DbError, DbResult, EngineKind, EngineStats, KvStore, KvWrite, dir_size,
 };
 use rocksdb::{
     BlockBasedOptions, Cache, CompactOptions, DB, DBCompressionType, FlushOptions, Options,
@@ -250,9 +250,7 @@ impl KvWrite for RocksWrite<'_> {
                 let start = Instant::now();
                 let mut c = CompactOptions::default();
                 c.set_exclusive_manual_compaction(true);
-                store
-                    .db
-                    .compact_range_opt(None::<&[u8]>, None::<&[u8]>, &c);
+                store.db.compact_range_opt(None::<&[u8]>, None::<&[u8]>, &c);
                 Ok(CommitTiming {
                     commit,
                     compact: start.elapsed(),
@@ -327,7 +325,8 @@ impl KvStore for RocksStore {
             keys: self.int_property("rocksdb.estimate-num-keys").unwrap_or(0),
             disk_bytes: dir_size(&self.path),
             files_per_level,
-            pending_compaction_bytes: self.int_property("rocksdb.estimate-pending-compaction-bytes"),
+            pending_compaction_bytes: self
+                .int_property("rocksdb.estimate-pending-compaction-bytes"),
             blob_bytes: self
                 .opts
                 .blob_min_size

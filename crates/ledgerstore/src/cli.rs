@@ -7,7 +7,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use ledgerstore_db_api::Layout;
 
 #[derive(Debug, Parser)]
-#[command(name = "ledgerstore", version, about = "Ingest blockchain ledgers and serve transactions by hash.")]
+#[command(
+    name = "ledgerstore",
+    version,
+    about = "Ingest blockchain ledgers and serve transactions by hash."
+)]
 pub struct Cli {
     /// Log as JSON lines (stderr). The level comes from RUST_LOG (default: warn,
     /// or the config's log.level for `serve`).
@@ -153,7 +157,11 @@ pub struct SynthArgs {
     #[arg(long = "tx-bytes", value_name = "BYTES", default_value_t = 5000)]
     pub tx_bytes: usize,
     /// Raw bytes per synthetic ledger.
-    #[arg(long = "ledger-bytes", value_name = "BYTES", default_value_t = 1_400_000)]
+    #[arg(
+        long = "ledger-bytes",
+        value_name = "BYTES",
+        default_value_t = 1_400_000
+    )]
     pub ledger_bytes: usize,
     /// Seed of the synthetic workload.
     #[arg(long, value_name = "K", default_value_t = 1)]

@@ -29,11 +29,21 @@ fn path(v: &std::path::PathBuf) -> Value {
 }
 
 fn engine_overrides(e: &EngineFlags, o: &mut Overrides) {
-    push(o, "rocksdb.write_buffer_mb", &e.rocksdb_write_buffer_mb, int);
+    push(
+        o,
+        "rocksdb.write_buffer_mb",
+        &e.rocksdb_write_buffer_mb,
+        int,
+    );
     push(o, "mdbx.max_size_gib", &e.mdbx_max_size_gib, int);
     push(o, "mdbx.growth_step_mib", &e.mdbx_growth_step_mib, int);
     push(o, "mdbx.tx_data_page_size", &e.mdbx_tx_data_page_size, int);
-    push(o, "mdbx.tx_index_page_size", &e.mdbx_tx_index_page_size, int);
+    push(
+        o,
+        "mdbx.tx_index_page_size",
+        &e.mdbx_tx_index_page_size,
+        int,
+    );
 }
 
 /// The daemon's effective config.
@@ -47,14 +57,44 @@ pub fn daemon(f: &DaemonFlags) -> Result<Config> {
     push(&mut o, "grpc.listen", &f.grpc_listen, string);
     push(&mut o, "grpc.tls_cert", &f.grpc_tls_cert, path);
     push(&mut o, "grpc.tls_key", &f.grpc_tls_key, path);
-    push(&mut o, "grpc.max_message_bytes", &f.grpc_max_message_bytes, int);
+    push(
+        &mut o,
+        "grpc.max_message_bytes",
+        &f.grpc_max_message_bytes,
+        int,
+    );
     push(&mut o, "metrics.listen", &f.metrics_listen, string);
     push(&mut o, "ingest.token", &f.ingest_token, string);
-    push(&mut o, "ingest.bulk_batch_ledgers", &f.ingest_bulk_batch_ledgers, int);
-    push(&mut o, "ingest.live_max_latency_ms", &f.ingest_live_max_latency_ms, int);
-    push(&mut o, "ingest.max_ledgers_per_request", &f.ingest_max_ledgers_per_request, int);
-    push(&mut o, "query.max_batch_hashes", &f.query_max_batch_hashes, int);
-    push(&mut o, "limits.max_ledger_bytes", &f.limits_max_ledger_bytes, int);
+    push(
+        &mut o,
+        "ingest.bulk_batch_ledgers",
+        &f.ingest_bulk_batch_ledgers,
+        int,
+    );
+    push(
+        &mut o,
+        "ingest.live_max_latency_ms",
+        &f.ingest_live_max_latency_ms,
+        int,
+    );
+    push(
+        &mut o,
+        "ingest.max_ledgers_per_request",
+        &f.ingest_max_ledgers_per_request,
+        int,
+    );
+    push(
+        &mut o,
+        "query.max_batch_hashes",
+        &f.query_max_batch_hashes,
+        int,
+    );
+    push(
+        &mut o,
+        "limits.max_ledger_bytes",
+        &f.limits_max_ledger_bytes,
+        int,
+    );
     push(&mut o, "log.format", &f.log_format, string);
     engine_overrides(&f.engines, &mut o);
     Config::load(f.config.as_deref(), &o).context("loading the configuration")

@@ -34,7 +34,9 @@ fn run(args: cli::Cli) -> Result<()> {
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
 }
 
 /// Logs to stderr; RUST_LOG overrides `default_level`.

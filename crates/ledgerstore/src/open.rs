@@ -76,7 +76,9 @@ pub fn for_ingest(a: &StoreArgs, layout: Layout, opts: StoreOptions) -> Result<L
 
 /// The daemon's opener: the dir keeps its recorded layout; a new dir gets
 /// `db.layout`.
-pub fn for_daemon(cfg: &Config) -> impl FnOnce() -> Result<Ledgerstore, StoreError> + Send + 'static {
+pub fn for_daemon(
+    cfg: &Config,
+) -> impl FnOnce() -> Result<Ledgerstore, StoreError> + Send + 'static {
     let path = cfg.db.path.clone();
     let backends = backends(cfg);
     let opts = store_options(cfg, cfg.db.layout, true);

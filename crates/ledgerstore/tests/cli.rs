@@ -12,7 +12,10 @@ fn ingest_resume_get_and_stats_for_every_layout() {
         let o = run(ingest_cmd(&dir, layout, 6, 4, 5));
         assert!(o.status.success(), "{layout}: {}", stderr(&o));
         let text = stdout(&o);
-        assert!(text.contains("batch #1 [") && text.contains("batch #2 ["), "{text}");
+        assert!(
+            text.contains("batch #1 [") && text.contains("batch #2 ["),
+            "{text}"
+        );
         assert!(text.contains("committed through ledger 6"), "{text}");
         for store in ["ledgers", "tx_data", "tx_index"] {
             assert!(text.contains(&format!("\n  {store}")), "{layout}: {text}");
@@ -20,16 +23,27 @@ fn ingest_resume_get_and_stats_for_every_layout() {
         // A second run continues from the mark.
         let o = run(ingest_cmd(&dir, layout, 3, 4, 5));
         assert!(o.status.success(), "{}", stderr(&o));
-        assert!(stdout(&o).contains("ingesting ledgers 7..=9"), "{}", stdout(&o));
+        assert!(
+            stdout(&o).contains("ingesting ledgers 7..=9"),
+            "{}",
+            stdout(&o)
+        );
         let reports = std::fs::read_to_string(dir.join("batch-reports.jsonl")).expect("jsonl");
         assert_eq!(reports.lines().count(), 3);
 
         let s = synth(5);
         let tx = &s.ledger(8).txs[3];
         let mut c = bin();
-        c.args(["get", "tx", &hex::encode(&tx.hash), "--json", "--encoding", "hex"])
-            .arg("--data-dir")
-            .arg(&dir);
+        c.args([
+            "get",
+            "tx",
+            &hex::encode(&tx.hash),
+            "--json",
+            "--encoding",
+            "hex",
+        ])
+        .arg("--data-dir")
+        .arg(&dir);
         let o = run(c);
         assert!(o.status.success(), "{}", stderr(&o));
         let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
@@ -39,7 +53,9 @@ fn ingest_resume_get_and_stats_for_every_layout() {
         assert_eq!(v["meta"], hex::encode(&tx.meta));
 
         let mut c = bin();
-        c.args(["get", "ledger", "9", "--json"]).arg("--data-dir").arg(&dir);
+        c.args(["get", "ledger", "9", "--json"])
+            .arg("--data-dir")
+            .arg(&dir);
         let o = run(c);
         let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
         assert_eq!(v["tx_count"], TX_PER_LEDGER);
@@ -58,7 +74,10 @@ fn ingest_resume_get_and_stats_for_every_layout() {
         let text = stdout(&run(c));
         assert!(text.contains("[tx_data] engine"), "{text}");
         if layout == "hybrid" {
-            assert!(text.contains("depth") && text.contains("free pages"), "{text}");
+            assert!(
+                text.contains("depth") && text.contains("free pages"),
+                "{text}"
+            );
         } else {
             assert!(text.contains("files per level"), "{text}");
         }
@@ -76,10 +95,16 @@ fn missing_keys_bad_input_and_layout_mismatch_fail_clearly() {
     let o = run(c);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("ledger 99 not found"), "{}", stderr(&o));
-    assert!(stderr(&o).contains("durable mark: ledger 2"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("durable mark: ledger 2"),
+        "{}",
+        stderr(&o)
+    );
 
     let mut c = bin();
-    c.args(["get", "tx", &"ab".repeat(32)]).arg("--data-dir").arg(&dir);
+    c.args(["get", "tx", &"ab".repeat(32)])
+        .arg("--data-dir")
+        .arg(&dir);
     let o = run(c);
     assert!(!o.status.success());
     assert!(stderr(&o).contains(&format!("transaction {} not found", "ab".repeat(32))));
@@ -88,14 +113,24 @@ fn missing_keys_bad_input_and_layout_mismatch_fail_clearly() {
     c.args(["get", "tx", "xyz"]).arg("--data-dir").arg(&dir);
     let o = run(c);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("HASH must be 64 hex digits"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("HASH must be 64 hex digits"),
+        "{}",
+        stderr(&o)
+    );
 
     let o = run(ingest_cmd(&dir, "rocksdb", 1, 1, 1));
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("created with layout hybrid"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("created with layout hybrid"),
+        "{}",
+        stderr(&o)
+    );
 
     let mut c = bin();
-    c.args(["stats"]).arg("--data-dir").arg(tmp.path().join("nope"));
+    c.args(["stats"])
+        .arg("--data-dir")
+        .arg(tmp.path().join("nope"));
     let o = run(c);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));

@@ -33,7 +33,11 @@ fn run_and_kill(dir: &std::path::Path, layout: &str, delay: Duration) -> Option<
     let reader = std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             if let Some(rest) = line.strip_prefix("committed through ledger ") {
-                let n: u32 = rest.split_whitespace().next().and_then(|s| s.parse().ok()).expect("seq");
+                let n: u32 = rest
+                    .split_whitespace()
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .expect("seq");
                 let _ = tx.send(n);
             }
         }
@@ -49,20 +53,33 @@ fn verify(dir: &std::path::Path, reported: Option<u32>) -> (u32, u64) {
     let store = open_store(dir);
     let s = synth(SEED);
     let mark = store.last_ledger();
-    assert!(mark >= reported, "lost committed ledgers: mark {mark:?} < reported {reported:?}");
+    assert!(
+        mark >= reported,
+        "lost committed ledgers: mark {mark:?} < reported {reported:?}"
+    );
     let Some(mark) = mark else { return (0, 0) };
     let mut bytes = 0u64;
     for seq in 1..=mark {
         let want = s.ledger(seq);
-        let got = store.get_ledger(seq).expect("read").unwrap_or_else(|| panic!("ledger {seq} missing"));
+        let got = store
+            .get_ledger(seq)
+            .expect("read")
+            .unwrap_or_else(|| panic!("ledger {seq} missing"));
         assert_eq!(got.raw, want.raw, "ledger {seq}");
-        let hashes: Vec<TxHash> = want.txs.iter().map(|t| TxHash::from_slice(&t.hash).expect("32")).collect();
+        let hashes: Vec<TxHash> = want
+            .txs
+            .iter()
+            .map(|t| TxHash::from_slice(&t.hash).expect("32"))
+            .collect();
         assert_eq!(got.tx_hashes, hashes, "ledger {seq}");
         let recs = store.batch_get_txs(&hashes).expect("batch get");
         for (i, (tx, rec)) in want.txs.iter().zip(recs).enumerate() {
             let rec = rec.unwrap_or_else(|| panic!("tx {i} of ledger {seq} missing"));
             assert_eq!((rec.ledger_seq, rec.index as usize), (seq, i));
-            assert_eq!((&rec.envelope, &rec.result, &rec.meta), (&tx.envelope, &tx.result, &tx.meta));
+            assert_eq!(
+                (&rec.envelope, &rec.result, &rec.meta),
+                (&tx.envelope, &tx.result, &tx.meta)
+            );
             bytes += tx.body_len() as u64;
         }
         bytes += want.raw.len() as u64;
@@ -70,12 +87,33 @@ fn verify(dir: &std::path::Path, reported: Option<u32>) -> (u32, u64) {
     // Nothing above the mark: not visible, and rolled back in the engines.
     for seq in mark + 1..=mark + BATCH {
         assert!(store.get_ledger(seq).expect("read").is_none());
-        assert!(store.table(TableId::Ledgers).get(&seq.to_be_bytes()).expect("raw").is_none());
+        assert!(
+            store
+                .table(TableId::Ledgers)
+                .get(&seq.to_be_bytes())
+                .expect("raw")
+                .is_none()
+        );
         for tx in s.ledger(seq).txs {
             let h = TxHash::from_slice(&tx.hash).expect("32");
-            assert!(store.get_tx(&h).expect("read").is_none(), "tx above the mark visible");
-            assert!(store.table(TableId::TxData).get(&tx.hash).expect("raw").is_none());
-            assert!(store.table(TableId::TxIndex).get(&tx.hash).expect("raw").is_none());
+            assert!(
+                store.get_tx(&h).expect("read").is_none(),
+                "tx above the mark visible"
+            );
+            assert!(
+                store
+                    .table(TableId::TxData)
+                    .get(&tx.hash)
+                    .expect("raw")
+                    .is_none()
+            );
+            assert!(
+                store
+                    .table(TableId::TxIndex)
+                    .get(&tx.hash)
+                    .expect("raw")
+                    .is_none()
+            );
         }
     }
     (mark, bytes)
@@ -84,7 +122,10 @@ fn verify(dir: &std::path::Path, reported: Option<u32>) -> (u32, u64) {
 #[test]
 fn sigkill_at_random_instants_loses_no_committed_ledger() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(
-        std::env::var("CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(20261122),
+        std::env::var("CRASH_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(20261122),
     );
     for layout in ["hybrid", "rocksdb", "rocksdb-tuned"] {
         let tmp = tempfile::tempdir().expect("tempdir");
@@ -107,6 +148,9 @@ fn sigkill_at_random_instants_loses_no_committed_ledger() {
             "{layout}: {kills} kills, reported {reported_max:?}, mark {mark}, {verified} bytes verified, lost 0, {:.1}s",
             started.elapsed().as_secs_f64()
         );
-        assert!(mark > 0, "{layout}: no batch ever committed; delays too short for this machine");
+        assert!(
+            mark > 0,
+            "{layout}: no batch ever committed; delays too short for this machine"
+        );
     }
 }

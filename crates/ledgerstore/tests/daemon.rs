@@ -35,8 +35,10 @@ async fn stream(
     let mut client = pb::ingest_client::IngestClient::new(d.channel().await);
     let mut req = Request::new(tokio_stream::iter(reqs));
     if let Some(t) = token {
-        req.metadata_mut()
-            .insert("authorization", format!("Bearer {t}").parse().expect("ascii"));
+        req.metadata_mut().insert(
+            "authorization",
+            format!("Bearer {t}").parse().expect("ascii"),
+        );
     }
     let mut acks = Vec::new();
     let mut inbound = match client.ingest_ledgers(req).await {
@@ -62,21 +64,34 @@ fn request(ledgers: Vec<ledgerstore_db_api::LedgerInput>) -> pb::IngestRequest {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_then_query_every_rpc_and_scrape_metrics() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let d = Daemon::start(&tmp.path().join("data"), &["--ingest.bulk-batch-ledgers", "5"]).await;
+    let d = Daemon::start(
+        &tmp.path().join("data"),
+        &["--ingest.bulk-batch-ledgers", "5"],
+    )
+    .await;
     let o = push_cmd(&d, 12, &[]).output().expect("push");
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("acked through ledger 12"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("acked through ledger 12"),
+        "{}",
+        stdout(&o)
+    );
 
     let s = synth(3);
     let mut q = d.query().await;
     let tx = &s.ledger(7).txs[2];
     let r = q
-        .get_transaction(pb::GetTransactionRequest { hash: tx.hash.clone() })
+        .get_transaction(pb::GetTransactionRequest {
+            hash: tx.hash.clone(),
+        })
         .await
         .expect("get tx")
         .into_inner();
     assert_eq!((r.ledger_seq, r.index), (7, 2));
-    assert_eq!((&r.envelope, &r.result, &r.meta), (&tx.envelope, &tx.result, &tx.meta));
+    assert_eq!(
+        (&r.envelope, &r.result, &r.meta),
+        (&tx.envelope, &tx.result, &tx.meta)
+    );
     assert_eq!(r.close_time, s.ledger(7).close_time);
 
     let unknown = vec![9u8; 32];
@@ -93,14 +108,19 @@ async fn push_then_query_every_rpc_and_scrape_metrics() {
     assert_eq!(b.results[1].hash, tx.hash);
 
     let l = q
-        .get_transaction_ledger(pb::GetTransactionLedgerRequest { hash: tx.hash.clone() })
+        .get_transaction_ledger(pb::GetTransactionLedgerRequest {
+            hash: tx.hash.clone(),
+        })
         .await
         .expect("tx ledger")
         .into_inner();
     assert_eq!(l.ledger_seq, 7);
 
     let ledger = q
-        .get_ledger(pb::GetLedgerRequest { seq: 11, omit_raw: false })
+        .get_ledger(pb::GetLedgerRequest {
+            seq: 11,
+            omit_raw: false,
+        })
         .await
         .expect("ledger")
         .into_inner();
@@ -108,7 +128,11 @@ async fn push_then_query_every_rpc_and_scrape_metrics() {
     assert_eq!(ledger.tx_hashes.len(), TX_PER_LEDGER as usize);
 
     let mut st = q
-        .stream_ledgers(pb::StreamLedgersRequest { start: 2, end: 100, omit_raw: true })
+        .stream_ledgers(pb::StreamLedgersRequest {
+            start: 2,
+            end: 100,
+            omit_raw: true,
+        })
         .await
         .expect("stream")
         .into_inner();
@@ -120,7 +144,11 @@ async fn push_then_query_every_rpc_and_scrape_metrics() {
     }
     assert_eq!(seqs, (2..=12).collect::<Vec<_>>());
 
-    let status = q.get_status(pb::GetStatusRequest {}).await.expect("status").into_inner();
+    let status = q
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .expect("status")
+        .into_inner();
     assert_eq!(status.layout, "hybrid");
     assert_eq!((status.durable_ledger, status.ledgers), (12, 12));
     assert_eq!(status.transactions, 12 * u64::from(TX_PER_LEDGER));
@@ -132,11 +160,24 @@ async fn push_then_query_every_rpc_and_scrape_metrics() {
     let (acks, end) = stream(&d, None, vec![request(s.batch(3, 4))]).await;
     assert!(end.is_none(), "{end:?}");
     let ack = acks.last().expect("ack");
-    assert_eq!((ack.durable_ledger, ack.skipped_ledgers, ack.committed_ledgers), (12, 4, 0));
+    assert_eq!(
+        (
+            ack.durable_ledger,
+            ack.skipped_ledgers,
+            ack.committed_ledgers
+        ),
+        (12, 4, 0)
+    );
 
     // The CLI query commands.
     let mut c = bin();
-    c.args(["tx", &hex::encode(&tx.hash), "--endpoint", &d.grpc, "--json"]);
+    c.args([
+        "tx",
+        &hex::encode(&tx.hash),
+        "--endpoint",
+        &d.grpc,
+        "--json",
+    ]);
     let o = c.output().expect("tx");
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("\"ledger_seq\": 7"), "{}", stdout(&o));
@@ -187,27 +228,56 @@ async fn every_error_code_with_a_real_client() {
     .await;
     let s = synth(3);
     let mut q = d.query().await;
-    let code = |r: Result<tonic::Response<_>, tonic::Status>| r.map(|_: tonic::Response<pb::TransactionRecord>| ()).expect_err("error");
+    let code = |r: Result<tonic::Response<_>, tonic::Status>| {
+        r.map(|_: tonic::Response<pb::TransactionRecord>| ())
+            .expect_err("error")
+    };
 
-    let e = code(q.get_transaction(pb::GetTransactionRequest { hash: vec![1; 31] }).await);
+    let e = code(
+        q.get_transaction(pb::GetTransactionRequest { hash: vec![1; 31] })
+            .await,
+    );
     assert_eq!(e.code(), Code::InvalidArgument);
-    assert!(e.message().contains("hash: must be 32 bytes, got 31"), "{}", e.message());
-    let e = code(q.get_transaction(pb::GetTransactionRequest { hash: vec![1; 32] }).await);
+    assert!(
+        e.message().contains("hash: must be 32 bytes, got 31"),
+        "{}",
+        e.message()
+    );
+    let e = code(
+        q.get_transaction(pb::GetTransactionRequest { hash: vec![1; 32] })
+            .await,
+    );
     assert_eq!(e.code(), Code::NotFound);
-    assert!(e.message().contains("not found (the store is empty)"), "{}", e.message());
+    assert!(
+        e.message().contains("not found (the store is empty)"),
+        "{}",
+        e.message()
+    );
     let e = q
-        .batch_get_transactions(pb::BatchGetTransactionsRequest { hashes: vec![vec![0; 32]; 5] })
+        .batch_get_transactions(pb::BatchGetTransactionsRequest {
+            hashes: vec![vec![0; 32]; 5],
+        })
         .await
         .expect_err("too many");
     assert_eq!(e.code(), Code::InvalidArgument);
-    assert!(e.message().contains("at most 4 per request (query.max_batch_hashes), got 5"));
+    assert!(
+        e.message()
+            .contains("at most 4 per request (query.max_batch_hashes), got 5")
+    );
     let e = q
-        .get_ledger(pb::GetLedgerRequest { seq: 999, omit_raw: true })
+        .get_ledger(pb::GetLedgerRequest {
+            seq: 999,
+            omit_raw: true,
+        })
         .await
         .expect_err("no ledger");
     assert_eq!(e.code(), Code::NotFound);
     let e = q
-        .stream_ledgers(pb::StreamLedgersRequest { start: 5, end: 4, omit_raw: true })
+        .stream_ledgers(pb::StreamLedgersRequest {
+            start: 5,
+            end: 4,
+            omit_raw: true,
+        })
         .await
         .expect_err("bad range");
     assert_eq!(e.code(), Code::InvalidArgument);
@@ -216,7 +286,11 @@ async fn every_error_code_with_a_real_client() {
     let (_, end) = stream(&d, None, vec![request(s.batch(1, 1))]).await;
     let e = end.expect("refused");
     assert_eq!(e.code(), Code::Unauthenticated);
-    assert!(e.message().contains("missing ingest token"), "{}", e.message());
+    assert!(
+        e.message().contains("missing ingest token"),
+        "{}",
+        e.message()
+    );
     let (_, end) = stream(&d, Some("nope"), vec![request(s.batch(1, 1))]).await;
     assert_eq!(end.expect("refused").code(), Code::Unauthenticated);
     let t = Some("s3cret");
@@ -230,15 +304,31 @@ async fn every_error_code_with_a_real_client() {
     let (_, end) = stream(&d, t, vec![request(vec![empty])]).await;
     let e = end.expect("empty ledger");
     assert_eq!(e.code(), Code::InvalidArgument);
-    assert!(e.message().contains("ledgers[0].raw: must not be empty"), "{}", e.message());
+    assert!(
+        e.message().contains("ledgers[0].raw: must not be empty"),
+        "{}",
+        e.message()
+    );
 
-    let (_, end) = stream(&d, t, vec![pb::IngestRequest { mode: 0, ledgers: vec![] }]).await;
+    let (_, end) = stream(
+        &d,
+        t,
+        vec![pb::IngestRequest {
+            mode: 0,
+            ledgers: vec![],
+        }],
+    )
+    .await;
     assert_eq!(end.expect("no ledgers").code(), Code::InvalidArgument);
 
     let (_, end) = stream(&d, t, vec![request(s.batch(5, 1))]).await;
     let e = end.expect("gap");
     assert_eq!(e.code(), Code::FailedPrecondition);
-    assert!(e.message().contains("expected ledger seq 3, got 5"), "{}", e.message());
+    assert!(
+        e.message().contains("expected ledger seq 3, got 5"),
+        "{}",
+        e.message()
+    );
 
     let mut big = s.ledger(3);
     big.raw = vec![7; 200_000];
@@ -252,12 +342,20 @@ async fn every_error_code_with_a_real_client() {
     let (_, end) = stream(&d, t, vec![request(vec![huge])]).await;
     let e = end.expect("over grpc.max_message_bytes");
     assert_eq!(e.code(), Code::ResourceExhausted, "{}", e.message());
-    assert!(e.message().contains("grpc.max_message_bytes"), "{}", e.message());
+    assert!(
+        e.message().contains("grpc.max_message_bytes"),
+        "{}",
+        e.message()
+    );
 
     let (_, end) = stream(&d, t, vec![request(s.batch(3, 51))]).await;
     let e = end.expect("too many ledgers in one request");
     assert_eq!(e.code(), Code::InvalidArgument);
-    assert!(e.message().contains("ingest.max_ledgers_per_request"), "{}", e.message());
+    assert!(
+        e.message().contains("ingest.max_ledgers_per_request"),
+        "{}",
+        e.message()
+    );
 
     let mut dup = s.batch(3, 2);
     dup[1].txs[0].hash = dup[0].txs[0].hash.clone();
@@ -265,7 +363,11 @@ async fn every_error_code_with_a_real_client() {
     assert_eq!(end.expect("duplicate").code(), Code::InvalidArgument);
 
     // Nothing of the refused batches is visible; the store goes on.
-    let status = q.get_status(pb::GetStatusRequest {}).await.expect("status").into_inner();
+    let status = q
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .expect("status")
+        .into_inner();
     assert_eq!(status.durable_ledger, 2);
     let (acks, end) = stream(&d, t, vec![request(s.batch(3, 2))]).await;
     assert!(end.is_none(), "{end:?}");
@@ -291,12 +393,18 @@ async fn sigkill_mid_stream_then_resume_loses_and_duplicates_nothing() {
         use std::io::BufRead;
         for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
             if let Some(rest) = line.strip_prefix("acked through ledger ") {
-                let n: u32 = rest.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0);
+                let n: u32 = rest
+                    .split_whitespace()
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
                 let _ = tx.send(n);
             }
         }
     });
-    let first = rx.recv_timeout(Duration::from_secs(60)).expect("a first ack");
+    let first = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("a first ack");
     std::thread::sleep(Duration::from_millis(100));
     d.kill();
     let _ = pusher.wait();
@@ -305,21 +413,44 @@ async fn sigkill_mid_stream_then_resume_loses_and_duplicates_nothing() {
 
     let d = Daemon::start(&dir, &["--ingest.bulk-batch-ledgers", "6"]).await;
     let mut q = d.query().await;
-    let status = q.get_status(pb::GetStatusRequest {}).await.expect("status").into_inner();
-    assert!(status.durable_ledger >= acked, "acked {acked}, durable {}", status.durable_ledger);
+    let status = q
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .expect("status")
+        .into_inner();
+    assert!(
+        status.durable_ledger >= acked,
+        "acked {acked}, durable {}",
+        status.durable_ledger
+    );
     let remaining = total - status.durable_ledger;
     let o = push_cmd(&d, remaining, &[]).output().expect("resume push");
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
-        stdout(&o).contains(&format!("pushing ledgers {}..={total}", status.durable_ledger + 1)),
+        stdout(&o).contains(&format!(
+            "pushing ledgers {}..={total}",
+            status.durable_ledger + 1
+        )),
         "{}",
         stdout(&o)
     );
-    let status = q.get_status(pb::GetStatusRequest {}).await.expect("status").into_inner();
+    let status = q
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .expect("status")
+        .into_inner();
     assert_eq!(status.durable_ledger, total);
     assert_eq!(status.ledgers, u64::from(total));
-    assert_eq!(status.transactions, u64::from(total * TX_PER_LEDGER), "no duplicates");
-    let tx_index = status.stores.iter().find(|s| s.table == "tx_index").expect("tx_index");
+    assert_eq!(
+        status.transactions,
+        u64::from(total * TX_PER_LEDGER),
+        "no duplicates"
+    );
+    let tx_index = status
+        .stores
+        .iter()
+        .find(|s| s.table == "tx_index")
+        .expect("tx_index");
     assert_eq!(tx_index.keys, u64::from(total * TX_PER_LEDGER));
     let s = synth(3);
     for seq in [1, acked.max(1), total] {
@@ -336,8 +467,15 @@ async fn sigkill_mid_stream_then_resume_loses_and_duplicates_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queries_run_concurrently_with_ingest_without_errors() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let d = Daemon::start(&tmp.path().join("data"), &["--ingest.bulk-batch-ledgers", "4"]).await;
-    let mut pusher = push_cmd(&d, 80, &[]).stdout(Stdio::null()).spawn().expect("push");
+    let d = Daemon::start(
+        &tmp.path().join("data"),
+        &["--ingest.bulk-batch-ledgers", "4"],
+    )
+    .await;
+    let mut pusher = push_cmd(&d, 80, &[])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("push");
     let s = synth(3);
     let mut q = d.query().await;
     let mut ingest = pb::ingest_client::IngestClient::new(d.channel().await);
@@ -352,7 +490,9 @@ async fn queries_run_concurrently_with_ingest_without_errors() {
             let seq = st.durable_ledger;
             let tx = &s.ledger(seq).txs[(queries % TX_PER_LEDGER) as usize];
             let r = q
-                .get_transaction(pb::GetTransactionRequest { hash: tx.hash.clone() })
+                .get_transaction(pb::GetTransactionRequest {
+                    hash: tx.hash.clone(),
+                })
                 .await
                 .expect("a committed tx is always found");
             assert_eq!(r.into_inner().ledger_seq, seq);
@@ -390,11 +530,19 @@ async fn sigterm_commits_the_batch_in_hand_and_exits_cleanly() {
         let r = d.terminate();
         (d, r)
     });
-    let ack = acks.message().await.expect("final ack").expect("an ack before the end");
+    let ack = acks
+        .message()
+        .await
+        .expect("final ack")
+        .expect("an ack before the end");
     assert_eq!(ack.durable_ledger, 7);
     let end = acks.message().await.expect_err("then UNAVAILABLE");
     assert_eq!(end.code(), Code::Unavailable);
-    assert!(end.message().contains("resume from GetIngestState"), "{}", end.message());
+    assert!(
+        end.message().contains("resume from GetIngestState"),
+        "{}",
+        end.message()
+    );
     drop(tx);
     let (_d, (clean, out)) = term.await.expect("join");
     assert!(clean, "daemon exit was not clean:\n{out}");

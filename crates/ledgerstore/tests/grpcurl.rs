@@ -11,23 +11,50 @@ use daemon_util::Daemon;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpcurl_lists_services_checks_health_and_gets_a_transaction() {
-    let have_go = std::process::Command::new("go").arg("version").output().is_ok();
-    let have_grpcurl = std::process::Command::new("grpcurl").arg("-version").output().is_ok();
+    let have_go = std::process::Command::new("go")
+        .arg("version")
+        .output()
+        .is_ok();
+    let have_grpcurl = std::process::Command::new("grpcurl")
+        .arg("-version")
+        .output()
+        .is_ok();
     if !have_go && !have_grpcurl {
-        assert!(std::env::var("CI").is_err(), "CI must be able to install grpcurl (needs go)");
+        assert!(
+            std::env::var("CI").is_err(),
+            "CI must be able to install grpcurl (needs go)"
+        );
         eprintln!("SKIPPED: neither grpcurl nor go is installed");
         return;
     }
     let tmp = tempfile::tempdir().expect("tempdir");
     let d = Daemon::start(&tmp.path().join("data"), &[]).await;
     let mut c = bin();
-    c.args(["push", "--synthetic", "--endpoint", &d.grpc, "--ledgers", "3"])
-        .args(["--tx-per-ledger", "4", "--tx-bytes", "600", "--ledger-bytes", "4096", "--seed", "9"]);
+    c.args([
+        "push",
+        "--synthetic",
+        "--endpoint",
+        &d.grpc,
+        "--ledgers",
+        "3",
+    ])
+    .args([
+        "--tx-per-ledger",
+        "4",
+        "--tx-bytes",
+        "600",
+        "--ledger-bytes",
+        "4096",
+        "--seed",
+        "9",
+    ]);
     assert!(c.output().expect("push").status.success());
-    let hash = hex::encode(&ledgerstore_synth::Synth::new(ledgerstore_synth::SynthConfig::with_sizes(9, 4, 600, 4096))
-        .ledger(2)
-        .txs[1]
-        .hash);
+    let hash = hex::encode(
+        &ledgerstore_synth::Synth::new(ledgerstore_synth::SynthConfig::with_sizes(9, 4, 600, 4096))
+            .ledger(2)
+            .txs[1]
+            .hash,
+    );
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/grpcurl-session.sh");
     let addr = d.grpc.trim_start_matches("http://").to_string();
     let o = std::process::Command::new("bash")
@@ -47,6 +74,9 @@ async fn grpcurl_lists_services_checks_health_and_gets_a_transaction() {
         "\"ledgerSeq\": 2",
         "\"index\": 1",
     ] {
-        assert!(text.contains(needle), "grpcurl output lacks {needle}:\n{text}");
+        assert!(
+            text.contains(needle),
+            "grpcurl output lacks {needle}:\n{text}"
+        );
     }
 }

@@ -1,4 +1,4 @@
-//! Protobuf ↔ store types.
+//! Protobuf ↔ store types, shared by the services and the clients.
 
 use ledgerstore_db_api::{LedgerInput, LedgerRecord, TxHash, TxInput, TxRecord};
 use ledgerstore_proto::v1 as pb;
@@ -7,6 +7,7 @@ use tonic::Status;
 
 use crate::status::bad_hash;
 
+/// An incoming ledger as the store takes it.
 pub fn ledger_in(l: pb::Ledger) -> LedgerInput {
     LedgerInput {
         seq: l.seq,
@@ -25,10 +26,57 @@ pub fn ledger_in(l: pb::Ledger) -> LedgerInput {
     }
 }
 
+/// Parses a 32-byte hash field.
 pub fn hash(field: &str, bytes: &[u8]) -> Result<TxHash, Status> {
     TxHash::from_slice(bytes).ok_or_else(|| bad_hash(field, bytes.len()))
 }
 
+/// A ledger as a pipeline sends it (the inverse of [`ledger_in`]).
+pub fn ledger_pb(l: LedgerInput) -> pb::Ledger {
+    pb::Ledger {
+        seq: l.seq,
+        close_time: l.close_time,
+        raw: l.raw,
+        transactions: l
+            .txs
+            .into_iter()
+            .map(|t| pb::Transaction {
+                hash: t.hash,
+                envelope: t.envelope,
+                result: t.result,
+                meta: t.meta,
+            })
+            .collect(),
+    }
+}
+
+/// A transaction as a client receives it (the inverse of [`tx_out`]).
+pub fn tx_from_pb(r: pb::TransactionRecord) -> TxRecord {
+    TxRecord {
+        ledger_seq: r.ledger_seq,
+        close_time: r.close_time,
+        index: r.index,
+        envelope: r.envelope,
+        result: r.result,
+        meta: r.meta,
+    }
+}
+
+/// A ledger as a client receives it (the inverse of [`ledger_out`]).
+pub fn ledger_from_pb(l: pb::LedgerRecord) -> LedgerRecord {
+    LedgerRecord {
+        seq: l.seq,
+        close_time: l.close_time,
+        tx_hashes: l
+            .tx_hashes
+            .iter()
+            .filter_map(|h| TxHash::from_slice(h))
+            .collect(),
+        raw: l.raw,
+    }
+}
+
+/// A stored transaction as the API returns it.
 pub fn tx_out(hash: TxHash, r: TxRecord) -> pb::TransactionRecord {
     pb::TransactionRecord {
         hash: hash.0.to_vec(),
@@ -41,6 +89,7 @@ pub fn tx_out(hash: TxHash, r: TxRecord) -> pb::TransactionRecord {
     }
 }
 
+/// A stored ledger as the API returns it.
 pub fn ledger_out(l: LedgerRecord, omit_raw: bool) -> pb::LedgerRecord {
     pb::LedgerRecord {
         seq: l.seq,
@@ -50,6 +99,7 @@ pub fn ledger_out(l: LedgerRecord, omit_raw: bool) -> pb::LedgerRecord {
     }
 }
 
+/// A batch report as the API returns it.
 pub fn report_out(r: &BatchReport) -> pb::BatchReport {
     pb::BatchReport {
         batch: r.batch,
@@ -79,6 +129,7 @@ pub fn report_out(r: &BatchReport) -> pb::BatchReport {
     }
 }
 
+/// Store statistics as the API returns them.
 pub fn status_out(s: &StoreStats, last: Option<&BatchReport>) -> pb::Status {
     pb::Status {
         layout: s.layout.into(),

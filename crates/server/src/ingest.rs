@@ -44,7 +44,9 @@ impl IngestService {
     }
 
     fn authorize<T>(&self, req: &Request<T>) -> Result<(), Status> {
-        let Some(expected) = &self.expected else { return Ok(()) };
+        let Some(expected) = &self.expected else {
+            return Ok(());
+        };
         match req.metadata().get("authorization") {
             None => Err(Status::unauthenticated(
                 "missing ingest token: send metadata 'authorization: Bearer <ingest.token>'",
@@ -73,15 +75,23 @@ impl pb::ingest_server::Ingest for IngestService {
         req: Request<Streaming<pb::IngestRequest>>,
     ) -> Result<Response<Self::IngestLedgersStream>, Status> {
         let rpc = self.state.metrics.rpc("bidi_stream", SERVICE, METHOD);
-        let admitted = self.authorize(&req).and_then(|_| self.state.store()).and_then(|store| {
-            let max = self.state.cfg.ingest.max_streams;
-            let permit = self.state.ingest_streams.clone().try_acquire_owned().map_err(|_| {
-                Status::resource_exhausted(format!(
-                    "{max} IngestLedgers streams are already open (ingest.max_streams)"
-                ))
-            })?;
-            Ok((store, permit))
-        });
+        let admitted = self
+            .authorize(&req)
+            .and_then(|_| self.state.store())
+            .and_then(|store| {
+                let max = self.state.cfg.ingest.max_streams;
+                let permit = self
+                    .state
+                    .ingest_streams
+                    .clone()
+                    .try_acquire_owned()
+                    .map_err(|_| {
+                        Status::resource_exhausted(format!(
+                            "{max} IngestLedgers streams are already open (ingest.max_streams)"
+                        ))
+                    })?;
+                Ok((store, permit))
+            });
         let (store, permit) = match admitted {
             Ok(a) => a,
             Err(e) => {
@@ -105,16 +115,19 @@ impl pb::ingest_server::Ingest for IngestService {
         req: Request<pb::GetIngestStateRequest>,
     ) -> Result<Response<pb::IngestState>, Status> {
         let rpc = self.state.metrics.rpc("unary", SERVICE, "GetIngestState");
-        let r = self.authorize(&req).and_then(|_| self.state.store()).map(|s| {
-            let m = s.mark();
-            pb::IngestState {
-                has_durable_ledger: m.last.is_some(),
-                durable_ledger: m.last.unwrap_or(0),
-                next_expected: m.next_expected().unwrap_or(0),
-                accepts_any_start: m.last.is_none(),
-                first_ledger: m.first.unwrap_or(0),
-            }
-        });
+        let r = self
+            .authorize(&req)
+            .and_then(|_| self.state.store())
+            .map(|s| {
+                let m = s.mark();
+                pb::IngestState {
+                    has_durable_ledger: m.last.is_some(),
+                    durable_ledger: m.last.unwrap_or(0),
+                    next_expected: m.next_expected().unwrap_or(0),
+                    accepts_any_start: m.last.is_none(),
+                    first_ledger: m.first.unwrap_or(0),
+                }
+            });
         rpc.finish_with(&r);
         r.map(Response::new)
     }
@@ -127,12 +140,19 @@ async fn run_stream(
     acks: AckSender,
 ) -> Code {
     let (batches, queue) = mpsc::channel(state.cfg.ingest.queue_batches);
-    let committer = tokio::spawn(commit_loop(state.clone(), store.clone(), queue, acks.clone()));
+    let committer = tokio::spawn(commit_loop(
+        state.clone(),
+        store.clone(),
+        queue,
+        acks.clone(),
+    ));
     let read = read_loop(&state, &mut inbound, &batches, &acks).await;
     drop(batches);
     let commit = committer.await.unwrap_or(Code::Internal);
     if read == Code::Ok && commit == Code::Ok && state.shutting_down() {
-        let mark = store.last_ledger().map_or("nothing".into(), |l| format!("ledger {l}"));
+        let mark = store
+            .last_ledger()
+            .map_or("nothing".into(), |l| format!("ledger {l}"));
         let _ = acks
             .send(Err(Status::unavailable(format!(
                 "ledgerstore is shutting down; durable through {mark}; resume from GetIngestState"
@@ -200,18 +220,31 @@ async fn read_loop(
                     let full = std::mem::replace(&mut pending, rest);
                     let source = since.map_or(Duration::ZERO, |t| t.elapsed());
                     since = (!pending.is_empty()).then(Instant::now);
-                    if batches.send(Batch { ledgers: full, source }).await.is_err() {
+                    if batches
+                        .send(Batch {
+                            ledgers: full,
+                            source,
+                        })
+                        .await
+                        .is_err()
+                    {
                         return Code::Aborted;
                     }
                 }
             }
             Ok(None) => {
-                return if flush(&mut pending, &mut since, batches).await { Code::Ok } else { Code::Aborted };
+                return if flush(&mut pending, &mut since, batches).await {
+                    Code::Ok
+                } else {
+                    Code::Aborted
+                };
             }
             Err(status) => {
                 // A malformed or oversize message, or a client that went
                 // away: what is pending was never acked, so it is dropped.
-                let status = if status.code() == Code::OutOfRange && status.message().contains("too large") {
+                let status = if status.code() == Code::OutOfRange
+                    && status.message().contains("too large")
+                {
                     Status::resource_exhausted(format!(
                         "message: over grpc.max_message_bytes = {} ({})",
                         state.cfg.grpc.max_message_bytes,
@@ -268,7 +301,8 @@ async fn commit_loop(
         let s = store.clone();
         let close_time = batch.ledgers.last().map_or(0, |l| l.close_time);
         let out: IngestOutcome =
-            match tokio::task::spawn_blocking(move || s.ingest(&batch.ledgers, batch.source)).await {
+            match tokio::task::spawn_blocking(move || s.ingest(&batch.ledgers, batch.source)).await
+            {
                 Ok(Ok(out)) => out,
                 Ok(Err(e)) => {
                     let st = from_store(&e);

@@ -19,7 +19,7 @@ use tokio::sync::watch;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 
-mod convert;
+pub mod convert;
 mod ingest;
 pub mod metrics;
 mod query;
@@ -75,7 +75,9 @@ where
     F: Future<Output = ()> + Send + 'static,
 {
     let cfg = Arc::new(cfg);
-    let token = cfg.ingest_token().map_err(|e| ServeError::Config(e.to_string()))?;
+    let token = cfg
+        .ingest_token()
+        .map_err(|e| ServeError::Config(e.to_string()))?;
     let metrics = Arc::new(Metrics::new().map_err(|e| ServeError::Config(e.to_string()))?);
     let (stop_tx, stop_rx) = watch::channel(false);
     let state = Arc::new(AppState::new(cfg.clone(), metrics.clone(), stop_rx.clone()));
@@ -92,9 +94,15 @@ where
     };
 
     let (health, health_svc) = tonic_health::server::health_reporter();
-    health.set_service_status("", tonic_health::ServingStatus::NotServing).await;
-    health.set_not_serving::<pb::ingest_server::IngestServer<ingest::IngestService>>().await;
-    health.set_not_serving::<pb::query_server::QueryServer<query::QueryService>>().await;
+    health
+        .set_service_status("", tonic_health::ServingStatus::NotServing)
+        .await;
+    health
+        .set_not_serving::<pb::ingest_server::IngestServer<ingest::IngestService>>()
+        .await;
+    health
+        .set_not_serving::<pb::query_server::QueryServer<query::QueryService>>()
+        .await;
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
@@ -102,9 +110,10 @@ where
         .map_err(|e| ServeError::Config(format!("reflection: {e}")))?;
 
     let max_msg = cfg.grpc.max_message_bytes;
-    let ingest_svc = pb::ingest_server::IngestServer::new(ingest::IngestService::new(state.clone(), token))
-        .max_decoding_message_size(max_msg)
-        .max_encoding_message_size(max_msg);
+    let ingest_svc =
+        pb::ingest_server::IngestServer::new(ingest::IngestService::new(state.clone(), token))
+            .max_decoding_message_size(max_msg)
+            .max_encoding_message_size(max_msg);
     let query_svc = pb::query_server::QueryServer::new(query::QueryService::new(state.clone()))
         .max_decoding_message_size(max_msg)
         .max_encoding_message_size(max_msg);
@@ -114,7 +123,8 @@ where
         .http2_keepalive_interval(Some(Duration::from_secs(30)));
     if let (Some(cert), Some(key)) = (&cfg.grpc.tls_cert, &cfg.grpc.tls_key) {
         let read = |p: &std::path::Path| {
-            std::fs::read(p).map_err(|e| ServeError::Config(format!("grpc TLS file {}: {e}", p.display())))
+            std::fs::read(p)
+                .map_err(|e| ServeError::Config(format!("grpc TLS file {}: {e}", p.display())))
         };
         let identity = Identity::from_pem(read(cert)?, read(key)?);
         builder = builder.tls_config(ServerTlsConfig::new().identity(identity))?;
@@ -159,15 +169,28 @@ where
     };
     state.set_store(store.clone());
     metrics.refresh(&store);
-    health.set_service_status("", tonic_health::ServingStatus::Serving).await;
-    health.set_serving::<pb::ingest_server::IngestServer<ingest::IngestService>>().await;
-    health.set_serving::<pb::query_server::QueryServer<query::QueryService>>().await;
+    health
+        .set_service_status("", tonic_health::ServingStatus::Serving)
+        .await;
+    health
+        .set_serving::<pb::ingest_server::IngestServer<ingest::IngestService>>()
+        .await;
+    health
+        .set_serving::<pb::query_server::QueryServer<query::QueryService>>()
+        .await;
     tracing::info!(mark = ?store.last_ledger(), layout = %store.layout(), "stores open; serving");
-    tokio::spawn(refresh_loop(store.clone(), metrics.clone(), cfg.metrics.refresh_secs, stop_rx.clone()));
+    tokio::spawn(refresh_loop(
+        store.clone(),
+        metrics.clone(),
+        cfg.metrics.refresh_secs,
+        stop_rx.clone(),
+    ));
 
     let mut stopping = stop_rx.clone();
     let _ = stopping.wait_for(|s| *s).await;
-    health.set_service_status("", tonic_health::ServingStatus::NotServing).await;
+    health
+        .set_service_status("", tonic_health::ServingStatus::NotServing)
+        .await;
     tracing::info!("shutting down: draining streams");
     let served = server.await;
     tokio::task::spawn_blocking(move || store.close())
@@ -181,11 +204,13 @@ where
 }
 
 async fn bind(what: &'static str, addr: &str) -> Result<TcpListener, ServeError> {
-    TcpListener::bind(addr).await.map_err(|source| ServeError::Bind {
-        what,
-        addr: addr.to_string(),
-        source,
-    })
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError::Bind {
+            what,
+            addr: addr.to_string(),
+            source,
+        })
 }
 
 fn local_addr(l: &TcpListener, addr: &str) -> Result<SocketAddr, ServeError> {
@@ -212,4 +237,3 @@ async fn refresh_loop(
         let _ = tokio::task::spawn_blocking(move || m.refresh(&s)).await;
     }
 }
-

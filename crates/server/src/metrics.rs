@@ -45,7 +45,12 @@ pub struct Metrics {
 
 const GRPC_LABELS: [&str; 3] = ["grpc_type", "grpc_service", "grpc_method"];
 
-fn counter(r: &Registry, name: &str, help: &str, labels: &[&str]) -> prometheus::Result<IntCounterVec> {
+fn counter(
+    r: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> prometheus::Result<IntCounterVec> {
     let c = IntCounterVec::new(Opts::new(name, help), labels)?;
     r.register(Box::new(c.clone()))?;
     Ok(c)
@@ -74,7 +79,9 @@ impl Metrics {
     pub fn new() -> prometheus::Result<Self> {
         let r = Registry::new();
         #[cfg(target_os = "linux")]
-        r.register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))?;
+        r.register(Box::new(
+            prometheus::process_collector::ProcessCollector::for_self(),
+        ))?;
         let rpc_buckets = prometheus::exponential_buckets(0.0001, 4.0, 11)?;
         let batch_buckets = prometheus::exponential_buckets(0.001, 2.5, 16)?;
         let one = |name: &str, help: &str| -> prometheus::Result<IntCounter> {
@@ -89,11 +96,37 @@ impl Metrics {
         };
         let grpc_code: Vec<&str> = GRPC_LABELS.iter().copied().chain(["grpc_code"]).collect();
         Ok(Self {
-            grpc_started: counter(&r, "grpc_server_started_total", "RPCs started on the server.", &GRPC_LABELS)?,
-            grpc_handled: counter(&r, "grpc_server_handled_total", "RPCs completed on the server, by status code.", &grpc_code)?,
-            grpc_seconds: histogram(&r, "grpc_server_handling_seconds", "Time from RPC start to its status.", &GRPC_LABELS, rpc_buckets)?,
-            grpc_received: counter(&r, "grpc_server_msg_received_total", "Stream messages received.", &GRPC_LABELS)?,
-            grpc_sent: counter(&r, "grpc_server_msg_sent_total", "Stream messages sent.", &GRPC_LABELS)?,
+            grpc_started: counter(
+                &r,
+                "grpc_server_started_total",
+                "RPCs started on the server.",
+                &GRPC_LABELS,
+            )?,
+            grpc_handled: counter(
+                &r,
+                "grpc_server_handled_total",
+                "RPCs completed on the server, by status code.",
+                &grpc_code,
+            )?,
+            grpc_seconds: histogram(
+                &r,
+                "grpc_server_handling_seconds",
+                "Time from RPC start to its status.",
+                &GRPC_LABELS,
+                rpc_buckets,
+            )?,
+            grpc_received: counter(
+                &r,
+                "grpc_server_msg_received_total",
+                "Stream messages received.",
+                &GRPC_LABELS,
+            )?,
+            grpc_sent: counter(
+                &r,
+                "grpc_server_msg_sent_total",
+                "Stream messages sent.",
+                &GRPC_LABELS,
+            )?,
             phase_seconds: histogram(
                 &r,
                 "ledgerstore_ingest_phase_seconds",
@@ -109,27 +142,75 @@ impl Metrics {
                 batch_buckets,
             )?,
             ingested_ledgers: one("ledgerstore_ingested_ledgers_total", "Ledgers committed.")?,
-            ingested_txs: one("ledgerstore_ingested_transactions_total", "Transactions committed.")?,
-            ingested_batches: one("ledgerstore_ingest_batches_total", "Store batches committed.")?,
+            ingested_txs: one(
+                "ledgerstore_ingested_transactions_total",
+                "Transactions committed.",
+            )?,
+            ingested_batches: one(
+                "ledgerstore_ingest_batches_total",
+                "Store batches committed.",
+            )?,
             high_water_mark: one_gauge("ledgerstore_high_water_mark", "Last durable ledger seq.")?,
             last_close_time: one_gauge(
                 "ledgerstore_high_water_mark_close_time_seconds",
                 "Close time (unix seconds) of the last durable ledger; lag = time() - this.",
             )?,
-            store_keys: gauge(&r, "ledgerstore_store_keys", "Keys committed to a table.", &["table", "engine"])?,
-            store_disk_bytes: gauge(&r, "ledgerstore_store_disk_bytes", "Bytes of a table's files on disk.", &["table", "engine"])?,
-            rocks_pending: gauge(&r, "ledgerstore_rocksdb_pending_compaction_bytes", "RocksDB's estimate of bytes pending compaction.", &["table"])?,
-            rocks_l0: gauge(&r, "ledgerstore_rocksdb_l0_files", "RocksDB SST files in level 0.", &["table"])?,
-            mdbx_pages: gauge(&r, "ledgerstore_mdbx_pages", "MDBX pages of a table (branch + leaf + overflow).", &["table"])?,
-            mdbx_free_pages: gauge(&r, "ledgerstore_mdbx_free_pages", "MDBX pages on the free list.", &["table"])?,
-            mdbx_reader_lag: gauge(&r, "ledgerstore_mdbx_reader_lag", "Commits between the oldest MDBX reader's snapshot and the newest.", &["table"])?,
+            store_keys: gauge(
+                &r,
+                "ledgerstore_store_keys",
+                "Keys committed to a table.",
+                &["table", "engine"],
+            )?,
+            store_disk_bytes: gauge(
+                &r,
+                "ledgerstore_store_disk_bytes",
+                "Bytes of a table's files on disk.",
+                &["table", "engine"],
+            )?,
+            rocks_pending: gauge(
+                &r,
+                "ledgerstore_rocksdb_pending_compaction_bytes",
+                "RocksDB's estimate of bytes pending compaction.",
+                &["table"],
+            )?,
+            rocks_l0: gauge(
+                &r,
+                "ledgerstore_rocksdb_l0_files",
+                "RocksDB SST files in level 0.",
+                &["table"],
+            )?,
+            mdbx_pages: gauge(
+                &r,
+                "ledgerstore_mdbx_pages",
+                "MDBX pages of a table (branch + leaf + overflow).",
+                &["table"],
+            )?,
+            mdbx_free_pages: gauge(
+                &r,
+                "ledgerstore_mdbx_free_pages",
+                "MDBX pages on the free list.",
+                &["table"],
+            )?,
+            mdbx_reader_lag: gauge(
+                &r,
+                "ledgerstore_mdbx_reader_lag",
+                "Commits between the oldest MDBX reader's snapshot and the newest.",
+                &["table"],
+            )?,
             registry: r,
         })
     }
 
     /// Starts timing one RPC.
-    pub fn rpc(self: &Arc<Self>, kind: &'static str, service: &'static str, method: &'static str) -> Rpc {
-        self.grpc_started.with_label_values(&[kind, service, method]).inc();
+    pub fn rpc(
+        self: &Arc<Self>,
+        kind: &'static str,
+        service: &'static str,
+        method: &'static str,
+    ) -> Rpc {
+        self.grpc_started
+            .with_label_values(&[kind, service, method])
+            .inc();
         Rpc {
             metrics: self.clone(),
             labels: [kind, service, method],
@@ -139,19 +220,29 @@ impl Metrics {
 
     /// Counts one received stream message.
     pub fn received(&self, service: &str, method: &str) {
-        self.grpc_received.with_label_values(&["bidi_stream", service, method]).inc();
+        self.grpc_received
+            .with_label_values(&["bidi_stream", service, method])
+            .inc();
     }
 
     /// Counts one sent stream message.
     pub fn sent(&self, kind: &str, service: &str, method: &str) {
-        self.grpc_sent.with_label_values(&[kind, service, method]).inc();
+        self.grpc_sent
+            .with_label_values(&[kind, service, method])
+            .inc();
     }
 
     /// Records a committed batch.
     pub fn batch(&self, r: &BatchReport, close_time: u64) {
         for s in &r.stores {
-            for (phase, v) in [("write", s.write_s), ("commit", s.commit_s), ("compact", s.compact_s)] {
-                self.phase_seconds.with_label_values(&[s.table, s.engine, phase]).observe(v);
+            for (phase, v) in [
+                ("write", s.write_s),
+                ("commit", s.commit_s),
+                ("compact", s.compact_s),
+            ] {
+                self.phase_seconds
+                    .with_label_values(&[s.table, s.engine, phase])
+                    .observe(v);
             }
         }
         for (stage, v) in [
@@ -167,7 +258,8 @@ impl Metrics {
         self.ingested_txs.inc_by(r.txs);
         self.ingested_batches.inc();
         self.high_water_mark.set(i64::from(r.last_ledger));
-        self.last_close_time.set(i64::try_from(close_time).unwrap_or(i64::MAX));
+        self.last_close_time
+            .set(i64::try_from(close_time).unwrap_or(i64::MAX));
     }
 
     /// Refreshes the store gauges.
@@ -179,8 +271,12 @@ impl Metrics {
         let v = |x: u64| i64::try_from(x).unwrap_or(i64::MAX);
         for t in &stats.tables {
             let e = &t.engine_stats;
-            self.store_keys.with_label_values(&[t.table, t.engine]).set(v(t.keys));
-            self.store_disk_bytes.with_label_values(&[t.table, t.engine]).set(v(e.disk_bytes));
+            self.store_keys
+                .with_label_values(&[t.table, t.engine])
+                .set(v(t.keys));
+            self.store_disk_bytes
+                .with_label_values(&[t.table, t.engine])
+                .set(v(e.disk_bytes));
             if let Some(p) = e.pending_compaction_bytes {
                 self.rocks_pending.with_label_values(&[t.table]).set(v(p));
             }
@@ -223,7 +319,10 @@ impl Rpc {
         let code = format!("{code:?}");
         // tonic's Debug names match grpc-go's names except for `Ok`.
         let code = if code == "Ok" { "OK".to_string() } else { code };
-        self.metrics.grpc_handled.with_label_values(&[k, s, m, &code]).inc();
+        self.metrics
+            .grpc_handled
+            .with_label_values(&[k, s, m, &code])
+            .inc();
         self.metrics
             .grpc_seconds
             .with_label_values(&self.labels)
@@ -256,18 +355,20 @@ pub async fn serve(
             let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
                 let metrics = metrics.clone();
                 async move {
-                    let resp = match req.uri().path() {
+                    match req.uri().path() {
                         "/metrics" => Response::builder()
                             .header("content-type", "text/plain; version=0.0.4")
                             .body(Full::new(Bytes::from(metrics.render()))),
                         _ => Response::builder()
                             .status(StatusCode::NOT_FOUND)
                             .body(Full::new(Bytes::from_static(b"not found; try /metrics\n"))),
-                    };
-                    resp
+                    }
                 }
             });
-            if let Err(e) = http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await {
+            if let Err(e) = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), svc)
+                .await
+            {
                 tracing::debug!(error = %e, "metrics connection ended");
             }
         });

@@ -32,7 +32,9 @@ impl QueryService {
     fn mark_text(store: &Ledgerstore) -> String {
         store
             .last_ledger()
-            .map_or("the store is empty".into(), |l| format!("durable mark: ledger {l}"))
+            .map_or("the store is empty".into(), |l| {
+                format!("durable mark: ledger {l}")
+            })
     }
 
     /// Runs `f` on the blocking pool under the query deadline.
@@ -79,7 +81,9 @@ impl pb::query_server::Query for QueryService {
                 .await?;
             match found {
                 Ok(rec) => Ok(tx_out(h, rec)),
-                Err(mark) => Err(Status::not_found(format!("transaction {h} not found ({mark})"))),
+                Err(mark) => Err(Status::not_found(format!(
+                    "transaction {h} not found ({mark})"
+                ))),
             }
         })
         .await
@@ -93,7 +97,9 @@ impl pb::query_server::Query for QueryService {
             let hashes = &req.get_ref().hashes;
             let max = self.state.cfg.query.max_batch_hashes;
             if hashes.is_empty() {
-                return Err(Status::invalid_argument("hashes: must hold at least one hash"));
+                return Err(Status::invalid_argument(
+                    "hashes: must hold at least one hash",
+                ));
             }
             if hashes.len() > max {
                 return Err(Status::invalid_argument(format!(
@@ -136,7 +142,9 @@ impl pb::query_server::Query for QueryService {
                     hash: h.0.to_vec(),
                     ledger_seq: seq,
                 }),
-                Err(mark) => Err(Status::not_found(format!("transaction {h} not found ({mark})"))),
+                Err(mark) => Err(Status::not_found(format!(
+                    "transaction {h} not found ({mark})"
+                ))),
             }
         })
         .await
@@ -153,7 +161,9 @@ impl pb::query_server::Query for QueryService {
                 .await?;
             match found {
                 Ok(l) => Ok(ledger_out(l, omit_raw)),
-                Err(mark) => Err(Status::not_found(format!("ledger {seq} not found ({mark})"))),
+                Err(mark) => Err(Status::not_found(format!(
+                    "ledger {seq} not found ({mark})"
+                ))),
             }
         })
         .await
@@ -165,11 +175,20 @@ impl pb::query_server::Query for QueryService {
         &self,
         req: Request<pb::StreamLedgersRequest>,
     ) -> Result<Response<Self::StreamLedgersStream>, Status> {
-        let rpc = self.state.metrics.rpc("server_stream", SERVICE, "StreamLedgers");
-        let pb::StreamLedgersRequest { start, end, omit_raw } = *req.get_ref();
+        let rpc = self
+            .state
+            .metrics
+            .rpc("server_stream", SERVICE, "StreamLedgers");
+        let pb::StreamLedgersRequest {
+            start,
+            end,
+            omit_raw,
+        } = *req.get_ref();
         let max = self.state.cfg.query.max_stream_ledgers;
         let check = if start > end {
-            Err(Status::invalid_argument(format!("end: must be >= start ({start}), got {end}")))
+            Err(Status::invalid_argument(format!(
+                "end: must be >= start ({start}), got {end}"
+            )))
         } else if u64::from(end) - u64::from(start) + 1 > u64::from(max) {
             Err(Status::invalid_argument(format!(
                 "end: at most {max} ledgers per stream (query.max_stream_ledgers), so end <= {}",
@@ -222,7 +241,11 @@ async fn stream_range(
     let mut next = Some(start);
     while let Some(from) = next {
         if state.shutting_down() {
-            let _ = tx.send(Err(unavailable("ledgerstore is shutting down; resume the stream later"))).await;
+            let _ = tx
+                .send(Err(unavailable(
+                    "ledgerstore is shutting down; resume the stream later",
+                )))
+                .await;
             return tonic::Code::Unavailable;
         }
         let s = store.clone();
@@ -253,7 +276,9 @@ async fn stream_range(
             if tx.send(Ok(ledger_out(l, omit_raw))).await.is_err() {
                 return tonic::Code::Cancelled;
             }
-            state.metrics.sent("server_stream", SERVICE, "StreamLedgers");
+            state
+                .metrics
+                .sent("server_stream", SERVICE, "StreamLedgers");
         }
     }
     tonic::Code::Ok

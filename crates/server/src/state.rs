@@ -43,7 +43,9 @@ impl AppState {
     /// The store, or UNAVAILABLE while opening or shutting down.
     pub fn store(&self) -> Result<Arc<Ledgerstore>, Status> {
         if self.shutting_down() {
-            return Err(unavailable("ledgerstore is shutting down; retry on the restarted daemon"));
+            return Err(unavailable(
+                "ledgerstore is shutting down; retry on the restarted daemon",
+            ));
         }
         self.store
             .get()

@@ -45,19 +45,38 @@ mod tests {
     #[test]
     fn codes_follow_the_contract() {
         let cases = [
-            (StoreError::Gap { expected: 5, got: 7 }, Code::FailedPrecondition, "expected ledger seq 5"),
             (
-                StoreError::InvalidBatch { field: "ledgers[0].raw".into(), reason: "must not be empty".into() },
+                StoreError::Gap {
+                    expected: 5,
+                    got: 7,
+                },
+                Code::FailedPrecondition,
+                "expected ledger seq 5",
+            ),
+            (
+                StoreError::InvalidBatch {
+                    field: "ledgers[0].raw".into(),
+                    reason: "must not be empty".into(),
+                },
                 Code::InvalidArgument,
                 "ledgers[0].raw: must not be empty",
             ),
             (
-                StoreError::TooLarge { field: "ledgers".into(), got: 9, limit: 8, unit: "ledgers" },
+                StoreError::TooLarge {
+                    field: "ledgers".into(),
+                    got: 9,
+                    limit: 8,
+                    unit: "ledgers",
+                },
                 Code::ResourceExhausted,
                 "limit 8",
             ),
             (
-                StoreError::HashExists { field: "h".into(), hash: "ab".into(), ledger: 3 },
+                StoreError::HashExists {
+                    field: "h".into(),
+                    hash: "ab".into(),
+                    ledger: 3,
+                },
                 Code::AlreadyExists,
                 "already stored in ledger 3",
             ),
@@ -70,7 +89,11 @@ mod tests {
                 Code::ResourceExhausted,
                 "storage full",
             ),
-            (StoreError::Corrupt("x".into()), Code::Internal, "corrupt store"),
+            (
+                StoreError::Corrupt("x".into()),
+                Code::Internal,
+                "corrupt store",
+            ),
         ];
         for (e, code, text) in cases {
             let s = from_store(&e);

@@ -122,8 +122,10 @@ impl DataDir {
         let lock = lock_dir(path)?;
         let manifest_path = path.join(MANIFEST);
         let manifest = if manifest_path.exists() {
-            let text = fs::read_to_string(&manifest_path)
-                .map_err(StoreError::io(format!("reading {}", manifest_path.display())))?;
+            let text = fs::read_to_string(&manifest_path).map_err(StoreError::io(format!(
+                "reading {}",
+                manifest_path.display()
+            )))?;
             let m: Manifest = serde_json::from_str(&text)
                 .map_err(|e| dir_err(format!("unreadable {MANIFEST}: {e}")))?;
             if m.format != FORMAT_VERSION {
@@ -153,7 +155,9 @@ impl DataDir {
                 )));
             }
             if !create {
-                return Err(dir_err(format!("no {MANIFEST}: not a ledgerstore data dir")));
+                return Err(dir_err(format!(
+                    "no {MANIFEST}: not a ledgerstore data dir"
+                )));
             }
             let m = Manifest::new(layout.unwrap_or_default());
             let json = serde_json::to_vec_pretty(&m)
@@ -231,7 +235,8 @@ fn lock_dir(path: &Path) -> StoreResult<File> {
 fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> StoreResult<()> {
     let tmp = dir.join(format!("{name}.tmp"));
     let dst = dir.join(name);
-    let mut f = File::create(&tmp).map_err(StoreError::io(format!("creating {}", tmp.display())))?;
+    let mut f =
+        File::create(&tmp).map_err(StoreError::io(format!("creating {}", tmp.display())))?;
     f.write_all(bytes)
         .and_then(|_| f.sync_all())
         .map_err(StoreError::io(format!("writing {}", tmp.display())))?;
@@ -252,11 +257,17 @@ mod tests {
         {
             let d = DataDir::open(&p, Some(Layout::Rocksdb), true).expect("create");
             assert_eq!(d.manifest().layout, Layout::Rocksdb);
-            assert!(DataDir::open(&p, None, true).is_err(), "second opener is locked out");
+            assert!(
+                DataDir::open(&p, None, true).is_err(),
+                "second opener is locked out"
+            );
         }
         let err = DataDir::open(&p, Some(Layout::Hybrid), true).expect_err("mismatch");
         assert!(matches!(err, StoreError::LayoutMismatch { .. }), "{err}");
-        assert!(err.to_string().contains("created with layout rocksdb"), "{err}");
+        assert!(
+            err.to_string().contains("created with layout rocksdb"),
+            "{err}"
+        );
         let d = DataDir::open(&p, None, false).expect("open with recorded layout");
         assert_eq!(d.manifest().layout, Layout::Rocksdb);
     }
@@ -284,7 +295,10 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tempdir");
         fs::write(tmp.path().join("something"), b"x").expect("write");
         let err = DataDir::open(tmp.path(), None, true).expect_err("foreign");
-        assert!(err.to_string().contains("not a ledgerstore data dir"), "{err}");
+        assert!(
+            err.to_string().contains("not a ledgerstore data dir"),
+            "{err}"
+        );
         let missing = tmp.path().join("missing");
         assert!(DataDir::open(&missing, None, false).is_err());
     }

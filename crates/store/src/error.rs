@@ -47,7 +47,9 @@ pub enum StoreError {
         ledger: u32,
     },
     /// The data dir was created with another layout.
-    #[error("data dir {dir} was created with layout {recorded}; it cannot be opened as {requested}")]
+    #[error(
+        "data dir {dir} was created with layout {recorded}; it cannot be opened as {requested}"
+    )]
     LayoutMismatch {
         /// Data dir.
         dir: PathBuf,

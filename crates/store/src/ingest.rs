@@ -9,11 +9,11 @@ use ledgerstore_db_api::{
 };
 use rayon::prelude::*;
 
+use crate::Ledgerstore;
 use crate::datadir::MarkState;
 use crate::error::{StoreError, StoreResult};
 use crate::report::{BatchReport, StoreTiming, process_write_bytes, secs};
 use crate::validate::validate;
-use crate::Ledgerstore;
 
 /// What [`Ledgerstore::ingest`] did.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,8 +86,14 @@ impl Ledgerstore {
         let mut prepared = prepare(new, self.level)?;
         let compress = t.elapsed();
         let t = Instant::now();
-        prepared.tx_data.pairs.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        prepared.tx_index.pairs.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        prepared
+            .tx_data
+            .pairs
+            .par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        prepared
+            .tx_index
+            .pairs
+            .par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
         compute += t.elapsed();
 
         let io_before = process_write_bytes();
@@ -151,7 +157,12 @@ impl Ledgerstore {
         let mut hashes: Vec<(&[u8], usize, usize)> = new
             .iter()
             .enumerate()
-            .flat_map(|(li, l)| l.txs.iter().enumerate().map(move |(ti, t)| (&t.hash[..], li, ti)))
+            .flat_map(|(li, l)| {
+                l.txs
+                    .iter()
+                    .enumerate()
+                    .map(move |(ti, t)| (&t.hash[..], li, ti))
+            })
             .collect();
         hashes.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
         let last = self.last_ledger();
@@ -186,10 +197,20 @@ impl Ledgerstore {
                 r
             });
             let data = s.spawn(|| {
-                write_table(self.tx_data.as_ref(), TableId::TxData, &p.tx_data, Some(&gate))
+                write_table(
+                    self.tx_data.as_ref(),
+                    TableId::TxData,
+                    &p.tx_data,
+                    Some(&gate),
+                )
             });
             let index = s.spawn(|| {
-                write_table(self.tx_index.as_ref(), TableId::TxIndex, &p.tx_index, Some(&gate))
+                write_table(
+                    self.tx_index.as_ref(),
+                    TableId::TxIndex,
+                    &p.tx_index,
+                    Some(&gate),
+                )
             });
             [ledgers.join(), data.join(), index.join()]
         });
@@ -264,9 +285,7 @@ fn prepare(new: &[LedgerInput], level: i32) -> StoreResult<Prepared> {
         .collect::<Result<_, _>>()?;
     let txs: Vec<(TxHash, Vec<u8>, usize, u32)> = new
         .par_iter()
-        .flat_map_iter(|l| {
-            l.txs.iter().enumerate().map(move |(i, t)| (l, i, t))
-        })
+        .flat_map_iter(|l| l.txs.iter().enumerate().map(move |(i, t)| (l, i, t)))
         .map(|(l, i, t)| {
             let rec = TxRecordRef {
                 ledger_seq: l.seq,
@@ -348,9 +367,24 @@ fn advance(mark: &MarkState, new: &[LedgerInput], p: &Prepared) -> MarkState {
     next.batches += 1;
     next.txs += p.tx_data.pairs.len() as u64;
     for (table, keys, raw, stored) in [
-        (TableId::Ledgers, p.ledgers.pairs.len(), p.ledgers.raw_bytes, p.ledgers.stored_bytes()),
-        (TableId::TxData, p.tx_data.pairs.len(), p.tx_data.raw_bytes, p.tx_data.stored_bytes()),
-        (TableId::TxIndex, p.tx_index.pairs.len(), p.tx_index.raw_bytes, p.tx_index.stored_bytes()),
+        (
+            TableId::Ledgers,
+            p.ledgers.pairs.len(),
+            p.ledgers.raw_bytes,
+            p.ledgers.stored_bytes(),
+        ),
+        (
+            TableId::TxData,
+            p.tx_data.pairs.len(),
+            p.tx_data.raw_bytes,
+            p.tx_data.stored_bytes(),
+        ),
+        (
+            TableId::TxIndex,
+            p.tx_index.pairs.len(),
+            p.tx_index.raw_bytes,
+            p.tx_index.stored_bytes(),
+        ),
     ] {
         let t = next.tables.entry(table.name().to_string()).or_default();
         t.keys += keys as u64;

@@ -103,7 +103,8 @@ impl Ledgerstore {
         let mark = dir.read_mark()?;
         let sink = match &opts.report_jsonl {
             Some(p) => Some(
-                JsonLinesSink::open(p).map_err(StoreError::io(format!("opening {}", p.display())))?,
+                JsonLinesSink::open(p)
+                    .map_err(StoreError::io(format!("opening {}", p.display())))?,
             ),
             None => None,
         };

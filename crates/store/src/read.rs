@@ -5,8 +5,8 @@ use std::collections::VecDeque;
 use ledgerstore_db_api::{Decompress, LedgerRecord, TxHash, TxRecord};
 use rayon::prelude::*;
 
-use crate::error::StoreResult;
 use crate::Ledgerstore;
+use crate::error::StoreResult;
 
 /// Lookups at or above this count decompress in parallel.
 const PARALLEL_DECOMPRESS: usize = 64;
@@ -47,7 +47,10 @@ impl Ledgerstore {
             }
         };
         let decoded: Vec<Option<TxRecord>> = if found.len() >= PARALLEL_DECOMPRESS {
-            found.into_par_iter().map(decode).collect::<StoreResult<_>>()?
+            found
+                .into_par_iter()
+                .map(decode)
+                .collect::<StoreResult<_>>()?
         } else {
             found.into_iter().map(decode).collect::<StoreResult<_>>()?
         };

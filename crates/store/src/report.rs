@@ -115,7 +115,11 @@ impl BatchReport {
                 s.table,
                 s.engine,
                 fmt_s(s.write_s),
-                if s.engine == "mdbx" { "commit" } else { "flush " },
+                if s.engine == "mdbx" {
+                    "commit"
+                } else {
+                    "flush "
+                },
                 fmt_s(s.commit_s),
                 fmt_s(s.compact_s),
                 s.keys
@@ -200,9 +204,15 @@ mod tests {
             }],
         };
         let text = r.render();
-        assert!(text.contains("batch #3 [hybrid] ledgers 1..=2000"), "{text}");
+        assert!(
+            text.contains("batch #3 [hybrid] ledgers 1..=2000"),
+            "{text}"
+        );
         assert!(text.contains("total 1m15.0s"), "{text}");
-        assert!(text.contains("tx_data   mdbx     write     1.50s  commit   250.0ms"), "{text}");
+        assert!(
+            text.contains("tx_data   mdbx     write     1.50s  commit   250.0ms"),
+            "{text}"
+        );
         let dir = tempfile::tempdir().expect("tempdir");
         let p = dir.path().join("r.jsonl");
         let sink = JsonLinesSink::open(&p).expect("open");
@@ -210,7 +220,8 @@ mod tests {
         sink.write(&r).expect("write");
         let text = std::fs::read_to_string(&p).expect("read");
         assert_eq!(text.lines().count(), 2);
-        let v: serde_json::Value = serde_json::from_str(text.lines().next().expect("line")).expect("json");
+        let v: serde_json::Value =
+            serde_json::from_str(text.lines().next().expect("line")).expect("json");
         assert_eq!(v["stores"][0]["table"], "tx_data");
     }
 }

@@ -7,8 +7,8 @@
 
 use ledgerstore_db_api::{Decompress, KvStore, LedgerRecord, TableId};
 
-use crate::error::{StoreError, StoreResult};
 use crate::Ledgerstore;
+use crate::error::{StoreError, StoreResult};
 
 /// What a rollback removed.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +29,9 @@ impl Ledgerstore {
         let mut hashes = Vec::new();
         loop {
             let chunk = self.ledgers.scan(&from.to_be_bytes(), SCAN_CHUNK)?;
-            let Some((last_key, _)) = chunk.last() else { break };
+            let Some((last_key, _)) = chunk.last() else {
+                break;
+            };
             let last_seq = <u32 as ledgerstore_db_api::Decode>::decode(last_key)?;
             for (key, value) in chunk {
                 let rec = LedgerRecord::decompress(&value).map_err(|e| {

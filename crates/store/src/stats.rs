@@ -3,8 +3,8 @@
 use ledgerstore_db_api::{EngineStats, TableId};
 use serde::Serialize;
 
-use crate::error::StoreResult;
 use crate::Ledgerstore;
+use crate::error::StoreResult;
 
 /// Statistics of one table.
 #[derive(Debug, Clone, Serialize)]

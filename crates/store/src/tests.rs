@@ -41,7 +41,11 @@ fn raw_has(store: &Ledgerstore, table: TableId, key: &[u8]) -> bool {
 
 fn assert_nothing_written(store: &Ledgerstore, batch: &[LedgerInput]) {
     for l in batch {
-        assert!(!raw_has(store, TableId::Ledgers, &l.seq.to_be_bytes()), "ledger {}", l.seq);
+        assert!(
+            !raw_has(store, TableId::Ledgers, &l.seq.to_be_bytes()),
+            "ledger {}",
+            l.seq
+        );
         for tx in &l.txs {
             assert!(!raw_has(store, TableId::TxData, &tx.hash));
             assert!(!raw_has(store, TableId::TxIndex, &tx.hash));
@@ -67,8 +71,14 @@ fn every_layout_ingests_and_reads_back_exact_bytes() {
         let l = s.ledger(106);
         let tx = &l.txs[3];
         let rec = store.get_tx(&hash(tx)).expect("get").expect("found");
-        assert_eq!((rec.ledger_seq, rec.index, rec.close_time), (106, 3, l.close_time));
-        assert_eq!((&rec.envelope, &rec.result, &rec.meta), (&tx.envelope, &tx.result, &tx.meta));
+        assert_eq!(
+            (rec.ledger_seq, rec.index, rec.close_time),
+            (106, 3, l.close_time)
+        );
+        assert_eq!(
+            (&rec.envelope, &rec.result, &rec.meta),
+            (&tx.envelope, &tx.result, &tx.meta)
+        );
         assert_eq!(store.get_tx_ledger(&hash(tx)).expect("ledger"), Some(106));
         let ledger = store.get_ledger(106).expect("get").expect("found");
         assert_eq!(ledger.raw, l.raw);
@@ -82,16 +92,26 @@ fn every_layout_ingests_and_reads_back_exact_bytes() {
             .collect();
         assert_eq!(seqs, (100..=107).collect::<Vec<_>>(), "{layout}");
 
-        let asked = [hash(&s.ledger(107).txs[0]), TxHash([7; 32]), hash(&s.ledger(100).txs[7])];
+        let asked = [
+            hash(&s.ledger(107).txs[0]),
+            TxHash([7; 32]),
+            hash(&s.ledger(100).txs[7]),
+        ];
         let got = store.batch_get_txs(&asked).expect("batch");
         assert_eq!(got[0].as_ref().map(|r| r.ledger_seq), Some(107));
         assert!(got[1].is_none());
-        assert_eq!(got[2].as_ref().map(|r| (r.ledger_seq, r.index)), Some((100, 7)));
+        assert_eq!(
+            got[2].as_ref().map(|r| (r.ledger_seq, r.index)),
+            Some((100, 7))
+        );
 
         let stats = store.stats().expect("stats");
         assert_eq!((stats.ledgers, stats.txs, stats.batches), (8, 64, 2));
         let tx_data = &stats.tables[1];
-        assert!(tx_data.compression_savings_pct > 0.0, "{layout}: {tx_data:?}");
+        assert!(
+            tx_data.compression_savings_pct > 0.0,
+            "{layout}: {tx_data:?}"
+        );
     }
 }
 
@@ -112,7 +132,10 @@ fn restart_continues_from_the_mark_and_resent_ledgers_write_nothing() {
     assert_eq!((out.skipped, out.committed, out.mark), (3, 0, Some(4)));
     assert!(out.report.is_none());
     assert_eq!(store.mark(), before, "a no-op advances nothing");
-    assert_eq!(store.table(TableId::TxIndex).stats().expect("stats").keys, index_keys);
+    assert_eq!(
+        store.table(TableId::TxIndex).stats().expect("stats").keys,
+        index_keys
+    );
     // A straddling batch writes only the new part.
     let out = ingest(&store, &s.batch(3, 4));
     assert_eq!((out.skipped, out.committed, out.mark), (2, 2, Some(6)));
@@ -128,13 +151,26 @@ fn gaps_and_malformed_batches_are_refused_whole() {
 
         let gap = s.batch(13, 2);
         let e = store.ingest(&gap, Duration::ZERO).expect_err("gap");
-        assert!(matches!(e, StoreError::Gap { expected: 12, got: 13 }), "{e}");
+        assert!(
+            matches!(
+                e,
+                StoreError::Gap {
+                    expected: 12,
+                    got: 13
+                }
+            ),
+            "{e}"
+        );
         assert_nothing_written(&store, &gap);
 
         let mut dup = s.batch(12, 3);
         dup[2].txs[1].hash = dup[0].txs[4].hash.clone();
         let e = store.ingest(&dup, Duration::ZERO).expect_err("dup");
-        assert!(e.to_string().contains("ledgers[2].transactions[1].hash: duplicate"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("ledgers[2].transactions[1].hash: duplicate"),
+            "{e}"
+        );
         assert_nothing_written(&store, &dup[..2]);
 
         let mut bad = s.batch(12, 3);
@@ -150,10 +186,18 @@ fn gaps_and_malformed_batches_are_refused_whole() {
         // A hash that a committed ledger already holds.
         let mut stolen = s.batch(12, 2);
         stolen[1].txs[0].hash = s.ledger(10).txs[0].hash.clone();
-        let e = store.ingest(&stolen, Duration::ZERO).expect_err("stored hash");
-        assert!(matches!(e, StoreError::HashExists { ledger: 10, .. }), "{e}");
+        let e = store
+            .ingest(&stolen, Duration::ZERO)
+            .expect_err("stored hash");
+        assert!(
+            matches!(e, StoreError::HashExists { ledger: 10, .. }),
+            "{e}"
+        );
         assert_nothing_written(&store, &stolen[..1]);
-        let rec = store.get_tx(&hash(&s.ledger(10).txs[0])).expect("get").expect("intact");
+        let rec = store
+            .get_tx(&hash(&s.ledger(10).txs[0]))
+            .expect("get")
+            .expect("intact");
         assert_eq!(rec.ledger_seq, 10);
 
         assert_eq!(store.last_ledger(), Some(11));
@@ -173,7 +217,8 @@ fn plant_residue(store: &Ledgerstore, ledger: &LedgerInput) {
         raw: &ledger.raw,
     };
     let mut w = store.table(TableId::Ledgers).begin_write().expect("begin");
-    w.put(&ledger.seq.to_be_bytes(), &rec.compress(3).expect("c")).expect("put");
+    w.put(&ledger.seq.to_be_bytes(), &rec.compress(3).expect("c"))
+        .expect("put");
     w.commit().expect("commit");
     for table in [TableId::TxData, TableId::TxIndex] {
         let mut w = store.table(table).begin_write().expect("begin");
@@ -209,14 +254,26 @@ fn nothing_above_the_mark_is_visible_and_open_rolls_it_back() {
             assert!(raw_has(&store, TableId::Ledgers, &3u32.to_be_bytes()));
             assert!(store.get_ledger(3).expect("get").is_none(), "{layout}");
             assert!(store.get_tx(&hash(&residue.txs[0])).expect("get").is_none());
-            assert!(store.get_tx_ledger(&hash(&residue.txs[0])).expect("get").is_none());
-            let got = store.batch_get_txs(&[hash(&residue.txs[1])]).expect("batch");
+            assert!(
+                store
+                    .get_tx_ledger(&hash(&residue.txs[0]))
+                    .expect("get")
+                    .is_none()
+            );
+            let got = store
+                .batch_get_txs(&[hash(&residue.txs[1])])
+                .expect("batch");
             assert!(got[0].is_none());
             assert_eq!(store.ledgers(1, 10, 4).count(), 2);
         }
         let store = open(tmp.path(), layout);
         assert_nothing_written(&store, std::slice::from_ref(&residue));
-        assert!(store.get_tx(&hash(&s.ledger(2).txs[0])).expect("get").is_some());
+        assert!(
+            store
+                .get_tx(&hash(&s.ledger(2).txs[0]))
+                .expect("get")
+                .is_some()
+        );
         ingest(&store, &s.batch(3, 1));
         assert_eq!(store.last_ledger(), Some(3));
     }
@@ -294,7 +351,12 @@ impl KvStore for FailStore {
 }
 
 impl EngineFactory for FailingCommit {
-    fn open_table(&self, layout: Layout, table: TableId, path: &Path) -> DbResult<Box<dyn KvStore>> {
+    fn open_table(
+        &self,
+        layout: Layout,
+        table: TableId,
+        path: &Path,
+    ) -> DbResult<Box<dyn KvStore>> {
         let inner = self.inner.open_table(layout, table, path)?;
         let armed = if table == self.table {
             self.armed.clone()
@@ -326,14 +388,20 @@ fn a_failed_commit_rolls_back_in_process_and_the_batch_can_be_retried() {
                 &factory,
             )
             .expect("open");
-            store.ingest(&s.batch(1, 2), Duration::ZERO).expect("first batch");
+            store
+                .ingest(&s.batch(1, 2), Duration::ZERO)
+                .expect("first batch");
             armed.store(true, Ordering::SeqCst);
             let batch = s.batch(3, 3);
-            let e = store.ingest(&batch, Duration::ZERO).expect_err("injected failure");
+            let e = store
+                .ingest(&batch, Duration::ZERO)
+                .expect_err("injected failure");
             assert!(e.is_storage_full(), "{e}");
             assert_eq!(store.last_ledger(), Some(2));
             assert_nothing_written(&store, &batch);
-            store.ingest(&batch, Duration::ZERO).expect("retry succeeds");
+            store
+                .ingest(&batch, Duration::ZERO)
+                .expect("retry succeeds");
             assert_eq!(store.last_ledger(), Some(5), "{layout} {table}");
             let rec = store.get_tx(&hash(&batch[2].txs[0])).expect("get");
             assert_eq!(rec.map(|r| r.ledger_seq), Some(5));
@@ -354,5 +422,8 @@ fn a_dir_keeps_its_layout() {
         &Backends::for_tests(),
     )
     .expect_err("layout mismatch");
-    assert!(e.to_string().contains("created with layout rocksdb-tuned"), "{e}");
+    assert!(
+        e.to_string().contains("created with layout rocksdb-tuned"),
+        "{e}"
+    );
 }

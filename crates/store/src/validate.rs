@@ -121,7 +121,12 @@ pub fn validate(batch: &[LedgerInput], last: Option<u32>, limits: &Limits) -> St
                 }
             }
             if tx.body_len() > limits.max_tx_bytes {
-                return Err(too_large(field(), tx.body_len(), limits.max_tx_bytes, "bytes"));
+                return Err(too_large(
+                    field(),
+                    tx.body_len(),
+                    limits.max_tx_bytes,
+                    "bytes",
+                ));
             }
             if let Some((pl, pt)) = seen.insert(hash, (li, ti)) {
                 return Err(invalid(
@@ -199,7 +204,11 @@ mod tests {
 
     #[test]
     fn skips_ledgers_at_or_below_the_mark() {
-        let b = [ledger(5, vec![tx(1)]), ledger(6, vec![tx(2)]), ledger(7, vec![tx(3)])];
+        let b = [
+            ledger(5, vec![tx(1)]),
+            ledger(6, vec![tx(2)]),
+            ledger(7, vec![tx(3)]),
+        ];
         assert_eq!(
             validate(&b, Some(6), &Limits::default()).expect("valid"),
             Plan { skipped: 2, txs: 1 }
@@ -214,7 +223,16 @@ mod tests {
     fn refuses_gaps_naming_the_expected_seq() {
         let b = [ledger(12, vec![])];
         let e = validate(&b, Some(10), &Limits::default()).expect_err("gap");
-        assert!(matches!(e, StoreError::Gap { expected: 11, got: 12 }), "{e}");
+        assert!(
+            matches!(
+                e,
+                StoreError::Gap {
+                    expected: 11,
+                    got: 12
+                }
+            ),
+            "{e}"
+        );
         assert!(e.to_string().contains("expected ledger seq 11"));
     }
 
@@ -228,8 +246,14 @@ mod tests {
         let mut short = tx(1);
         short.hash.truncate(31);
         let e = err(&[ledger(1, vec![short])], None);
-        assert!(e.contains("transactions[0].hash: must be 32 bytes, got 31"), "{e}");
-        let e = err(&[ledger(1, vec![tx(4)]), ledger(2, vec![tx(5), tx(4)])], None);
+        assert!(
+            e.contains("transactions[0].hash: must be 32 bytes, got 31"),
+            "{e}"
+        );
+        let e = err(
+            &[ledger(1, vec![tx(4)]), ledger(2, vec![tx(5), tx(4)])],
+            None,
+        );
         assert!(
             e.contains("ledgers[1].transactions[1].hash: duplicate of ledgers[0].transactions[0]"),
             "{e}"
@@ -251,9 +275,16 @@ mod tests {
             max_ledger_bytes: 8,
             max_tx_bytes: 3,
         };
-        let e = validate(&[ledger(1, vec![]), ledger(2, vec![]), ledger(3, vec![])], None, &limits)
-            .expect_err("too many ledgers");
-        assert!(e.to_string().contains("ledgers is 3 ledgers, limit 2"), "{e}");
+        let e = validate(
+            &[ledger(1, vec![]), ledger(2, vec![]), ledger(3, vec![])],
+            None,
+            &limits,
+        )
+        .expect_err("too many ledgers");
+        assert!(
+            e.to_string().contains("ledgers is 3 ledgers, limit 2"),
+            "{e}"
+        );
         let e = validate(&[ledger(1, vec![tx(1), tx(2)])], None, &limits).expect_err("txs");
         assert!(matches!(e, StoreError::TooLarge { .. }), "{e}");
         let mut big = ledger(1, vec![]);
@@ -262,6 +293,10 @@ mod tests {
         let mut fat = tx(1);
         fat.meta = vec![0; 2];
         let e = validate(&[ledger(1, vec![fat])], None, &limits).expect_err("tx bytes");
-        assert!(e.to_string().contains("transactions[0] is 4 bytes, limit 3"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("transactions[0] is 4 bytes, limit 3"),
+            "{e}"
+        );
     }
 }

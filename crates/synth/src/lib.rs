@@ -58,7 +58,9 @@ impl SynthConfig {
             tx_per_ledger,
             envelope_bytes,
             result_bytes,
-            meta_bytes: tx_bytes.saturating_sub(envelope_bytes + result_bytes).max(1),
+            meta_bytes: tx_bytes
+                .saturating_sub(envelope_bytes + result_bytes)
+                .max(1),
             ledger_bytes,
             ..Self::default()
         }
@@ -177,7 +179,12 @@ impl Synth {
         envelope.extend_from_slice(&rng.next_u64().to_be_bytes()); // seq num
         envelope.extend_from_slice(&seq.to_be_bytes());
         envelope.extend_from_slice(&index.to_be_bytes());
-        structured(rng, ctx, &mut envelope, self.cfg.envelope_bytes.saturating_sub(68));
+        structured(
+            rng,
+            ctx,
+            &mut envelope,
+            self.cfg.envelope_bytes.saturating_sub(68),
+        );
         let mut sig = [0u8; 64];
         rng.fill_bytes(&mut sig);
         envelope.extend_from_slice(&sig);
@@ -186,7 +193,12 @@ impl Synth {
         let hash: [u8; 32] = Sha256::digest(&envelope).into();
         let mut result = Vec::with_capacity(self.cfg.result_bytes);
         result.extend_from_slice(&hash);
-        structured(rng, ctx, &mut result, self.cfg.result_bytes.saturating_sub(32));
+        structured(
+            rng,
+            ctx,
+            &mut result,
+            self.cfg.result_bytes.saturating_sub(32),
+        );
         let mut meta = Vec::with_capacity(self.cfg.meta_bytes);
         structured(rng, ctx, &mut meta, self.cfg.meta_bytes);
         TxInput {
@@ -288,6 +300,9 @@ mod tests {
         eprintln!("tx ratio {tx_ratio:.2}, ledger ratio {ledger_ratio:.2}");
         // Field study: -77% for tx data (~4.3:1), -89% for ledgers (~9:1).
         assert!((3.3..5.5).contains(&tx_ratio), "tx ratio {tx_ratio:.2}");
-        assert!((7.0..12.0).contains(&ledger_ratio), "ledger ratio {ledger_ratio:.2}");
+        assert!(
+            (7.0..12.0).contains(&ledger_ratio),
+            "ledger ratio {ledger_ratio:.2}"
+        );
     }
 }

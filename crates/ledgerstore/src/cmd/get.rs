@@ -15,7 +15,9 @@ pub fn run(cmd: GetCommand) -> Result<()> {
 }
 
 fn mark_text(last: Option<u32>) -> String {
-    last.map_or("the store is empty".into(), |l| format!("durable mark: ledger {l}"))
+    last.map_or("the store is empty".into(), |l| {
+        format!("durable mark: ledger {l}")
+    })
 }
 
 fn ledger(a: GetLedgerArgs) -> Result<()> {

@@ -15,9 +15,16 @@ use crate::cli::{IngestArgs, SynthArgs};
 use crate::open;
 
 pub fn run(a: IngestArgs) -> Result<()> {
-    ensure!(a.synthetic, "only --synthetic ingest is available in this build");
+    ensure!(
+        a.synthetic,
+        "only --synthetic ingest is available in this build"
+    );
     ensure!(a.batch_ledgers >= 1, "--batch-ledgers must be at least 1");
-    ensure!(a.synth.tx_bytes >= 128, "--tx-bytes must be at least 128, got {}", a.synth.tx_bytes);
+    ensure!(
+        a.synth.tx_bytes >= 128,
+        "--tx-bytes must be at least 128, got {}",
+        a.synth.tx_bytes
+    );
     let report_jsonl = a
         .report_jsonl
         .clone()
@@ -41,7 +48,10 @@ pub fn run(a: IngestArgs) -> Result<()> {
         .checked_add(a.synth.ledgers.saturating_sub(1))
         .context("--ledgers runs past the last possible ledger seq")?;
     if a.synth.ledgers == 0 {
-        println!("nothing to do: --ledgers 0 (mark: {:?})", store.last_ledger());
+        println!(
+            "nothing to do: --ledgers 0 (mark: {:?})",
+            store.last_ledger()
+        );
         return Ok(());
     }
     println!(

@@ -37,9 +37,21 @@ pub fn tx(hash: &TxHash, r: &TxRecord, out: TxOutput) -> Result<()> {
         println!("ledger     {}", r.ledger_seq);
         println!("index      {}", r.index);
         println!("close_time {}", r.close_time);
-        println!("envelope   {} bytes ({encoding}): {}", r.envelope.len(), enc(&r.envelope));
-        println!("result     {} bytes ({encoding}): {}", r.result.len(), enc(&r.result));
-        println!("meta       {} bytes ({encoding}): {}", r.meta.len(), enc(&r.meta));
+        println!(
+            "envelope   {} bytes ({encoding}): {}",
+            r.envelope.len(),
+            enc(&r.envelope)
+        );
+        println!(
+            "result     {} bytes ({encoding}): {}",
+            r.result.len(),
+            enc(&r.result)
+        );
+        println!(
+            "meta       {} bytes ({encoding}): {}",
+            r.meta.len(),
+            enc(&r.meta)
+        );
     }
     Ok(())
 }

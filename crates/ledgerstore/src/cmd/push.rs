@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use ledgerstore_proto::v1 as pb;
+use ledgerstore_server::convert::ledger_pb;
 use ledgerstore_synth::Synth;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -14,40 +15,32 @@ use tonic::metadata::MetadataValue;
 use crate::cli::{Mode, PushArgs};
 use crate::cmd::{ingest::synth_from, remote};
 
-fn to_pb(l: ledgerstore_db_api::LedgerInput) -> pb::Ledger {
-    pb::Ledger {
-        seq: l.seq,
-        close_time: l.close_time,
-        raw: l.raw,
-        transactions: l
-            .txs
-            .into_iter()
-            .map(|t| pb::Transaction {
-                hash: t.hash,
-                envelope: t.envelope,
-                result: t.result,
-                meta: t.meta,
-            })
-            .collect(),
-    }
-}
-
 pub async fn run(a: PushArgs) -> Result<()> {
-    ensure!(a.synthetic, "only --synthetic push is available in this build");
-    ensure!(a.request_ledgers >= 1, "--request-ledgers must be at least 1");
+    ensure!(
+        a.synthetic,
+        "only --synthetic push is available in this build"
+    );
+    ensure!(
+        a.request_ledgers >= 1,
+        "--request-ledgers must be at least 1"
+    );
     let channel = remote::channel(&a.remote).await?;
     let auth = match &a.token {
         Some(t) => Some(
-            MetadataValue::try_from(format!("Bearer {t}")).context("--token must be printable ASCII")?,
+            MetadataValue::try_from(format!("Bearer {t}"))
+                .context("--token must be printable ASCII")?,
         ),
         None => None,
     };
-    let mut client = pb::ingest_client::IngestClient::with_interceptor(channel, move |mut req: tonic::Request<()>| {
-        if let Some(v) = &auth {
-            req.metadata_mut().insert("authorization", v.clone());
-        }
-        Ok(req)
-    })
+    let mut client = pb::ingest_client::IngestClient::with_interceptor(
+        channel,
+        move |mut req: tonic::Request<()>| {
+            if let Some(v) = &auth {
+                req.metadata_mut().insert("authorization", v.clone());
+            }
+            Ok(req)
+        },
+    )
     .max_decoding_message_size(64 << 20)
     .max_encoding_message_size(256 << 20);
 
@@ -56,7 +49,11 @@ pub async fn run(a: PushArgs) -> Result<()> {
         .await
         .map_err(|s| anyhow::anyhow!("GetIngestState: {}: {}", s.code(), s.message()))?
         .into_inner();
-    let start = if state.accepts_any_start { a.synth.start_ledger } else { state.next_expected };
+    let start = if state.accepts_any_start {
+        a.synth.start_ledger
+    } else {
+        state.next_expected
+    };
     if a.synth.ledgers == 0 {
         println!("nothing to do: --ledgers 0 (next expected {start})");
         return Ok(());
@@ -64,7 +61,10 @@ pub async fn run(a: PushArgs) -> Result<()> {
     let end = start
         .checked_add(a.synth.ledgers - 1)
         .context("--ledgers runs past the last possible ledger seq")?;
-    println!("pushing ledgers {start}..={end} to {} ({:?} mode)", a.remote.endpoint, a.mode);
+    println!(
+        "pushing ledgers {start}..={end} to {} ({:?} mode)",
+        a.remote.endpoint, a.mode
+    );
 
     let synth: Synth = synth_from(&a.synth);
     let mode = match a.mode {
@@ -82,7 +82,7 @@ pub async fn run(a: PushArgs) -> Result<()> {
             let ledgers = tokio::task::spawn_blocking(move || s.batch(from, count)).await?;
             let req = pb::IngestRequest {
                 mode: mode as i32,
-                ledgers: ledgers.into_iter().map(to_pb).collect(),
+                ledgers: ledgers.into_iter().map(ledger_pb).collect(),
             };
             if tx.send(req).await.is_err() {
                 break; // the server ended the stream; the acks say why

@@ -1,8 +1,8 @@
 //! `ledgerstore tx|ledger --endpoint URL`: queries a running daemon.
 
 use anyhow::{Context, Result};
-use ledgerstore_db_api::{LedgerRecord, TxHash, TxRecord};
 use ledgerstore_proto::v1 as pb;
+use ledgerstore_server::convert::{ledger_from_pb, tx_from_pb};
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 use crate::cli::{RemoteArgs, RemoteLedgerArgs, RemoteTxArgs};
@@ -13,7 +13,8 @@ pub async fn channel(r: &RemoteArgs) -> Result<Channel> {
     let mut ep = Endpoint::from_shared(r.endpoint.clone())
         .with_context(|| format!("--endpoint {:?} is not a URL", r.endpoint))?;
     if let Some(ca) = &r.ca_cert {
-        let pem = std::fs::read(ca).with_context(|| format!("reading --ca-cert {}", ca.display()))?;
+        let pem =
+            std::fs::read(ca).with_context(|| format!("reading --ca-cert {}", ca.display()))?;
         ep = ep.tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem)))?;
     }
     ep.connect()
@@ -29,33 +30,26 @@ pub async fn tx(a: RemoteTxArgs) -> Result<()> {
     let hash = print::parse_hash(&a.hash)?;
     let mut q = pb::query_client::QueryClient::new(channel(&a.remote).await?);
     let r = q
-        .get_transaction(pb::GetTransactionRequest { hash: hash.0.to_vec() })
+        .get_transaction(pb::GetTransactionRequest {
+            hash: hash.0.to_vec(),
+        })
         .await
         .map_err(status_err)?
         .into_inner();
-    let rec = TxRecord {
-        ledger_seq: r.ledger_seq,
-        close_time: r.close_time,
-        index: r.index,
-        envelope: r.envelope,
-        result: r.result,
-        meta: r.meta,
-    };
+    let rec = tx_from_pb(r);
     print::tx(&hash, &rec, a.out)
 }
 
 pub async fn ledger(a: RemoteLedgerArgs) -> Result<()> {
     let mut q = pb::query_client::QueryClient::new(channel(&a.remote).await?);
     let l = q
-        .get_ledger(pb::GetLedgerRequest { seq: a.seq, omit_raw: false })
+        .get_ledger(pb::GetLedgerRequest {
+            seq: a.seq,
+            omit_raw: false,
+        })
         .await
         .map_err(status_err)?
         .into_inner();
-    let rec = LedgerRecord {
-        seq: l.seq,
-        close_time: l.close_time,
-        tx_hashes: l.tx_hashes.iter().filter_map(|h| TxHash::from_slice(h)).collect(),
-        raw: l.raw,
-    };
+    let rec = ledger_from_pb(l);
     print::ledger(&rec, a.json)
 }

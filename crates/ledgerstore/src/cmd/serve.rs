@@ -13,22 +13,26 @@ pub fn show(a: ServeArgs) -> Result<()> {
 pub fn run(a: ServeArgs, log_json: bool) -> Result<()> {
     let cfg = config::daemon(&a.flags)?;
     crate::init_logging(log_json || cfg.log.format == "json", &cfg.log.level);
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(async move {
         let opener = open::for_daemon(&cfg);
         let data_dir = cfg.db.path.clone();
         ledgerstore_server::serve(
             cfg,
             opener,
-            |b| {
-                match b.metrics {
-                    Some(m) => println!(
-                        "ledgerstore serving gRPC on {} (metrics on http://{m}/metrics), data dir {}",
-                        b.grpc,
-                        data_dir.display()
-                    ),
-                    None => println!("ledgerstore serving gRPC on {}, data dir {}", b.grpc, data_dir.display()),
-                }
+            |b| match b.metrics {
+                Some(m) => println!(
+                    "ledgerstore serving gRPC on {} (metrics on http://{m}/metrics), data dir {}",
+                    b.grpc,
+                    data_dir.display()
+                ),
+                None => println!(
+                    "ledgerstore serving gRPC on {}, data dir {}",
+                    b.grpc,
+                    data_dir.display()
+                ),
             },
             shutdown_signal(),
         )

@@ -24,12 +24,21 @@ impl Daemon {
     /// Starts the daemon on free loopback ports; waits until it serves.
     pub async fn start(dir: &Path, extra: &[&str]) -> Daemon {
         let mut child = bin()
-            .args(["serve", "--grpc.listen", "127.0.0.1:0", "--metrics.listen", "127.0.0.1:0"])
+            .args([
+                "serve",
+                "--grpc.listen",
+                "127.0.0.1:0",
+                "--metrics.listen",
+                "127.0.0.1:0",
+            ])
             .arg("--db.path")
             .arg(dir)
             .args(small_engine_flags())
             .args(extra)
-            .env("RUST_LOG", std::env::var("DAEMON_LOG").unwrap_or_else(|_| "warn".into()))
+            .env(
+                "RUST_LOG",
+                std::env::var("DAEMON_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -78,14 +87,20 @@ impl Daemon {
     async fn wait_serving(&self) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            let ch = Channel::from_shared(self.grpc.clone()).expect("url").connect().await;
+            let ch = Channel::from_shared(self.grpc.clone())
+                .expect("url")
+                .connect()
+                .await;
             if let Ok(ch) = ch {
                 let mut h = tonic_health::pb::health_client::HealthClient::new(ch);
                 let r = h
-                    .check(tonic_health::pb::HealthCheckRequest { service: String::new() })
+                    .check(tonic_health::pb::HealthCheckRequest {
+                        service: String::new(),
+                    })
                     .await;
                 if let Ok(r) = r
-                    && r.into_inner().status == tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+                    && r.into_inner().status
+                        == tonic_health::pb::health_check_response::ServingStatus::Serving as i32
                 {
                     return;
                 }
@@ -105,7 +120,9 @@ impl Daemon {
 
     /// SIGTERM, then waits (bounded) for a clean exit; returns its stdout.
     pub fn terminate(&mut self) -> (bool, String) {
-        let Some(mut c) = self.child.take() else { return (false, String::new()) };
+        let Some(mut c) = self.child.take() else {
+            return (false, String::new());
+        };
         #[allow(unsafe_code)]
         // SAFETY: kill(2) on our own child's pid.
         unsafe {
@@ -131,7 +148,11 @@ impl Daemon {
     pub fn metrics_text(&self) -> String {
         use std::io::{Read, Write};
         let mut s = std::net::TcpStream::connect(&self.metrics).expect("metrics connect");
-        write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").expect("write");
+        write!(
+            s,
+            "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .expect("write");
         let mut body = String::new();
         s.read_to_string(&mut body).expect("read");
         body
@@ -151,21 +172,4 @@ fn between(s: &str, start: &str, end: &str) -> Option<String> {
     Some(rest[..j].to_string())
 }
 
-/// Converts a synthetic ledger to its protobuf form.
-pub fn to_pb(l: ledgerstore_db_api::LedgerInput) -> pb::Ledger {
-    pb::Ledger {
-        seq: l.seq,
-        close_time: l.close_time,
-        raw: l.raw,
-        transactions: l
-            .txs
-            .into_iter()
-            .map(|t| pb::Transaction {
-                hash: t.hash,
-                envelope: t.envelope,
-                result: t.result,
-                meta: t.meta,
-            })
-            .collect(),
-    }
-}
+pub use ledgerstore_server::convert::ledger_pb as to_pb;

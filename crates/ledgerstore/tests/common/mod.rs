@@ -14,7 +14,12 @@ pub const TX_BYTES: usize = 600;
 pub const LEDGER_BYTES: usize = 8192;
 
 pub fn synth(seed: u64) -> Synth {
-    Synth::new(SynthConfig::with_sizes(seed, TX_PER_LEDGER, TX_BYTES, LEDGER_BYTES))
+    Synth::new(SynthConfig::with_sizes(
+        seed,
+        TX_PER_LEDGER,
+        TX_BYTES,
+        LEDGER_BYTES,
+    ))
 }
 
 pub fn bin() -> Command {

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Installs what the build needs on a fresh Debian 12 machine: a C/C++
-# toolchain and libclang (bindgen, for librocksdb-sys and mdbx-sys).
-# protoc is not needed. Safe to run repeatedly; it does nothing when all is there.
+# toolchain, and libclang with its headers (bindgen, run by librocksdb-sys and
+# mdbx-sys). protoc is vendored (protoc-bin-vendored), so it needs no install.
+# Safe to run repeatedly: it does nothing when everything is there.
 set -euo pipefail
 
 need=()
-command -v cc >/dev/null 2>&1 || need+=(build-essential)
-command -v c++ >/dev/null 2>&1 || need+=(g++)
-if ! ldconfig -p 2>/dev/null | grep -q 'libclang[-.0-9]*\.so' \
-   && ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1; then
-  need+=(libclang-dev clang)
+if command -v dpkg >/dev/null 2>&1; then
+  for pkg in build-essential libclang-dev clang; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+  done
+else
+  command -v cc >/dev/null 2>&1 && command -v c++ >/dev/null 2>&1 || {
+    echo "setup: install a C/C++ compiler and libclang (not a Debian system)" >&2; exit 1; }
 fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi

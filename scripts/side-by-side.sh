@@ -3,14 +3,17 @@
 # one invocation, on fresh data dirs, and keeps each run's per-batch report:
 #   scripts/side-by-side.sh OUT_DIR [LEDGERS] [BATCH] [TX_PER_LEDGER]
 # Extra layouts "hybrid-16k" (16 KiB MDBX pages for tx_data) compare page sizes.
-# Uses the release build (scripts/run.sh builds it).
+# Uses the release build, or the binary named by BIN.
 set -euo pipefail
 out="${1:?usage: side-by-side.sh OUT_DIR [LEDGERS] [BATCH] [TX_PER_LEDGER]}"
 ledgers="${2:-2000}"; batch="${3:-500}"; tx="${4:-250}"
 here="$(cd "$(dirname "$0")/.." && pwd)"
 . "$here/scripts/env.sh"
-cargo build --release --locked --manifest-path "$here/Cargo.toml" -p ledgerstore >&2
-bin="${CARGO_TARGET_DIR:-$here/target}/release/ledgerstore"
+if [ -z "${BIN:-}" ]; then
+  cargo build --release --locked --manifest-path "$here/Cargo.toml" -p ledgerstore >&2
+  BIN="${CARGO_TARGET_DIR:-$here/target}/release/ledgerstore"
+fi
+bin="$BIN"
 mkdir -p "$out"
 for run in hybrid rocksdb rocksdb-tuned hybrid-16k; do
   layout="${run%-16k}"; extra=()

@@ -200,6 +200,13 @@ async fn push_then_query_every_rpc_and_scrape_metrics() {
         "ledgerstore_ingest_phase_seconds_count{engine=\"mdbx\",phase=\"commit\",table=\"tx_data\"}",
         "ledgerstore_ingest_stage_seconds_count{stage=\"compress\"}",
         "ledgerstore_high_water_mark_close_time_seconds",
+        "ledgerstore_store_keys{engine=\"mdbx\",table=\"tx_index\"}",
+        "ledgerstore_store_disk_bytes{engine=\"rocksdb\",table=\"ledgers\"}",
+        "ledgerstore_rocksdb_l0_files{table=\"ledgers\"}",
+        "ledgerstore_rocksdb_pending_compaction_bytes{table=\"ledgers\"}",
+        "ledgerstore_mdbx_pages{table=\"tx_data\"}",
+        "ledgerstore_mdbx_free_pages{table=\"tx_data\"}",
+        "ledgerstore_mdbx_reader_lag{table=\"tx_index\"}",
         "process_cpu_seconds_total",
         "process_resident_memory_bytes",
     ] {
@@ -554,4 +561,28 @@ async fn sigterm_commits_the_batch_in_hand_and_exits_cleanly() {
         .expect("state")
         .into_inner();
     assert_eq!(st.next_expected, 8);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_mode_commits_each_ledger_promptly() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // Bulk batches of 1000 would hold these ledgers until the stream ends;
+    // live mode must commit each one as it arrives.
+    let d = Daemon::start(
+        &tmp.path().join("data"),
+        &["--ingest.bulk-batch-ledgers", "1000", "--ingest.live-max-latency-ms", "1000"],
+    )
+    .await;
+    let o = push_cmd(&d, 4, &["--mode", "live", "--request-ledgers", "1", "--interval-ms", "300"])
+        .output()
+        .expect("push");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    for seq in 1..=4 {
+        assert!(text.contains(&format!("acked through ledger {seq} ")), "{text}");
+    }
+    let o = push_cmd(&d, 3, &["--mode", "bulk", "--request-ledgers", "1"]).output().expect("push");
+    let text = stdout(&o);
+    assert!(text.contains("acked through ledger 7 "), "{text}");
+    assert!(!text.contains("acked through ledger 5 "), "bulk mode batches: {text}");
 }

@@ -60,9 +60,9 @@ pub fn table_dir(layout: Layout, table: TableId) -> String {
 pub struct TableTotals {
     /// Keys written.
     pub keys: u64,
-    /// Bytes before compression.
+    /// Key + value bytes before compression.
     pub raw_bytes: u64,
-    /// Bytes after compression (what the engine stores).
+    /// Key + value bytes after compression (what the engine is handed).
     pub stored_bytes: u64,
 }
 

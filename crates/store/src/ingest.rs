@@ -302,19 +302,21 @@ fn prepare(new: &[LedgerInput], level: i32) -> StoreResult<Prepared> {
             Ok::<_, StoreError>((hash, rec.compress(level)?, rec.raw_len(), l.seq))
         })
         .collect::<Result<_, _>>()?;
+    // Raw and stored sizes both count key + value, so ratios compare like
+    // with like.
     let ledgers = Entries {
-        raw_bytes: ledgers.iter().map(|l| l.2 as u64).sum(),
+        raw_bytes: ledgers.iter().map(|l| 4 + l.2 as u64).sum(),
         pairs: ledgers.into_iter().map(|(k, v, _)| (k, v)).collect(),
     };
     let tx_index = Entries {
-        raw_bytes: 4 * txs.len() as u64,
+        raw_bytes: (32 + 4) * txs.len() as u64,
         pairs: txs
             .iter()
             .map(|(h, _, _, seq)| (*h, seq.to_be_bytes().to_vec()))
             .collect(),
     };
     let tx_data = Entries {
-        raw_bytes: txs.iter().map(|t| t.2 as u64).sum(),
+        raw_bytes: txs.iter().map(|t| 32 + t.2 as u64).sum(),
         pairs: txs.into_iter().map(|(h, v, _, _)| (h, v)).collect(),
     };
     Ok(Prepared {

@@ -20,7 +20,7 @@ fn push_cmd(d: &Daemon, ledgers: u32, extra: &[&str]) -> std::process::Command {
         .args(["--tx-per-ledger", &TX_PER_LEDGER.to_string()])
         .args(["--tx-bytes", &TX_BYTES.to_string()])
         .args(["--ledger-bytes", &LEDGER_BYTES.to_string()])
-        .args(["--seed", "3", "--request-ledgers", "3"])
+        .args(["--seed", "3"])
         .args(extra);
     c
 }

@@ -570,19 +570,43 @@ async fn live_mode_commits_each_ledger_promptly() {
     // live mode must commit each one as it arrives.
     let d = Daemon::start(
         &tmp.path().join("data"),
-        &["--ingest.bulk-batch-ledgers", "1000", "--ingest.live-max-latency-ms", "1000"],
+        &[
+            "--ingest.bulk-batch-ledgers",
+            "1000",
+            "--ingest.live-max-latency-ms",
+            "1000",
+        ],
     )
     .await;
-    let o = push_cmd(&d, 4, &["--mode", "live", "--request-ledgers", "1", "--interval-ms", "300"])
-        .output()
-        .expect("push");
+    let o = push_cmd(
+        &d,
+        4,
+        &[
+            "--mode",
+            "live",
+            "--request-ledgers",
+            "1",
+            "--interval-ms",
+            "300",
+        ],
+    )
+    .output()
+    .expect("push");
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
     for seq in 1..=4 {
-        assert!(text.contains(&format!("acked through ledger {seq} ")), "{text}");
+        assert!(
+            text.contains(&format!("acked through ledger {seq} ")),
+            "{text}"
+        );
     }
-    let o = push_cmd(&d, 3, &["--mode", "bulk", "--request-ledgers", "1"]).output().expect("push");
+    let o = push_cmd(&d, 3, &["--mode", "bulk", "--request-ledgers", "1"])
+        .output()
+        .expect("push");
     let text = stdout(&o);
     assert!(text.contains("acked through ledger 7 "), "{text}");
-    assert!(!text.contains("acked through ledger 5 "), "bulk mode batches: {text}");
+    assert!(
+        !text.contains("acked through ledger 5 "),
+        "bulk mode batches: {text}"
+    );
 }

@@ -94,15 +94,7 @@ where
     };
 
     let (health, health_svc) = tonic_health::server::health_reporter();
-    health
-        .set_service_status("", tonic_health::ServingStatus::NotServing)
-        .await;
-    health
-        .set_not_serving::<pb::ingest_server::IngestServer<ingest::IngestService>>()
-        .await;
-    health
-        .set_not_serving::<pb::query_server::QueryServer<query::QueryService>>()
-        .await;
+    set_health(&health, tonic_health::ServingStatus::NotServing).await;
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
@@ -169,15 +161,7 @@ where
     };
     state.set_store(store.clone());
     metrics.refresh(&store);
-    health
-        .set_service_status("", tonic_health::ServingStatus::Serving)
-        .await;
-    health
-        .set_serving::<pb::ingest_server::IngestServer<ingest::IngestService>>()
-        .await;
-    health
-        .set_serving::<pb::query_server::QueryServer<query::QueryService>>()
-        .await;
+    set_health(&health, tonic_health::ServingStatus::Serving).await;
     tracing::info!(mark = ?store.last_ledger(), layout = %store.layout(), "stores open; serving");
     tokio::spawn(refresh_loop(
         store.clone(),
@@ -188,9 +172,7 @@ where
 
     let mut stopping = stop_rx.clone();
     let _ = stopping.wait_for(|s| *s).await;
-    health
-        .set_service_status("", tonic_health::ServingStatus::NotServing)
-        .await;
+    set_health(&health, tonic_health::ServingStatus::NotServing).await;
     tracing::info!("shutting down: draining streams");
     let served = server.await;
     tokio::task::spawn_blocking(move || store.close())
@@ -200,6 +182,20 @@ where
     match served {
         Ok(r) => r.map_err(ServeError::from),
         Err(j) => Err(ServeError::Config(format!("server task failed: {j}"))),
+    }
+}
+
+/// Sets the overall status ("") and both services' status together.
+async fn set_health(
+    health: &tonic_health::server::HealthReporter,
+    status: tonic_health::ServingStatus,
+) {
+    health.set_service_status("", status).await;
+    for service in [
+        <pb::ingest_server::IngestServer<ingest::IngestService> as tonic::server::NamedService>::NAME,
+        <pb::query_server::QueryServer<query::QueryService> as tonic::server::NamedService>::NAME,
+    ] {
+        health.set_service_status(service, status).await;
     }
 }
 

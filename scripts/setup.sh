@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what the build needs on a fresh Debian 12 machine: a C/C++
 # toolchain, and libclang with its headers (bindgen, run by librocksdb-sys and
-# mdbx-sys). protoc is vendored (protoc-bin-vendored), so it needs no install.
+# mdbx-sys), and a TrueType font for the study's PNG plot (fonts-dejavu-core).
+# protoc is vendored (protoc-bin-vendored), so it needs no install.
 # Safe to run repeatedly: it does nothing when everything is there.
 set -euo pipefail
 
 need=()
 if command -v dpkg >/dev/null 2>&1; then
-  for pkg in build-essential libclang-dev clang; do
+  for pkg in build-essential libclang-dev clang fonts-dejavu-core; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
   done
 else

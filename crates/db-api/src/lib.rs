@@ -14,6 +14,7 @@ pub mod codec;
 pub mod engine;
 pub mod error;
 pub mod input;
+pub mod iostat;
 pub mod layout;
 pub mod records;
 pub mod table;

@@ -11,9 +11,50 @@ pub(crate) struct ReaderLag {
     pub readers: u64,
 }
 
+/// Page operations since the environment was first opened by any process
+/// (`mi_pgop_stat`): each page a write transaction dirties is either new or
+/// a copy-on-write copy, and is written once when the transaction commits
+/// (or earlier, when MDBX spills it to make room).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct PageOps {
+    /// Pages allocated.
+    pub newly: u64,
+    /// Pages copied for update.
+    pub cow: u64,
+    /// Dirty pages written out before commit.
+    pub spill: u64,
+}
+
+impl PageOps {
+    /// Pages written since `base`.
+    pub fn written_since(&self, base: &PageOps) -> u64 {
+        (self.newly + self.cow + self.spill).saturating_sub(base.newly + base.cow + base.spill)
+    }
+}
+
+/// Reads the page-operation counters.
+pub(crate) fn page_ops(db: &Database<NoWriteMap>) -> Option<PageOps> {
+    let info = env_info(db)?;
+    Some(PageOps {
+        newly: info.mi_pgop_stat.newly,
+        cow: info.mi_pgop_stat.cow,
+        spill: info.mi_pgop_stat.spill,
+    })
+}
+
 /// Reads `mi_recent_txnid`, `mi_latter_reader_txnid` and `mi_numreaders`.
-#[allow(unsafe_code)]
 pub(crate) fn reader_lag(db: &Database<NoWriteMap>) -> Option<ReaderLag> {
+    let info = env_info(db)?;
+    Some(ReaderLag {
+        lag: info
+            .mi_recent_txnid
+            .saturating_sub(info.mi_latter_reader_txnid),
+        readers: u64::from(info.mi_numreaders),
+    })
+}
+
+#[allow(unsafe_code)]
+fn env_info(db: &Database<NoWriteMap>) -> Option<mdbx_sys::MDBX_envinfo> {
     // SAFETY: `db.ptr()` is a live environment for the duration of the
     // borrow; MDBX_envinfo is plain data that mdbx_env_info_ex fills in, and
     // we pass its exact size.
@@ -30,10 +71,5 @@ pub(crate) fn reader_lag(db: &Database<NoWriteMap>) -> Option<ReaderLag> {
         }
         info
     };
-    Some(ReaderLag {
-        lag: info
-            .mi_recent_txnid
-            .saturating_sub(info.mi_latter_reader_txnid),
-        readers: u64::from(info.mi_numreaders),
-    })
+    Some(info)
 }

@@ -8,6 +8,7 @@
 //! documented in `docs/operations.md` with what each risks.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use ledgerstore_db_api::{
@@ -70,6 +71,11 @@ pub struct MdbxStore {
     table: String,
     path: PathBuf,
     db: Database<NoWriteMap>,
+    page_size: u64,
+    /// Page counters when this process opened the environment.
+    ops_at_open: info::PageOps,
+    /// Write transactions committed since open (each also writes a meta page).
+    commits: AtomicU64,
 }
 
 impl std::fmt::Debug for MdbxStore {
@@ -145,7 +151,10 @@ impl MdbxStore {
         Ok(Self {
             table: table.to_string(),
             path: dir.to_path_buf(),
+            page_size: opts.page_size as u64,
+            ops_at_open: info::page_ops(&db).unwrap_or_default(),
             db,
+            commits: AtomicU64::new(0),
         })
     }
 
@@ -183,6 +192,7 @@ impl KvWrite for MdbxWrite<'_> {
         let start = Instant::now();
         let store = self.store;
         self.txn.commit().map_err(|e| store.e(e))?;
+        store.commits.fetch_add(1, Ordering::Relaxed);
         Ok(CommitTiming {
             commit: start.elapsed(),
             compact: Default::default(),
@@ -252,6 +262,12 @@ impl KvStore for MdbxStore {
             free_pages: Some(free as u64),
             reader_lag: lag.map(|l| l.lag),
             readers: lag.map(|l| l.readers),
+            // Every dirtied page is written once (at commit, or when
+            // spilled), plus one meta page per commit.
+            bytes_written: info::page_ops(&self.db).map(|ops| {
+                (ops.written_since(&self.ops_at_open) + self.commits.load(Ordering::Relaxed))
+                    * self.page_size
+            }),
             ..Default::default()
         })
     }

@@ -77,3 +77,41 @@ fn map_full_is_reported_as_storage_full() {
     let e = failure.expect("a 1 MiB map cannot hold 10 MB");
     assert!(e.is_storage_full(), "{e}");
 }
+
+#[test]
+fn bytes_written_counts_every_dirtied_page() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open(dir.path());
+    let base = store
+        .stats()
+        .expect("stats")
+        .bytes_written
+        .expect("counted");
+    let mut w = store.begin_write().expect("begin");
+    for i in 0u32..2000 {
+        w.put(&i.to_be_bytes(), &[i as u8; 1000]).expect("put");
+    }
+    w.commit().expect("commit");
+    let written = store
+        .stats()
+        .expect("stats")
+        .bytes_written
+        .expect("counted")
+        - base;
+    // ~3 values of 1 KB fit a 4 KiB leaf: at least ~670 leaf pages + meta.
+    assert!(written >= 2000 * 1004, "{written}");
+    assert!(written <= 4 * 2000 * 1004, "{written}");
+
+    // Updating one key rewrites its leaf-to-root path, not the table.
+    let mut w = store.begin_write().expect("begin");
+    w.put(&7u32.to_be_bytes(), b"new").expect("put");
+    w.commit().expect("commit");
+    let more = store
+        .stats()
+        .expect("stats")
+        .bytes_written
+        .expect("counted")
+        - base
+        - written;
+    assert!((4096..=8 * 4096).contains(&more), "{more}");
+}

@@ -17,9 +17,10 @@ use std::time::Instant;
 use ledgerstore_db_api::{
     CommitTiming, DbError, DbResult, EngineKind, EngineStats, KvStore, KvWrite, dir_size,
 };
+use rocksdb::statistics::{StatsLevel, Ticker};
 use rocksdb::{
     BlockBasedOptions, Cache, CompactOptions, DB, DBCompressionType, FlushOptions, Options,
-    WriteBatch, WriteOptions,
+    WaitForCompactOptions, WriteBatch, WriteOptions,
 };
 
 /// Which RocksDB setup a table uses.
@@ -99,6 +100,10 @@ impl RocksOptions {
         o.set_level_zero_file_num_compaction_trigger(self.l0_compaction_trigger);
         o.set_max_background_jobs(self.background_jobs);
         o.set_max_open_files(self.max_open_files);
+        // Counters only (no timers, no histograms): bytes written by flush,
+        // compaction and the WAL, for write amplification.
+        o.enable_statistics();
+        o.set_statistics_level(StatsLevel::ExceptHistogramOrTimers);
         if self.profile == RocksProfile::Tuned {
             o.set_level_compaction_dynamic_level_bytes(true);
             o.set_target_file_size_base(64 << 20);
@@ -135,6 +140,8 @@ pub struct RocksStore {
     table: String,
     path: PathBuf,
     opts: RocksOptions,
+    /// The options the DB was opened with; they own its statistics.
+    rocks_opts: Options,
     db: DB,
 }
 
@@ -171,11 +178,13 @@ const WRITE_CHUNK_BYTES: usize = 32 << 20;
 impl RocksStore {
     /// Opens (creating if needed) the instance for `table` in `dir`.
     pub fn open(dir: &Path, table: &str, opts: &RocksOptions) -> DbResult<Self> {
-        let db = DB::open(&opts.to_rocks(), dir).map_err(|e| err(table, e))?;
+        let rocks_opts = opts.to_rocks();
+        let db = DB::open(&rocks_opts, dir).map_err(|e| err(table, e))?;
         Ok(Self {
             table: table.to_string(),
             path: dir.to_path_buf(),
             opts: opts.clone(),
+            rocks_opts,
             db,
         })
     }
@@ -331,8 +340,26 @@ impl KvStore for RocksStore {
                 .opts
                 .blob_min_size
                 .and(self.int_property("rocksdb.live-blob-file-size")),
+            // Flush and compaction count every file they write, blob files
+            // included, so BlobDB's own counter would count blobs twice.
+            bytes_written: Some(
+                [
+                    Ticker::FlushWriteBytes,
+                    Ticker::CompactWriteBytes,
+                    Ticker::WalFileBytes,
+                ]
+                .into_iter()
+                .map(|t| self.rocks_opts.get_ticker_count(t))
+                .sum(),
+            ),
             ..Default::default()
         })
+    }
+
+    fn wait_for_background_work(&self) -> DbResult<()> {
+        self.db
+            .wait_for_compact(&WaitForCompactOptions::default())
+            .map_err(|e| self.e(e))
     }
 
     fn close(&self) -> DbResult<()> {

@@ -61,3 +61,28 @@ fn field_study_commit_compacts_to_one_level() {
     assert_eq!(stats.files_per_level[0], 0, "{:?}", stats.files_per_level);
     assert!(stats.keys >= 1000);
 }
+
+#[test]
+fn bytes_written_counts_flush_and_wal_then_background_work_drains() {
+    for profile in [RocksProfile::FieldStudy, RocksProfile::Tuned] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = RocksStore::open(dir.path(), "tx_data", &small(profile)).expect("open");
+        let before = store.stats().expect("stats").bytes_written;
+        assert_eq!(before, Some(0), "{profile:?}");
+        let logical = 2000u64 * (4 + 1000);
+        let mut w = store.begin_write().expect("begin");
+        for i in 0u32..2000 {
+            w.put(&i.to_be_bytes(), &[i as u8; 1000]).expect("put");
+        }
+        w.finish().expect("finish");
+        w.commit().expect("commit");
+        store.wait_for_background_work().expect("drain");
+        let written = store
+            .stats()
+            .expect("stats")
+            .bytes_written
+            .expect("rocksdb counts");
+        // Field: flushed SSTs (WAL off). Tuned: WAL + whatever flushed.
+        assert!(written >= logical, "{profile:?}: {written} < {logical}");
+    }
+}

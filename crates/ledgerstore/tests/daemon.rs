@@ -202,6 +202,8 @@ async fn push_then_query_every_rpc_and_scrape_metrics() {
         "ledgerstore_high_water_mark_close_time_seconds",
         "ledgerstore_store_keys{engine=\"mdbx\",table=\"tx_index\"}",
         "ledgerstore_store_disk_bytes{engine=\"rocksdb\",table=\"ledgers\"}",
+        "ledgerstore_store_written_bytes{engine=\"mdbx\",table=\"tx_data\"}",
+        "ledgerstore_store_written_bytes{engine=\"rocksdb\",table=\"ledgers\"}",
         "ledgerstore_rocksdb_l0_files{table=\"ledgers\"}",
         "ledgerstore_rocksdb_pending_compaction_bytes{table=\"ledgers\"}",
         "ledgerstore_mdbx_pages{table=\"tx_data\"}",

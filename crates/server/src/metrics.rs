@@ -36,6 +36,7 @@ pub struct Metrics {
     last_close_time: IntGauge,
     store_keys: IntGaugeVec,
     store_disk_bytes: IntGaugeVec,
+    store_written: IntGaugeVec,
     rocks_pending: IntGaugeVec,
     rocks_l0: IntGaugeVec,
     mdbx_pages: IntGaugeVec,
@@ -167,6 +168,12 @@ impl Metrics {
                 "Bytes of a table's files on disk.",
                 &["table", "engine"],
             )?,
+            store_written: gauge(
+                &r,
+                "ledgerstore_store_written_bytes",
+                "Bytes the table's engine wrote to storage since the daemon opened it.",
+                &["table", "engine"],
+            )?,
             rocks_pending: gauge(
                 &r,
                 "ledgerstore_rocksdb_pending_compaction_bytes",
@@ -277,6 +284,11 @@ impl Metrics {
             self.store_disk_bytes
                 .with_label_values(&[t.table, t.engine])
                 .set(v(e.disk_bytes));
+            if let Some(w) = e.bytes_written {
+                self.store_written
+                    .with_label_values(&[t.table, t.engine])
+                    .set(v(w));
+            }
             if let Some(p) = e.pending_compaction_bytes {
                 self.rocks_pending.with_label_values(&[t.table]).set(v(p));
             }

@@ -161,10 +161,7 @@ impl JsonLinesSink {
 
 /// Bytes written to storage by this process so far (`/proc/self/io`).
 pub fn process_write_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/self/io").ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("write_bytes:"))
-        .and_then(|v| v.trim().parse().ok())
+    ledgerstore_db_api::iostat::process_write_bytes()
 }
 
 pub(crate) fn secs(d: Duration) -> f64 {

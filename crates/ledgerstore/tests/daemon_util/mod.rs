@@ -1,5 +1,5 @@
 //! Starts the real `ledgerstore serve` on loopback ports for tests.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,144 @@
+//! Bench sizes from environment variables. Each knob has a default that
+//! fits this project's reference machine (2 cores, 24 GiB) and a clear error
+//! when it is set to something unusable.
+
+use std::str::FromStr;
+
+use ledgerstore_db_api::Layout;
+
+use crate::{BenchError, BenchResult};
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Reads `name` as a `T`, or `default` when unset or empty.
+pub fn get<T: FromStr>(name: &'static str, default: T, expected: &'static str) -> BenchResult<T> {
+    parse(name, var(name), default, expected)
+}
+
+fn parse<T: FromStr>(
+    name: &'static str,
+    raw: Option<String>,
+    default: T,
+    expected: &'static str,
+) -> BenchResult<T> {
+    match raw {
+        Some(v) => v.trim().parse().map_err(|_| BenchError::Knob {
+            name,
+            value: v,
+            expected,
+        }),
+        None => Ok(default),
+    }
+}
+
+/// Reads a count that must be at least `min`.
+pub fn count(name: &'static str, default: u64, min: u64) -> BenchResult<u64> {
+    parse_count(name, var(name), default, min)
+}
+
+fn parse_count(
+    name: &'static str,
+    raw: Option<String>,
+    default: u64,
+    min: u64,
+) -> BenchResult<u64> {
+    let v = parse(name, raw, default, "a whole number")?;
+    if v < min {
+        return Err(BenchError::Knob {
+            name,
+            value: v.to_string(),
+            expected: if min == 1 {
+                "a whole number >= 1"
+            } else {
+                "a larger whole number"
+            },
+        });
+    }
+    Ok(v)
+}
+
+/// Reads a comma-separated list of layouts (`hybrid,rocksdb,rocksdb-tuned`).
+pub fn layouts(name: &'static str, default: &[Layout]) -> BenchResult<Vec<Layout>> {
+    parse_layouts(name, var(name), default)
+}
+
+fn parse_layouts(
+    name: &'static str,
+    raw: Option<String>,
+    default: &[Layout],
+) -> BenchResult<Vec<Layout>> {
+    let Some(v) = raw else {
+        return Ok(default.to_vec());
+    };
+    let mut out = Vec::new();
+    for part in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let layout: Layout = part.parse().map_err(|_| BenchError::Knob {
+            name,
+            value: v.clone(),
+            expected: "a comma-separated list of hybrid, rocksdb, rocksdb-tuned",
+        })?;
+        if !out.contains(&layout) {
+            out.push(layout);
+        }
+    }
+    Ok(out)
+}
+
+/// True when `name` is set to 1/true/yes.
+pub fn flag(name: &'static str) -> bool {
+    matches!(
+        var(name).as_deref().map(str::trim),
+        Some("1" | "true" | "yes")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &str) -> Option<String> {
+        Some(v.to_string())
+    }
+
+    #[test]
+    fn bad_values_name_the_variable_and_the_expectation() {
+        let e = parse_count("STUDY_BATCHES", s("ten"), 3, 1).expect_err("not a number");
+        assert_eq!(
+            e.to_string(),
+            "STUDY_BATCHES=\"ten\": expected a whole number"
+        );
+        let e = parse_count("STUDY_BATCHES", s("0"), 3, 1).expect_err("zero");
+        assert_eq!(
+            e.to_string(),
+            "STUDY_BATCHES=\"0\": expected a whole number >= 1"
+        );
+        assert_eq!(
+            parse_count("STUDY_BATCHES", None, 3, 1).expect("default"),
+            3
+        );
+        assert_eq!(
+            parse_count("STUDY_BATCHES", s(" 7 "), 3, 1).expect("trimmed"),
+            7
+        );
+    }
+
+    #[test]
+    fn layouts_parse_dedup_and_refuse_unknown_names() {
+        assert_eq!(
+            parse_layouts("STUDY_LAYOUTS", s("rocksdb, hybrid,rocksdb"), &[]).expect("valid"),
+            vec![Layout::Rocksdb, Layout::Hybrid]
+        );
+        let e = parse_layouts("STUDY_LAYOUTS", s("hybrid,lmdb"), &[]).expect_err("unknown");
+        assert!(
+            e.to_string().starts_with("STUDY_LAYOUTS=\"hybrid,lmdb\""),
+            "{e}"
+        );
+        assert!(e.to_string().contains("rocksdb-tuned"), "{e}");
+        assert_eq!(
+            parse_layouts("STUDY_LAYOUTS", None, &[Layout::Hybrid]).expect("default"),
+            vec![Layout::Hybrid]
+        );
+    }
+}

@@ -1,0 +1,41 @@
+//! Shared code of ledgerstore's benches (`cargo bench`):
+//!
+//! - [`knobs`]: sizes and switches read from the environment, with errors
+//!   that name the variable and the expected value;
+//! - [`fixture`]: prebuilt stores for the criterion lookup benches, built
+//!   once under the target dir and reused by later runs;
+//! - [`study`]: the degradation study, which ingests the same synthetic
+//!   ledgers batch after batch into every layout and reports per-batch,
+//!   per-store I/O like the field study's logs, plus a CSV and a PNG plot.
+//!
+//! The bench targets themselves live in `benches/benches/`.
+
+pub mod error;
+pub mod fixture;
+pub mod knobs;
+pub mod study;
+
+pub use error::{BenchError, BenchResult};
+
+use ledgerstore_backends::Backends;
+use ledgerstore_db_api::Layout;
+use ledgerstore_store::{Ledgerstore, Limits, StoreOptions};
+use std::path::Path;
+
+/// Opens (creating if needed) a store of `layout` at `path` with the
+/// production engine options, sized for bench batches.
+pub fn open_store(path: &Path, layout: Layout) -> BenchResult<Ledgerstore> {
+    let opts = StoreOptions {
+        layout: Some(layout),
+        create: true,
+        limits: Limits {
+            max_batch_ledgers: 100_000,
+            ..Limits::default()
+        },
+        ..StoreOptions::default()
+    };
+    Ok(Ledgerstore::open(path, opts, &Backends::default())?)
+}
+
+/// All layouts the benches compare, in report order.
+pub const LAYOUTS: [Layout; 3] = [Layout::Hybrid, Layout::Rocksdb, Layout::RocksdbTuned];

@@ -1,0 +1,237 @@
+//! The study's files: a CSV with one row per layout × batch × store, and a
+//! PNG plot of per-batch store I/O time against batch number.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use plotters::prelude::*;
+
+use super::LayoutRun;
+use crate::{BenchError, BenchResult};
+
+/// CSV header; one row per layout × batch × store.
+pub const CSV_HEADER: &str = "layout,batch,table,engine,write_s,commit_s,compact_s,io_s,\
+logical_bytes,bytes_written,disk_bytes,batch_total_s,batch_source_s,batch_cpu_s,batch_ledgers,batch_txs";
+
+/// Writes the CSV to `path`.
+pub fn write_csv(path: &Path, runs: &[LayoutRun]) -> BenchResult<()> {
+    let mut out = String::from(CSV_HEADER);
+    out.push('\n');
+    for run in runs {
+        for r in &run.rows {
+            for s in &r.stores {
+                let _ = writeln!(
+                    out,
+                    "{},{},{},{},{:.6},{:.6},{:.6},{:.6},{},{},{},{:.6},{:.6},{:.6},{},{}",
+                    run.layout,
+                    r.batch,
+                    s.table,
+                    s.engine,
+                    s.write_s,
+                    s.commit_s,
+                    s.compact_s,
+                    s.io_s(),
+                    s.logical_bytes,
+                    s.bytes_written.map_or(String::new(), |b| b.to_string()),
+                    s.disk_bytes,
+                    r.total_s,
+                    r.source_s,
+                    r.cpu_s,
+                    r.ledgers,
+                    r.txs
+                );
+            }
+        }
+    }
+    std::fs::write(path, out).map_err(BenchError::io(format!("writing {}", path.display())))
+}
+
+/// Where a TrueType font is looked for (`STUDY_FONT` first). Debian's
+/// `fonts-dejavu-core` provides the first; `scripts/setup.sh` installs it.
+const FONT_CANDIDATES: [&str; 4] = [
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+];
+
+fn register_font() -> Result<(), String> {
+    static FONT: OnceLock<Result<(), String>> = OnceLock::new();
+    FONT.get_or_init(|| {
+        let paths: Vec<String> = std::env::var("STUDY_FONT")
+            .ok()
+            .into_iter()
+            .chain(FONT_CANDIDATES.iter().map(|s| s.to_string()))
+            .collect();
+        for p in &paths {
+            if let Ok(bytes) = std::fs::read(p) {
+                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+                return plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
+                    .map_err(|_| format!("{p} is not a usable TrueType font"));
+            }
+        }
+        Err(format!(
+            "no TrueType font found (tried {}); install fonts-dejavu-core or set STUDY_FONT",
+            paths.join(", ")
+        ))
+    })
+    .clone()
+}
+
+fn layout_color(i: usize) -> RGBColor {
+    const COLORS: [RGBColor; 6] = [
+        RGBColor(31, 119, 180),
+        RGBColor(214, 39, 40),
+        RGBColor(44, 160, 44),
+        RGBColor(148, 103, 189),
+        RGBColor(255, 127, 14),
+        RGBColor(23, 190, 207),
+    ];
+    COLORS[i % COLORS.len()]
+}
+
+fn plot_err(e: impl std::fmt::Display) -> BenchError {
+    BenchError::Plot(e.to_string())
+}
+
+/// Draws one panel per store (tx_data, tx_index, ledgers), each with one
+/// line per layout: that store's I/O seconds per batch.
+pub fn write_plot(path: &Path, runs: &[LayoutRun], subtitle: &str) -> BenchResult<()> {
+    register_font().map_err(BenchError::Plot)?;
+    let Some(first) = runs.first().and_then(|r| r.rows.first()) else {
+        return Err(BenchError::Plot("no batches to plot".into()));
+    };
+    let tables: Vec<&str> = first.stores.iter().map(|s| s.table).collect();
+    let batches = runs.iter().map(|r| r.rows.len()).max().unwrap_or(1) as u32;
+    let root = BitMapBackend::new(path, (600 * tables.len() as u32, 520)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let root = root
+        .titled(
+            &format!("Store I/O per batch (write + flush/commit + compact): {subtitle}"),
+            ("sans-serif", 18),
+        )
+        .map_err(plot_err)?;
+    for (panel, table) in root.split_evenly((1, tables.len())).iter().zip(&tables) {
+        let series: Vec<(usize, &str, Vec<(u32, f64)>)> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, run)| {
+                let pts = run
+                    .rows
+                    .iter()
+                    .filter_map(|r| {
+                        r.stores
+                            .iter()
+                            .find(|s| s.table == *table)
+                            .map(|s| (r.batch, s.io_s()))
+                    })
+                    .collect();
+                (i, run.layout, pts)
+            })
+            .collect();
+        let y_max = series
+            .iter()
+            .flat_map(|(_, _, p)| p.iter().map(|&(_, y)| y))
+            .fold(0.0f64, f64::max)
+            .max(0.01)
+            * 1.1;
+        let engines: Vec<String> = runs
+            .iter()
+            .filter_map(|run| {
+                let e = run
+                    .rows
+                    .first()?
+                    .stores
+                    .iter()
+                    .find(|s| s.table == *table)?;
+                Some(format!("{}: {}", run.layout, e.engine))
+            })
+            .collect();
+        let mut chart = ChartBuilder::on(panel)
+            .caption(table.to_string(), ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(1u32..batches.max(2), 0.0..y_max)
+            .map_err(plot_err)?;
+        chart
+            .configure_mesh()
+            .x_desc("batch")
+            .y_desc("seconds")
+            .draw()
+            .map_err(plot_err)?;
+        for (i, layout, pts) in series {
+            let color = layout_color(i);
+            let label = engines
+                .iter()
+                .find(|e| e.starts_with(&format!("{layout}:")))
+                .cloned()
+                .unwrap_or_else(|| layout.to_string());
+            chart
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                .map_err(plot_err)?
+                .label(label)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                .map_err(plot_err)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(plot_err)?;
+    }
+    root.present().map_err(plot_err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::study::testdata::run;
+
+    #[test]
+    fn csv_has_a_row_per_layout_batch_and_store() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("study.csv");
+        write_csv(
+            &path,
+            &[run("hybrid", &[1.0, 2.0]), run("rocksdb", &[1.0, 2.0, 3.0])],
+        )
+        .expect("csv");
+        let text = std::fs::read_to_string(&path).expect("read");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], CSV_HEADER);
+        assert_eq!(lines.len(), 1 + 2 + 3);
+        assert_eq!(
+            lines[5],
+            "rocksdb,3,tx_data,mdbx,1.500000,1.500000,0.000000,3.000000,500,1000,4096,4.000000,0.500000,0.250000,10,100"
+        );
+        let cols = CSV_HEADER.split(',').count();
+        assert!(lines.iter().all(|l| l.split(',').count() == cols));
+    }
+
+    #[test]
+    fn plot_is_a_png_or_names_the_missing_font() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("study.png");
+        let runs = [
+            run("hybrid", &[1.0, 2.0, 2.5]),
+            run("rocksdb", &[1.0, 4.0, 9.0]),
+        ];
+        match write_plot(&path, &runs, "test") {
+            Ok(()) => {
+                let bytes = std::fs::read(&path).expect("read png");
+                assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+                assert!(bytes.len() > 10_000, "{} bytes", bytes.len());
+            }
+            Err(BenchError::Plot(msg)) => assert!(msg.contains("fonts-dejavu-core"), "{msg}"),
+            Err(e) => panic!("{e}"),
+        }
+    }
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The degradation study with the page cache capped, as in the field study
+# (32 GB of RAM for 240 GB of data): the study runs inside a memory cgroup
+# limited to LIMIT, which counts page cache as well as heap, so once the
+# stores outgrow LIMIT their reads and compactions go to the disk.
+#
+#   scripts/study-memlimit.sh LIMIT [KEY=VALUE...]
+#   scripts/study-memlimit.sh 3G STUDY_BATCHES=20 STUDY_LEDGERS=200
+#
+# The study process holds one batch in memory (~2.7 MB raw per default
+# ledger plus its compressed copy), so keep LIMIT above a few batches'
+# worth: STUDY_LEDGERS=200 needs ~1.5 GB of its own. The report's header
+# prints the limit in force. Needs root (or a delegated cgroup). Without
+# cgroupfs access, the systemd equivalent is:
+#   systemd-run --scope -p MemoryMax=3G cargo bench --bench study
+set -euo pipefail
+limit=${1:?usage: $0 LIMIT (e.g. 3G) [KEY=VALUE...]}
+shift
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+. scripts/env.sh
+# Build outside the limit: the compiler needs more memory than the study.
+cargo bench --workspace --locked --bench study --no-run
+bytes=$(numfmt --from=iec "$limit")
+name="ledgerstore-study-$$"
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+  # cgroup v2: enable the memory controller for children of the root.
+  echo +memory > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
+  cg="/sys/fs/cgroup/$name"
+  mkdir "$cg"
+  echo "$bytes" > "$cg/memory.max"
+  echo 0 > "$cg/memory.swap.max" 2>/dev/null || true
+elif [ -d /sys/fs/cgroup/memory ]; then
+  # cgroup v1.
+  cg="/sys/fs/cgroup/memory/$name"
+  mkdir "$cg"
+  echo "$bytes" > "$cg/memory.limit_in_bytes"
+else
+  echo "study-memlimit: no memory cgroup here; use systemd-run --scope -p MemoryMax=$limit cargo bench --bench study" >&2
+  exit 1
+fi
+trap 'rmdir "$cg" 2>/dev/null || true' EXIT
+echo "study-memlimit: running in $cg with $limit ($bytes bytes)"
+env "$@" bash -c 'echo $$ > "$1/cgroup.procs" && exec cargo bench --workspace --locked --bench study' _ "$cg"

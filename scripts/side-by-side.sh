@@ -10,7 +10,7 @@ ledgers="${2:-2000}"; batch="${3:-500}"; tx="${4:-250}"
 here="$(cd "$(dirname "$0")/.." && pwd)"
 . "$here/scripts/env.sh"
 if [ -z "${BIN:-}" ]; then
-  cargo build --release --locked --manifest-path "$here/Cargo.toml" -p ledgerstore >&2
+  cargo build --release --locked --manifest-path "$here/Cargo.toml" --workspace >&2
   BIN="${CARGO_TARGET_DIR:-$here/target}/release/ledgerstore"
 fi
 bin="$BIN"

@@ -12,7 +12,7 @@
 # worth: STUDY_LEDGERS=200 needs ~1.5 GB of its own. The report's header
 # prints the limit in force. Needs root (or a delegated cgroup). Without
 # cgroupfs access, the systemd equivalent is:
-#   systemd-run --scope -p MemoryMax=3G cargo bench --bench study
+#   systemd-run --scope -p MemoryMax=3G cargo bench --workspace -- study
 set -euo pipefail
 limit=${1:?usage: $0 LIMIT (e.g. 3G) [KEY=VALUE...]}
 shift
@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . scripts/env.sh
 # Build outside the limit: the compiler needs more memory than the study.
-cargo bench --workspace --locked --bench study --no-run
+cargo bench --workspace --locked --no-run
 bytes=$(numfmt --from=iec "$limit")
 name="ledgerstore-study-$$"
 if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
@@ -36,9 +36,9 @@ elif [ -d /sys/fs/cgroup/memory ]; then
   mkdir "$cg"
   echo "$bytes" > "$cg/memory.limit_in_bytes"
 else
-  echo "study-memlimit: no memory cgroup here; use systemd-run --scope -p MemoryMax=$limit cargo bench --bench study" >&2
+  echo "study-memlimit: no memory cgroup here; use systemd-run --scope -p MemoryMax=$limit cargo bench --workspace -- study" >&2
   exit 1
 fi
 trap 'rmdir "$cg" 2>/dev/null || true' EXIT
 echo "study-memlimit: running in $cg with $limit ($bytes bytes)"
-env "$@" bash -c 'echo $$ > "$1/cgroup.procs" && exec cargo bench --workspace --locked --bench study' _ "$cg"
+env "$@" bash -c 'echo $$ > "$1/cgroup.procs" && exec cargo bench --workspace --locked -- study' _ "$cg"

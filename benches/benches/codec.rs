@@ -1,4 +1,4 @@
-//! zstd codec of the stored records (`cargo bench --bench codec`): encode +
+//! zstd codec of the stored records (`cargo bench --workspace -- codec/`): encode +
 //! compress and decompress + decode of a synthetic ~5 KB tx record and a
 //! ~1.4 MB ledger record, at the levels an operator would choose between.
 

@@ -1,4 +1,4 @@
-//! Ingest of one batch per layout (`cargo bench --bench ingest`): validate,
+//! Ingest of one batch per layout (`cargo bench --workspace -- ingest/`): validate,
 //! compress, write and commit `BENCH_INGEST_LEDGERS` (default 10) ledgers
 //! of 250 tx into a store that starts empty and grows by one batch per
 //! iteration. Ledgers are generated outside the timed section.
@@ -27,6 +27,10 @@ fn ingest(c: &mut Criterion) {
             u64::from(ledgers) * u64::from(synth.config().tx_per_ledger),
         ));
     for layout in LAYOUTS {
+        let id = format!("ingest/{ledgers}_ledgers/{}", layout.name());
+        if !ledgerstore_benches::selected_by_filters(&[id]) {
+            continue;
+        }
         let dir = root.join(layout.name());
         if dir.exists() {
             std::fs::remove_dir_all(&dir).expect("remove the previous run's store");

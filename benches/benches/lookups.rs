@@ -1,4 +1,4 @@
-//! Reads on a prebuilt store per layout (`cargo bench --bench lookups`):
+//! Reads on a prebuilt store per layout (`cargo bench --workspace -- lookups/`):
 //! point lookups by hash (hit and miss), the tx index alone, batch gets of
 //! 100 hashes, and ledger reads. Fixtures are built once under
 //! `target/tmp/bench-fixtures/` (size: `BENCH_FIXTURE_LEDGERS` x
@@ -8,13 +8,17 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ledgerstore_benches::LAYOUTS;
 use ledgerstore_benches::fixture::{Fixture, FixtureShape, fixture};
+use ledgerstore_benches::{LAYOUTS, selected_by_filters};
 
 const BATCH: usize = 100;
 
 fn bench_layout(c: &mut Criterion, f: &Fixture) {
     let name = f.layout.name();
+    assert!(
+        !f.hits.is_empty(),
+        "fixture of {name} has no lookup targets"
+    );
     let mut g = c.benchmark_group(format!("lookups/{name}"));
     g.throughput(Throughput::Elements(1));
     let mut i = 0usize;
@@ -81,9 +85,29 @@ fn lookups(c: &mut Criterion) {
         root.display()
     );
     for layout in LAYOUTS {
+        // Build or open a fixture only when a filter (`cargo bench -- get_tx`)
+        // selects one of its benches.
+        let prefix = format!("lookups/{}", layout.name());
+        if !selected_by_filters(&ids(&prefix)) {
+            continue;
+        }
         let f = fixture(&root, layout, &shape).unwrap_or_else(|e| panic!("{e}"));
         bench_layout(c, &f);
     }
+}
+
+/// The ids of `prefix`'s benches.
+fn ids(prefix: &str) -> Vec<String> {
+    [
+        "get_tx/hit",
+        "get_tx/miss",
+        "get_tx_ledger/hit",
+        "batch_get_txs/100",
+        "get_ledger",
+    ]
+    .iter()
+    .map(|n| format!("{prefix}/{n}"))
+    .collect()
 }
 
 criterion_group!(benches, lookups);

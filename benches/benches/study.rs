@@ -1,4 +1,4 @@
-//! The degradation study (`cargo bench --bench study`): the field study's
+//! The degradation study (`cargo bench --workspace -- study`): the field study's
 //! experiment for every layout in one run. Knobs are environment variables
 //! (`STUDY_BATCHES`, `STUDY_LEDGERS`, `STUDY_TX`, ...; see docs/benchmarks.md).
 //! Output goes to `target/tmp/study/` unless `STUDY_OUT` says otherwise.
@@ -12,8 +12,7 @@ fn main() -> ExitCode {
     // `cargo bench -- FILTER` hands FILTER to every bench target: run the
     // study only when it matches, so filtering for a micro-bench skips it.
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let filters: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
-    if !filters.is_empty() && !filters.iter().any(|f| "study".contains(f.as_str())) {
+    if !ledgerstore_benches::selected_by_filters(&["study".to_string()]) {
         return ExitCode::SUCCESS;
     }
     // `cargo test --benches` runs bench targets with `--test`: the study is

@@ -37,5 +37,20 @@ pub fn open_store(path: &Path, layout: Layout) -> BenchResult<Ledgerstore> {
     Ok(Ledgerstore::open(path, opts, &Backends::default())?)
 }
 
+/// True unless the bench's command line holds filters
+/// (`cargo bench --workspace -- FILTER`) and none is a substring of any of
+/// `ids`, the bench ids a target would run. Lets a target skip its setup
+/// (fixtures, stores) when a filter selects another target.
+pub fn selected_by_filters(ids: &[String]) -> bool {
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    filters.is_empty()
+        || filters
+            .iter()
+            .any(|f| ids.iter().any(|id| id.contains(f.as_str())))
+}
+
 /// All layouts the benches compare, in report order.
 pub const LAYOUTS: [Layout; 3] = [Layout::Hybrid, Layout::Rocksdb, Layout::RocksdbTuned];

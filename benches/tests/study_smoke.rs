@@ -83,7 +83,7 @@ fn tiny_study_runs_every_layout_and_writes_its_files() {
     let csv = std::fs::read_to_string(cfg.out_dir.join("study.csv")).expect("csv");
     assert_eq!(csv.lines().count(), 1 + 3 * 4 * 3);
     let md = std::fs::read_to_string(cfg.out_dir.join("summary.md")).expect("summary.md");
-    assert!(md.contains("cargo bench --bench study"), "{md}");
+    assert!(md.contains("cargo bench --workspace -- study"), "{md}");
     assert!(md.contains("| rocksdb-tuned | tx_data | rocksdb |"), "{md}");
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(cfg.out_dir.join("results.json")).expect("json"))

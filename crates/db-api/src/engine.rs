@@ -125,6 +125,14 @@ pub trait KvStore: Send + Sync {
     /// Statistics for `stats` and metrics.
     fn stats(&self) -> DbResult<EngineStats>;
 
+    /// Fixes a consistent snapshot of the table, to be written into `dest`
+    /// (a directory that must not exist yet) by [`TableBackup::finish`].
+    /// Cheap, so a caller can fix every table while ingest is paused and
+    /// copy afterwards. RocksDB writes a checkpoint (hard links to its
+    /// immutable files) right here; MDBX opens a read transaction here and
+    /// copies from it in `finish`, while writers go on.
+    fn begin_backup(&self, dest: &std::path::Path) -> DbResult<Box<dyn TableBackup + '_>>;
+
     /// Blocks until the engine's background work (RocksDB flushes and
     /// compactions) has drained. Benches call it so that work deferred by
     /// one layout is charged to that layout and does not run under the
@@ -152,6 +160,13 @@ pub trait KvWrite: Send {
 
     /// Makes the writes durable and returns how long that took.
     fn commit(self: Box<Self>) -> DbResult<CommitTiming>;
+}
+
+/// A table backup whose contents were fixed by [`KvStore::begin_backup`].
+pub trait TableBackup {
+    /// Writes the fixed contents to the destination; returns the bytes of
+    /// the files written.
+    fn finish(self: Box<Self>) -> DbResult<u64>;
 }
 
 /// Opens the engine instance that holds one table. Implemented by

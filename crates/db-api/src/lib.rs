@@ -20,7 +20,9 @@ pub mod records;
 pub mod table;
 
 pub use codec::{Compress, Decode, Decompress, Encode};
-pub use engine::{CommitTiming, EngineFactory, EngineKind, EngineStats, KvStore, KvWrite};
+pub use engine::{
+    CommitTiming, EngineFactory, EngineKind, EngineStats, KvStore, KvWrite, TableBackup,
+};
 pub use error::{DbError, DbResult};
 pub use input::{LedgerInput, TxInput};
 pub use layout::Layout;

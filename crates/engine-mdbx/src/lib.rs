@@ -12,14 +12,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use ledgerstore_db_api::{
-    CommitTiming, DbError, DbResult, EngineKind, EngineStats, KvStore, KvWrite, dir_size,
+    CommitTiming, DbError, DbResult, EngineKind, EngineStats, KvStore, KvWrite, TableBackup,
+    dir_size,
 };
 use libmdbx::{
     Database, DatabaseOptions, Mode, NoWriteMap, PageSize, RW, ReadWriteOptions, SyncMode,
     TableFlags, Transaction, WriteFlags,
 };
 
+mod backup;
 mod info;
+
+pub use backup::DATA_FILE;
 
 /// Commit durability of an MDBX environment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -87,7 +91,7 @@ impl std::fmt::Debug for MdbxStore {
     }
 }
 
-fn err(table: &str, e: libmdbx::Error) -> DbError {
+pub(crate) fn err(table: &str, e: libmdbx::Error) -> DbError {
     match e {
         libmdbx::Error::MapFull => DbError::StorageFull {
             engine: "mdbx",
@@ -241,6 +245,21 @@ impl KvStore for MdbxStore {
             out.push(item.map_err(|e| self.e(e))?);
         }
         Ok(out)
+    }
+
+    fn begin_backup(&self, dest: &Path) -> DbResult<Box<dyn TableBackup + '_>> {
+        if dest.exists() {
+            return Err(DbError::Io {
+                context: format!("backup destination {}", dest.display()),
+                source: std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+            });
+        }
+        let txn = self.db.begin_ro_txn().map_err(|e| self.e(e))?;
+        Ok(Box::new(backup::MdbxBackup {
+            store: self,
+            txn,
+            dest: dest.to_path_buf(),
+        }))
     }
 
     fn stats(&self) -> DbResult<EngineStats> {

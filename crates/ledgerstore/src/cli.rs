@@ -41,6 +41,73 @@ pub enum Command {
     Tx(RemoteTxArgs),
     /// Fetch a ledger from a running daemon.
     Ledger(RemoteLedgerArgs),
+    /// Verify a data dir: every record decodes, every index entry and every
+    /// listed hash resolve, the mark matches. Exits 1 on any problem.
+    Check(CheckArgs),
+    /// Take a consistent backup cut at the high-water mark: from a running
+    /// daemon (--endpoint, online) or from a stopped data dir (--data-dir).
+    Backup(BackupArgs),
+    /// Restore a backup into a new data dir, then check it.
+    Restore(RestoreArgs),
+    /// gRPC health check of a running daemon; exits 0 when SERVING.
+    Health(HealthArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// Destination directory (absent or empty). With --endpoint it is a path
+    /// on the daemon's host, made absolute here.
+    #[arg(long, value_name = "DIR")]
+    pub to: PathBuf,
+    /// Back up a stopped data dir directly.
+    #[arg(long = "data-dir", value_name = "DIR", conflicts_with = "endpoint")]
+    pub data_dir: Option<PathBuf>,
+    /// Ask a running daemon for an online backup (Admin.Backup).
+    #[arg(long, value_name = "URL", required_unless_present = "data_dir")]
+    pub endpoint: Option<String>,
+    /// CA certificate (PEM) to trust for https:// endpoints.
+    #[arg(long = "ca-cert", value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
+    /// The daemon's ingest token, when it has one.
+    #[arg(long, value_name = "TOKEN", env = "LEDGERSTORE_INGEST_TOKEN")]
+    pub token: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// A complete backup (it holds BACKUP.json).
+    #[arg(long, value_name = "DIR")]
+    pub from: PathBuf,
+    /// The new data dir (absent or empty).
+    #[arg(long, value_name = "DIR")]
+    pub to: PathBuf,
+    /// Skip `check` after restoring.
+    #[arg(long)]
+    pub no_check: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HealthArgs {
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    /// Service to check ("" is the whole server).
+    #[arg(long, value_name = "NAME", default_value = "")]
+    pub service: String,
+    /// Give up after this many milliseconds.
+    #[arg(long = "timeout-ms", value_name = "MS", default_value_t = 3000)]
+    pub timeout_ms: u64,
 }
 
 /// Daemon settings; each flag overrides the config key it is named after.

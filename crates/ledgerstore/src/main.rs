@@ -30,6 +30,10 @@ fn run(args: cli::Cli) -> Result<()> {
         cli::Command::Push(a) => runtime()?.block_on(cmd::push::run(a)),
         cli::Command::Tx(a) => runtime()?.block_on(cmd::remote::tx(a)),
         cli::Command::Ledger(a) => runtime()?.block_on(cmd::remote::ledger(a)),
+        cli::Command::Check(a) => cmd::ops::check(a),
+        cli::Command::Backup(a) => cmd::ops::backup(a),
+        cli::Command::Restore(a) => cmd::ops::restore(a),
+        cli::Command::Health(a) => runtime()?.block_on(cmd::ops::health(a)),
     }
 }
 

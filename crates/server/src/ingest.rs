@@ -28,8 +28,7 @@ type AckSender = mpsc::Sender<Result<pb::IngestAck, Status>>;
 /// Ingest service.
 pub struct IngestService {
     state: Arc<AppState>,
-    /// `Bearer <token>` when the service requires a token.
-    expected: Option<Vec<u8>>,
+    auth: Authorizer,
 }
 
 impl IngestService {
@@ -39,11 +38,29 @@ impl IngestService {
     pub fn new(state: Arc<AppState>, token: Option<String>) -> Self {
         Self {
             state,
-            expected: token.map(|t| format!("Bearer {t}").into_bytes()),
+            auth: Authorizer::new(token),
         }
     }
 
     fn authorize<T>(&self, req: &Request<T>) -> Result<(), Status> {
+        self.auth.check(req)
+    }
+}
+
+/// The bearer-token check shared by the services that write (Ingest, Admin).
+pub(crate) struct Authorizer {
+    /// `Bearer <token>` when a token is required.
+    expected: Option<Vec<u8>>,
+}
+
+impl Authorizer {
+    pub(crate) fn new(token: Option<String>) -> Self {
+        Self {
+            expected: token.map(|t| format!("Bearer {t}").into_bytes()),
+        }
+    }
+
+    pub(crate) fn check<T>(&self, req: &Request<T>) -> Result<(), Status> {
         let Some(expected) = &self.expected else {
             return Ok(());
         };

@@ -19,6 +19,7 @@ use tokio::sync::watch;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 
+mod admin;
 pub mod convert;
 mod ingest;
 pub mod metrics;
@@ -102,6 +103,8 @@ where
         .map_err(|e| ServeError::Config(format!("reflection: {e}")))?;
 
     let max_msg = cfg.grpc.max_message_bytes;
+    let admin_svc =
+        pb::admin_server::AdminServer::new(admin::AdminService::new(state.clone(), token.clone()));
     let ingest_svc =
         pb::ingest_server::IngestServer::new(ingest::IngestService::new(state.clone(), token))
             .max_decoding_message_size(max_msg)
@@ -125,7 +128,8 @@ where
         .add_service(health_svc)
         .add_service(reflection)
         .add_service(ingest_svc)
-        .add_service(query_svc);
+        .add_service(query_svc)
+        .add_service(admin_svc);
 
     let mut server_stop = stop_rx.clone();
     let server = tokio::spawn(router.serve_with_incoming_shutdown(

@@ -232,7 +232,7 @@ fn lock_dir(path: &Path) -> StoreResult<File> {
 }
 
 /// Writes `dir/name` atomically and durably.
-fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> StoreResult<()> {
+pub(crate) fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> StoreResult<()> {
     let tmp = dir.join(format!("{name}.tmp"));
     let dst = dir.join(name);
     let mut f =

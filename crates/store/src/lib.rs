@@ -18,6 +18,8 @@ use std::sync::{Mutex, RwLock};
 
 use ledgerstore_db_api::{EngineFactory, KvStore, Layout, TableId};
 
+mod backup;
+mod check;
 pub mod datadir;
 pub mod error;
 mod ingest;
@@ -27,6 +29,8 @@ mod rollback;
 mod stats;
 pub mod validate;
 
+pub use backup::{BACKUP_INFO, BackupInfo, read_backup_info, restore};
+pub use check::{CheckReport, MAX_LISTED_PROBLEMS};
 pub use datadir::{DataDir, Manifest, MarkState, TableTotals};
 pub use error::{StoreError, StoreResult};
 pub use ingest::IngestOutcome;
@@ -206,5 +210,7 @@ fn visible_end(mark: &MarkState) -> u64 {
     mark.last.map_or(0, |l| u64::from(l) + 1)
 }
 
+#[cfg(test)]
+mod backup_tests;
 #[cfg(test)]
 mod tests;

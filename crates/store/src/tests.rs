@@ -8,7 +8,7 @@ use std::time::Duration;
 use ledgerstore_backends::Backends;
 use ledgerstore_db_api::{
     CommitTiming, Compress, DbError, DbResult, EngineFactory, EngineKind, EngineStats, KvStore,
-    KvWrite, Layout, LedgerInput, LedgerRecordRef, TableId, TxHash,
+    KvWrite, Layout, LedgerInput, LedgerRecordRef, TableBackup, TableId, TxHash,
 };
 use ledgerstore_synth::{Synth, SynthConfig};
 
@@ -347,6 +347,9 @@ impl KvStore for FailStore {
     }
     fn stats(&self) -> DbResult<EngineStats> {
         self.inner.stats()
+    }
+    fn begin_backup(&self, dest: &Path) -> DbResult<Box<dyn TableBackup + '_>> {
+        self.inner.begin_backup(dest)
     }
 }
 

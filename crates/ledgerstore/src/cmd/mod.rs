@@ -2,6 +2,7 @@
 
 pub mod get;
 pub mod ingest;
+pub mod ops;
 pub mod print;
 pub mod push;
 pub mod remote;

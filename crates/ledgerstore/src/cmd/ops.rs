@@ -1,0 +1,196 @@
+//! Operations: `check`, `backup`, `restore`, `health`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use ledgerstore_proto::v1 as pb;
+use ledgerstore_store::{BackupInfo, CheckReport};
+use tonic::metadata::MetadataValue;
+
+use crate::cli::{
+    BackupArgs, CheckArgs, EngineFlags, HealthArgs, RemoteArgs, RestoreArgs, StoreArgs,
+};
+use crate::cmd::remote;
+use crate::open;
+
+pub fn check(a: CheckArgs) -> Result<()> {
+    let store = open::existing(&a.store)?;
+    let r = store.check()?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print!("{}", render_check(&a.store.data_dir, &r));
+    }
+    if !r.is_ok() {
+        bail!(
+            "check failed: {} problem(s) in {}",
+            r.problem_count,
+            a.store.data_dir.display()
+        );
+    }
+    Ok(())
+}
+
+fn render_check(dir: &Path, r: &CheckReport) -> String {
+    let mut out = format!(
+        "{}: mark {}  ledgers {}  txs {}  tx_index entries {}  tx_data entries {}\n",
+        dir.display(),
+        r.mark.map_or("-".into(), |m| m.to_string()),
+        r.ledgers,
+        r.txs,
+        r.tx_index_entries,
+        r.tx_data_entries
+    );
+    if r.is_ok() {
+        out.push_str("OK: every record decodes, every hash resolves, the mark is consistent\n");
+    } else {
+        for p in &r.problems {
+            out.push_str(&format!("PROBLEM {p}\n"));
+        }
+        let hidden = r.problem_count - r.problems.len() as u64;
+        if hidden > 0 {
+            out.push_str(&format!("... and {hidden} more\n"));
+        }
+    }
+    out
+}
+
+fn render_backup(dest: &Path, b: &BackupInfo) -> String {
+    format!(
+        "backup {}: layout {}  mark {}  txs {}  {:.1} MB  ingest paused {:.3}s  total {:.2}s\n",
+        dest.display(),
+        b.layout,
+        b.mark.map_or("-".into(), |m| m.to_string()),
+        b.txs,
+        b.bytes as f64 / 1e6,
+        b.pause_s,
+        b.total_s
+    )
+}
+
+pub fn backup(a: BackupArgs) -> Result<()> {
+    if let Some(dir) = &a.data_dir {
+        let store = open::existing(&StoreArgs {
+            data_dir: dir.clone(),
+            engines: EngineFlags::default(),
+        })?;
+        let info = store.backup(&a.to)?;
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&info)?);
+        } else {
+            print!("{}", render_backup(&a.to, &info));
+        }
+        return Ok(());
+    }
+    let endpoint = a
+        .endpoint
+        .clone()
+        .context("--endpoint or --data-dir is required")?;
+    let dest = std::path::absolute(&a.to)
+        .with_context(|| format!("making --to {} absolute", a.to.display()))?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let resp = rt.block_on(async {
+        let ch = remote::channel(&RemoteArgs {
+            endpoint,
+            ca_cert: a.ca_cert.clone(),
+        })
+        .await?;
+        let mut req = tonic::Request::new(pb::BackupRequest {
+            dest: dest.display().to_string(),
+        });
+        if let Some(t) = &a.token {
+            let v: MetadataValue<_> = format!("Bearer {t}").parse().context("--token")?;
+            req.metadata_mut().insert("authorization", v);
+        }
+        pb::admin_client::AdminClient::new(ch)
+            .backup(req)
+            .await
+            .map_err(|s| anyhow::anyhow!("{}: {}", s.code(), s.message()))
+    })?;
+    let r = resp.into_inner();
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "dest": r.dest, "layout": r.layout,
+                "mark": r.has_mark.then_some(r.mark), "txs": r.txs, "bytes": r.bytes,
+                "pause_s": r.pause_seconds, "total_s": r.total_seconds,
+            })
+        );
+    } else {
+        println!(
+            "backup {}: layout {}  mark {}  txs {}  {:.1} MB  ingest paused {:.3}s  total {:.2}s",
+            r.dest,
+            r.layout,
+            if r.has_mark {
+                r.mark.to_string()
+            } else {
+                "-".into()
+            },
+            r.txs,
+            r.bytes as f64 / 1e6,
+            r.pause_seconds,
+            r.total_seconds
+        );
+    }
+    Ok(())
+}
+
+pub fn restore(a: RestoreArgs) -> Result<()> {
+    let info = ledgerstore_store::restore(&a.from, &a.to)?;
+    println!(
+        "restored {} into {}: layout {}  mark {}  txs {}",
+        a.from.display(),
+        a.to.display(),
+        info.layout,
+        info.mark.map_or("-".into(), |m| m.to_string()),
+        info.txs
+    );
+    if a.no_check {
+        return Ok(());
+    }
+    check(CheckArgs {
+        store: StoreArgs {
+            data_dir: a.to,
+            engines: EngineFlags::default(),
+        },
+        json: false,
+    })
+}
+
+pub async fn health(a: HealthArgs) -> Result<()> {
+    use tonic_health::pb::health_check_response::ServingStatus;
+    let timeout = Duration::from_millis(a.timeout_ms);
+    let call = async {
+        let ch = remote::channel(&a.remote).await?;
+        tonic_health::pb::health_client::HealthClient::new(ch)
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: a.service.clone(),
+            })
+            .await
+            .map_err(|s| anyhow::anyhow!("{}: {}", s.code(), s.message()))
+    };
+    let resp = tokio::time::timeout(timeout, call)
+        .await
+        .with_context(|| {
+            format!(
+                "no answer from {} within {} ms",
+                a.remote.endpoint, a.timeout_ms
+            )
+        })??;
+    let status =
+        ServingStatus::try_from(resp.into_inner().status).unwrap_or(ServingStatus::Unknown);
+    let name = if a.service.is_empty() {
+        "server"
+    } else {
+        &a.service
+    };
+    println!("{name}: {}", status.as_str_name());
+    if status != ServingStatus::Serving {
+        bail!("{name} is {}", status.as_str_name());
+    }
+    Ok(())
+}

@@ -1,0 +1,198 @@
+//! Online, consistent backups, and restoring them.
+//!
+//! A backup is a data dir of its own (manifest, `MARK`, one directory per
+//! table) plus `BACKUP.json`, written last, which says the copy is
+//! complete. It is cut at one high-water mark: while the ingest lock is
+//! held (so no batch is in flight), every table fixes its snapshot, which
+//! is cheap (a RocksDB checkpoint of hard links; an MDBX read transaction).
+//! The lock is then released and the MDBX copies are written while ingest
+//! goes on.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use ledgerstore_db_api::{Layout, TableId};
+use serde::{Deserialize, Serialize};
+
+use crate::Ledgerstore;
+use crate::datadir::{DataDir, table_dir};
+use crate::error::{StoreError, StoreResult};
+
+/// Written last into a backup: its presence means the backup is complete.
+pub const BACKUP_INFO: &str = "BACKUP.json";
+
+/// What a backup holds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BackupInfo {
+    /// The data dir it was taken from.
+    pub source: PathBuf,
+    /// Its layout.
+    pub layout: Layout,
+    /// The mark it was cut at (None: an empty store).
+    pub mark: Option<u32>,
+    /// Transactions up to the mark.
+    pub txs: u64,
+    /// Unix seconds when the snapshot was fixed.
+    pub taken_at: u64,
+    /// Seconds ingest was paused while the snapshots were fixed.
+    pub pause_s: f64,
+    /// Seconds the whole backup took.
+    pub total_s: f64,
+    /// Bytes of the backup's table files.
+    pub bytes: u64,
+}
+
+fn dir_err(dir: &Path, reason: impl Into<String>) -> StoreError {
+    StoreError::DataDir {
+        dir: dir.to_path_buf(),
+        reason: reason.into(),
+    }
+}
+
+/// Fails unless `dest` is absent or an empty directory.
+fn ensure_empty(dest: &Path) -> StoreResult<()> {
+    if dest.exists() {
+        let mut entries =
+            fs::read_dir(dest).map_err(StoreError::io(format!("listing {}", dest.display())))?;
+        if entries.next().is_some() {
+            return Err(dir_err(dest, "already exists and is not empty"));
+        }
+    }
+    Ok(())
+}
+
+impl Ledgerstore {
+    /// Writes a consistent copy of the store, cut at the current mark, into
+    /// `dest` (absent or empty). Ingest pauses only while the snapshots are
+    /// fixed; reads never pause. On failure `dest` is removed.
+    pub fn backup(&self, dest: &Path) -> StoreResult<BackupInfo> {
+        ensure_empty(dest)?;
+        let result = self.backup_into(dest);
+        if result.is_err() {
+            let _ = fs::remove_dir_all(dest);
+        }
+        result
+    }
+
+    fn backup_into(&self, dest: &Path) -> StoreResult<BackupInfo> {
+        let started = Instant::now();
+        let out = DataDir::open(dest, Some(self.layout), true)?;
+        for t in TableId::ALL {
+            if let Some(parent) = out.table_path(t).parent() {
+                fs::create_dir_all(parent)
+                    .map_err(StoreError::io(format!("creating {}", parent.display())))?;
+            }
+        }
+        let (mark, pending, pause) = {
+            let mut dirty = self
+                .ingest_lock
+                .lock()
+                .map_err(|_| StoreError::Corrupt("ingest lock poisoned by a panic".into()))?;
+            let paused = Instant::now();
+            if *dirty {
+                self.rollback_above_mark()?;
+                *dirty = false;
+            }
+            let mark = self.mark();
+            let mut pending = Vec::new();
+            for t in TableId::ALL {
+                pending.push(self.table(t).begin_backup(&out.table_path(t))?);
+            }
+            (mark, pending, paused.elapsed())
+        };
+        let taken_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut bytes = 0;
+        for p in pending {
+            bytes += p.finish()?;
+        }
+        out.write_mark(&mark)?;
+        let info = BackupInfo {
+            source: self.path().to_path_buf(),
+            layout: self.layout,
+            mark: mark.last,
+            txs: mark.txs,
+            taken_at,
+            pause_s: pause.as_secs_f64(),
+            total_s: started.elapsed().as_secs_f64(),
+            bytes,
+        };
+        let json = serde_json::to_vec_pretty(&info)
+            .map_err(|e| StoreError::Corrupt(format!("encoding {BACKUP_INFO}: {e}")))?;
+        crate::datadir::write_atomic(dest, BACKUP_INFO, &json)?;
+        Ok(info)
+    }
+}
+
+/// Reads a backup's `BACKUP.json`; fails if the backup is incomplete.
+pub fn read_backup_info(backup: &Path) -> StoreResult<BackupInfo> {
+    let path = backup.join(BACKUP_INFO);
+    let text = fs::read_to_string(&path).map_err(|e| {
+        dir_err(
+            backup,
+            format!("no readable {BACKUP_INFO} ({e}): not a complete ledgerstore backup"),
+        )
+    })?;
+    serde_json::from_str(&text).map_err(|e| dir_err(backup, format!("bad {BACKUP_INFO}: {e}")))
+}
+
+/// Copies the complete backup at `backup` into `dest` (absent or empty),
+/// which then is a data dir cut at the backup's mark. Open it to use it.
+pub fn restore(backup: &Path, dest: &Path) -> StoreResult<BackupInfo> {
+    let info = read_backup_info(backup)?;
+    ensure_empty(dest)?;
+    let result = copy_tree(backup, dest).and_then(|()| {
+        // The copy is a data dir, not a backup: drop the marker.
+        fs::remove_file(dest.join(BACKUP_INFO)).map_err(StoreError::io(format!(
+            "removing {BACKUP_INFO} from the restored dir"
+        )))
+    });
+    if result.is_err() {
+        let _ = fs::remove_dir_all(dest);
+    }
+    result?;
+    // Validate the manifest and layout now, not at the next start.
+    let check = DataDir::open(dest, Some(info.layout), false)?;
+    for t in TableId::ALL {
+        let dir = dest.join(table_dir(info.layout, t));
+        if !dir.is_dir() {
+            return Err(dir_err(
+                dest,
+                format!("table {} missing at {}", t.name(), dir.display()),
+            ));
+        }
+    }
+    drop(check);
+    Ok(info)
+}
+
+/// Copies files and directories (not the `LOCK`), fsyncing each file.
+fn copy_tree(from: &Path, to: &Path) -> StoreResult<()> {
+    fs::create_dir_all(to).map_err(StoreError::io(format!("creating {}", to.display())))?;
+    for entry in
+        fs::read_dir(from).map_err(StoreError::io(format!("listing {}", from.display())))?
+    {
+        let entry = entry.map_err(StoreError::io(format!("listing {}", from.display())))?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry
+            .file_type()
+            .map_err(StoreError::io(format!("inspecting {}", src.display())))?;
+        if kind.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else if entry.file_name() != "LOCK"
+            && !entry.file_name().to_string_lossy().ends_with(".lck")
+        {
+            fs::copy(&src, &dst).map_err(StoreError::io(format!(
+                "copying {} to {}",
+                src.display(),
+                dst.display()
+            )))?;
+            fs::File::open(&dst)
+                .and_then(|f| f.sync_all())
+                .map_err(StoreError::io(format!("syncing {}", dst.display())))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,292 @@
+//! Integrity check of a data dir (`ledgerstore check`).
+//!
+//! Three passes over the engines, bypassing the mark filter of the read
+//! path:
+//! 1. `ledgers`, in seq order: every record decompresses and decodes, its
+//!    key matches its seq, the seqs run without gaps from the mark's `first`
+//!    to its `last`, and every hash it lists resolves in `tx_index` (to this
+//!    ledger) and in `tx_data` (to a record that decodes and names this
+//!    ledger and index).
+//! 2. `tx_index` and 3. `tx_data`, in key order: every key is a 32-byte
+//!    hash and every entry belongs to a ledger that lists it. Pass 1 has
+//!    shown that listed hashes are present; an entry count above the number
+//!    of listed hashes means orphans, which a second look names.
+//!
+//! Finally the mark's running totals must match what the tables hold.
+
+use std::collections::{HashMap, HashSet};
+
+use ledgerstore_db_api::{Decode, Decompress, KvStore, LedgerRecord, TableId, TxHash, TxRecord};
+
+use crate::Ledgerstore;
+use crate::error::StoreResult;
+
+/// Problems listed by name; beyond this only the count grows.
+pub const MAX_LISTED_PROBLEMS: usize = 100;
+
+const LEDGER_CHUNK: usize = 64;
+const HASH_CHUNK: usize = 2048;
+
+/// What [`Ledgerstore::check`] found.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct CheckReport {
+    /// The mark's last ledger.
+    pub mark: Option<u32>,
+    /// Ledger records read.
+    pub ledgers: u64,
+    /// Hashes listed by ledger records (each one verified in both tables).
+    pub txs: u64,
+    /// Entries in `tx_index`.
+    pub tx_index_entries: u64,
+    /// Entries in `tx_data`.
+    pub tx_data_entries: u64,
+    /// Problems found (may exceed `problems.len()`).
+    pub problem_count: u64,
+    /// The first [`MAX_LISTED_PROBLEMS`] problems, each naming the table,
+    /// the key and what is wrong.
+    pub problems: Vec<String>,
+}
+
+impl CheckReport {
+    /// True when nothing is wrong.
+    pub fn is_ok(&self) -> bool {
+        self.problem_count == 0
+    }
+
+    fn problem(&mut self, p: String) {
+        self.problem_count += 1;
+        if self.problems.len() < MAX_LISTED_PROBLEMS {
+            self.problems.push(p);
+        }
+    }
+}
+
+/// The smallest key after `key` in byte order.
+fn after(key: &[u8]) -> Vec<u8> {
+    let mut k = key.to_vec();
+    k.push(0);
+    k
+}
+
+impl Ledgerstore {
+    /// Verifies every table against the others and the mark. Reads
+    /// everything once; takes as long as a full scan of the data dir.
+    pub fn check(&self) -> StoreResult<CheckReport> {
+        let mark = self.mark();
+        let mut r = CheckReport {
+            mark: mark.last,
+            ..Default::default()
+        };
+        self.check_ledgers(&mut r)?;
+        let listed = r.txs;
+        r.tx_index_entries = self.check_hash_table(TableId::TxIndex, listed, &mut r)?;
+        r.tx_data_entries = self.check_hash_table(TableId::TxData, listed, &mut r)?;
+        if mark.txs != r.txs {
+            r.problem(format!(
+                "MARK: counts {} transactions, the ledger records list {}",
+                mark.txs, r.txs
+            ));
+        }
+        for (table, found) in [
+            (TableId::TxData, r.tx_data_entries),
+            (TableId::TxIndex, r.tx_index_entries),
+            (TableId::Ledgers, r.ledgers),
+        ] {
+            if let Some(t) = mark.tables.get(table.name())
+                && t.keys != found
+            {
+                r.problem(format!(
+                    "MARK: counts {} keys in {}, the table holds {found}",
+                    t.keys,
+                    table.name()
+                ));
+            }
+        }
+        Ok(r)
+    }
+
+    fn check_ledgers(&self, r: &mut CheckReport) -> StoreResult<()> {
+        let mark = self.mark();
+        let mut expected = mark.first;
+        let mut last_seen = None;
+        let mut from = 0u32.to_be_bytes().to_vec();
+        loop {
+            let chunk = self.ledgers.scan(&from, LEDGER_CHUNK)?;
+            let Some((last_key, _)) = chunk.last() else {
+                break;
+            };
+            from = after(last_key);
+            // (hash, ledger, index) of every listed tx in this chunk.
+            let mut listed: Vec<(TxHash, u32, u32)> = Vec::new();
+            for (key, value) in &chunk {
+                let Ok(seq) = u32::decode(key) else {
+                    r.problem(format!(
+                        "ledgers: key {} is not a 4-byte seq",
+                        hex::encode(key)
+                    ));
+                    continue;
+                };
+                r.ledgers += 1;
+                if mark.last.is_none_or(|l| seq > l) {
+                    r.problem(format!("ledgers[{seq}]: above the mark ({:?})", mark.last));
+                }
+                match expected {
+                    Some(e) if seq > e => r.problem(format!(
+                        "ledgers: {e}..={} are missing (the next record is ledger {seq})",
+                        seq - 1
+                    )),
+                    Some(e) if seq < e => r.problem(format!(
+                        "ledgers[{seq}]: before the mark's first ledger {e}"
+                    )),
+                    None => r.problem(format!("ledgers[{seq}]: present, but the mark is empty")),
+                    _ => {}
+                }
+                expected = seq.checked_add(1);
+                last_seen = Some(seq);
+                let rec = match LedgerRecord::decompress(value) {
+                    Ok(rec) => rec,
+                    Err(e) => {
+                        r.problem(format!("ledgers[{seq}]: record does not decode: {e}"));
+                        continue;
+                    }
+                };
+                if rec.seq != seq {
+                    r.problem(format!("ledgers[{seq}]: record says seq {}", rec.seq));
+                }
+                for (i, h) in rec.tx_hashes.iter().enumerate() {
+                    listed.push((*h, seq, u32::try_from(i).unwrap_or(u32::MAX)));
+                }
+            }
+            r.txs += listed.len() as u64;
+            self.check_listed(&mut listed, r)?;
+        }
+        if last_seen != mark.last {
+            r.problem(format!(
+                "MARK: last ledger {:?}, the ledgers table ends at {last_seen:?}",
+                mark.last
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks that the listed hashes resolve in both hash tables.
+    fn check_listed(
+        &self,
+        listed: &mut [(TxHash, u32, u32)],
+        r: &mut CheckReport,
+    ) -> StoreResult<()> {
+        listed.sort_unstable_by_key(|(h, _, _)| *h);
+        let keys: Vec<&[u8]> = listed.iter().map(|(h, _, _)| &h.0[..]).collect();
+        let index = self.tx_index.multi_get(&keys)?;
+        let data = self.tx_data.multi_get(&keys)?;
+        for (((h, seq, i), ix), dv) in listed.iter().zip(index).zip(data) {
+            let at = format!("listed by ledgers[{seq}] at index {i}");
+            match ix.as_deref().map(u32::decompress) {
+                None => r.problem(format!("tx_index: {h} is missing ({at})")),
+                Some(Err(e)) => r.problem(format!("tx_index: {h}: {e}")),
+                Some(Ok(v)) if v != *seq => {
+                    r.problem(format!("tx_index: {h} points at ledger {v} ({at})"))
+                }
+                Some(Ok(_)) => {}
+            }
+            match dv.as_deref().map(TxRecord::decompress) {
+                None => r.problem(format!("tx_data: {h} is missing ({at})")),
+                Some(Err(e)) => r.problem(format!("tx_data: {h}: record does not decode: {e}")),
+                Some(Ok(rec)) if rec.ledger_seq != *seq || rec.index != *i => r.problem(format!(
+                    "tx_data: {h}: record says ledger {} index {} ({at})",
+                    rec.ledger_seq, rec.index
+                )),
+                Some(Ok(_)) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts a hash table's entries, checks their keys, and names the
+    /// entries no ledger lists when there are more entries than listed
+    /// hashes.
+    fn check_hash_table(
+        &self,
+        table: TableId,
+        listed: u64,
+        r: &mut CheckReport,
+    ) -> StoreResult<u64> {
+        let kv = self.table(table);
+        let name = table.name();
+        let count = scan_all(kv, |key, _| {
+            if TxHash::from_slice(key).is_none() {
+                r.problem(format!(
+                    "{name}: key {} is not a 32-byte hash",
+                    hex::encode(key)
+                ));
+            }
+        })?;
+        if count > listed {
+            r.problem(format!(
+                "{name}: holds {count} entries, the ledger records list {listed}"
+            ));
+            self.name_orphans(table, r)?;
+        }
+        Ok(count)
+    }
+
+    fn name_orphans(&self, table: TableId, r: &mut CheckReport) -> StoreResult<()> {
+        let kv = self.table(table);
+        let mut owners: HashMap<u32, Option<HashSet<TxHash>>> = HashMap::new();
+        let mut entries = Vec::new();
+        scan_all(kv, |key, value| {
+            if let Some(h) = TxHash::from_slice(key) {
+                entries.push((h, value.to_vec()));
+            }
+        })?;
+        for (h, value) in entries {
+            let owner = match table {
+                TableId::TxIndex => u32::decompress(&value).ok(),
+                _ => TxRecord::decompress(&value).ok().map(|rec| rec.ledger_seq),
+            };
+            let Some(seq) = owner else {
+                r.problem(format!("{}: {h}: value does not decode", table.name()));
+                continue;
+            };
+            if owners.len() > 4096 {
+                owners.clear();
+            }
+            let hashes = match owners.get(&seq) {
+                Some(v) => v,
+                None => {
+                    let set = match self.ledgers.get(&seq.to_be_bytes())? {
+                        Some(b) => LedgerRecord::decompress(&b)
+                            .ok()
+                            .map(|rec| rec.tx_hashes.into_iter().collect()),
+                        None => None,
+                    };
+                    owners.entry(seq).or_insert(set)
+                }
+            };
+            if !hashes.as_ref().is_some_and(|s| s.contains(&h)) {
+                r.problem(format!(
+                    "{}: {h} belongs to ledger {seq}, which does not list it",
+                    table.name()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Visits every entry of `kv` in key order; returns the count.
+fn scan_all(kv: &dyn KvStore, mut f: impl FnMut(&[u8], &[u8])) -> StoreResult<u64> {
+    let mut from = Vec::new();
+    let mut count = 0u64;
+    loop {
+        let chunk = kv.scan(&from, HASH_CHUNK)?;
+        let Some((last, _)) = chunk.last() else {
+            return Ok(count);
+        };
+        from = after(last);
+        for (k, v) in &chunk {
+            f(k, v);
+        }
+        count += chunk.len() as u64;
+    }
+}

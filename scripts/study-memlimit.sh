@@ -5,12 +5,13 @@
 # stores outgrow LIMIT their reads and compactions go to the disk.
 #
 #   scripts/study-memlimit.sh LIMIT [KEY=VALUE...]
-#   scripts/study-memlimit.sh 3G STUDY_BATCHES=20 STUDY_LEDGERS=200
+#   scripts/study-memlimit.sh 3G STUDY_BATCHES=30 STUDY_LEDGERS=100
 #
-# The study process holds one batch in memory (~2.7 MB raw per default
-# ledger plus its compressed copy), so keep LIMIT above a few batches'
-# worth: STUDY_LEDGERS=200 needs ~1.5 GB of its own. The report's header
-# prints the limit in force. Needs root (or a delegated cgroup). Without
+# The limit covers the study's own memory too: one batch raw and compressed
+# (~2.7 MB raw per default ledger), memtables, the block cache and MDBX's
+# dirty pages. At STUDY_LEDGERS=200 that passed 2 GB and a 2G limit
+# OOM-killed the run; use STUDY_LEDGERS=100 with LIMIT >= 3G. The report's
+# header prints the limit in force. Needs root (or a delegated cgroup). Without
 # cgroupfs access, the systemd equivalent is:
 #   systemd-run --scope -p MemoryMax=3G cargo bench --workspace -- study
 set -euo pipefail

@@ -91,6 +91,9 @@ fn layout_color(i: usize) -> RGBColor {
     COLORS[i % COLORS.len()]
 }
 
+/// One line of a panel: layout index (its color), layout name, points.
+type Series<'a> = (usize, &'a str, Vec<(u32, f64)>);
+
 fn plot_err(e: impl std::fmt::Display) -> BenchError {
     BenchError::Plot(e.to_string())
 }
@@ -113,7 +116,7 @@ pub fn write_plot(path: &Path, runs: &[LayoutRun], subtitle: &str) -> BenchResul
         )
         .map_err(plot_err)?;
     for (panel, table) in root.split_evenly((1, tables.len())).iter().zip(&tables) {
-        let series: Vec<(usize, &str, Vec<(u32, f64)>)> = runs
+        let series: Vec<Series> = runs
             .iter()
             .enumerate()
             .map(|(i, run)| {
@@ -149,7 +152,7 @@ pub fn write_plot(path: &Path, runs: &[LayoutRun], subtitle: &str) -> BenchResul
             })
             .collect();
         let mut chart = ChartBuilder::on(panel)
-            .caption(table.to_string(), ("sans-serif", 20))
+            .caption(*table, ("sans-serif", 20))
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(60)

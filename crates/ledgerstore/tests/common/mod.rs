@@ -54,8 +54,7 @@ pub fn small_engine_flags() -> [&'static str; 6] {
 }
 
 pub fn run(mut c: Command) -> Output {
-    let out = c.output().expect("spawn ledgerstore");
-    out
+    c.output().expect("spawn ledgerstore")
 }
 
 pub fn stdout(o: &Output) -> String {

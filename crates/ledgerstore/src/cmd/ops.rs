@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use ledgerstore_proto::v1 as pb;
-use ledgerstore_store::{BackupInfo, CheckReport};
+use ledgerstore_store::CheckReport;
 use tonic::metadata::MetadataValue;
 
 use crate::cli::{
@@ -56,17 +56,30 @@ fn render_check(dir: &Path, r: &CheckReport) -> String {
     out
 }
 
-fn render_backup(dest: &Path, b: &BackupInfo) -> String {
-    format!(
-        "backup {}: layout {}  mark {}  txs {}  {:.1} MB  ingest paused {:.3}s  total {:.2}s\n",
-        dest.display(),
-        b.layout,
-        b.mark.map_or("-".into(), |m| m.to_string()),
-        b.txs,
-        b.bytes as f64 / 1e6,
-        b.pause_s,
-        b.total_s
-    )
+/// One backup line; the offline path and the Admin RPC print the same.
+struct BackupLine<'a> {
+    dest: &'a str,
+    layout: &'a str,
+    mark: Option<u32>,
+    txs: u64,
+    bytes: u64,
+    pause_s: f64,
+    total_s: f64,
+}
+
+impl BackupLine<'_> {
+    fn render(&self) -> String {
+        format!(
+            "backup {}: layout {}  mark {}  txs {}  {:.1} MB  ingest paused {:.3}s  total {:.2}s",
+            self.dest,
+            self.layout,
+            self.mark.map_or("-".into(), |m| m.to_string()),
+            self.txs,
+            self.bytes as f64 / 1e6,
+            self.pause_s,
+            self.total_s
+        )
+    }
 }
 
 pub fn backup(a: BackupArgs) -> Result<()> {
@@ -79,7 +92,20 @@ pub fn backup(a: BackupArgs) -> Result<()> {
         if a.json {
             println!("{}", serde_json::to_string_pretty(&info)?);
         } else {
-            print!("{}", render_backup(&a.to, &info));
+            let dest = a.to.display().to_string();
+            println!(
+                "{}",
+                BackupLine {
+                    dest: &dest,
+                    layout: info.layout.name(),
+                    mark: info.mark,
+                    txs: info.txs,
+                    bytes: info.bytes,
+                    pause_s: info.pause_s,
+                    total_s: info.total_s,
+                }
+                .render()
+            );
         }
         return Ok(());
     }
@@ -122,18 +148,17 @@ pub fn backup(a: BackupArgs) -> Result<()> {
         );
     } else {
         println!(
-            "backup {}: layout {}  mark {}  txs {}  {:.1} MB  ingest paused {:.3}s  total {:.2}s",
-            r.dest,
-            r.layout,
-            if r.has_mark {
-                r.mark.to_string()
-            } else {
-                "-".into()
-            },
-            r.txs,
-            r.bytes as f64 / 1e6,
-            r.pause_seconds,
-            r.total_seconds
+            "{}",
+            BackupLine {
+                dest: &r.dest,
+                layout: &r.layout,
+                mark: r.has_mark.then_some(r.mark),
+                txs: r.txs,
+                bytes: r.bytes,
+                pause_s: r.pause_seconds,
+                total_s: r.total_seconds,
+            }
+            .render()
         );
     }
     Ok(())

@@ -1,6 +1,9 @@
 //! zstd codec of the stored records (`cargo bench --workspace -- codec/`): encode +
 //! compress and decompress + decode of a synthetic ~5 KB tx record and a
 //! ~1.4 MB ledger record, at the levels an operator would choose between.
+//! `codec/stellar`: decoding and extracting the real pubnet ledger 53312000
+//! (372 KB of XDR, 163 txs), which is what the source side of a Stellar
+//! ingest costs per ledger.
 
 use std::hint::black_box;
 
@@ -53,6 +56,26 @@ fn codec(c: &mut Criterion) {
     let stored = lrec.compress(3).expect("compress");
     g.bench_function("decompress", |b| {
         b.iter(|| black_box(LedgerRecord::decompress(&stored).expect("decompress")))
+    });
+    g.finish();
+    stellar(c);
+}
+
+fn stellar(c: &mut Criterion) {
+    use ledgerstore_stellar::{Network, ReadLimits, decode_file, file::maybe_decompress};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../crates/stellar/testdata/FCD285FF--53312000.xdr.zstd");
+    let file = std::fs::read(path).expect("fixture");
+    let plain = maybe_decompress(&file, "f", 1 << 30).expect("zstd");
+    let net = Network::parse("pubnet").expect("net");
+    let mut g = c.benchmark_group("codec/stellar");
+    g.throughput(Throughput::Bytes(plain.len() as u64));
+    g.sample_size(30);
+    g.bench_function("extract_pubnet_53312000/xdr", |b| {
+        b.iter(|| black_box(decode_file(&plain, "f", &net, ReadLimits::default()).expect("x")))
+    });
+    g.bench_function("extract_pubnet_53312000/zstd_file", |b| {
+        b.iter(|| black_box(decode_file(&file, "f", &net, ReadLimits::default()).expect("x")))
     });
     g.finish();
 }

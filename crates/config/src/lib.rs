@@ -57,6 +57,8 @@ pub struct Config {
     pub metrics: MetricsConfig,
     /// `[log]`: logging.
     pub log: LogConfig,
+    /// `[stellar]`: Stellar-native ingest.
+    pub stellar: StellarConfig,
 }
 
 /// `[db]`.
@@ -265,6 +267,24 @@ impl Default for LogConfig {
     }
 }
 
+/// `[stellar]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct StellarConfig {
+    /// Network of raw `LedgerCloseMeta` sent to IngestLedgers without a
+    /// `stellar_network`: pubnet, testnet, futurenet, standalone, or a full
+    /// passphrase. Transaction hashes are computed with it.
+    pub network: String,
+}
+
+impl Default for StellarConfig {
+    fn default() -> Self {
+        Self {
+            network: "pubnet".into(),
+        }
+    }
+}
+
 fn invalid(key: &'static str, value: impl ToString, expected: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
         key,
@@ -383,6 +403,13 @@ impl Config {
                 "query.timeout_ms",
                 self.query.timeout_ms,
                 "at least 1",
+            ));
+        }
+        if let Err(e) = ledgerstore_stellar::Network::parse(&self.stellar.network) {
+            return Err(invalid(
+                "stellar.network",
+                &self.stellar.network,
+                e.to_string(),
             ));
         }
         if !matches!(self.log.format.as_str(), "text" | "json") {

@@ -60,6 +60,18 @@ fn bad_values_name_the_key_and_the_expected_range() {
         .to_string();
     assert!(e.contains("not_a_key"), "{e}");
 
+    std::fs::write(&file, "[stellar]\nnetwork = \"pubnett\"\n").expect("write");
+    let e = Config::load(Some(&file), &[])
+        .expect_err("bad network")
+        .to_string();
+    assert!(e.contains("stellar.network = pubnett"), "{e}");
+    assert!(e.contains("standalone"), "{e}");
+    std::fs::write(&file, "[stellar]\nnetwork = \"My Net ; 2026\"\n").expect("write");
+    assert!(
+        Config::load(Some(&file), &[]).is_ok(),
+        "a passphrase is a network"
+    );
+
     let e = Config::load(Some(&dir.path().join("missing.toml")), &[]).expect_err("missing");
     assert!(e.to_string().contains("an existing TOML file"), "{e}");
 }

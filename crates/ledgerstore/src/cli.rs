@@ -28,9 +28,11 @@ pub enum Command {
     /// Show the effective configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
-    /// Bulk-ingest ledgers into a data dir, printing a timing report per batch.
+    /// Bulk-ingest ledgers (synthetic, or real Stellar ledgers from a data lake
+    /// or a file) into a data dir, printing a timing report per batch.
     Ingest(IngestArgs),
-    /// Stream ledgers into a running daemon (the reference ingestion client).
+    /// Stream ledgers into a running daemon (the reference ingestion client);
+    /// Stellar ledgers go as raw LedgerCloseMeta, which the daemon extracts.
     Push(PushArgs),
     /// Read a ledger or a transaction from a data dir.
     #[command(subcommand)]
@@ -158,6 +160,10 @@ pub struct DaemonFlags {
     /// [limits] max_ledger_bytes.
     #[arg(long = "limits.max-ledger-bytes", value_name = "BYTES")]
     pub limits_max_ledger_bytes: Option<i64>,
+    /// [stellar] network of raw LedgerCloseMeta: pubnet, testnet, futurenet,
+    /// standalone, or a passphrase.
+    #[arg(long = "stellar.network", value_name = "NETWORK")]
+    pub stellar_network: Option<String>,
     /// [log] format: text or json.
     #[arg(long = "log.format", value_name = "FORMAT")]
     pub log_format: Option<String>,
@@ -208,12 +214,51 @@ pub struct StoreArgs {
     pub engines: EngineFlags,
 }
 
+/// Where ledgers come from: exactly one of these.
+#[derive(Debug, Args, Clone)]
+#[group(required = true, multiple = false)]
+pub struct SourceArgs {
+    /// Generate Stellar-shaped synthetic ledgers (needs --ledgers).
+    #[arg(long)]
+    pub synthetic: bool,
+    /// Real Stellar ledgers from a data lake in the SEP-54 layout (Galexie's):
+    /// partition folders of `hex(0xFFFFFFFF-seq)--seq[-end].xdr.zst` files.
+    #[arg(long = "stellar-datalake", value_name = "DIR")]
+    pub stellar_datalake: Option<PathBuf>,
+    /// Real Stellar ledgers from one file: a LedgerCloseMetaBatch (a data-lake
+    /// file) or a record-marked LedgerCloseMeta stream, zstd or not.
+    #[arg(long = "stellar-file", value_name = "FILE")]
+    pub stellar_file: Option<PathBuf>,
+}
+
+/// How Stellar ledgers are read.
+#[derive(Debug, Args, Clone)]
+pub struct StellarArgs {
+    /// Network whose passphrase the tx hashes use: pubnet, testnet, futurenet,
+    /// standalone, or a passphrase. Required, except for a data lake whose
+    /// .config.json names it.
+    #[arg(long, value_name = "NETWORK")]
+    pub network: Option<String>,
+    /// First ledger to read (default: the source's first, or the one after
+    /// the mark when resuming).
+    #[arg(long, value_name = "SEQ")]
+    pub from: Option<u32>,
+    /// Last ledger to read, inclusive (default: the source's last).
+    #[arg(long, value_name = "SEQ")]
+    pub to: Option<u32>,
+    /// Files (or stream frames) fetched and decoded ahead of the writer, in
+    /// parallel.
+    #[arg(long = "read-ahead", value_name = "N", default_value_t = 8,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub read_ahead: u16,
+}
+
 /// Shape of the synthetic workload (deterministic from --seed).
 #[derive(Debug, Args, Clone)]
 pub struct SynthArgs {
-    /// Ledgers to send in this run (after the mark, if there is one).
+    /// Synthetic ledgers to send in this run (after the mark, if there is one).
     #[arg(long, value_name = "N")]
-    pub ledgers: u32,
+    pub ledgers: Option<u32>,
     /// First ledger when the store is empty; later runs continue from the mark.
     #[arg(long = "start-ledger", value_name = "SEQ", default_value_t = 1)]
     pub start_ledger: u32,
@@ -239,9 +284,10 @@ pub struct SynthArgs {
 pub struct IngestArgs {
     #[command(flatten)]
     pub store: StoreArgs,
-    /// Generate Stellar-shaped synthetic ledgers.
-    #[arg(long, required = true)]
-    pub synthetic: bool,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub stellar: StellarArgs,
     #[command(flatten)]
     pub synth: SynthArgs,
     /// Ledgers per store batch.
@@ -264,9 +310,10 @@ pub struct IngestArgs {
 
 #[derive(Debug, Args)]
 pub struct PushArgs {
-    /// Generate Stellar-shaped synthetic ledgers.
-    #[arg(long, required = true)]
-    pub synthetic: bool,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub stellar: StellarArgs,
     #[command(flatten)]
     pub synth: SynthArgs,
     #[command(flatten)]
@@ -343,8 +390,10 @@ pub struct GetLedgerArgs {
 
 #[derive(Debug, Args)]
 pub struct GetTxArgs {
-    /// Transaction hash, 64 hex digits.
-    pub hash: String,
+    /// Transaction hashes, 64 hex digits each. With several and --json, one
+    /// JSON object per line.
+    #[arg(required = true, num_args = 1.., value_name = "HASH")]
+    pub hashes: Vec<String>,
     #[command(flatten)]
     pub store: StoreArgs,
     #[command(flatten)]

@@ -95,6 +95,7 @@ pub fn daemon(f: &DaemonFlags) -> Result<Config> {
         &f.limits_max_ledger_bytes,
         int,
     );
+    push(&mut o, "stellar.network", &f.stellar_network, string);
     push(&mut o, "log.format", &f.log_format, string);
     engine_overrides(&f.engines, &mut o);
     Config::load(f.config.as_deref(), &o).context("loading the configuration")

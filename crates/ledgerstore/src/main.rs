@@ -10,6 +10,9 @@ mod open;
 
 fn main() {
     let args = cli::Cli::parse();
+    if !matches!(args.command, cli::Command::Serve(_)) {
+        restore_sigpipe();
+    }
     if let Err(e) = run(args) {
         eprintln!("error: {e:#}");
         std::process::exit(1);
@@ -37,7 +40,19 @@ fn run(args: cli::Cli) -> Result<()> {
     }
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
+/// A CLI piped into `head` should end quietly when the pipe closes, as
+/// Unix tools do, instead of panicking in `println!`. (Rust ignores SIGPIPE
+/// by default; the daemon keeps that.)
+#[allow(unsafe_code)]
+fn restore_sigpipe() {
+    // SAFETY: called once at startup, before any thread exists; it only
+    // resets a signal disposition to the OS default.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?)

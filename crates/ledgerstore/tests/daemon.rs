@@ -58,6 +58,7 @@ fn request(ledgers: Vec<ledgerstore_db_api::LedgerInput>) -> pb::IngestRequest {
     pb::IngestRequest {
         mode: pb::IngestMode::Bulk as i32,
         ledgers: ledgers.into_iter().map(to_pb).collect(),
+        ..Default::default()
     }
 }
 
@@ -324,7 +325,7 @@ async fn every_error_code_with_a_real_client() {
         t,
         vec![pb::IngestRequest {
             mode: 0,
-            ledgers: vec![],
+            ..Default::default()
         }],
     )
     .await;

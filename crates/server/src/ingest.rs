@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use futures::FutureExt;
 use ledgerstore_db_api::LedgerInput;
 use ledgerstore_proto::v1 as pb;
+use ledgerstore_stellar::{Network, ledger_from_xdr};
 use ledgerstore_store::{IngestOutcome, Ledgerstore};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -18,7 +19,7 @@ use tonic::{Code, Request, Response, Status, Streaming};
 
 use crate::convert::ledger_in;
 use crate::state::AppState;
-use crate::status::{from_store, internal_join};
+use crate::status::{from_stellar, from_store, internal_join};
 
 const SERVICE: &str = "ledgerstore.v1.Ingest";
 const METHOD: &str = "IngestLedgers";
@@ -225,13 +226,16 @@ async fn read_loop(
             Ok(Some(req)) => {
                 state.metrics.received(SERVICE, METHOD);
                 live.get_or_insert(req.mode() == pb::IngestMode::Live);
-                if let Err(e) = check_request(&req, cfg.max_ledgers_per_request) {
-                    let code = e.code();
-                    let _ = acks.send(Err(e)).await;
-                    return code;
-                }
                 since.get_or_insert_with(Instant::now);
-                pending.extend(req.ledgers.into_iter().map(ledger_in));
+                let ledgers = match request_ledgers(state, req).await {
+                    Ok(l) => l,
+                    Err(e) => {
+                        let code = e.code();
+                        let _ = acks.send(Err(e)).await;
+                        return code;
+                    }
+                };
+                pending.extend(ledgers);
                 while pending.len() >= target {
                     let rest = pending.split_off(target);
                     let full = std::mem::replace(&mut pending, rest);
@@ -279,18 +283,73 @@ async fn read_loop(
 }
 
 fn check_request(req: &pb::IngestRequest, max: usize) -> Result<(), Status> {
-    if req.ledgers.is_empty() {
-        return Err(Status::invalid_argument(
-            "ledgers: each IngestRequest must carry at least one ledger",
-        ));
-    }
-    if req.ledgers.len() > max {
+    let (field, n) = match (req.ledgers.len(), req.stellar_ledgers.len()) {
+        (0, 0) => {
+            return Err(Status::invalid_argument(
+                "ledgers: each IngestRequest must carry at least one ledger (in ledgers or \
+                 stellar_ledgers)",
+            ));
+        }
+        (n, 0) => ("ledgers", n),
+        (0, n) => ("stellar_ledgers", n),
+        (a, b) => {
+            return Err(Status::invalid_argument(format!(
+                "stellar_ledgers: a request carries either ledgers or stellar_ledgers, got {a} \
+                 and {b}"
+            )));
+        }
+    };
+    if n > max {
         return Err(Status::invalid_argument(format!(
-            "ledgers: at most {max} per IngestRequest (ingest.max_ledgers_per_request), got {}",
-            req.ledgers.len()
+            "{field}: at most {max} per IngestRequest (ingest.max_ledgers_per_request), got {n}"
         )));
     }
     Ok(())
+}
+
+/// The request's ledgers as the store takes them. Raw Stellar ledgers are
+/// decoded and extracted here, in parallel on the blocking pool.
+async fn request_ledgers(
+    state: &AppState,
+    req: pb::IngestRequest,
+) -> Result<Vec<LedgerInput>, Status> {
+    check_request(&req, state.cfg.ingest.max_ledgers_per_request)?;
+    if req.stellar_ledgers.is_empty() {
+        return Ok(req.ledgers.into_iter().map(ledger_in).collect());
+    }
+    let network = if req.stellar_network.is_empty() {
+        &state.cfg.stellar.network
+    } else {
+        &req.stellar_network
+    };
+    let network = Network::parse(network).map_err(|e| from_stellar("stellar_network", &e))?;
+    let tasks = req.stellar_ledgers.into_iter().map(|l| {
+        let network = network.clone();
+        let metrics = state.metrics.clone();
+        tokio::task::spawn_blocking(move || {
+            let t = Instant::now();
+            let r = ledger_from_xdr(l.ledger_close_meta, &network, "ledger_close_meta");
+            metrics.stellar(r.is_ok(), t.elapsed().as_secs_f64());
+            r
+        })
+    });
+    let mut out: Vec<LedgerInput> = Vec::new();
+    for (i, r) in futures::future::join_all(tasks)
+        .await
+        .into_iter()
+        .enumerate()
+    {
+        match r.map_err(internal_join)? {
+            Ok(l) => out.push(l),
+            Err(e) => {
+                let after = out
+                    .last()
+                    .map_or(String::new(), |p| format!(" (the ledger after {})", p.seq));
+                return Err(from_stellar(&format!("stellar_ledgers[{i}]{after}"), &e));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Sends what is pending; false when the committer has stopped.

@@ -42,6 +42,8 @@ pub struct Metrics {
     mdbx_pages: IntGaugeVec,
     mdbx_free_pages: IntGaugeVec,
     mdbx_reader_lag: IntGaugeVec,
+    stellar_ledgers: IntCounterVec,
+    stellar_seconds: HistogramVec,
 }
 
 const GRPC_LABELS: [&str; 3] = ["grpc_type", "grpc_service", "grpc_method"];
@@ -85,6 +87,7 @@ impl Metrics {
         ))?;
         let rpc_buckets = prometheus::exponential_buckets(0.0001, 4.0, 11)?;
         let batch_buckets = prometheus::exponential_buckets(0.001, 2.5, 16)?;
+        let extract_buckets = prometheus::exponential_buckets(0.0001, 2.5, 14)?;
         let one = |name: &str, help: &str| -> prometheus::Result<IntCounter> {
             let c = IntCounter::new(name, help)?;
             r.register(Box::new(c.clone()))?;
@@ -204,6 +207,19 @@ impl Metrics {
                 "Commits between the oldest MDBX reader's snapshot and the newest.",
                 &["table"],
             )?,
+            stellar_ledgers: counter(
+                &r,
+                "ledgerstore_stellar_ledgers_total",
+                "Raw LedgerCloseMeta received over gRPC, by result (extracted, refused).",
+                &["result"],
+            )?,
+            stellar_seconds: histogram(
+                &r,
+                "ledgerstore_stellar_extract_seconds",
+                "Time to decode one raw LedgerCloseMeta and extract its transactions.",
+                &[],
+                extract_buckets,
+            )?,
             registry: r,
         })
     }
@@ -237,6 +253,15 @@ impl Metrics {
         self.grpc_sent
             .with_label_values(&[kind, service, method])
             .inc();
+    }
+
+    /// Records one raw Stellar ledger decoded (or refused) by the server.
+    pub fn stellar(&self, extracted: bool, seconds: f64) {
+        let result = if extracted { "extracted" } else { "refused" };
+        self.stellar_ledgers.with_label_values(&[result]).inc();
+        self.stellar_seconds
+            .with_label_values(&[] as &[&str])
+            .observe(seconds);
     }
 
     /// Records a committed batch.

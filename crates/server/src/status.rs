@@ -1,6 +1,7 @@
 //! The one place where errors become gRPC statuses. Every message names
 //! the field and the expected value.
 
+use ledgerstore_stellar::StellarError;
 use ledgerstore_store::StoreError;
 use tonic::{Code, Status};
 
@@ -21,6 +22,16 @@ pub fn from_store(e: &StoreError) -> Status {
         e.to_string()
     };
     Status::new(code, message)
+}
+
+/// Maps a failure to decode or extract a raw Stellar ledger; `field` names
+/// the request field (e.g. `stellar_ledgers[3]`).
+pub fn from_stellar(field: &str, e: &StellarError) -> Status {
+    let code = match e {
+        StellarError::Task(_) | StellarError::Io { .. } | StellarError::Store(_) => Code::Internal,
+        _ => Code::InvalidArgument,
+    };
+    Status::new(code, format!("{field}: {e}"))
 }
 
 /// `field` must be 32 bytes.

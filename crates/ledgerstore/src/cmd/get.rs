@@ -34,14 +34,39 @@ fn ledger(a: GetLedgerArgs) -> Result<()> {
 }
 
 fn tx(a: GetTxArgs) -> Result<()> {
-    let hash = print::parse_hash(&a.hash)?;
+    let hashes = a
+        .hashes
+        .iter()
+        .map(|h| print::parse_hash(h))
+        .collect::<Result<Vec<_>>>()?;
     let store = open::existing(&a.store)?;
-    let Some(r) = store.get_tx(&hash)? else {
+    let many = hashes.len() > 1;
+    let mut missing = Vec::new();
+    for hash in &hashes {
+        match store.get_tx(hash)? {
+            Some(r) if many => print::tx_line(hash, &r, a.out)?,
+            Some(r) => print::tx(hash, &r, a.out)?,
+            None => missing.push(hash.to_hex()),
+        }
+    }
+    if let [one] = &missing[..]
+        && !many
+    {
         bail!(
-            "transaction {hash} not found in {} ({})",
+            "transaction {one} not found in {} ({})",
             a.store.data_dir.display(),
             mark_text(store.last_ledger())
         );
-    };
-    print::tx(&hash, &r, a.out)
+    }
+    if !missing.is_empty() {
+        bail!(
+            "{} of {} transactions not found in {} ({}): {}",
+            missing.len(),
+            hashes.len(),
+            a.store.data_dir.display(),
+            mark_text(store.last_ledger()),
+            missing.join(", ")
+        );
+    }
+    Ok(())
 }

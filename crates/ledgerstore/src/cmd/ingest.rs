@@ -1,30 +1,31 @@
-//! `ledgerstore ingest --synthetic`: bulk ingest with a per-batch report.
+//! `ledgerstore ingest`: bulk ingest into a data dir with a per-batch report.
 //!
-//! A generator thread produces the next batch while the store writes the
-//! current one; the time the writer waits for it is the batch's source time.
+//! The source runs ahead of the writer: a generator thread (synthetic), or
+//! Stellar files fetched and decoded in parallel on a tokio runtime. The
+//! time the writer waits for the next batch is the batch's source time,
+//! the field study's "GetLedger" time.
 
 use std::sync::mpsc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Context, Result, bail, ensure};
+use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
-use ledgerstore_store::StoreOptions;
+use ledgerstore_db_api::LedgerInput;
+use ledgerstore_stellar::SourceSpec;
+use ledgerstore_store::{Ledgerstore, StoreOptions};
 use ledgerstore_synth::{Synth, SynthConfig};
 
 use crate::cli::{IngestArgs, SynthArgs};
+use crate::cmd::source::{open_stellar, resume_from, stellar_spec};
 use crate::open;
 
 pub fn run(a: IngestArgs) -> Result<()> {
-    ensure!(
-        a.synthetic,
-        "only --synthetic ingest is available in this build"
-    );
     ensure!(a.batch_ledgers >= 1, "--batch-ledgers must be at least 1");
-    ensure!(
-        a.synth.tx_bytes >= 128,
-        "--tx-bytes must be at least 128, got {}",
-        a.synth.tx_bytes
-    );
+    let spec = stellar_spec(&a.source);
+    if spec.is_none() {
+        check_synth(&a.synth)?;
+    }
     let report_jsonl = a
         .report_jsonl
         .clone()
@@ -38,22 +39,108 @@ pub fn run(a: IngestArgs) -> Result<()> {
             ..StoreOptions::default()
         },
     )?;
+    match spec {
+        None => synthetic(&a, store),
+        Some(spec) => stellar(&a, &spec, store),
+    }
+}
+
+/// `--ledgers` is needed, and sane sizes.
+pub fn check_synth(s: &SynthArgs) -> Result<u32> {
+    let Some(n) = s.ledgers else {
+        bail!("--synthetic needs --ledgers N");
+    };
+    ensure!(
+        s.tx_bytes >= 128,
+        "--tx-bytes must be at least 128, got {}",
+        s.tx_bytes
+    );
+    Ok(n)
+}
+
+/// Writes batches and prints their reports.
+struct Writer {
+    store: Ledgerstore,
+    progress: ProgressBar,
+    committed: u64,
+    started: Instant,
+}
+
+impl Writer {
+    fn new(store: Ledgerstore, progress: ProgressBar) -> Self {
+        Self {
+            store,
+            progress,
+            committed: 0,
+            started: Instant::now(),
+        }
+    }
+
+    fn write(&mut self, ledgers: &[LedgerInput], source: Duration) -> Result<()> {
+        let out = self.store.ingest(ledgers, source)?;
+        self.committed += out.committed as u64;
+        self.progress.inc(ledgers.len() as u64);
+        if let Some(r) = out.report {
+            self.progress.suspend(|| {
+                println!("{}", r.render());
+                println!("committed through ledger {} (durable mark)", r.last_ledger);
+            });
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<Option<u32>> {
+        self.progress.finish_and_clear();
+        let mark = self.store.last_ledger();
+        self.store.close()?;
+        let secs = self.started.elapsed().as_secs_f64();
+        println!(
+            "done: {} ledgers in {secs:.1}s ({:.1} ledgers/s); mark {mark:?}",
+            self.committed,
+            self.committed as f64 / secs.max(1e-9),
+        );
+        Ok(mark)
+    }
+}
+
+fn progress(no_progress: bool, len: Option<u64>) -> ProgressBar {
+    if no_progress {
+        return ProgressBar::hidden();
+    }
+    let (bar, template) = match len {
+        Some(n) => (
+            ProgressBar::new(n),
+            "{bar:40} {pos}/{len} ledgers {per_sec} eta {eta}",
+        ),
+        None => (
+            ProgressBar::new_spinner(),
+            "{spinner} {pos} ledgers {per_sec}",
+        ),
+    };
+    bar.set_style(
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+fn synthetic(a: &IngestArgs, store: Ledgerstore) -> Result<()> {
+    let ledgers = check_synth(&a.synth)?;
     let start = match store.last_ledger() {
         Some(last) => last
             .checked_add(1)
             .context("the data dir's mark is at the last possible ledger")?,
         None => a.synth.start_ledger,
     };
-    let end = start
-        .checked_add(a.synth.ledgers.saturating_sub(1))
-        .context("--ledgers runs past the last possible ledger seq")?;
-    if a.synth.ledgers == 0 {
+    if ledgers == 0 {
         println!(
             "nothing to do: --ledgers 0 (mark: {:?})",
             store.last_ledger()
         );
         return Ok(());
     }
+    let end = start
+        .checked_add(ledgers - 1)
+        .context("--ledgers runs past the last possible ledger seq")?;
     println!(
         "ingesting ledgers {start}..={end} into {} (layout {}, {} per batch)",
         store.path().display(),
@@ -61,16 +148,7 @@ pub fn run(a: IngestArgs) -> Result<()> {
         a.batch_ledgers
     );
     let synth = synth_from(&a.synth);
-    let progress = if a.no_progress {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new(u64::from(a.synth.ledgers))
-    };
-    progress.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} ledgers {per_sec} eta {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-
+    let mut w = Writer::new(store, progress(a.no_progress, Some(u64::from(ledgers))));
     let (tx, rx) = mpsc::sync_channel(1);
     let batch = a.batch_ledgers;
     let generator = std::thread::spawn(move || {
@@ -83,33 +161,122 @@ pub fn run(a: IngestArgs) -> Result<()> {
             from += count;
         }
     });
-    let started = Instant::now();
-    let mut committed = 0u64;
     loop {
         let wait = Instant::now();
         let Ok(ledgers) = rx.recv() else { break };
-        let source = wait.elapsed();
-        let out = store.ingest(&ledgers, source)?;
-        committed += out.committed as u64;
-        progress.inc(ledgers.len() as u64);
-        if let Some(r) = out.report {
-            progress.suspend(|| {
-                println!("{}", r.render());
-                println!("committed through ledger {} (durable mark)", r.last_ledger);
-            });
-        }
+        w.write(&ledgers, wait.elapsed())?;
     }
-    progress.finish_and_clear();
     generator
         .join()
         .map_err(|_| anyhow::anyhow!("the synthetic generator panicked"))?;
-    store.close()?;
-    let secs = started.elapsed().as_secs_f64();
+    w.finish()?;
+    Ok(())
+}
+
+/// What the Stellar source did, for the closing line.
+#[derive(Default)]
+struct SourceTally {
+    units: u64,
+    ledgers: u64,
+    txs: u64,
+    read_bytes: u64,
+    fetch_decode: Duration,
+    waited: Duration,
+}
+
+fn stellar(a: &IngestArgs, spec: &SourceSpec, store: Ledgerstore) -> Result<()> {
+    let from = resume_from(&a.stellar, store.last_ledger())?;
+    if let (Some(f), Some(t)) = (from, a.stellar.to)
+        && f > t
+    {
+        println!(
+            "nothing to do: ledgers through {} are durable in {}",
+            f - 1,
+            store.path().display()
+        );
+        return Ok(());
+    }
+    let rt = crate::runtime()?;
+    let (network, opened) = rt.block_on(open_stellar(spec, &a.stellar, from))?;
     println!(
-        "done: {committed} ledgers in {secs:.1}s ({:.1} ledgers/s); mark {:?}",
-        committed as f64 / secs.max(1e-9),
-        store.last_ledger()
+        "ingesting {} (network {network}) into {} (layout {}, {} ledgers per batch)",
+        opened.description,
+        store.path().display(),
+        store.layout(),
+        a.batch_ledgers
     );
+    let len = match (from, a.stellar.to) {
+        (Some(f), Some(t)) => Some(u64::from(t - f) + 1),
+        _ => None,
+    };
+    let mut w = Writer::new(store, progress(a.no_progress, len));
+    let (tx, mut rx) = tokio::sync::mpsc::channel(2);
+    let mut chunks = opened.chunks;
+    rt.spawn(async move {
+        while let Some(c) = chunks.next().await {
+            let stop = c.is_err();
+            if tx.send(c).await.is_err() || stop {
+                break;
+            }
+        }
+    });
+    let batch = a.batch_ledgers as usize;
+    let mut tally = SourceTally::default();
+    let mut pending: Vec<LedgerInput> = Vec::new();
+    let mut waited = Duration::ZERO;
+    let mut failure = None;
+    loop {
+        let t = Instant::now();
+        let next = rx.blocking_recv();
+        waited += t.elapsed();
+        match next {
+            None => break,
+            Some(Err(e)) => {
+                failure = Some(e);
+                break;
+            }
+            Some(Ok(chunk)) => {
+                tally.units += 1;
+                tally.ledgers += chunk.ledgers.len() as u64;
+                tally.txs += chunk
+                    .ledgers
+                    .iter()
+                    .map(|l| l.txs.len() as u64)
+                    .sum::<u64>();
+                tally.read_bytes += chunk.read_bytes;
+                tally.fetch_decode += chunk.fetch_decode;
+                pending.extend(chunk.ledgers);
+                while pending.len() >= batch {
+                    let rest = pending.split_off(batch);
+                    let full = std::mem::replace(&mut pending, rest);
+                    tally.waited += waited;
+                    w.write(&full, std::mem::take(&mut waited))?;
+                }
+            }
+        }
+    }
+    // What arrived before a source error is valid and in order: keep it.
+    if !pending.is_empty() {
+        tally.waited += waited;
+        w.write(&pending, waited)?;
+    }
+    let mark = w.finish()?;
+    println!(
+        "source: {} units, {} ledgers, {} txs, {:.1} MB read; fetch+decode {:.2}s on workers, \
+         writer waited {:.2}s",
+        tally.units,
+        tally.ledgers,
+        tally.txs,
+        tally.read_bytes as f64 / 1e6,
+        tally.fetch_decode.as_secs_f64(),
+        tally.waited.as_secs_f64()
+    );
+    if let Some(e) = failure {
+        let mark = mark.map_or("nothing is durable".into(), |m| {
+            format!("ledgers through {m} are durable")
+        });
+        bail!("the source stopped: {e} ({mark}; fix the source and rerun to resume)");
+    }
     Ok(())
 }
 

@@ -7,4 +7,5 @@ pub mod print;
 pub mod push;
 pub mod remote;
 pub mod serve;
+pub mod source;
 pub mod stats;

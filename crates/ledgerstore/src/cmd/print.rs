@@ -8,8 +8,8 @@ use serde_json::json;
 
 use crate::cli::{Encoding, TxOutput};
 
-pub fn tx(hash: &TxHash, r: &TxRecord, out: TxOutput) -> Result<()> {
-    let enc = |b: &[u8]| match out.encoding {
+fn encoder(out: TxOutput) -> (&'static str, impl Fn(&[u8]) -> String) {
+    let enc = move |b: &[u8]| match out.encoding {
         Encoding::Hex => hex::encode(b),
         Encoding::Base64 => base64::engine::general_purpose::STANDARD.encode(b),
     };
@@ -17,20 +17,43 @@ pub fn tx(hash: &TxHash, r: &TxRecord, out: TxOutput) -> Result<()> {
         Encoding::Hex => "hex",
         Encoding::Base64 => "base64",
     };
+    (encoding, enc)
+}
+
+fn tx_json(hash: &TxHash, r: &TxRecord, out: TxOutput) -> serde_json::Value {
+    let (encoding, enc) = encoder(out);
+    json!({
+        "hash": hash.to_hex(),
+        "ledger_seq": r.ledger_seq,
+        "close_time": r.close_time,
+        "index": r.index,
+        "encoding": encoding,
+        "envelope_bytes": r.envelope.len(),
+        "result_bytes": r.result.len(),
+        "meta_bytes": r.meta.len(),
+        "envelope": enc(&r.envelope),
+        "result": enc(&r.result),
+        "meta": enc(&r.meta),
+    })
+}
+
+/// One of several transactions: a JSON line with --json, else the text form
+/// followed by a blank line.
+pub fn tx_line(hash: &TxHash, r: &TxRecord, out: TxOutput) -> Result<()> {
     if out.json {
-        let v = json!({
-            "hash": hash.to_hex(),
-            "ledger_seq": r.ledger_seq,
-            "close_time": r.close_time,
-            "index": r.index,
-            "encoding": encoding,
-            "envelope_bytes": r.envelope.len(),
-            "result_bytes": r.result.len(),
-            "meta_bytes": r.meta.len(),
-            "envelope": enc(&r.envelope),
-            "result": enc(&r.result),
-            "meta": enc(&r.meta),
-        });
+        println!("{}", serde_json::to_string(&tx_json(hash, r, out))?);
+        Ok(())
+    } else {
+        tx(hash, r, out)?;
+        println!();
+        Ok(())
+    }
+}
+
+pub fn tx(hash: &TxHash, r: &TxRecord, out: TxOutput) -> Result<()> {
+    let (encoding, enc) = encoder(out);
+    if out.json {
+        let v = tx_json(hash, r, out);
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         println!("hash       {}", hash.to_hex());

@@ -1,0 +1,183 @@
+//! `LedgerCloseMeta` → [`LedgerInput`]: the ledger's seq and close time
+//! from its header, and each transaction's hash, envelope, result and meta
+//! in apply order.
+//!
+//! A ledger lists its transactions twice: the tx set (envelopes, in set
+//! order, split into phases and, since protocol 23, parallel stages) and
+//! `tx_processing` (results and meta, in apply order). They are joined by
+//! hash: each envelope's hash is computed with the network passphrase and
+//! must equal the `TransactionResultPair.transactionHash` of exactly one
+//! processing entry. A wrong passphrase therefore fails loudly at the
+//! first transaction instead of storing hashes nobody can look up.
+//!
+//! What is stored per transaction, as exact XDR:
+//! - envelope: `TransactionEnvelope`;
+//! - result: `TransactionResultPair` (hash + `TransactionResult`);
+//! - meta: `TransactionMeta` (`txApplyProcessing`). The fee changes
+//!   (`feeProcessing`, `postTxApplyFeeProcessing`) stay in the ledger's raw
+//!   `LedgerCloseMeta`, which is stored whole.
+
+use std::collections::HashMap;
+
+use ledgerstore_db_api::{LedgerInput, TxInput};
+use stellar_xdr::{
+    GeneralizedTransactionSet, LedgerCloseMeta, LedgerHeader, Limits, ReadXdr, TransactionEnvelope,
+    TransactionMeta, TransactionPhase, TransactionResultPair, TxSetComponent, WriteXdr,
+};
+
+use crate::error::{StellarError, StellarResult};
+use crate::network::Network;
+
+/// Deepest XDR nesting accepted (as soroban-env's default read limit).
+pub const MAX_XDR_DEPTH: u32 = 500;
+
+/// Read limits for `len` bytes of untrusted XDR.
+pub fn limits(len: usize) -> Limits {
+    Limits {
+        depth: MAX_XDR_DEPTH,
+        len,
+    }
+}
+
+/// Decodes one `LedgerCloseMeta` from `bytes` (the whole slice) and
+/// extracts it; `raw` of the result is `bytes`. `at` names the source in
+/// errors (e.g. `stellar_ledgers[3]` or `file.xdr frame 2`).
+pub fn ledger_from_xdr(bytes: Vec<u8>, network: &Network, at: &str) -> StellarResult<LedgerInput> {
+    let lcm = LedgerCloseMeta::from_xdr(&bytes, limits(bytes.len()))
+        .map_err(|e| StellarError::xdr(at, "LedgerCloseMeta", e))?;
+    extract(&lcm, bytes, network)
+}
+
+/// The ledger sequence in a `LedgerCloseMeta`'s header.
+pub fn ledger_seq(lcm: &LedgerCloseMeta) -> u32 {
+    header(lcm).ledger_seq
+}
+
+fn header(lcm: &LedgerCloseMeta) -> &LedgerHeader {
+    match lcm {
+        LedgerCloseMeta::V0(m) => &m.ledger_header.header,
+        LedgerCloseMeta::V1(m) => &m.ledger_header.header,
+        LedgerCloseMeta::V2(m) => &m.ledger_header.header,
+    }
+}
+
+/// Envelopes of the tx set, in set order.
+fn envelopes(lcm: &LedgerCloseMeta) -> Vec<&TransactionEnvelope> {
+    match lcm {
+        LedgerCloseMeta::V0(m) => m.tx_set.txs.iter().collect(),
+        LedgerCloseMeta::V1(m) => generalized(&m.tx_set),
+        LedgerCloseMeta::V2(m) => generalized(&m.tx_set),
+    }
+}
+
+fn generalized(set: &GeneralizedTransactionSet) -> Vec<&TransactionEnvelope> {
+    let GeneralizedTransactionSet::V1(v1) = set;
+    let mut out = Vec::new();
+    for phase in v1.phases.iter() {
+        match phase {
+            TransactionPhase::V0(components) => {
+                for c in components.iter() {
+                    let TxSetComponent::TxsetCompTxsMaybeDiscountedFee(c) = c;
+                    out.extend(c.txs.iter());
+                }
+            }
+            TransactionPhase::V1(parallel) => {
+                for stage in parallel.execution_stages.iter() {
+                    for cluster in stage.0.iter() {
+                        out.extend(cluster.0.iter());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Results and meta, in apply order.
+fn processing(lcm: &LedgerCloseMeta) -> Vec<(&TransactionResultPair, &TransactionMeta)> {
+    match lcm {
+        LedgerCloseMeta::V0(m) => m
+            .tx_processing
+            .iter()
+            .map(|p| (&p.result, &p.tx_apply_processing))
+            .collect(),
+        LedgerCloseMeta::V1(m) => m
+            .tx_processing
+            .iter()
+            .map(|p| (&p.result, &p.tx_apply_processing))
+            .collect(),
+        LedgerCloseMeta::V2(m) => m
+            .tx_processing
+            .iter()
+            .map(|p| (&p.result, &p.tx_apply_processing))
+            .collect(),
+    }
+}
+
+/// Extracts a decoded ledger. `raw` is stored as the ledger's bytes; pass
+/// the `LedgerCloseMeta` XDR it was decoded from.
+pub fn extract(
+    lcm: &LedgerCloseMeta,
+    raw: Vec<u8>,
+    network: &Network,
+) -> StellarResult<LedgerInput> {
+    let h = header(lcm);
+    let seq = h.ledger_seq;
+    let mismatch = |detail: String| StellarError::Mismatch { seq, detail };
+    let set = envelopes(lcm);
+    let applied = processing(lcm);
+    if set.len() != applied.len() {
+        return Err(mismatch(format!(
+            "the tx set holds {} envelopes but tx_processing has {} results",
+            set.len(),
+            applied.len()
+        )));
+    }
+    let network_id = network.id();
+    let mut by_hash: HashMap<[u8; 32], (usize, &TransactionEnvelope)> =
+        HashMap::with_capacity(set.len());
+    for (i, env) in set.iter().enumerate() {
+        let hash = env
+            .hash(network_id)
+            .map_err(|e| StellarError::xdr(format!("ledger {seq} tx set[{i}]"), "envelope", e))?;
+        if let Some((first, _)) = by_hash.insert(hash, (i, env)) {
+            return Err(mismatch(format!(
+                "tx set[{i}] repeats the envelope of tx set[{first}] (hash {})",
+                hex(&hash)
+            )));
+        }
+    }
+    let mut txs = Vec::with_capacity(applied.len());
+    for (index, (pair, meta)) in applied.into_iter().enumerate() {
+        let hash = pair.transaction_hash.0;
+        let Some((_, env)) = by_hash.remove(&hash) else {
+            return Err(mismatch(format!(
+                "tx_processing[{index}] has transactionHash {}, but no envelope of the tx set \
+                 hashes to it under the network passphrase {network} (wrong --network, or a \
+                 corrupt ledger?)",
+                hex(&hash)
+            )));
+        };
+        txs.push(TxInput {
+            hash: hash.to_vec(),
+            envelope: to_xdr(env, seq, index, "envelope")?,
+            result: to_xdr(pair, seq, index, "result")?,
+            meta: to_xdr(meta, seq, index, "meta")?,
+        });
+    }
+    Ok(LedgerInput {
+        seq,
+        close_time: h.scp_value.close_time.0,
+        raw,
+        txs,
+    })
+}
+
+fn to_xdr(v: &impl WriteXdr, seq: u32, index: usize, what: &'static str) -> StellarResult<Vec<u8>> {
+    v.to_xdr(Limits::none())
+        .map_err(|e| StellarError::xdr(format!("ledger {seq} tx {index} {what}"), what, e))
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

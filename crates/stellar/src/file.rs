@@ -1,0 +1,295 @@
+//! Files of Stellar ledgers, in the two shapes stellar tooling writes:
+//!
+//! - a **batch file** (Galexie / SEP-54): XDR `LedgerCloseMetaBatch`
+//!   `{startSequence, endSequence, ledgerCloseMetas<>}`;
+//! - a **stream**: `LedgerCloseMeta` records back to back, each behind an
+//!   RFC 5531 record mark (4 bytes big-endian: the last-fragment bit, then
+//!   the length), as stellar-core's meta stream and captive-core write.
+//!
+//! Either may be zstd-compressed (detected by the zstd magic). A batch
+//! starts with its start sequence, whose top bit is never set, while a
+//! stream starts with a record mark, whose top bit is always set: that is
+//! how [`Shape`] tells them apart.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+use ledgerstore_db_api::LedgerInput;
+use stellar_xdr::{LedgerCloseMetaBatch, Limits, ReadXdr, WriteXdr};
+
+use crate::error::{StellarError, StellarResult};
+use crate::extract::{extract, ledger_seq, limits};
+use crate::network::Network;
+
+/// The first bytes of a zstd frame.
+pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+/// Size limits for untrusted files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadLimits {
+    /// A whole batch file, after decompression.
+    pub max_file_bytes: u64,
+    /// One record-marked frame (one `LedgerCloseMeta`).
+    pub max_frame_bytes: u32,
+}
+
+impl Default for ReadLimits {
+    fn default() -> Self {
+        Self {
+            max_file_bytes: 1 << 30,
+            max_frame_bytes: 256 << 20,
+        }
+    }
+}
+
+/// What a file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// One `LedgerCloseMetaBatch`.
+    Batch,
+    /// Record-marked `LedgerCloseMeta` frames.
+    Stream,
+}
+
+impl Shape {
+    /// Tells the shapes apart from the first 4 (decompressed) bytes.
+    pub fn sniff(first: &[u8]) -> Option<Shape> {
+        let head: [u8; 4] = first.get(..4)?.try_into().ok()?;
+        Some(if u32::from_be_bytes(head) >> 31 == 1 {
+            Shape::Stream
+        } else {
+            Shape::Batch
+        })
+    }
+}
+
+/// Decompresses `bytes` when they are zstd, refusing more than `max` bytes
+/// of output (a zstd bomb stops there).
+pub fn maybe_decompress(bytes: &[u8], at: &str, max: u64) -> StellarResult<Vec<u8>> {
+    if !bytes.starts_with(&ZSTD_MAGIC) {
+        return Ok(bytes.to_vec());
+    }
+    let zstd_err = |detail: String| StellarError::Zstd {
+        at: at.to_string(),
+        detail,
+    };
+    let decoder = zstd::stream::read::Decoder::new(bytes).map_err(|e| zstd_err(e.to_string()))?;
+    let mut out = Vec::new();
+    decoder
+        .take(max + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| zstd_err(format!("{e} (corrupt or truncated)")))?;
+    if out.len() as u64 > max {
+        return Err(zstd_err(format!(
+            "decompresses to more than {max} bytes (the file limit)"
+        )));
+    }
+    Ok(out)
+}
+
+/// Decodes a whole file held in memory (compressed or not, either shape).
+pub fn decode_file(
+    bytes: &[u8],
+    at: &str,
+    network: &Network,
+    lim: ReadLimits,
+) -> StellarResult<Vec<LedgerInput>> {
+    let plain = maybe_decompress(bytes, at, lim.max_file_bytes)?;
+    match Shape::sniff(&plain) {
+        None => Err(StellarError::format(
+            at,
+            format!("{} bytes: too short to hold any ledger", plain.len()),
+        )),
+        Some(Shape::Batch) => decode_batch(&plain, at, network),
+        Some(Shape::Stream) => {
+            let mut frames = FrameReader::new(&plain[..], at, lim.max_frame_bytes);
+            let mut out = Vec::new();
+            for frame in frames.by_ref() {
+                let (label, bytes) = frame?;
+                out.push(crate::extract::ledger_from_xdr(bytes, network, &label)?);
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// Decodes an (uncompressed) `LedgerCloseMetaBatch` and checks that its
+/// ledgers are exactly `startSequence..=endSequence`, in order.
+pub fn decode_batch(plain: &[u8], at: &str, network: &Network) -> StellarResult<Vec<LedgerInput>> {
+    let batch = LedgerCloseMetaBatch::from_xdr(plain, limits(plain.len()))
+        .map_err(|e| StellarError::xdr(at, "LedgerCloseMetaBatch", e))?;
+    let (start, end) = (batch.start_sequence, batch.end_sequence);
+    let expected = u64::from(end).checked_sub(u64::from(start)).map(|d| d + 1);
+    if expected != Some(batch.ledger_close_metas.len() as u64) {
+        return Err(StellarError::format(
+            at,
+            format!(
+                "the batch says ledgers {start}..={end} but holds {} LedgerCloseMeta",
+                batch.ledger_close_metas.len()
+            ),
+        ));
+    }
+    let mut out = Vec::with_capacity(batch.ledger_close_metas.len());
+    for (i, lcm) in batch.ledger_close_metas.iter().enumerate() {
+        let want = start + i as u32;
+        let seq = ledger_seq(lcm);
+        if seq != want {
+            return Err(StellarError::format(
+                at,
+                format!("ledgerCloseMetas[{i}] is ledger {seq}, expected {want}"),
+            ));
+        }
+        let raw = lcm
+            .to_xdr(Limits::none())
+            .map_err(|e| StellarError::xdr(format!("{at} ledger {seq}"), "LedgerCloseMeta", e))?;
+        out.push(extract(lcm, raw, network)?);
+    }
+    Ok(out)
+}
+
+/// Reads record-marked frames one at a time; memory is one frame.
+pub struct FrameReader<R> {
+    r: R,
+    at: String,
+    index: usize,
+    offset: u64,
+    max: u32,
+    done: bool,
+}
+
+impl<R: Read> FrameReader<R> {
+    /// Frames of `r`; `at` names the source in errors.
+    pub fn new(r: R, at: &str, max_frame_bytes: u32) -> Self {
+        Self {
+            r,
+            at: at.to_string(),
+            index: 0,
+            offset: 0,
+            max: max_frame_bytes,
+            done: false,
+        }
+    }
+
+    fn read_frame(&mut self) -> StellarResult<Option<(String, Vec<u8>)>> {
+        let label = format!("{} frame {} (byte {})", self.at, self.index, self.offset);
+        let mut mark = [0u8; 4];
+        let got = read_full(&mut self.r, &mut mark).map_err(|e| io(&self.at, e))?;
+        if got == 0 {
+            return Ok(None);
+        }
+        if got < 4 {
+            return Err(StellarError::format(
+                label,
+                format!("truncated: {got} of the 4 bytes of a record mark"),
+            ));
+        }
+        let mark = u32::from_be_bytes(mark);
+        if mark >> 31 == 0 {
+            return Err(StellarError::format(
+                label,
+                "a record mark without the last-fragment bit: not a record-marked \
+                 LedgerCloseMeta stream, or a multi-fragment record (unsupported)",
+            ));
+        }
+        let len = mark & 0x7fff_ffff;
+        if len > self.max {
+            return Err(StellarError::format(
+                label,
+                format!("a frame of {len} bytes, over the limit of {}", self.max),
+            ));
+        }
+        let mut buf = vec![0u8; len as usize];
+        let got = read_full(&mut self.r, &mut buf).map_err(|e| io(&self.at, e))?;
+        if got < buf.len() {
+            return Err(StellarError::format(
+                label,
+                format!("truncated: the record mark says {len} bytes, only {got} follow"),
+            ));
+        }
+        self.index += 1;
+        self.offset += 4 + u64::from(len);
+        Ok(Some((label, buf)))
+    }
+}
+
+impl<R: Read> Iterator for FrameReader<R> {
+    /// A frame's label for errors, and its bytes.
+    type Item = StellarResult<(String, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let r = self.read_frame().transpose();
+        if !matches!(r, Some(Ok(_))) {
+            self.done = true;
+        }
+        r
+    }
+}
+
+/// Reads until `buf` is full or the input ends; returns the bytes read.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+fn io(at: &str, source: std::io::Error) -> StellarError {
+    StellarError::Io {
+        path: at.to_string(),
+        source,
+    }
+}
+
+/// A local file opened for reading: decompressed on the fly when it is
+/// zstd, with its shape sniffed.
+pub struct OpenFile {
+    /// The decompressed bytes.
+    pub reader: Box<dyn BufRead + Send>,
+    /// What the file holds.
+    pub shape: Shape,
+    /// Whether it was zstd.
+    pub compressed: bool,
+}
+
+/// Opens `path` for streaming reads.
+pub fn open_file(path: &Path) -> StellarResult<OpenFile> {
+    let at = path.display().to_string();
+    let mut f = BufReader::new(File::open(path).map_err(|e| io(&at, e))?);
+    let compressed = f
+        .fill_buf()
+        .map_err(|e| io(&at, e))?
+        .starts_with(&ZSTD_MAGIC);
+    let mut reader: Box<dyn BufRead + Send> = if compressed {
+        let d = zstd::stream::read::Decoder::with_buffer(f).map_err(|e| StellarError::Zstd {
+            at: at.clone(),
+            detail: e.to_string(),
+        })?;
+        Box::new(BufReader::new(d))
+    } else {
+        Box::new(f)
+    };
+    let head = reader.fill_buf().map_err(|e| match e.kind() {
+        std::io::ErrorKind::Other => StellarError::Zstd {
+            at: at.clone(),
+            detail: format!("{e} (corrupt or truncated)"),
+        },
+        _ => io(&at, e),
+    })?;
+    let shape = Shape::sniff(head)
+        .ok_or_else(|| StellarError::format(&at, "empty, or too short to hold any ledger"))?;
+    Ok(OpenFile {
+        reader,
+        shape,
+        compressed,
+    })
+}

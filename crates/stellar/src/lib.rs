@@ -1,0 +1,29 @@
+//! Stellar-native input for ledgerstore.
+//!
+//! - [`extract`]: a `LedgerCloseMeta` (V0, V1, V2) becomes a
+//!   [`LedgerInput`](ledgerstore_db_api::LedgerInput): seq and close time
+//!   from the header, and per transaction its hash, envelope, result
+//!   (`TransactionResultPair`) and meta (`TransactionMeta`) as exact XDR, in
+//!   apply order, with every hash computed from its envelope under the
+//!   network passphrase and cross-checked against the result's.
+//! - [`file`]: batch files (`LedgerCloseMetaBatch`) and record-marked
+//!   streams, zstd or not.
+//! - [`lake`]: SEP-54 data lakes (Galexie's layout) through `object_store`.
+//! - [`source`]: any of those read and decoded ahead of the writer, in
+//!   parallel and in order, with bounded memory.
+//!
+//! Decoding uses the `stellar-xdr` crate. Nothing here writes.
+
+pub mod error;
+pub mod extract;
+pub mod file;
+pub mod lake;
+pub mod network;
+pub mod source;
+
+pub use error::{StellarError, StellarResult};
+pub use extract::{extract, ledger_from_xdr};
+pub use file::{ReadLimits, Shape, decode_file};
+pub use lake::DataLake;
+pub use network::Network;
+pub use source::{Chunk, Opened, SourceOptions, SourceSpec, open};

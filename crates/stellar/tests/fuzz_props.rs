@@ -1,0 +1,50 @@
+//! Property tests of the extraction on hostile bytes: any truncation or
+//! corruption of a real ledger is an error or a valid ledger, never a
+//! panic, a hang, or an allocation far beyond the input.
+
+use std::path::Path;
+
+use ledgerstore_stellar::file::maybe_decompress;
+use ledgerstore_stellar::{Network, ReadLimits, decode_file};
+use proptest::prelude::*;
+
+fn plain_999() -> Vec<u8> {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/FFFFFC18--999.xdr.zstd");
+    maybe_decompress(&std::fs::read(f).expect("fixture"), "f", 1 << 30).expect("zstd")
+}
+
+fn lim() -> ReadLimits {
+    ReadLimits {
+        max_file_bytes: 1 << 20,
+        max_frame_bytes: 1 << 20,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(256),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn flipped_bytes_never_panic(flips in prop::collection::vec((any::<prop::sample::Index>(), 1u8..=255), 1..8)) {
+        let mut b = plain_999();
+        let n = b.len();
+        for (i, x) in flips {
+            b[i.index(n)] ^= x;
+        }
+        let _ = decode_file(&b, "fuzz", &Network::parse("standalone").expect("n"), lim());
+    }
+
+    #[test]
+    fn truncations_are_errors(cut in 0usize..6524) {
+        let b = plain_999();
+        let cut = cut.min(b.len() - 1);
+        prop_assert!(decode_file(&b[..cut], "fuzz", &Network::parse("standalone").expect("n"), lim()).is_err());
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(b in prop::collection::vec(any::<u8>(), 0..4096)) {
+        let _ = decode_file(&b, "fuzz", &Network::parse("standalone").expect("n"), lim());
+    }
+}

@@ -214,6 +214,10 @@ pub struct LimitsConfig {
     pub max_tx_bytes: usize,
     /// Transactions in one ledger.
     pub max_txs_per_ledger: usize,
+    /// Free space (MiB) the data dir's filesystem keeps: a batch is refused
+    /// with RESOURCE_EXHAUSTED, before any write, unless this plus twice the
+    /// batch's stored size is free.
+    pub min_free_disk_mb: u64,
 }
 
 impl Default for LimitsConfig {
@@ -222,6 +226,7 @@ impl Default for LimitsConfig {
             max_ledger_bytes: 32 << 20,
             max_tx_bytes: 8 << 20,
             max_txs_per_ledger: 100_000,
+            min_free_disk_mb: 256,
         }
     }
 }

@@ -164,6 +164,9 @@ pub struct DaemonFlags {
     /// standalone, or a passphrase.
     #[arg(long = "stellar.network", value_name = "NETWORK")]
     pub stellar_network: Option<String>,
+    /// [limits] min_free_disk_mb: free space the data dir keeps.
+    #[arg(long = "limits.min-free-disk-mb", value_name = "MiB")]
+    pub limits_min_free_disk_mb: Option<i64>,
     /// [log] format: text or json.
     #[arg(long = "log.format", value_name = "FORMAT")]
     pub log_format: Option<String>,

@@ -95,6 +95,12 @@ pub fn daemon(f: &DaemonFlags) -> Result<Config> {
         &f.limits_max_ledger_bytes,
         int,
     );
+    push(
+        &mut o,
+        "limits.min_free_disk_mb",
+        &f.limits_min_free_disk_mb,
+        int,
+    );
     push(&mut o, "stellar.network", &f.stellar_network, string);
     push(&mut o, "log.format", &f.log_format, string);
     engine_overrides(&f.engines, &mut o);

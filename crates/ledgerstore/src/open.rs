@@ -36,6 +36,7 @@ pub fn store_options(cfg: &Config, layout: Option<Layout>, create: bool) -> Stor
             max_ledger_bytes: cfg.limits.max_ledger_bytes,
             max_tx_bytes: cfg.limits.max_tx_bytes,
             max_txs_per_ledger: cfg.limits.max_txs_per_ledger,
+            min_free_disk_bytes: cfg.limits.min_free_disk_mb << 20,
             ..Limits::default()
         },
         report_jsonl: Some(

@@ -10,14 +10,20 @@ pub fn from_store(e: &StoreError) -> Status {
     let code = match e {
         StoreError::Gap { .. } => Code::FailedPrecondition,
         StoreError::InvalidBatch { .. } => Code::InvalidArgument,
-        StoreError::TooLarge { .. } => Code::ResourceExhausted,
+        StoreError::TooLarge { .. } | StoreError::DiskFull { .. } => Code::ResourceExhausted,
         StoreError::HashExists { .. } => Code::AlreadyExists,
         _ if e.is_storage_full() => Code::ResourceExhausted,
         StoreError::LayoutMismatch { .. } | StoreError::DataDir { .. } => Code::FailedPrecondition,
         StoreError::Db(_) | StoreError::Io { .. } | StoreError::Corrupt(_) => Code::Internal,
     };
-    let message = if e.is_storage_full() {
+    let message = if matches!(e, StoreError::DiskFull { .. }) {
         format!("storage full, ingest paused until space is freed: {e}")
+    } else if e.is_storage_full() {
+        format!(
+            "storage full: {e}; an engine met ENOSPC mid-write and stays read-only: free space, \
+             then restart the daemon (raise limits.min_free_disk_mb to stop this before it \
+             happens)"
+        )
     } else {
         e.to_string()
     };

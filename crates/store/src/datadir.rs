@@ -206,6 +206,29 @@ impl DataDir {
     }
 }
 
+/// Bytes free to an unprivileged writer on the filesystem holding `path`.
+pub(crate) fn free_bytes(path: &Path) -> StoreResult<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c =
+        std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| StoreError::DataDir {
+            dir: path.to_path_buf(),
+            reason: "the path holds a NUL byte".into(),
+        })?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+    #[allow(unsafe_code)]
+    // SAFETY: statvfs writes into the struct we pass; `c` outlives the call.
+    let rc = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(StoreError::io(format!("statvfs {}", path.display()))(
+            std::io::Error::last_os_error(),
+        ));
+    }
+    #[allow(unsafe_code)]
+    // SAFETY: statvfs returned 0, so it filled the struct.
+    let st = unsafe { st.assume_init() };
+    Ok(u64::from(st.f_bavail).saturating_mul(u64::from(st.f_frsize)))
+}
+
 fn lock_dir(path: &Path) -> StoreResult<File> {
     let p = path.join(LOCK);
     let file = OpenOptions::new()

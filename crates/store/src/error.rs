@@ -24,6 +24,22 @@ pub enum StoreError {
         /// What was expected.
         reason: String,
     },
+    /// Not enough free disk for the batch; nothing was written.
+    #[error(
+        "disk full: {path} has {free_mib:.1} MiB free, and this batch needs {needed_mib:.1} MiB \
+         (limits.min_free_disk_mb plus twice its {batch_mib:.1} MiB); free space or grow the \
+         filesystem, then resend"
+    )]
+    DiskFull {
+        /// The data dir.
+        path: String,
+        /// Free bytes there, in MiB.
+        free_mib: f64,
+        /// What the batch needs, in MiB.
+        needed_mib: f64,
+        /// The batch's stored bytes, in MiB.
+        batch_mib: f64,
+    },
     /// A record or batch exceeds a configured limit; nothing was written.
     #[error("too large: {field} is {got} {unit}, limit {limit}")]
     TooLarge {
@@ -87,6 +103,7 @@ impl StoreError {
     /// True when the failure is lack of space.
     pub fn is_storage_full(&self) -> bool {
         match self {
+            StoreError::DiskFull { .. } => true,
             StoreError::Db(e) => e.is_storage_full(),
             StoreError::Io { source, .. } => source.raw_os_error() == Some(libc::ENOSPC),
             _ => false,

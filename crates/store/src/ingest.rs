@@ -96,6 +96,7 @@ impl Ledgerstore {
             .par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
         compute += t.elapsed();
 
+        self.check_free_space(&prepared)?;
         let io_before = process_write_bytes();
         let t = Instant::now();
         let stores = match self.write_stores(&prepared) {
@@ -269,6 +270,30 @@ impl Ledgerstore {
 }
 
 /// Encodes and compresses the batch, in parallel across all cores.
+impl Ledgerstore {
+    /// Refuses the batch, before any write, when the data dir's filesystem
+    /// lacks `min_free_disk_bytes` plus twice the batch's stored bytes.
+    fn check_free_space(&self, p: &Prepared) -> StoreResult<()> {
+        let batch: u64 = (p.ledgers.pairs.iter())
+            .map(|(_, v)| 4 + v.len() as u64)
+            .chain(p.tx_data.pairs.iter().map(|(_, v)| 32 + v.len() as u64))
+            .chain(p.tx_index.pairs.iter().map(|(_, v)| 32 + v.len() as u64))
+            .sum();
+        let needed = self.limits.min_free_disk_bytes.saturating_add(2 * batch);
+        let free = crate::datadir::free_bytes(self.path())?;
+        if free < needed {
+            let mib = |b: u64| b as f64 / f64::from(1u32 << 20);
+            return Err(StoreError::DiskFull {
+                path: self.path().display().to_string(),
+                free_mib: mib(free),
+                needed_mib: mib(needed),
+                batch_mib: mib(batch),
+            });
+        }
+        Ok(())
+    }
+}
+
 fn prepare(new: &[LedgerInput], level: i32) -> StoreResult<Prepared> {
     let ledgers: Vec<([u8; 4], Vec<u8>, usize)> = new
         .par_iter()

@@ -214,3 +214,5 @@ fn visible_end(mark: &MarkState) -> u64 {
 mod backup_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod validate_props;

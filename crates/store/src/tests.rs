@@ -430,3 +430,27 @@ fn a_dir_keeps_its_layout() {
         "{e}"
     );
 }
+
+#[test]
+fn a_batch_that_would_cut_into_the_disk_reserve_is_refused_before_any_write() {
+    let s = synth();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let opts = StoreOptions {
+        layout: Some(Layout::Hybrid),
+        limits: Limits {
+            min_free_disk_bytes: u64::MAX / 4,
+            ..Limits::default()
+        },
+        ..StoreOptions::default()
+    };
+    let store = Ledgerstore::open(tmp.path(), opts, &Backends::for_tests()).expect("open");
+    let batch = s.batch(1, 3);
+    let e = store.ingest(&batch, Duration::ZERO).expect_err("no room");
+    assert!(matches!(e, StoreError::DiskFull { .. }), "{e}");
+    assert!(e.is_storage_full());
+    let msg = e.to_string();
+    assert!(msg.contains(&tmp.path().display().to_string()), "{msg}");
+    assert!(msg.contains("limits.min_free_disk_mb"), "{msg}");
+    assert_eq!(store.last_ledger(), None);
+    assert_nothing_written(&store, &batch);
+}

@@ -22,6 +22,10 @@ pub struct Limits {
     pub max_ledger_bytes: usize,
     /// Envelope + result + meta bytes of one transaction.
     pub max_tx_bytes: usize,
+    /// Free space the data dir's filesystem must keep: a batch is refused
+    /// (nothing written) unless this much, plus twice the batch's stored
+    /// bytes, is free. Keeps the engines from ever meeting ENOSPC mid-write.
+    pub min_free_disk_bytes: u64,
 }
 
 impl Default for Limits {
@@ -31,6 +35,7 @@ impl Default for Limits {
             max_txs_per_ledger: 100_000,
             max_ledger_bytes: 256 << 20,
             max_tx_bytes: 32 << 20,
+            min_free_disk_bytes: 256 << 20,
         }
     }
 }
@@ -274,6 +279,7 @@ mod tests {
             max_txs_per_ledger: 1,
             max_ledger_bytes: 8,
             max_tx_bytes: 3,
+            ..Limits::default()
         };
         let e = validate(
             &[ledger(1, vec![]), ledger(2, vec![]), ledger(3, vec![])],

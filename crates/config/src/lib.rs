@@ -99,6 +99,10 @@ pub struct MdbxConfig {
     pub tx_data_page_size: usize,
     /// Page size of tx_index, bytes.
     pub tx_index_page_size: usize,
+    /// Longest a multi-key read may hold its MDBX read transaction before
+    /// it gives up (DEADLINE_EXCEEDED). Bounds how long a reader can pin
+    /// old pages and so how far the file can grow behind it.
+    pub max_read_txn_ms: u64,
 }
 
 impl Default for MdbxConfig {
@@ -108,6 +112,7 @@ impl Default for MdbxConfig {
             growth_step_mib: 1024,
             tx_data_page_size: 4096,
             tx_index_page_size: 4096,
+            max_read_txn_ms: 5000,
         }
     }
 }
@@ -402,6 +407,9 @@ impl Config {
         }
         if i.token.as_deref() == Some("") {
             return Err(invalid("ingest.token", "\"\"", "a non-empty token"));
+        }
+        if self.mdbx.max_read_txn_ms == 0 {
+            return Err(invalid("mdbx.max_read_txn_ms", 0, "at least 1"));
         }
         if self.query.timeout_ms == 0 || self.query.max_stream_ledgers == 0 {
             return Err(invalid(

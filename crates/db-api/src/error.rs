@@ -44,6 +44,20 @@ pub enum DbError {
         /// Engine message.
         detail: String,
     },
+    /// A read transaction outlived its bound and gave up (MDBX keeps the
+    /// snapshot of a live reader, so readers are bounded).
+    #[error(
+        "mdbx store {table}: a read transaction was open {held_ms} ms, over \
+         mdbx.max_read_txn_ms = {max_ms}; ask for fewer keys per call"
+    )]
+    ReadTimeout {
+        /// Table name.
+        table: String,
+        /// How long it was open.
+        held_ms: u64,
+        /// The bound.
+        max_ms: u64,
+    },
     /// Any other engine failure.
     #[error("{engine} store {table}: {detail}")]
     Engine {

@@ -16,6 +16,8 @@ pub const DATA_FILE: &str = "mdbx.dat";
 /// A snapshot fixed by a read transaction, copied by [`TableBackup::finish`].
 pub(crate) struct MdbxBackup<'a> {
     pub(crate) store: &'a MdbxStore,
+    /// Registered as a reader (shown as the oldest), never timed out.
+    pub(crate) _read: crate::readers::ReadGuard<'a>,
     pub(crate) txn: Transaction<'a, RO, NoWriteMap>,
     pub(crate) dest: PathBuf,
 }

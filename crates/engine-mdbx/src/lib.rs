@@ -22,6 +22,7 @@ use libmdbx::{
 
 mod backup;
 mod info;
+mod readers;
 
 pub use backup::DATA_FILE;
 
@@ -54,6 +55,9 @@ pub struct MdbxOptions {
     pub sync: MdbxSync,
     /// Reader slots.
     pub max_readers: u32,
+    /// Longest a multi-key read (multi_get, scan) may hold its read
+    /// transaction before it gives up (see `readers.rs`).
+    pub max_read_txn: std::time::Duration,
 }
 
 impl Default for MdbxOptions {
@@ -66,6 +70,7 @@ impl Default for MdbxOptions {
             // Above tokio's 512 blocking threads, so concurrent queries never
             // run out of reader slots.
             max_readers: 1024,
+            max_read_txn: std::time::Duration::from_secs(5),
         }
     }
 }
@@ -80,6 +85,8 @@ pub struct MdbxStore {
     ops_at_open: info::PageOps,
     /// Write transactions committed since open (each also writes a meta page).
     commits: AtomicU64,
+    /// Our open read transactions, and their bound.
+    readers: readers::Readers,
 }
 
 impl std::fmt::Debug for MdbxStore {
@@ -159,6 +166,7 @@ impl MdbxStore {
             ops_at_open: info::page_ops(&db).unwrap_or_default(),
             db,
             commits: AtomicU64::new(0),
+            readers: readers::Readers::new(opts.max_read_txn),
         })
     }
 
@@ -223,25 +231,36 @@ impl KvStore for MdbxStore {
     }
 
     fn get(&self, key: &[u8]) -> DbResult<Option<Vec<u8>>> {
+        let _read = self.readers.enter();
         let txn = self.db.begin_ro_txn().map_err(|e| self.e(e))?;
         let table = txn.open_table(None).map_err(|e| self.e(e))?;
         txn.get::<Vec<u8>>(&table, key).map_err(|e| self.e(e))
     }
 
     fn multi_get(&self, keys: &[&[u8]]) -> DbResult<Vec<Option<Vec<u8>>>> {
+        let read = self.readers.enter();
         let txn = self.db.begin_ro_txn().map_err(|e| self.e(e))?;
         let table = txn.open_table(None).map_err(|e| self.e(e))?;
-        keys.iter()
-            .map(|k| txn.get::<Vec<u8>>(&table, k).map_err(|e| self.e(e)))
-            .collect()
+        let mut out = Vec::with_capacity(keys.len());
+        for (i, k) in keys.iter().enumerate() {
+            if i % readers::CHECK_EVERY == readers::CHECK_EVERY - 1 {
+                read.check(&self.table)?;
+            }
+            out.push(txn.get::<Vec<u8>>(&table, k).map_err(|e| self.e(e))?);
+        }
+        Ok(out)
     }
 
     fn scan(&self, from: &[u8], limit: usize) -> DbResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        let read = self.readers.enter();
         let txn = self.db.begin_ro_txn().map_err(|e| self.e(e))?;
         let table = txn.open_table(None).map_err(|e| self.e(e))?;
         let mut cursor = txn.cursor(&table).map_err(|e| self.e(e))?;
         let mut out = Vec::new();
         for item in cursor.iter_from::<Vec<u8>, Vec<u8>>(from).take(limit) {
+            if out.len() % readers::CHECK_EVERY == readers::CHECK_EVERY - 1 {
+                read.check(&self.table)?;
+            }
             out.push(item.map_err(|e| self.e(e))?);
         }
         Ok(out)
@@ -254,9 +273,11 @@ impl KvStore for MdbxStore {
                 source: std::io::Error::from(std::io::ErrorKind::AlreadyExists),
             });
         }
+        let read = self.readers.enter();
         let txn = self.db.begin_ro_txn().map_err(|e| self.e(e))?;
         Ok(Box::new(backup::MdbxBackup {
             store: self,
+            _read: read,
             txn,
             dest: dest.to_path_buf(),
         }))
@@ -281,6 +302,8 @@ impl KvStore for MdbxStore {
             free_pages: Some(free as u64),
             reader_lag: lag.map(|l| l.lag),
             readers: lag.map(|l| l.readers),
+            oldest_read_secs: Some(self.readers.oldest().map_or(0.0, |d| d.as_secs_f64())),
+            read_timeouts: Some(self.readers.timeouts()),
             // Every dirtied page is written once (at commit, or when
             // spilled), plus one meta page per commit.
             bytes_written: info::page_ops(&self.db).map(|ops| {

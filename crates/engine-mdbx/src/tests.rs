@@ -115,3 +115,40 @@ fn bytes_written_counts_every_dirtied_page() {
         - written;
     assert!((4096..=8 * 4096).contains(&more), "{more}");
 }
+
+#[test]
+fn long_reads_give_up_at_the_bound_and_readers_are_tracked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = MdbxOptions {
+        max_size: 1 << 30,
+        growth_step: 1 << 20,
+        max_read_txn: std::time::Duration::ZERO,
+        ..Default::default()
+    };
+    let store = MdbxStore::open(dir.path(), "tx_data", &opts).expect("open");
+    let mut w = store.begin_write().expect("begin");
+    for i in 0u32..300 {
+        w.put(&i.to_be_bytes(), b"v").expect("put");
+    }
+    w.commit().expect("commit");
+    let keys: Vec<[u8; 4]> = (0u32..300).map(u32::to_be_bytes).collect();
+    let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+    // With a zero bound, a multi-key read gives up at its first check.
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    let e = store.multi_get(&refs).expect_err("over the bound");
+    assert!(matches!(e, DbError::ReadTimeout { .. }), "{e}");
+    assert!(e.to_string().contains("mdbx.max_read_txn_ms = 0"), "{e}");
+    assert!(store.scan(&[], 300).is_err());
+    // A point read holds its transaction for one key and is never cut.
+    assert_eq!(store.get(&keys[7]).expect("get"), Some(b"v".to_vec()));
+    let st = store.stats().expect("stats");
+    assert_eq!(st.read_timeouts, Some(2));
+    assert_eq!(st.oldest_read_secs, Some(0.0), "nothing is open now");
+    // A backup's reader is tracked (and never timed out) while it lives.
+    let backup = store.begin_backup(&dir.path().join("b")).expect("backup");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let age = store.stats().expect("stats").oldest_read_secs.expect("age");
+    assert!(age >= 0.02, "oldest read {age}");
+    drop(backup);
+    assert_eq!(store.stats().expect("stats").oldest_read_secs, Some(0.0));
+}

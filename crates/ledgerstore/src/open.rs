@@ -21,6 +21,7 @@ pub fn backends(cfg: &Config) -> Backends {
         opts.page_size = page;
         opts.max_size = cfg.mdbx.max_size_gib << 30;
         opts.growth_step = cfg.mdbx.growth_step_mib << 20;
+        opts.max_read_txn = std::time::Duration::from_millis(cfg.mdbx.max_read_txn_ms);
     }
     b.rocks_write_buffer_bytes = cfg.rocksdb.write_buffer_mb.map(|m| m << 20);
     b

@@ -42,6 +42,8 @@ pub struct Metrics {
     mdbx_pages: IntGaugeVec,
     mdbx_free_pages: IntGaugeVec,
     mdbx_reader_lag: IntGaugeVec,
+    mdbx_oldest_read: prometheus::GaugeVec,
+    mdbx_read_timeouts: IntGaugeVec,
     stellar_ledgers: IntCounterVec,
     stellar_seconds: HistogramVec,
 }
@@ -207,6 +209,23 @@ impl Metrics {
                 "Commits between the oldest MDBX reader's snapshot and the newest.",
                 &["table"],
             )?,
+            mdbx_oldest_read: {
+                let g = prometheus::GaugeVec::new(
+                    Opts::new(
+                        "ledgerstore_mdbx_oldest_read_seconds",
+                        "Age of the oldest of our MDBX read transactions open at the last refresh (0: none).",
+                    ),
+                    &["table"],
+                )?;
+                r.register(Box::new(g.clone()))?;
+                g
+            },
+            mdbx_read_timeouts: gauge(
+                &r,
+                "ledgerstore_mdbx_read_timeouts",
+                "MDBX reads that gave up at mdbx.max_read_txn_ms since the daemon started.",
+                &["table"],
+            )?,
             stellar_ledgers: counter(
                 &r,
                 "ledgerstore_stellar_ledgers_total",
@@ -325,6 +344,14 @@ impl Metrics {
             }
             if let Some(p) = e.free_pages {
                 self.mdbx_free_pages.with_label_values(&[t.table]).set(v(p));
+            }
+            if let Some(a) = e.oldest_read_secs {
+                self.mdbx_oldest_read.with_label_values(&[t.table]).set(a);
+            }
+            if let Some(n) = e.read_timeouts {
+                self.mdbx_read_timeouts
+                    .with_label_values(&[t.table])
+                    .set(v(n));
             }
             if let Some(l) = e.reader_lag {
                 self.mdbx_reader_lag.with_label_values(&[t.table]).set(v(l));

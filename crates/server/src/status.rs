@@ -1,6 +1,7 @@
 //! The one place where errors become gRPC statuses. Every message names
 //! the field and the expected value.
 
+use ledgerstore_db_api::DbError;
 use ledgerstore_stellar::StellarError;
 use ledgerstore_store::StoreError;
 use tonic::{Code, Status};
@@ -14,6 +15,7 @@ pub fn from_store(e: &StoreError) -> Status {
         StoreError::HashExists { .. } => Code::AlreadyExists,
         _ if e.is_storage_full() => Code::ResourceExhausted,
         StoreError::LayoutMismatch { .. } | StoreError::DataDir { .. } => Code::FailedPrecondition,
+        StoreError::Db(DbError::ReadTimeout { .. }) => Code::DeadlineExceeded,
         StoreError::Db(_) | StoreError::Io { .. } | StoreError::Corrupt(_) => Code::Internal,
     };
     let message = if matches!(e, StoreError::DiskFull { .. }) {
@@ -104,7 +106,26 @@ mod tests {
                     detail: "disk full".into(),
                 }),
                 Code::ResourceExhausted,
-                "storage full",
+                "restart the daemon",
+            ),
+            (
+                StoreError::DiskFull {
+                    path: "/data".into(),
+                    free_mib: 10.0,
+                    needed_mib: 256.5,
+                    batch_mib: 0.25,
+                },
+                Code::ResourceExhausted,
+                "storage full, ingest paused until space is freed: disk full: /data has 10.0 MiB free",
+            ),
+            (
+                StoreError::Db(DbError::ReadTimeout {
+                    table: "tx_data".into(),
+                    held_ms: 6000,
+                    max_ms: 5000,
+                }),
+                Code::DeadlineExceeded,
+                "mdbx.max_read_txn_ms = 5000",
             ),
             (
                 StoreError::Corrupt("x".into()),

@@ -317,7 +317,13 @@ impl Config {
             }
             fig = fig.merge(Toml::file(f));
         }
-        fig = fig.merge(Env::prefixed(ENV_PREFIX).split("__"));
+        // Only `LEDGERSTORE_<SECTION>__<KEY>` is config: other LEDGERSTORE_*
+        // variables (a client's LEDGERSTORE_INGEST_TOKEN, say) are not.
+        fig = fig.merge(
+            Env::prefixed(ENV_PREFIX)
+                .filter(|k| k.as_str().contains("__"))
+                .split("__"),
+        );
         for (key, value) in overrides {
             fig = fig.merge(Serialized::default(key, value));
         }

@@ -26,12 +26,15 @@ fn file_then_env_then_flags() {
     // provider reads the process env, so use a key no other test touches.
     // SAFETY: single-threaded section of this test; no other test reads it.
     unsafe { std::env::set_var("LEDGERSTORE_INGEST__BULK_BATCH_LEDGERS", "9") };
+    // A client's variable with the same prefix is not config.
+    unsafe { std::env::set_var("LEDGERSTORE_INGEST_TOKEN", "for-the-push-client") };
     let c = Config::load(
         Some(&file),
         &[("db.path", toml::Value::String("/from/flag".into()))],
     )
     .expect("load");
     unsafe { std::env::remove_var("LEDGERSTORE_INGEST__BULK_BATCH_LEDGERS") };
+    unsafe { std::env::remove_var("LEDGERSTORE_INGEST_TOKEN") };
     assert_eq!(c.db.path, PathBuf::from("/from/flag"), "flag beats file");
     assert_eq!(c.db.zstd_level, 5, "file beats default");
     assert_eq!(c.ingest.bulk_batch_ledgers, 9, "env beats file");

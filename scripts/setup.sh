@@ -4,14 +4,15 @@
 # mdbx-sys), a TrueType font for the study's PNG plot (fonts-dejavu-core), and
 # Prometheus (prometheus: the monitoring test scrapes a live daemon with it and
 # validates the deploy configs with promtool; installed without its service
-# being enabled).
+# being enabled), and openssl and curl (the hostile-input test makes a TLS
+# certificate and sends raw HTTP/2).
 # protoc is vendored (protoc-bin-vendored), so it needs no install.
 # Safe to run repeatedly: it does nothing when everything is there.
 set -euo pipefail
 
 need=()
 if command -v dpkg >/dev/null 2>&1; then
-  for pkg in build-essential libclang-dev clang fonts-dejavu-core prometheus; do
+  for pkg in build-essential libclang-dev clang fonts-dejavu-core prometheus openssl curl; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
   done
 else

@@ -18,6 +18,8 @@ pub struct Daemon {
     pub metrics: String,
     pub dir: PathBuf,
     out: Arc<Mutex<String>>,
+    /// The CA (the server's own cert) when the daemon serves TLS.
+    tls_ca: Option<PathBuf>,
 }
 
 impl Daemon {
@@ -61,9 +63,16 @@ impl Daemon {
             .expect("daemon printed its addresses");
         let grpc = between(&line, "gRPC on ", " ").expect("grpc addr");
         let metrics = between(&line, "metrics on http://", "/metrics").expect("metrics addr");
+        let tls_ca = extra
+            .iter()
+            .position(|a| *a == "--grpc.tls-cert")
+            .and_then(|i| extra.get(i + 1))
+            .map(PathBuf::from);
+        let scheme = if tls_ca.is_some() { "https" } else { "http" };
         let d = Daemon {
             child: Some(child),
-            grpc: format!("http://{grpc}"),
+            grpc: format!("{scheme}://{grpc}"),
+            tls_ca,
             metrics,
             dir: dir.to_path_buf(),
             out,
@@ -73,11 +82,19 @@ impl Daemon {
     }
 
     pub async fn channel(&self) -> Channel {
-        Channel::from_shared(self.grpc.clone())
-            .expect("url")
-            .connect()
-            .await
-            .expect("connect")
+        self.endpoint().connect().await.expect("connect")
+    }
+
+    fn endpoint(&self) -> tonic::transport::Endpoint {
+        let ep = Channel::from_shared(self.grpc.clone()).expect("url");
+        match &self.tls_ca {
+            None => ep,
+            Some(ca) => ep
+                .tls_config(tonic::transport::ClientTlsConfig::new().ca_certificate(
+                    tonic::transport::Certificate::from_pem(std::fs::read(ca).expect("ca")),
+                ))
+                .expect("tls"),
+        }
     }
 
     pub async fn query(&self) -> pb::query_client::QueryClient<Channel> {
@@ -87,10 +104,7 @@ impl Daemon {
     async fn wait_serving(&self) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            let ch = Channel::from_shared(self.grpc.clone())
-                .expect("url")
-                .connect()
-                .await;
+            let ch = self.endpoint().connect().await;
             if let Ok(ch) = ch {
                 let mut h = tonic_health::pb::health_client::HealthClient::new(ch);
                 let r = h
@@ -108,6 +122,20 @@ impl Daemon {
             assert!(Instant::now() < deadline, "daemon did not become SERVING");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// The daemon's resident set size, KiB (from /proc).
+    pub fn rss_kib(&self) -> u64 {
+        let pid = self.child.as_ref().map(|c| c.id()).expect("running");
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmRSS:"))
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|v| v.parse().ok())
+            })
+            .unwrap_or(0)
     }
 
     /// SIGKILL.

@@ -139,14 +139,7 @@ async fn crash_loop(layout: &str, mode: pb::IngestMode, kills: usize) -> Tally {
     verify_after_restart(&d, &s, &mut t, &mut verified).await;
     let (clean, _) = d.terminate();
     assert!(clean, "the daemon did not stop cleanly");
-    let o = run({
-        let mut c = bin();
-        c.args(["check", "--data-dir"])
-            .arg(&dir)
-            .args(small_engine_flags());
-        c
-    });
-    assert!(o.status.success(), "check: {}{}", stdout(&o), stderr(&o));
+    assert_check_passes(&dir);
     assert_eq!(t.lost, 0);
     t
 }

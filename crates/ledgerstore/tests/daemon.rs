@@ -11,7 +11,7 @@ use common::*;
 use daemon_util::{Daemon, to_pb};
 use ledgerstore_proto::v1 as pb;
 use tokio_stream::StreamExt;
-use tonic::{Code, Request};
+use tonic::Code;
 
 fn push_cmd(d: &Daemon, ledgers: u32, extra: &[&str]) -> std::process::Command {
     let mut c = bin();
@@ -32,26 +32,7 @@ async fn stream(
     token: Option<&str>,
     reqs: Vec<pb::IngestRequest>,
 ) -> (Vec<pb::IngestAck>, Option<tonic::Status>) {
-    let mut client = pb::ingest_client::IngestClient::new(d.channel().await);
-    let mut req = Request::new(tokio_stream::iter(reqs));
-    if let Some(t) = token {
-        req.metadata_mut().insert(
-            "authorization",
-            format!("Bearer {t}").parse().expect("ascii"),
-        );
-    }
-    let mut acks = Vec::new();
-    let mut inbound = match client.ingest_ledgers(req).await {
-        Ok(r) => r.into_inner(),
-        Err(s) => return (acks, Some(s)),
-    };
-    loop {
-        match inbound.message().await {
-            Ok(Some(a)) => acks.push(a),
-            Ok(None) => return (acks, None),
-            Err(s) => return (acks, Some(s)),
-        }
-    }
+    d.ingest_stream(token, reqs).await
 }
 
 fn request(ledgers: Vec<ledgerstore_db_api::LedgerInput>) -> pb::IngestRequest {

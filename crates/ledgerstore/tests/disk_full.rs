@@ -149,19 +149,7 @@ async fn disk_full_refuses_clearly_keeps_serving_and_resumes() {
     assert_eq!(st.transactions, u64::from(total) * 12, "no duplicates");
     let (clean, _) = d.terminate();
     assert!(clean);
-    let o = run({
-        let mut c = bin();
-        c.args(["check", "--data-dir"])
-            .arg(&dir)
-            .args(small_engine_flags());
-        c
-    });
-    assert!(
-        o.status.success(),
-        "check after disk full: {}{}",
-        stdout(&o),
-        stderr(&o)
-    );
+    assert_check_passes(&dir);
     println!("disk full: the refusal: {err}");
     println!(
         "disk full: refused at ledger {} of {total} on a 64 MiB tmpfs; resumed after remount to \

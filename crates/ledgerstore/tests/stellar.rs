@@ -136,13 +136,8 @@ fn cli_ingests_the_real_pubnet_ledger_and_serves_every_tx() {
         ],
     );
     assert!(o.status.success(), "rerun: {}", stderr(&o));
-    let o = run({
-        let mut c = bin();
-        c.args(["check", "--data-dir"]).arg(&d);
-        c
-    });
-    assert!(o.status.success(), "check: {}{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).contains("163"), "{}", stdout(&o));
+    let checked = assert_check_passes(&d);
+    assert!(checked.contains("163"), "{checked}");
 }
 
 #[test]
@@ -263,26 +258,6 @@ fn hex_of(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-async fn send(
-    d: &Daemon,
-    reqs: Vec<pb::IngestRequest>,
-) -> (Vec<pb::IngestAck>, Option<tonic::Status>) {
-    let mut client =
-        pb::ingest_client::IngestClient::new(d.channel().await).max_encoding_message_size(64 << 20);
-    let mut acks = Vec::new();
-    let mut inbound = match client.ingest_ledgers(tokio_stream::iter(reqs)).await {
-        Ok(r) => r.into_inner(),
-        Err(s) => return (acks, Some(s)),
-    };
-    loop {
-        match inbound.message().await {
-            Ok(Some(a)) => acks.push(a),
-            Ok(None) => return (acks, None),
-            Err(s) => return (acks, Some(s)),
-        }
-    }
-}
-
 fn stellar_req(raw: Vec<u8>, network: &str) -> pb::IngestRequest {
     pb::IngestRequest {
         mode: pb::IngestMode::Live as i32,
@@ -334,7 +309,7 @@ async fn daemon_takes_raw_ledger_close_meta_and_serves_exact_xdr() {
         ),
     ];
     for (req, code, words) in cases {
-        let (_, status) = send(&d, vec![req]).await;
+        let (_, status) = d.ingest_stream(None, vec![req]).await;
         let s = status.expect("refused");
         assert_eq!(s.code(), code, "{}", s.message());
         for w in words {
@@ -350,7 +325,9 @@ async fn daemon_takes_raw_ledger_close_meta_and_serves_exact_xdr() {
     assert!(!st.has_durable_ledger, "a refused request left data behind");
 
     // The real ledger as raw bytes, the daemon's default network (pubnet).
-    let (acks, status) = send(&d, vec![stellar_req(want.raw.clone(), "")]).await;
+    let (acks, status) = d
+        .ingest_stream(None, vec![stellar_req(want.raw.clone(), "")])
+        .await;
     assert!(status.is_none(), "{status:?}");
     assert_eq!(acks.last().map(|a| a.durable_ledger), Some(53_312_000));
 
@@ -392,7 +369,9 @@ async fn daemon_takes_raw_ledger_close_meta_and_serves_exact_xdr() {
     assert_eq!(l.raw, want.raw);
 
     // Re-sent: acknowledged, not duplicated.
-    let (acks, status) = send(&d, vec![stellar_req(want.raw.clone(), "pubnet")]).await;
+    let (acks, status) = d
+        .ingest_stream(None, vec![stellar_req(want.raw.clone(), "pubnet")])
+        .await;
     assert!(status.is_none(), "{status:?}");
     assert_eq!(acks.last().map(|a| a.skipped_ledgers), Some(1));
     let st = q

@@ -53,6 +53,17 @@ pub fn small_engine_flags() -> [&'static str; 6] {
     ]
 }
 
+/// `ledgerstore check` on a stopped data dir must pass; returns its output.
+pub fn assert_check_passes(dir: &Path) -> String {
+    let mut c = bin();
+    c.args(["check", "--data-dir"])
+        .arg(dir)
+        .args(small_engine_flags());
+    let o = run(c);
+    assert!(o.status.success(), "check: {}{}", stdout(&o), stderr(&o));
+    stdout(&o)
+}
+
 pub fn run(mut c: Command) -> Output {
     c.output().expect("spawn ledgerstore")
 }

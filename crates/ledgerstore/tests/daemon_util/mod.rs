@@ -101,6 +101,46 @@ impl Daemon {
         pb::query_client::QueryClient::new(self.channel().await)
     }
 
+    /// GetStatus.
+    pub async fn status(&self) -> pb::Status {
+        self.query()
+            .await
+            .get_status(pb::GetStatusRequest {})
+            .await
+            .expect("status")
+            .into_inner()
+    }
+
+    /// Sends `reqs` on one IngestLedgers stream (with the token, if any);
+    /// returns the acks and the status the stream ended with.
+    pub async fn ingest_stream(
+        &self,
+        token: Option<&str>,
+        reqs: Vec<pb::IngestRequest>,
+    ) -> (Vec<pb::IngestAck>, Option<tonic::Status>) {
+        let mut client = pb::ingest_client::IngestClient::new(self.channel().await)
+            .max_encoding_message_size(256 << 20);
+        let mut req = tonic::Request::new(tokio_stream::iter(reqs));
+        if let Some(t) = token {
+            req.metadata_mut().insert(
+                "authorization",
+                format!("Bearer {t}").parse().expect("ascii"),
+            );
+        }
+        let mut acks = Vec::new();
+        let mut inbound = match client.ingest_ledgers(req).await {
+            Ok(r) => r.into_inner(),
+            Err(s) => return (acks, Some(s)),
+        };
+        loop {
+            match inbound.message().await {
+                Ok(Some(a)) => acks.push(a),
+                Ok(None) => return (acks, None),
+                Err(s) => return (acks, Some(s)),
+            }
+        }
+    }
+
     async fn wait_serving(&self) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {

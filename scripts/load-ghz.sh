@@ -80,6 +80,7 @@ for _ in $(seq 1 600); do
   sleep 0.1
 done
 rss() { awk '/VmRSS/ {print $2}' "/proc/$DAEMON/status"; }
+rss_anon() { awk '/RssAnon/ {print $2}' "/proc/$DAEMON/status"; }
 
 # 3. Request data: hashes of ledgers spread over the whole store.
 python3 - "$BIN" "$ADDR" "$LEDGERS" "$OUT" <<'EOF'
@@ -103,28 +104,29 @@ EOF
 PUSH=$!
 sleep 2
 MARK_BEFORE=$(grep -o "acked through ledger [0-9]*" "$OUT/push.log" | tail -1 | grep -o "[0-9]*$" || echo "?")
-RSS_BEFORE=$(rss)
+RSS_BEFORE=$(rss); ANON_BEFORE=$(rss_anon)
 
 # 5. ghz, one call after the other.
 run_ghz() { # name call data-file
   "$GHZ" --insecure --proto proto/ledgerstore/v1/ledgerstore.proto --call "$2" \
     --data-file "$3" --concurrency "$CONC" --duration "$DUR" --duration-stop wait --connections 4 \
-    --format json --output "$OUT/$1.json" "$ADDR" > /dev/null
+    --format json --output "$OUT/result-$1.json" "$ADDR" > /dev/null
 }
 run_ghz get ledgerstore.v1.Query.GetTransaction "$OUT/get.json"
 run_ghz batch ledgerstore.v1.Query.BatchGetTransactions "$OUT/batch.json"
-RSS_AFTER=$(rss)
+RSS_AFTER=$(rss); ANON_AFTER=$(rss_anon)
 MARK_AFTER=$(grep -o "acked through ledger [0-9]*" "$OUT/push.log" | tail -1 | grep -o "[0-9]*$" || echo "?")
 
 # 6. Summary (p999 from ghz's per-request details).
-python3 - "$OUT" "$TXS" "$LEDGERS" "$CONC" "$DUR" "$MARK_BEFORE" "$MARK_AFTER" "$RSS_BEFORE" "$RSS_AFTER" <<'EOF'
+python3 - "$OUT" "$TXS" "$LEDGERS" "$CONC" "$DUR" "$MARK_BEFORE" "$MARK_AFTER" "$RSS_BEFORE" "$RSS_AFTER" "$ANON_BEFORE" "$ANON_AFTER" <<'EOF'
 import json, sys
-out, txs, ledgers, conc, dur, m0, m1, r0, r1 = sys.argv[1:]
+out, txs, ledgers, conc, dur, m0, m1, r0, r1, a0, a1 = sys.argv[1:]
 rows, summary = [], {"txs": int(txs), "ledgers": int(ledgers), "concurrency": int(conc),
                      "duration": dur, "mark_before": m0, "mark_after": m1,
-                     "rss_kib_before": int(r0), "rss_kib_after": int(r1), "calls": {}}
+                     "rss_kib_before": int(r0), "rss_kib_after": int(r1),
+                     "anon_kib_before": int(a0), "anon_kib_after": int(a1), "calls": {}}
 for name, call in [("get", "GetTransaction"), ("batch", "BatchGetTransactions (100 hashes)")]:
-    r = json.load(open(f"{out}/{name}.json"))
+    r = json.load(open(f"{out}/result-{name}.json"))
     lat = sorted(d["latency"] for d in r.get("details", []) if not d.get("error"))
     pct = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] / 1e6 if lat else float("nan")
     errors = sum(v for k, v in r.get("statusCodeDistribution", {}).items() if k != "OK")
@@ -133,7 +135,8 @@ for name, call in [("get", "GetTransaction"), ("batch", "BatchGetTransactions (1
     summary["calls"][call] = c
     rows.append(f"| {call} | {c['requests']} | {c['rps']:.0f} | {c['p50_ms']:.2f} | {c['p99_ms']:.2f} | {c['p999_ms']:.2f} | {errors} |")
 md = [f"store: {int(txs):,} txs in {int(ledgers):,} ledgers; ghz {conc} concurrent, {dur} per call, "
-      f"4 connections; live ingest advanced the mark {m0} -> {m1}; daemon RSS {int(r0)//1024} -> {int(r1)//1024} MiB",
+      f"4 connections; live ingest advanced the mark {m0} -> {m1}; daemon RSS {int(r0)//1024} -> {int(r1)//1024} MiB "
+      f"(heap and other anonymous memory {int(a0)//1024} -> {int(a1)//1024} MiB; the rest is mapped MDBX pages)",
       "", "| call | requests | req/s | p50 ms | p99 ms | p999 ms | errors |", "|---|---|---|---|---|---|---|", *rows]
 open(f"{out}/summary.md", "w").write("\n".join(md) + "\n")
 json.dump(summary, open(f"{out}/summary.json", "w"), indent=2)

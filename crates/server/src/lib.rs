@@ -16,7 +16,6 @@ use ledgerstore_proto::v1 as pb;
 use ledgerstore_store::{Ledgerstore, StoreError};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 
 mod admin;
@@ -132,12 +131,13 @@ where
         .add_service(admin_svc);
 
     let mut server_stop = stop_rx.clone();
-    let server = tokio::spawn(router.serve_with_incoming_shutdown(
-        TcpListenerStream::new(grpc_listener),
-        async move {
-            let _ = server_stop.wait_for(|s| *s).await;
-        },
-    ));
+    // TCP_NODELAY: a small response must not wait for the client's delayed
+    // ACK (it cost 40 ms per unary call under load before this).
+    let incoming =
+        tonic::transport::server::TcpIncoming::from(grpc_listener).with_nodelay(Some(true));
+    let server = tokio::spawn(router.serve_with_incoming_shutdown(incoming, async move {
+        let _ = server_stop.wait_for(|s| *s).await;
+    }));
     on_bound(Bound {
         grpc: grpc_addr,
         metrics: metrics_addr,

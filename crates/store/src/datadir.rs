@@ -226,7 +226,10 @@ pub(crate) fn free_bytes(path: &Path) -> StoreResult<u64> {
     #[allow(unsafe_code)]
     // SAFETY: statvfs returned 0, so it filled the struct.
     let st = unsafe { st.assume_init() };
-    Ok(u64::from(st.f_bavail).saturating_mul(u64::from(st.f_frsize)))
+    // fsblkcnt_t and c_ulong are u64 here but narrower on 32-bit targets.
+    #[allow(clippy::useless_conversion)]
+    let free = u64::from(st.f_bavail).saturating_mul(u64::from(st.f_frsize));
+    Ok(free)
 }
 
 fn lock_dir(path: &Path) -> StoreResult<File> {

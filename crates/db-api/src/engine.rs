@@ -90,8 +90,8 @@ pub struct EngineStats {
     /// MDBX: reader slots in use.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub readers: Option<u64>,
-    /// MDBX: age in seconds of the oldest of our read transactions open now
-    /// (0 when none is open).
+    /// MDBX: age in seconds of the oldest multi-key read or backup open now
+    /// (0 when none is open; point reads are not tracked).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub oldest_read_secs: Option<f64>,
     /// MDBX: reads that gave up at `mdbx.max_read_txn_ms` since open.

@@ -231,7 +231,8 @@ impl KvStore for MdbxStore {
     }
 
     fn get(&self, key: &[u8]) -> DbResult<Option<Vec<u8>>> {
-        let _read = self.readers.enter();
+        // One key: bounded by construction, so not tracked (keeps the
+        // point-lookup path free of the registry's lock).
         let txn = self.db.begin_ro_txn().map_err(|e| self.e(e))?;
         let table = txn.open_table(None).map_err(|e| self.e(e))?;
         txn.get::<Vec<u8>>(&table, key).map_err(|e| self.e(e))

@@ -3,9 +3,10 @@
 //! MDBX readers never block the writer, but a reader pins the snapshot it
 //! started on: pages freed after it cannot be reused while it lives, so a
 //! forgotten reader makes the file grow without bound. Every read here
-//! (get, multi_get, scan) is one short transaction; multi_get and scan
-//! check their age as they go and give up past `max_read_txn` with
-//! [`DbError::ReadTimeout`]. The age of the oldest open read transaction
+//! (get, multi_get, scan) is one short transaction. A point read touches
+//! one key and is not tracked; multi_get and scan are registered, check
+//! their age as they go, and give up past `max_read_txn` with
+//! [`DbError::ReadTimeout`]. The age of the oldest tracked read transaction
 //! and the number of timeouts are in [`EngineStats`](ledgerstore_db_api::EngineStats)
 //! (`ledgerstore_mdbx_oldest_read_seconds`, `ledgerstore_mdbx_read_timeouts`).
 //! A backup's read transaction is tracked too, but is meant to be long and

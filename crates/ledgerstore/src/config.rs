@@ -10,7 +10,7 @@ use crate::cli::{DaemonFlags, EngineFlags};
 
 type Overrides = Vec<(&'static str, Value)>;
 
-fn push<T>(o: &mut Overrides, key: &'static str, v: &Option<T>, f: impl Fn(&T) -> Value) {
+fn push<T: ?Sized>(o: &mut Overrides, key: &'static str, v: Option<&T>, f: impl Fn(&T) -> Value) {
     if let Some(v) = v {
         o.push((key, f(v)));
     }
@@ -20,11 +20,11 @@ fn int(v: &i64) -> Value {
     Value::Integer(*v)
 }
 
-fn string(v: &String) -> Value {
-    Value::String(v.clone())
+fn string(v: &str) -> Value {
+    Value::String(v.to_string())
 }
 
-fn path(v: &std::path::PathBuf) -> Value {
+fn path(v: &std::path::Path) -> Value {
     Value::String(v.display().to_string())
 }
 
@@ -32,16 +32,26 @@ fn engine_overrides(e: &EngineFlags, o: &mut Overrides) {
     push(
         o,
         "rocksdb.write_buffer_mb",
-        &e.rocksdb_write_buffer_mb,
+        e.rocksdb_write_buffer_mb.as_ref(),
         int,
     );
-    push(o, "mdbx.max_size_gib", &e.mdbx_max_size_gib, int);
-    push(o, "mdbx.growth_step_mib", &e.mdbx_growth_step_mib, int);
-    push(o, "mdbx.tx_data_page_size", &e.mdbx_tx_data_page_size, int);
+    push(o, "mdbx.max_size_gib", e.mdbx_max_size_gib.as_ref(), int);
+    push(
+        o,
+        "mdbx.growth_step_mib",
+        e.mdbx_growth_step_mib.as_ref(),
+        int,
+    );
+    push(
+        o,
+        "mdbx.tx_data_page_size",
+        e.mdbx_tx_data_page_size.as_ref(),
+        int,
+    );
     push(
         o,
         "mdbx.tx_index_page_size",
-        &e.mdbx_tx_index_page_size,
+        e.mdbx_tx_index_page_size.as_ref(),
         int,
     );
 }
@@ -49,60 +59,70 @@ fn engine_overrides(e: &EngineFlags, o: &mut Overrides) {
 /// The daemon's effective config.
 pub fn daemon(f: &DaemonFlags) -> Result<Config> {
     let mut o = Overrides::new();
-    push(&mut o, "db.path", &f.db_path, path);
-    push(&mut o, "db.layout", &f.db_layout, |l| {
+    push(&mut o, "db.path", f.db_path.as_deref(), path);
+    push(&mut o, "db.layout", f.db_layout.as_ref(), |l| {
         Value::String(Layout::from(*l).name().to_string())
     });
-    push(&mut o, "db.zstd_level", &f.db_zstd_level, int);
-    push(&mut o, "grpc.listen", &f.grpc_listen, string);
-    push(&mut o, "grpc.tls_cert", &f.grpc_tls_cert, path);
-    push(&mut o, "grpc.tls_key", &f.grpc_tls_key, path);
+    push(&mut o, "db.zstd_level", f.db_zstd_level.as_ref(), int);
+    push(&mut o, "grpc.listen", f.grpc_listen.as_deref(), string);
+    push(&mut o, "grpc.tls_cert", f.grpc_tls_cert.as_deref(), path);
+    push(&mut o, "grpc.tls_key", f.grpc_tls_key.as_deref(), path);
     push(
         &mut o,
         "grpc.max_message_bytes",
-        &f.grpc_max_message_bytes,
+        f.grpc_max_message_bytes.as_ref(),
         int,
     );
-    push(&mut o, "metrics.listen", &f.metrics_listen, string);
-    push(&mut o, "ingest.token", &f.ingest_token, string);
+    push(
+        &mut o,
+        "metrics.listen",
+        f.metrics_listen.as_deref(),
+        string,
+    );
+    push(&mut o, "ingest.token", f.ingest_token.as_deref(), string);
     push(
         &mut o,
         "ingest.bulk_batch_ledgers",
-        &f.ingest_bulk_batch_ledgers,
+        f.ingest_bulk_batch_ledgers.as_ref(),
         int,
     );
     push(
         &mut o,
         "ingest.live_max_latency_ms",
-        &f.ingest_live_max_latency_ms,
+        f.ingest_live_max_latency_ms.as_ref(),
         int,
     );
     push(
         &mut o,
         "ingest.max_ledgers_per_request",
-        &f.ingest_max_ledgers_per_request,
+        f.ingest_max_ledgers_per_request.as_ref(),
         int,
     );
     push(
         &mut o,
         "query.max_batch_hashes",
-        &f.query_max_batch_hashes,
+        f.query_max_batch_hashes.as_ref(),
         int,
     );
     push(
         &mut o,
         "limits.max_ledger_bytes",
-        &f.limits_max_ledger_bytes,
+        f.limits_max_ledger_bytes.as_ref(),
         int,
     );
     push(
         &mut o,
         "limits.min_free_disk_mb",
-        &f.limits_min_free_disk_mb,
+        f.limits_min_free_disk_mb.as_ref(),
         int,
     );
-    push(&mut o, "stellar.network", &f.stellar_network, string);
-    push(&mut o, "log.format", &f.log_format, string);
+    push(
+        &mut o,
+        "stellar.network",
+        f.stellar_network.as_deref(),
+        string,
+    );
+    push(&mut o, "log.format", f.log_format.as_deref(), string);
     engine_overrides(&f.engines, &mut o);
     Config::load(f.config.as_deref(), &o).context("loading the configuration")
 }

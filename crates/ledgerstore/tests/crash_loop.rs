@@ -148,11 +148,7 @@ async fn crash_loop(layout: &str, mode: pb::IngestMode, kills: usize) -> Tally {
 /// exactly, and nothing above the mark is.
 async fn verify_after_restart(d: &Daemon, s: &Synth, t: &mut Tally, verified: &mut u32) {
     let mut q = d.query().await;
-    let st = q
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .expect("status")
-        .into_inner();
+    let st = d.status().await;
     let mark = if st.has_durable_ledger {
         st.durable_ledger
     } else {

@@ -98,11 +98,7 @@ async fn disk_full_refuses_clearly_keeps_serving_and_resumes() {
 
     // Still up: status, health and reads of what was acked.
     let mut q = d.query().await;
-    let st = q
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .expect("status")
-        .into_inner();
+    let st = d.status().await;
     assert!(
         st.has_durable_ledger && st.durable_ledger > 0,
         "something was committed"
@@ -128,11 +124,7 @@ async fn disk_full_refuses_clearly_keeps_serving_and_resumes() {
 
     // More space: ingest resumes where it stopped.
     fs.resize("256m");
-    let st = q
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .expect("status")
-        .into_inner();
+    let st = d.status().await;
     let remaining = total - st.durable_ledger;
     let o = push(&d, remaining);
     assert!(
@@ -140,11 +132,7 @@ async fn disk_full_refuses_clearly_keeps_serving_and_resumes() {
         "resume after space was added: {}",
         stderr(&o)
     );
-    let st = q
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .expect("status")
-        .into_inner();
+    let st = d.status().await;
     assert_eq!(st.durable_ledger, total);
     assert_eq!(st.transactions, u64::from(total) * 12, "no duplicates");
     let (clean, _) = d.terminate();

@@ -155,11 +155,7 @@ async fn hostile_requests_get_the_right_status_and_change_nothing() {
             .unwrap_or_else(|| panic!("{what} was accepted"));
         assert_eq!(e.code(), code, "{what}: {}", e.message());
     }
-    let st = q
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .expect("status")
-        .into_inner();
+    let st = d.status().await;
     assert_eq!(
         st.durable_ledger, 40,
         "nothing of a refused request is visible"

@@ -317,11 +317,7 @@ async fn daemon_takes_raw_ledger_close_meta_and_serves_exact_xdr() {
         }
     }
     let mut q = d.query().await;
-    let st = q
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .expect("status")
-        .into_inner();
+    let st = d.status().await;
     assert!(!st.has_durable_ledger, "a refused request left data behind");
 
     // The real ledger as raw bytes, the daemon's default network (pubnet).
@@ -374,11 +370,7 @@ async fn daemon_takes_raw_ledger_close_meta_and_serves_exact_xdr() {
         .await;
     assert!(status.is_none(), "{status:?}");
     assert_eq!(acks.last().map(|a| a.skipped_ledgers), Some(1));
-    let st = q
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .expect("status")
-        .into_inner();
+    let st = d.status().await;
     assert_eq!(st.transactions, 163);
     let m = d.metrics_text();
     assert!(

@@ -45,6 +45,19 @@ impl Drop for Tmpfs {
     }
 }
 
+/// Writes zeros to `path` until the filesystem is full (bounded by its
+/// size: 1 MiB chunks, at most 1024 of them).
+fn fill(path: &Path) {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path).expect("ballast");
+    let chunk = vec![0u8; 1 << 20];
+    for _ in 0..1024 {
+        if f.write_all(&chunk).is_err() {
+            break;
+        }
+    }
+}
+
 fn push(d: &Daemon, ledgers: u32) -> std::process::Output {
     let mut c = bin();
     c.args(["push", "--synthetic", "--endpoint", &d.grpc])
@@ -118,9 +131,13 @@ async fn disk_full_refuses_clearly_keeps_serving_and_resumes() {
             .into_inner();
         assert_eq!(r.envelope, l.txs[0].envelope);
     }
-    // Asking again while still full: the same clear refusal, nothing lost.
+    // Fill what is left (the engines may have freed a little since), then
+    // ask again: the same clear refusal, nothing lost.
+    let ballast = fs.0.join("ballast");
+    fill(&ballast);
     let o = push(&d, 10);
     assert!(stderr(&o).contains("storage full"), "{}", stderr(&o));
+    std::fs::remove_file(&ballast).expect("remove ballast");
 
     // More space: ingest resumes where it stopped.
     fs.resize("256m");

@@ -70,14 +70,22 @@ pub fn maybe_decompress(bytes: &[u8], at: &str, max: u64) -> StellarResult<Vec<u
     if !bytes.starts_with(&ZSTD_MAGIC) {
         return Ok(bytes.to_vec());
     }
+    let decoder = zstd::stream::read::Decoder::new(bytes).map_err(|e| StellarError::Zstd {
+        at: at.to_string(),
+        detail: e.to_string(),
+    })?;
+    read_capped(decoder, at, max)
+}
+
+/// Reads `r` (a zstd decoder, or plain bytes) to its end, refusing more
+/// than `max` bytes: a zstd bomb or an oversize file stops there.
+pub fn read_capped(r: impl Read, at: &str, max: u64) -> StellarResult<Vec<u8>> {
     let zstd_err = |detail: String| StellarError::Zstd {
         at: at.to_string(),
         detail,
     };
-    let decoder = zstd::stream::read::Decoder::new(bytes).map_err(|e| zstd_err(e.to_string()))?;
     let mut out = Vec::new();
-    decoder
-        .take(max + 1)
+    r.take(max + 1)
         .read_to_end(&mut out)
         .map_err(|e| zstd_err(format!("{e} (corrupt or truncated)")))?;
     if out.len() as u64 > max {

@@ -140,26 +140,12 @@ async fn open_one_file(
     match opened.shape {
         Shape::Batch => {
             let description = format!("{at}: {kind}LedgerCloseMetaBatch file");
-            let mut reader = opened.reader;
+            let reader = opened.reader;
             let chunk = async move {
                 let t = Instant::now();
                 let unit = at.clone();
                 let (ledgers, n) = blocking(move || {
-                    let mut plain = Vec::new();
-                    std::io::Read::read_to_end(
-                        &mut std::io::Read::take(&mut reader, lim.max_file_bytes + 1),
-                        &mut plain,
-                    )
-                    .map_err(|e| StellarError::Zstd {
-                        at: at.clone(),
-                        detail: format!("{e} (corrupt or truncated)"),
-                    })?;
-                    if plain.len() as u64 > lim.max_file_bytes {
-                        return Err(StellarError::format(
-                            &at,
-                            format!("more than {} bytes (the file limit)", lim.max_file_bytes),
-                        ));
-                    }
+                    let plain = crate::file::read_capped(reader, &at, lim.max_file_bytes)?;
                     let n = plain.len() as u64;
                     Ok((crate::file::decode_batch(&plain, &at, &network)?, n))
                 })

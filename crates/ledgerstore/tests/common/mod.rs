@@ -72,6 +72,21 @@ pub fn assert_check_passes(dir: &Path) -> String {
     stdout(&o)
 }
 
+/// Whether a Go-installed tool (grpcurl, ghz) can be had: the tool itself or
+/// `go` to install it. In CI it must be; elsewhere the caller skips.
+pub fn go_tool_available(tool: &str, version_flag: &str) -> bool {
+    let have = |cmd: &str, arg: &str| Command::new(cmd).arg(arg).output().is_ok();
+    if have(tool, version_flag) || have("go", "version") {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").is_err(),
+        "CI must be able to install {tool} (needs go)"
+    );
+    eprintln!("SKIPPED: neither {tool} nor go is installed");
+    false
+}
+
 pub fn run(mut c: Command) -> Output {
     c.output().expect("spawn ledgerstore")
 }

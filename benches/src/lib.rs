@@ -25,12 +25,27 @@ use std::path::Path;
 /// Opens (creating if needed) a store of `layout` at `path` with the
 /// production engine options, sized for bench batches.
 pub fn open_store(path: &Path, layout: Layout) -> BenchResult<Ledgerstore> {
+    let range = knobs::count("STUDY_SEGMENT_LEDGERS", 2_000, 1)?;
+    let range = u32::try_from(range).map_err(|_| BenchError::Knob {
+        name: "STUDY_SEGMENT_LEDGERS",
+        value: range.to_string(),
+        expected: "a whole number below 2^32",
+    })?;
+    open_store_with(path, layout, range)
+}
+
+/// [`open_store`] with the `indexed` layout's segment range given.
+pub fn open_store_with(path: &Path, layout: Layout, segment_ledgers: u32) -> BenchResult<Ledgerstore> {
     let opts = StoreOptions {
         layout: Some(layout),
         create: true,
         limits: Limits {
             max_batch_ledgers: 100_000,
             ..Limits::default()
+        },
+        indexed: ledgerstore_store::IndexedOptions {
+            range_ledgers: segment_ledgers,
+            ..Default::default()
         },
         ..StoreOptions::default()
     };
@@ -53,4 +68,4 @@ pub fn selected_by_filters(ids: &[String]) -> bool {
 }
 
 /// All layouts the benches compare, in report order.
-pub const LAYOUTS: [Layout; 3] = [Layout::Hybrid, Layout::Rocksdb, Layout::RocksdbTuned];
+pub const LAYOUTS: [Layout; 4] = Layout::ALL;

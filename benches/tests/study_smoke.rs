@@ -21,11 +21,12 @@ fn tiny_study_runs_every_layout_and_writes_its_files() {
         out_dir: tmp.path().join("out"),
         keep: false,
         lookups: 50,
+        segment_ledgers: 5,
     };
     let mut lines = Vec::new();
     let out = run_study(&cfg, &mut |l| lines.push(l.to_string())).expect("study");
 
-    assert_eq!(out.runs.len(), 3);
+    assert_eq!(out.runs.len(), 4);
     for run in &out.runs {
         assert_eq!(run.rows.len(), 4, "{}", run.layout);
         for (i, row) in run.rows.iter().enumerate() {
@@ -33,13 +34,16 @@ fn tiny_study_runs_every_layout_and_writes_its_files() {
             assert_eq!((row.ledgers, row.txs), (5, 200));
             let tables: Vec<&str> = row.stores.iter().map(|s| s.table).collect();
             assert_eq!(tables, ["ledgers", "tx_data", "tx_index"]);
-            // tx_index holds a 32-byte key and a 4-byte value per tx.
+            // tx_index holds a 32-byte key and a 4-byte value per tx (the
+            // indexed layout's hot index: an 8-byte position).
             let index = &row.stores[2];
-            assert_eq!(index.logical_bytes, 200 * 36, "{}", run.layout);
+            let value = if run.layout == "indexed" { 8 } else { 4 };
+            assert_eq!(index.logical_bytes, 200 * (32 + value), "{}", run.layout);
         }
         let lookups = run.lookups.as_ref().expect("lookups timed");
         assert_eq!(lookups.count, 52); // ceil(50 / 4) per batch
         assert!(lookups.hits_per_s > 0.0 && lookups.misses_per_s > 0.0);
+        assert!(lookups.hit_p99_us > 0.0 && lookups.miss_p99_us > 0.0);
         let tx_data = run
             .finals
             .iter()
@@ -48,6 +52,13 @@ fn tiny_study_runs_every_layout_and_writes_its_files() {
         assert_eq!(tx_data.keys, 800, "{}", run.layout);
         assert!(tx_data.disk_bytes > 0);
         assert!(!cfg.data_dir.join(run.layout).exists(), "data dir kept");
+        if run.layout == "indexed" {
+            // Ledgers 2..=21 in ranges of 5: 2..=4, 5..=9, 10..=14, 15..=19.
+            let seg = run.segments.as_ref().expect("segments");
+            assert_eq!((seg.count, seg.keys), (4, 18 * 40));
+            assert!(seg.bits_per_key > 0.0 && seg.build_s > 0.0);
+            assert!(run.finals.iter().any(|f| f.table == "segments" && f.disk_bytes > 0));
+        }
     }
     // The field setup compacts at every commit; the others never do.
     let compact = |layout: &str| -> f64 {
@@ -61,10 +72,12 @@ fn tiny_study_runs_every_layout_and_writes_its_files() {
     assert!(compact("rocksdb") > 0.0);
     assert_eq!(compact("hybrid"), 0.0);
     assert_eq!(compact("rocksdb-tuned"), 0.0);
+    assert_eq!(compact("indexed"), 0.0);
 
-    assert_eq!(out.summary.stores.len(), 9);
+    // Three tables per layout, plus the indexed layout's segment files.
+    assert_eq!(out.summary.stores.len(), 13);
     assert_eq!(out.summary.window, 2);
-    for s in &out.summary.stores {
+    for s in out.summary.stores.iter().filter(|s| s.table != "segments") {
         assert!(s.growth.is_finite() && s.growth > 0.0, "{s:?}");
         assert!(s.logical_bytes > 0);
     }
@@ -81,14 +94,15 @@ fn tiny_study_runs_every_layout_and_writes_its_files() {
     );
 
     let csv = std::fs::read_to_string(cfg.out_dir.join("study.csv")).expect("csv");
-    assert_eq!(csv.lines().count(), 1 + 3 * 4 * 3);
+    assert_eq!(csv.lines().count(), 1 + 4 * 4 * 3);
     let md = std::fs::read_to_string(cfg.out_dir.join("summary.md")).expect("summary.md");
     assert!(md.contains("cargo bench --workspace -- study"), "{md}");
     assert!(md.contains("| rocksdb-tuned | tx_data | rocksdb |"), "{md}");
+    assert!(md.contains("indexed: 4 segments, 720 keys"), "{md}");
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(cfg.out_dir.join("results.json")).expect("json"))
             .expect("valid json");
-    assert_eq!(json["runs"].as_array().map(Vec::len), Some(3));
+    assert_eq!(json["runs"].as_array().map(Vec::len), Some(4));
     match &out.plot_error {
         None => {
             let png = std::fs::read(cfg.out_dir.join("study.png")).expect("png");

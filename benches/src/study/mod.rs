@@ -28,6 +28,7 @@ pub use render::{
     Summary, render_layout_table, render_row, render_side_by_side, render_summary, summarize,
 };
 pub use run::run_layout;
+pub use run::percentile;
 
 use crate::{BenchError, BenchResult, LAYOUTS, knobs};
 
@@ -57,6 +58,9 @@ pub struct StudyConfig {
     /// Point lookups timed per layout, hits and misses each
     /// (`STUDY_LOOKUPS`, 0 to skip).
     pub lookups: u32,
+    /// Ledgers per segment of the `indexed` layout
+    /// (`STUDY_SEGMENT_LEDGERS`).
+    pub segment_ledgers: u32,
 }
 
 fn small_u32(name: &'static str, default: u64, min: u64) -> BenchResult<u32> {
@@ -89,6 +93,7 @@ impl StudyConfig {
             out_dir,
             keep: knobs::flag("STUDY_KEEP"),
             lookups: small_u32("STUDY_LOOKUPS", 20_000, 0)?,
+            segment_ledgers: small_u32("STUDY_SEGMENT_LEDGERS", 2_000, 1)?,
         })
     }
 
@@ -109,14 +114,16 @@ impl StudyConfig {
         let layouts: Vec<&str> = self.layouts.iter().map(|l| l.name()).collect();
         format!(
             "STUDY_BATCHES={} STUDY_LEDGERS={} STUDY_TX={} STUDY_TX_BYTES={} \
-             STUDY_LEDGER_BYTES={} STUDY_LAYOUTS={} STUDY_SEED={} cargo bench --workspace -- study",
+             STUDY_LEDGER_BYTES={} STUDY_LAYOUTS={} STUDY_SEED={} STUDY_SEGMENT_LEDGERS={} \
+             cargo bench --workspace -- study",
             self.batches,
             self.ledgers_per_batch,
             self.tx_per_ledger,
             self.tx_bytes,
             self.ledger_bytes,
             layouts.join(","),
-            self.seed
+            self.seed,
+            self.segment_ledgers
         )
     }
 }
@@ -202,6 +209,29 @@ pub struct Lookups {
     pub hits_per_s: f64,
     /// `get_tx` of absent hashes per second.
     pub misses_per_s: f64,
+    /// 99th percentile latency of a hit, microseconds.
+    pub hit_p99_us: f64,
+    /// 99th percentile latency of a miss, microseconds.
+    pub miss_p99_us: f64,
+}
+
+/// The `indexed` layout's segments at the end of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct SegmentSummary {
+    /// Segments built.
+    pub count: usize,
+    /// Keys in them.
+    pub keys: u64,
+    /// Bytes of their files.
+    pub file_bytes: u64,
+    /// Bits per key of the whole files.
+    pub bits_per_key: f64,
+    /// Bits per key of the MPHs alone.
+    pub mph_bits_per_key: f64,
+    /// Seconds of background building (scan, MPH, write, swap, hot drop).
+    pub build_s: f64,
+    /// `build_s` per million keys.
+    pub build_s_per_mkeys: f64,
 }
 
 /// Everything measured for one layout.
@@ -217,6 +247,10 @@ pub struct LayoutRun {
     pub finals: Vec<StoreFinal>,
     /// Lookup rates.
     pub lookups: Option<Lookups>,
+    /// Bytes the process wrote while draining (`/proc/self/io`).
+    pub drain_device_bytes: Option<u64>,
+    /// Layout `indexed`: its segments.
+    pub segments: Option<SegmentSummary>,
 }
 
 #[cfg(test)]
@@ -263,6 +297,8 @@ pub(crate) mod testdata {
                 keys: 100,
             }],
             lookups: None,
+            drain_device_bytes: None,
+            segments: None,
         }
     }
 }

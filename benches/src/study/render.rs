@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::{BatchRow, LayoutRun, Lookups};
+use super::{BatchRow, LayoutRun, Lookups, SegmentSummary};
 
 /// Seconds as the field study printed them (ms below 1 s, m+s above 60 s).
 pub fn fmt_s(s: f64) -> String {
@@ -166,10 +166,14 @@ pub struct LayoutSummary {
     pub drain_s: f64,
     /// Ledgers per second of `ingest_s + drain_s`.
     pub ledgers_per_s: f64,
-    /// Bytes the process wrote to storage over all batches.
+    /// Bytes the process wrote to storage over all batches and the drain.
     pub device_bytes: Option<u64>,
+    /// Size on disk of every store (segment files included).
+    pub disk_bytes: u64,
     /// Lookup rates.
     pub lookups: Option<Lookups>,
+    /// Layout `indexed`: segments.
+    pub segments: Option<SegmentSummary>,
 }
 
 /// The study's summary.
@@ -208,8 +212,15 @@ pub fn summarize(runs: &[LayoutRun]) -> Summary {
             ingest_s,
             drain_s: run.drain_s,
             ledgers_per_s: ledgers as f64 / (ingest_s + run.drain_s).max(1e-9),
-            device_bytes: run.rows.iter().map(|r| r.device_bytes).sum(),
+            device_bytes: run
+                .rows
+                .iter()
+                .map(|r| r.device_bytes)
+                .sum::<Option<u64>>()
+                .map(|b| b + run.drain_device_bytes.unwrap_or(0)),
+            disk_bytes: run.finals.iter().map(|f| f.disk_bytes).sum(),
             lookups: run.lookups.clone(),
+            segments: run.segments.clone(),
         });
         for fin in &run.finals {
             let io: Vec<f64> = run
@@ -280,12 +291,15 @@ pub fn render_summary(s: &Summary) -> String {
         ));
     }
     out.push_str(
-        "\n| layout | ledgers | txs | ingest (s) | drain (s) | ledgers/s | device written (GB) | tx hits/s | tx misses/s |\n\
-         |---|---|---|---|---|---|---|---|---|\n",
+        "\n| layout | ledgers | txs | ingest (s) | drain (s) | ledgers/s | device written (GB) | on disk (GB) | tx hits/s | hit p99 (µs) | tx misses/s | miss p99 (µs) |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
+    let look = |l: &LayoutSummary, f: fn(&Lookups) -> f64| {
+        l.lookups.as_ref().map_or("-".into(), |x| format!("{:.0}", f(x)))
+    };
     for l in &s.layouts {
         out.push_str(&format!(
-            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {} | {} | {} |\n",
+            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {} | {} | {} | {} | {} | {} |\n",
             l.layout,
             l.ledgers,
             l.txs,
@@ -293,13 +307,27 @@ pub fn render_summary(s: &Summary) -> String {
             l.drain_s,
             l.ledgers_per_s,
             l.device_bytes.map_or("-".into(), gb),
-            l.lookups
-                .as_ref()
-                .map_or("-".into(), |x| format!("{:.0}", x.hits_per_s)),
-            l.lookups
-                .as_ref()
-                .map_or("-".into(), |x| format!("{:.0}", x.misses_per_s)),
+            gb(l.disk_bytes),
+            look(l, |x| x.hits_per_s),
+            look(l, |x| x.hit_p99_us),
+            look(l, |x| x.misses_per_s),
+            look(l, |x| x.miss_p99_us),
         ));
+    }
+    for l in &s.layouts {
+        if let Some(seg) = &l.segments {
+            out.push_str(&format!(
+                "\n{}: {} segments, {} keys, {} on disk, {:.2} bits/key ({:.2} of them the MPH), built in {:.2} s ({:.2} s per million keys)\n",
+                l.layout,
+                seg.count,
+                seg.keys,
+                gb(seg.file_bytes),
+                seg.bits_per_key,
+                seg.mph_bits_per_key,
+                seg.build_s,
+                seg.build_s_per_mkeys,
+            ));
+        }
     }
     out
 }

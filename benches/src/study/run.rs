@@ -9,9 +9,11 @@ use rand::seq::SliceRandom;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::{BatchRow, LayoutRun, Lookups, StoreBatch, StoreFinal, StudyConfig};
+use ledgerstore_db_api::iostat::process_write_bytes;
+
+use super::{BatchRow, LayoutRun, Lookups, SegmentSummary, StoreBatch, StoreFinal, StudyConfig};
 use crate::fixture::FIRST_LEDGER;
-use crate::{BenchError, BenchResult, open_store};
+use crate::{BenchError, BenchResult, open_store_with};
 
 /// Ingests the study's batches into a fresh data dir of `layout`, calling
 /// `on_batch` after each one, then drains background work and times
@@ -26,7 +28,7 @@ pub fn run_layout(
         std::fs::remove_dir_all(&dir)
             .map_err(BenchError::io(format!("removing old {}", dir.display())))?;
     }
-    let store = open_store(&dir, layout)?;
+    let store = open_store_with(&dir, layout, cfg.segment_ledgers)?;
     let synth = Synth::new(SynthConfig::with_sizes(
         cfg.seed,
         cfg.tx_per_ledger,
@@ -59,11 +61,17 @@ pub fn run_layout(
         rows.push(row);
     }
     let t = Instant::now();
+    let io_before = process_write_bytes();
+    store.wait_for_segments()?;
     for table in TableId::ALL {
         store.table(table).wait_for_background_work()?;
     }
     let drain_s = t.elapsed().as_secs_f64();
-    let finals = finals(&store)?;
+    let drain_device_bytes = io_before
+        .zip(process_write_bytes())
+        .map(|(a, b)| b.saturating_sub(a));
+    let mut finals = finals(&store)?;
+    let segments = segment_summary(&store, &mut finals)?;
     let lookups = (cfg.lookups > 0 && !hits.is_empty())
         .then(|| time_lookups(&store, hits, cfg.seed))
         .transpose()?;
@@ -79,7 +87,59 @@ pub fn run_layout(
         drain_s,
         finals,
         lookups,
+        drain_device_bytes,
+        segments,
     })
+}
+
+/// The `indexed` layout's segments, also added to `finals` as a store so
+/// that disk and written totals include them.
+fn segment_summary(
+    store: &Ledgerstore,
+    finals: &mut Vec<StoreFinal>,
+) -> BenchResult<Option<SegmentSummary>> {
+    let Some(seg) = store.stats()?.segments else {
+        return Ok(None);
+    };
+    finals.push(StoreFinal {
+        table: "segments",
+        engine: "files",
+        disk_bytes: seg.file_bytes,
+        used_bytes: None,
+        bytes_written: Some(seg.file_bytes),
+        keys: seg.keys,
+    });
+    let per_key = |f: fn(&ledgerstore_store::SegmentInfo) -> f64| {
+        let keys: u64 = seg.segments.iter().map(|s| s.keys).sum();
+        if keys == 0 {
+            0.0
+        } else {
+            seg.segments.iter().map(|s| f(s) * s.keys as f64).sum::<f64>() / keys as f64
+        }
+    };
+    Ok(Some(SegmentSummary {
+        count: seg.segments.len(),
+        keys: seg.keys,
+        file_bytes: seg.file_bytes,
+        bits_per_key: per_key(|s| s.bits_per_key),
+        mph_bits_per_key: per_key(|s| s.mph_bits_per_key),
+        build_s: seg.build_total_s,
+        build_s_per_mkeys: if seg.keys == 0 {
+            0.0
+        } else {
+            seg.build_total_s / (seg.keys as f64 / 1e6)
+        },
+    }))
+}
+
+/// The `p`-th percentile (0..=100) of `v`, sorting it; 0 when empty.
+pub fn percentile(v: &mut [f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_unstable_by(f64::total_cmp);
+    let rank = ((p / 100.0) * (v.len() - 1) as f64).round() as usize;
+    v[rank.min(v.len() - 1)]
 }
 
 /// Takes about `n` hashes spread over the batch.
@@ -189,24 +249,30 @@ fn time_lookups(store: &Ledgerstore, mut hits: Vec<TxHash>, seed: u64) -> BenchR
             TxHash(h)
         })
         .collect();
+    let mut hit_us = Vec::with_capacity(hits.len());
     let t = Instant::now();
     for h in &hits {
+        let one = Instant::now();
         if store.get_tx(h)?.is_none() {
             return Err(BenchError::Invalid(format!(
                 "stored tx {} not found",
                 hex_short(h)
             )));
         }
+        hit_us.push(one.elapsed().as_secs_f64() * 1e6);
     }
     let hit = t.elapsed();
+    let mut miss_us = Vec::with_capacity(misses.len());
     let t = Instant::now();
     for h in &misses {
+        let one = Instant::now();
         if store.get_tx(h)?.is_some() {
             return Err(BenchError::Invalid(format!(
                 "random hash {} found",
                 hex_short(h)
             )));
         }
+        miss_us.push(one.elapsed().as_secs_f64() * 1e6);
     }
     let miss = t.elapsed();
     let rate = |d: Duration| hits.len() as f64 / d.as_secs_f64().max(1e-9);
@@ -214,6 +280,8 @@ fn time_lookups(store: &Ledgerstore, mut hits: Vec<TxHash>, seed: u64) -> BenchR
         count: u32::try_from(hits.len()).unwrap_or(u32::MAX),
         hits_per_s: rate(hit),
         misses_per_s: rate(miss),
+        hit_p99_us: percentile(&mut hit_us, 99.0),
+        miss_p99_us: percentile(&mut miss_us, 99.0),
     })
 }
 

@@ -51,6 +51,9 @@ impl Backends {
             // The sequential ledgers table of the hybrid layout: tuned, no
             // forced compaction (sequential keys compact by trivial moves).
             Layout::Hybrid => RocksOptions::tuned(false),
+            // Ledgers and position-keyed tx bodies: both append in key
+            // order, so they get the same tuned, blob-less setup.
+            Layout::Indexed => RocksOptions::tuned(false),
         };
         if let Some(b) = self.rocks_write_buffer_bytes {
             o.write_buffer_bytes = b;

@@ -59,6 +59,10 @@ pub struct Config {
     pub log: LogConfig,
     /// `[stellar]`: Stellar-native ingest.
     pub stellar: StellarConfig,
+    /// `[segments]`: immutable index segments (layout `indexed`).
+    pub segments: SegmentsConfig,
+    /// `[dict]`: trained zstd dictionaries for tx bodies (layout `indexed`).
+    pub dict: DictConfig,
 }
 
 /// `[db]`.
@@ -295,6 +299,53 @@ impl Default for StellarConfig {
     }
 }
 
+/// `[segments]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SegmentsConfig {
+    /// Ledgers per immutable index segment. Ranges are aligned to multiples
+    /// of it; a range's segment is built once the mark passes its end, and
+    /// its keys then leave the hot index. Building holds 16 bytes per key in
+    /// memory; a segment holds ~6.3 bytes per key (in memory while open).
+    pub range_ledgers: u32,
+}
+
+impl Default for SegmentsConfig {
+    fn default() -> Self {
+        Self {
+            range_ledgers: 100_000,
+        }
+    }
+}
+
+/// `[dict]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct DictConfig {
+    /// Train and use dictionaries.
+    pub enabled: bool,
+    /// Train the first dictionary once the store holds this many txs.
+    pub train_after_txs: u64,
+    /// Records sampled per training (the earliest not yet covered).
+    pub samples: usize,
+    /// Largest dictionary, KiB.
+    pub max_kib: usize,
+    /// Train a new version after this many more txs (0: never).
+    pub retrain_every_txs: u64,
+}
+
+impl Default for DictConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            train_after_txs: 20_000,
+            samples: 4_000,
+            max_kib: 110,
+            retrain_every_txs: 0,
+        }
+    }
+}
+
 fn invalid(key: &'static str, value: impl ToString, expected: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
         key,
@@ -413,6 +464,17 @@ impl Config {
         }
         if i.token.as_deref() == Some("") {
             return Err(invalid("ingest.token", "\"\"", "a non-empty token"));
+        }
+        if self.segments.range_ledgers == 0 {
+            return Err(invalid("segments.range_ledgers", 0, "at least 1"));
+        }
+        if self.dict.enabled && (self.dict.samples < 16 || !(1..=4096).contains(&self.dict.max_kib))
+        {
+            return Err(invalid(
+                "dict.samples",
+                format!("samples {}, max_kib {}", self.dict.samples, self.dict.max_kib),
+                "samples at least 16 and max_kib from 1 to 4096",
+            ));
         }
         if self.mdbx.max_read_txn_ms == 0 {
             return Err(invalid("mdbx.max_read_txn_ms", 0, "at least 1"));

@@ -45,6 +45,13 @@ pub const MAX_DECOMPRESSED_BYTES: usize = 1 << 30;
 /// Decompresses one zstd frame, refusing frames that would exceed
 /// [`MAX_DECOMPRESSED_BYTES`].
 pub fn zstd_decompress(stored: &[u8]) -> DbResult<Vec<u8>> {
+    let size = frame_content_size(stored)?;
+    zstd::bulk::decompress(stored, size).map_err(DbError::Compression)
+}
+
+/// The content size a zstd frame records, refusing frames without one or
+/// above [`MAX_DECOMPRESSED_BYTES`].
+pub fn frame_content_size(stored: &[u8]) -> DbResult<usize> {
     let size = zstd::zstd_safe::get_frame_content_size(stored)
         .map_err(|_| DbError::Corrupt {
             what: "zstd frame",
@@ -61,7 +68,7 @@ pub fn zstd_decompress(stored: &[u8]) -> DbResult<Vec<u8>> {
             detail: format!("content size {size} exceeds {MAX_DECOMPRESSED_BYTES}"),
         });
     }
-    zstd::bulk::decompress(stored, size).map_err(DbError::Compression)
+    Ok(size)
 }
 
 /// Reads big-endian fixed-width integers and length-prefixed byte strings

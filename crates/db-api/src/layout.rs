@@ -19,11 +19,21 @@ pub enum Layout {
     /// All three in RocksDB, configured well: BlobDB for tx data, bloom
     /// filters, background compaction only.
     RocksdbTuned,
+    /// Transactions in ledger order: ledgers and tx bodies (keyed by
+    /// position, so writes are sequential) in RocksDB, the hash index of
+    /// the open ledger range in libmdbx, and immutable minimal-perfect-hash
+    /// segments for closed ranges.
+    Indexed,
 }
 
 impl Layout {
     /// Every layout.
-    pub const ALL: [Layout; 3] = [Layout::Hybrid, Layout::Rocksdb, Layout::RocksdbTuned];
+    pub const ALL: [Layout; 4] = [
+        Layout::Hybrid,
+        Layout::Rocksdb,
+        Layout::RocksdbTuned,
+        Layout::Indexed,
+    ];
 
     /// The name used on the command line and in the data dir.
     pub fn name(self) -> &'static str {
@@ -31,13 +41,21 @@ impl Layout {
             Layout::Hybrid => "hybrid",
             Layout::Rocksdb => "rocksdb",
             Layout::RocksdbTuned => "rocksdb-tuned",
+            Layout::Indexed => "indexed",
         }
+    }
+
+    /// True when transactions are stored by position (`tx_bodies`) and
+    /// found through a hot index plus segments (`tx_hot_index`).
+    pub fn is_indexed(self) -> bool {
+        self == Layout::Indexed
     }
 
     /// Which engine serves `table`.
     pub fn engine_for(self, table: TableId) -> EngineKind {
         match (self, table) {
             (Layout::Hybrid, TableId::TxData | TableId::TxIndex) => EngineKind::Mdbx,
+            (Layout::Indexed, TableId::TxIndex) => EngineKind::Mdbx,
             _ => EngineKind::Rocksdb,
         }
     }
@@ -56,7 +74,7 @@ impl std::str::FromStr for Layout {
             .into_iter()
             .find(|l| l.name() == s)
             .ok_or_else(|| {
-                format!("unknown layout {s:?}: expected hybrid, rocksdb or rocksdb-tuned")
+                format!("unknown layout {s:?}: expected hybrid, rocksdb, rocksdb-tuned or indexed")
             })
     }
 }
@@ -80,6 +98,8 @@ mod tests {
             assert_eq!(Layout::Rocksdb.engine_for(t), EngineKind::Rocksdb);
             assert_eq!(Layout::RocksdbTuned.engine_for(t), EngineKind::Rocksdb);
         }
+        assert_eq!(Layout::Indexed.engine_for(TableId::TxData), EngineKind::Rocksdb);
+        assert_eq!(Layout::Indexed.engine_for(TableId::TxIndex), EngineKind::Mdbx);
     }
 
     #[test]
@@ -88,6 +108,6 @@ mod tests {
             assert_eq!(l.name().parse::<Layout>(), Ok(l));
         }
         let err = "lsm".parse::<Layout>().expect_err("unknown");
-        assert!(err.contains("hybrid, rocksdb or rocksdb-tuned"));
+        assert!(err.contains("hybrid, rocksdb, rocksdb-tuned or indexed"));
     }
 }

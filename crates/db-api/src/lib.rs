@@ -10,7 +10,9 @@
 //! `ledgerstore-engine-mdbx` implement [`engine::KvStore`], and only the
 //! binary (through `ledgerstore-backends`) picks which one serves a table.
 
+pub mod body;
 pub mod codec;
+pub mod dict;
 pub mod engine;
 pub mod error;
 pub mod input;
@@ -27,7 +29,11 @@ pub use error::{DbError, DbResult};
 pub use input::{LedgerInput, TxInput};
 pub use layout::Layout;
 pub use records::{LedgerRecord, LedgerRecordRef, TxRecord, TxRecordRef};
-pub use table::{Ledgers, Table, TableId, TxData, TxHash, TxIndex};
+pub use body::TxBody;
+pub use dict::{DictSet, Dictionary};
+pub use table::{
+    Ledgers, Table, TableId, TxBodies, TxData, TxHash, TxHotIndex, TxIndex, TxPos,
+};
 
 /// Total size of the regular files under `path` (0 when it does not exist).
 pub fn dir_size(path: &std::path::Path) -> u64 {

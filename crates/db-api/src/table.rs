@@ -5,6 +5,16 @@
 //! | `ledgers`  | ledger seq, u32 BE (4) | [`LedgerRecord`], zstd                  |
 //! | `tx_data`  | tx hash (32)           | [`TxRecord`], zstd                      |
 //! | `tx_index` | tx hash (32)           | ledger seq, u32 BE (4), uncompressed    |
+//!
+//! The `indexed` layout keeps transactions in ledger order instead. Its
+//! `tx_data` slot holds [`TxBodies`] and its `tx_index` slot holds
+//! [`TxHotIndex`] (the open range only; closed ranges live in immutable
+//! segment files):
+//!
+//! | table          | key                            | value                                   |
+//! |----------------|--------------------------------|-----------------------------------------|
+//! | `tx_bodies`    | [`TxPos`]: seq u32 BE, index u32 BE (8) | [`crate::body`] framing: hash, dictionary version, zstd frame |
+//! | `tx_hot_index` | tx hash (32)                   | [`TxPos`] (8), uncompressed             |
 
 use crate::codec::{Compress, Decode, Decompress, Encode};
 use crate::error::{DbError, DbResult};
@@ -81,6 +91,93 @@ impl Table for TxIndex {
     const ID: TableId = TableId::TxIndex;
     type Key = TxHash;
     type Value = u32;
+}
+
+/// `tx_bodies` (layout `indexed`, in the `tx_data` slot): position →
+/// stored body (see [`crate::body`]).
+#[derive(Debug)]
+pub struct TxBodies;
+impl Table for TxBodies {
+    const NAME: &'static str = "tx_bodies";
+    const ID: TableId = TableId::TxData;
+    type Key = TxPos;
+    type Value = crate::body::TxBody;
+}
+
+/// `tx_hot_index` (layout `indexed`, in the `tx_index` slot): tx hash →
+/// position, for ledgers not yet covered by a segment.
+#[derive(Debug)]
+pub struct TxHotIndex;
+impl Table for TxHotIndex {
+    const NAME: &'static str = "tx_hot_index";
+    const ID: TableId = TableId::TxIndex;
+    type Key = TxHash;
+    type Value = TxPos;
+}
+
+/// Where a transaction lives: its ledger and apply index. Encodes as 8
+/// big-endian bytes, so keys sort in ledger order, then apply order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TxPos {
+    /// Ledger sequence.
+    pub seq: u32,
+    /// Apply index within the ledger.
+    pub index: u32,
+}
+
+impl TxPos {
+    /// The 8-byte key.
+    pub fn to_bytes(self) -> [u8; 8] {
+        let mut k = [0u8; 8];
+        k[..4].copy_from_slice(&self.seq.to_be_bytes());
+        k[4..].copy_from_slice(&self.index.to_be_bytes());
+        k
+    }
+
+    /// Parses the 8-byte key.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        let b = <[u8; 8]>::try_from(bytes).ok()?;
+        Some(TxPos {
+            seq: u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+            index: u32::from_be_bytes([b[4], b[5], b[6], b[7]]),
+        })
+    }
+}
+
+impl Encode for TxPos {
+    type Encoded = [u8; 8];
+    fn encode(&self) -> [u8; 8] {
+        self.to_bytes()
+    }
+}
+
+impl Decode for TxPos {
+    fn decode(bytes: &[u8]) -> DbResult<Self> {
+        TxPos::from_bytes(bytes).ok_or(DbError::KeyLength {
+            table: TxBodies::NAME,
+            expected: 8,
+            got: bytes.len(),
+        })
+    }
+}
+
+/// The hot index stores the position as its 8-byte key form, uncompressed.
+impl Compress for TxPos {
+    fn compress(&self, _level: i32) -> DbResult<Vec<u8>> {
+        Ok(self.to_bytes().to_vec())
+    }
+    fn raw_len(&self) -> usize {
+        8
+    }
+}
+
+impl Decompress for TxPos {
+    fn decompress(bytes: &[u8]) -> DbResult<Self> {
+        TxPos::from_bytes(bytes).ok_or_else(|| DbError::Corrupt {
+            what: "tx_hot_index value",
+            detail: format!("expected 8 bytes, got {}", bytes.len()),
+        })
+    }
 }
 
 /// A 32-byte transaction hash.
@@ -201,6 +298,26 @@ mod tests {
             .map(|k| u32::decode(k).expect("4 bytes"))
             .collect();
         assert_eq!(decoded, seqs);
+    }
+
+    #[test]
+    fn positions_sort_in_ledger_then_apply_order() {
+        let mut pos = [
+            TxPos { seq: 2, index: 0 },
+            TxPos { seq: 1, index: 300 },
+            TxPos { seq: 1, index: 2 },
+            TxPos { seq: 65_536, index: 0 },
+        ];
+        let mut keys: Vec<[u8; 8]> = pos.iter().map(Encode::encode).collect();
+        pos.sort_unstable();
+        keys.sort_unstable();
+        let decoded: Vec<TxPos> = keys
+            .iter()
+            .map(|k| TxPos::decode(k).expect("8 bytes"))
+            .collect();
+        assert_eq!(decoded, pos);
+        assert!(TxPos::decode(&[0; 9]).is_err());
+        assert!(TxPos::decompress(&[0; 4]).is_err());
     }
 
     #[test]

@@ -193,6 +193,9 @@ pub struct EngineFlags {
     /// [mdbx] tx_index_page_size (fixed when the dir is created).
     #[arg(long = "mdbx.tx-index-page-size", value_name = "BYTES")]
     pub mdbx_tx_index_page_size: Option<i64>,
+    /// [segments] range_ledgers: ledgers per immutable index segment (layout indexed).
+    #[arg(long = "segments.range-ledgers", value_name = "N")]
+    pub segments_range_ledgers: Option<i64>,
 }
 
 #[derive(Debug, Args)]
@@ -360,6 +363,9 @@ pub enum LayoutArg {
     Rocksdb,
     /// All in RocksDB, well configured (BlobDB, blooms, background compaction).
     RocksdbTuned,
+    /// Txs in ledger order (RocksDB), a hot hash index (libmdbx) and
+    /// immutable perfect-hash segments for closed ledger ranges.
+    Indexed,
 }
 
 impl From<LayoutArg> for Layout {
@@ -368,6 +374,7 @@ impl From<LayoutArg> for Layout {
             LayoutArg::Hybrid => Layout::Hybrid,
             LayoutArg::Rocksdb => Layout::Rocksdb,
             LayoutArg::RocksdbTuned => Layout::RocksdbTuned,
+            LayoutArg::Indexed => Layout::Indexed,
         }
     }
 }

@@ -54,6 +54,12 @@ fn engine_overrides(e: &EngineFlags, o: &mut Overrides) {
         e.mdbx_tx_index_page_size.as_ref(),
         int,
     );
+    push(
+        o,
+        "segments.range_ledgers",
+        e.segments_range_ledgers.as_ref(),
+        int,
+    );
 }
 
 /// The daemon's effective config.

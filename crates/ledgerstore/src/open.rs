@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use ledgerstore_backends::Backends;
 use ledgerstore_config::Config;
 use ledgerstore_db_api::Layout;
-use ledgerstore_store::{Ledgerstore, Limits, StoreError, StoreOptions};
+use ledgerstore_store::{DictOptions, IndexedOptions, Ledgerstore, Limits, StoreError, StoreOptions};
 
 use crate::cli::StoreArgs;
 
@@ -39,6 +39,15 @@ pub fn store_options(cfg: &Config, layout: Option<Layout>, create: bool) -> Stor
             max_txs_per_ledger: cfg.limits.max_txs_per_ledger,
             min_free_disk_bytes: cfg.limits.min_free_disk_mb << 20,
             ..Limits::default()
+        },
+        indexed: IndexedOptions {
+            range_ledgers: cfg.segments.range_ledgers,
+            dict: cfg.dict.enabled.then(|| DictOptions {
+                train_after_txs: cfg.dict.train_after_txs,
+                samples: cfg.dict.samples,
+                max_bytes: cfg.dict.max_kib << 10,
+                retrain_every_txs: cfg.dict.retrain_every_txs,
+            }),
         },
         report_jsonl: Some(
             cfg.db

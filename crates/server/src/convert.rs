@@ -152,5 +152,20 @@ pub fn status_out(s: &StoreStats, last: Option<&BatchReport>) -> pb::Status {
             .collect(),
         last_batch: last.map(report_out),
         version: env!("CARGO_PKG_VERSION").into(),
+        segments: s
+            .segments
+            .iter()
+            .flat_map(|seg| &seg.segments)
+            .map(|i| pb::SegmentStatus {
+                first_ledger: i.first,
+                last_ledger: i.last,
+                keys: i.keys,
+                file_bytes: i.file_bytes,
+                bits_per_key: i.bits_per_key,
+                mph_bits_per_key: i.mph_bits_per_key,
+                build_seconds: i.build_s,
+            })
+            .collect(),
+        dictionary_version: s.dictionaries.as_ref().map_or(0, |d| d.current),
     }
 }

@@ -46,6 +46,11 @@ pub struct Metrics {
     mdbx_read_timeouts: IntGaugeVec,
     stellar_ledgers: IntCounterVec,
     stellar_seconds: HistogramVec,
+    segments: IntGaugeVec,
+    segment_builds: IntGauge,
+    segment_build_seconds: prometheus::Gauge,
+    segment_build_failed: IntGauge,
+    dict_version: IntGauge,
 }
 
 const GRPC_LABELS: [&str; 3] = ["grpc_type", "grpc_service", "grpc_method"];
@@ -226,6 +231,44 @@ impl Metrics {
                 "MDBX reads that gave up at mdbx.max_read_txn_ms since the daemon started.",
                 &["table"],
             )?,
+            segments: gauge(
+                &r,
+                "ledgerstore_segments",
+                "Layout indexed: immutable index segments, by what (count, keys, bytes).",
+                &["what"],
+            )?,
+            segment_builds: {
+                let g = IntGauge::new(
+                    "ledgerstore_segment_builds",
+                    "Layout indexed: segments built and swapped in since the daemon started.",
+                )?;
+                r.register(Box::new(g.clone()))?;
+                g
+            },
+            segment_build_seconds: {
+                let g = prometheus::Gauge::new(
+                    "ledgerstore_segment_build_seconds",
+                    "Layout indexed: seconds spent building segments since the daemon started (scan, MPH, write, swap, hot drop).",
+                )?;
+                r.register(Box::new(g.clone()))?;
+                g
+            },
+            segment_build_failed: {
+                let g = IntGauge::new(
+                    "ledgerstore_segment_build_failed",
+                    "Layout indexed: 1 when the last segment build failed (the hot index keeps serving; see the log).",
+                )?;
+                r.register(Box::new(g.clone()))?;
+                g
+            },
+            dict_version: {
+                let g = IntGauge::new(
+                    "ledgerstore_dict_version",
+                    "Layout indexed: the tx-body dictionary version new records use (0: none yet).",
+                )?;
+                r.register(Box::new(g.clone()))?;
+                g
+            },
             stellar_ledgers: counter(
                 &r,
                 "ledgerstore_stellar_ledgers_total",
@@ -356,6 +399,19 @@ impl Metrics {
             if let Some(l) = e.reader_lag {
                 self.mdbx_reader_lag.with_label_values(&[t.table]).set(v(l));
             }
+        }
+        if let Some(seg) = &stats.segments {
+            let count = seg.segments.len() as u64;
+            for (what, x) in [("count", count), ("keys", seg.keys), ("bytes", seg.file_bytes)] {
+                self.segments.with_label_values(&[what]).set(v(x));
+            }
+            self.segment_builds.set(v(seg.builds));
+            self.segment_build_seconds.set(seg.build_total_s);
+            self.segment_build_failed
+                .set(i64::from(seg.last_error.is_some()));
+        }
+        if let Some(d) = &stats.dictionaries {
+            self.dict_version.set(i64::from(d.current));
         }
     }
 

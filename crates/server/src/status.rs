@@ -16,7 +16,10 @@ pub fn from_store(e: &StoreError) -> Status {
         _ if e.is_storage_full() => Code::ResourceExhausted,
         StoreError::LayoutMismatch { .. } | StoreError::DataDir { .. } => Code::FailedPrecondition,
         StoreError::Db(DbError::ReadTimeout { .. }) => Code::DeadlineExceeded,
-        StoreError::Db(_) | StoreError::Io { .. } | StoreError::Corrupt(_) => Code::Internal,
+        StoreError::Db(_)
+        | StoreError::Segment(_)
+        | StoreError::Io { .. }
+        | StoreError::Corrupt(_) => Code::Internal,
     };
     let message = if matches!(e, StoreError::DiskFull { .. }) {
         format!("storage full, ingest paused until space is freed: {e}")

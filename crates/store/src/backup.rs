@@ -99,14 +99,34 @@ impl Ledgerstore {
             for t in TableId::ALL {
                 pending.push(self.table(t).begin_backup(&out.table_path(t))?);
             }
-            (mark, pending, paused.elapsed())
+            // Segments are immutable: the list at the cut is consistent
+            // with the hot index fixed above.
+            let segments = self.indexed.as_ref().map(|t| t.segments.list());
+            (mark, (pending, segments), paused.elapsed())
         };
+        let (pending, segments) = pending;
         let taken_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         let mut bytes = 0;
         for p in pending {
             bytes += p.finish()?;
+        }
+        if let (Some(list), Some(tier)) = (segments, &self.indexed) {
+            let dir = dest.join("segments");
+            fs::create_dir_all(&dir).map_err(StoreError::io(format!("creating {}", dir.display())))?;
+            for seg in list.iter() {
+                let name = ledgerstore_segment::file_name(seg.first(), seg.last());
+                let (src, dst) = (tier.segments.dir().join(&name), dir.join(&name));
+                bytes += fs::copy(&src, &dst).map_err(StoreError::io(format!(
+                    "copying {} to {}",
+                    src.display(),
+                    dst.display()
+                )))?;
+                fs::File::open(&dst)
+                    .and_then(|f| f.sync_all())
+                    .map_err(StoreError::io(format!("syncing {}", dst.display())))?;
+            }
         }
         out.write_mark(&mark)?;
         let info = BackupInfo {

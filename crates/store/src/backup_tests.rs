@@ -46,7 +46,8 @@ fn has(r: &CheckReport, needle: &str) -> bool {
 #[test]
 fn check_passes_a_healthy_store_and_names_each_kind_of_damage() {
     let s = Synth::new(SynthConfig::small(5, 8));
-    for layout in Layout::ALL {
+    // The indexed layout's tables differ; indexed/tests.rs damages them.
+    for layout in Layout::ALL.into_iter().filter(|l| !l.is_indexed()) {
         let tmp = tempfile::tempdir().expect("tempdir");
         let store = open(tmp.path(), Some(layout));
         fill(&store, &s, 10, 3, 5); // ledgers 10..=24, 120 txs

@@ -40,6 +40,10 @@ pub struct CheckReport {
     pub tx_index_entries: u64,
     /// Entries in `tx_data`.
     pub tx_data_entries: u64,
+    /// Layout `indexed`: listed txs that lie in a segment's range (each
+    /// one found by that segment at its position).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segment_keys: Option<u64>,
     /// Problems found (may exceed `problems.len()`).
     pub problem_count: u64,
     /// The first [`MAX_LISTED_PROBLEMS`] problems, each naming the table,
@@ -53,7 +57,7 @@ impl CheckReport {
         self.problem_count == 0
     }
 
-    fn problem(&mut self, p: String) {
+    pub(crate) fn problem(&mut self, p: String) {
         self.problem_count += 1;
         if self.problems.len() < MAX_LISTED_PROBLEMS {
             self.problems.push(p);
@@ -62,7 +66,7 @@ impl CheckReport {
 }
 
 /// The smallest key after `key` in byte order.
-fn after(key: &[u8]) -> Vec<u8> {
+pub(crate) fn after(key: &[u8]) -> Vec<u8> {
     let mut k = key.to_vec();
     k.push(0);
     k
@@ -78,6 +82,10 @@ impl Ledgerstore {
             ..Default::default()
         };
         self.check_ledgers(&mut r)?;
+        if self.indexed.is_some() {
+            self.check_indexed_tables(&mut r)?;
+            return Ok(r);
+        }
         let listed = r.txs;
         r.tx_index_entries = self.check_hash_table(TableId::TxIndex, listed, &mut r)?;
         r.tx_data_entries = self.check_hash_table(TableId::TxData, listed, &mut r)?;
@@ -175,6 +183,9 @@ impl Ledgerstore {
         listed: &mut [(TxHash, u32, u32)],
         r: &mut CheckReport,
     ) -> StoreResult<()> {
+        if self.indexed.is_some() {
+            return self.check_listed_indexed(listed, r);
+        }
         listed.sort_unstable_by_key(|(h, _, _)| *h);
         let keys: Vec<&[u8]> = listed.iter().map(|(h, _, _)| &h.0[..]).collect();
         let index = self.tx_index.multi_get(&keys)?;
@@ -275,7 +286,7 @@ impl Ledgerstore {
 }
 
 /// Visits every entry of `kv` in key order; returns the count.
-fn scan_all(kv: &dyn KvStore, mut f: impl FnMut(&[u8], &[u8])) -> StoreResult<u64> {
+pub(crate) fn scan_all(kv: &dyn KvStore, mut f: impl FnMut(&[u8], &[u8])) -> StoreResult<u64> {
     let mut from = Vec::new();
     let mut count = 0u64;
     loop {

@@ -85,6 +85,9 @@ pub enum StoreError {
     /// A storage engine or codec failed.
     #[error(transparent)]
     Db(#[from] DbError),
+    /// A segment file of the `indexed` layout failed to build or verify.
+    #[error(transparent)]
+    Segment(#[from] ledgerstore_segment::SegmentError),
     /// File-system error on the store's own files.
     #[error("{context}: {source}")]
     Io {

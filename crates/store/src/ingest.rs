@@ -5,7 +5,8 @@ use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use ledgerstore_db_api::{
-    Compress, DbError, KvStore, LedgerInput, LedgerRecordRef, TableId, TxHash, TxRecordRef,
+    Compress, DbError, DictSet, KvStore, LedgerInput, LedgerRecordRef, TableId, TxBody, TxHash,
+    TxPos, TxRecordRef,
 };
 use rayon::prelude::*;
 
@@ -43,9 +44,28 @@ impl<K: AsRef<[u8]>> Entries<K> {
     }
 }
 
+/// A `tx_data` key: a hash, or (layout `indexed`) a position or a
+/// dictionary.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum TxKey {
+    Hash(TxHash),
+    Pos([u8; 8]),
+    Dict([u8; 9]),
+}
+
+impl AsRef<[u8]> for TxKey {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            TxKey::Hash(h) => &h.0,
+            TxKey::Pos(p) => p,
+            TxKey::Dict(d) => d,
+        }
+    }
+}
+
 struct Prepared {
     ledgers: Entries<[u8; 4]>,
-    tx_data: Entries<TxHash>,
+    tx_data: Entries<TxKey>,
     tx_index: Entries<TxHash>,
 }
 
@@ -83,18 +103,33 @@ impl Ledgerstore {
         let mut compute = t.elapsed();
 
         let t = Instant::now();
-        let mut prepared = prepare(new, self.level)?;
-        let compress = t.elapsed();
+        let trained = match &self.indexed {
+            Some(tier) => tier.maybe_train(self.tx_data.as_ref(), &mark, self.level)?,
+            None => None,
+        };
+        compute += t.elapsed();
+
         let t = Instant::now();
+        let dicts = match (&trained, &self.indexed) {
+            (Some(tr), _) => Some(std::sync::Arc::new(tr.dicts.clone())),
+            (None, Some(tier)) => Some(tier.dicts()),
+            (None, None) => None,
+        };
+        let mut prepared = prepare(new, self.level, dicts.as_deref())?;
+        if let Some(tr) = &trained {
+            prepared.tx_data.pairs.push((TxKey::Dict(tr.key), tr.value.clone()));
+        }
+        let compress = t.elapsed();
+        let t2 = Instant::now();
         prepared
             .tx_data
             .pairs
-            .par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            .par_sort_unstable_by(|a, b| a.0.as_ref().cmp(b.0.as_ref()));
         prepared
             .tx_index
             .pairs
             .par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        compute += t.elapsed();
+        compute += t2.elapsed();
 
         self.check_free_space(&prepared)?;
         let io_before = process_write_bytes();
@@ -120,6 +155,12 @@ impl Ledgerstore {
             return Err(e);
         }
         self.publish_mark(next.clone());
+        if let Some(tier) = &self.indexed {
+            if let (Some(tr), Ok(mut d)) = (trained, tier.dicts.write()) {
+                *d = std::sync::Arc::new(tr.dicts);
+            }
+            tier.segments.notify(next.first, next.last);
+        }
         let mark_s = t.elapsed();
         let total = started.elapsed() + source;
 
@@ -167,6 +208,22 @@ impl Ledgerstore {
             .collect();
         hashes.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
         let last = self.last_ledger();
+        if self.indexed.is_some() {
+            for &(hash, li, ti) in &hashes {
+                let h = TxHash::from_slice(hash).ok_or_else(|| StoreError::InvalidBatch {
+                    field: format!("ledgers[{li}].transactions[{ti}].hash"),
+                    reason: "must be 32 bytes".into(),
+                })?;
+                if let Some((pos, _)) = self.find_body(&h)? {
+                    return Err(StoreError::HashExists {
+                        field: format!("ledgers[{li}].transactions[{ti}].hash"),
+                        hash: hex::encode(hash),
+                        ledger: pos.seq,
+                    });
+                }
+            }
+            return Ok(());
+        }
         for chunk in hashes.chunks(65_536) {
             let keys: Vec<&[u8]> = chunk.iter().map(|h| h.0).collect();
             let found = self.tx_index.multi_get(&keys)?;
@@ -294,7 +351,9 @@ impl Ledgerstore {
     }
 }
 
-fn prepare(new: &[LedgerInput], level: i32) -> StoreResult<Prepared> {
+/// `dicts` is Some for the `indexed` layout: tx bodies are keyed by
+/// position and compressed with its current dictionary.
+fn prepare(new: &[LedgerInput], level: i32, dicts: Option<&DictSet>) -> StoreResult<Prepared> {
     let ledgers: Vec<([u8; 4], Vec<u8>, usize)> = new
         .par_iter()
         .map(|l| {
@@ -308,6 +367,9 @@ fn prepare(new: &[LedgerInput], level: i32) -> StoreResult<Prepared> {
             Ok::<_, DbError>((l.seq.to_be_bytes(), rec.compress(level)?, rec.raw_len()))
         })
         .collect::<Result<_, _>>()?;
+    if let Some(dicts) = dicts {
+        return prepare_indexed(new, ledgers, level, dicts);
+    }
     let txs: Vec<(TxHash, Vec<u8>, usize, u32)> = new
         .par_iter()
         .flat_map_iter(|l| l.txs.iter().enumerate().map(move |(i, t)| (l, i, t)))
@@ -342,7 +404,67 @@ fn prepare(new: &[LedgerInput], level: i32) -> StoreResult<Prepared> {
     };
     let tx_data = Entries {
         raw_bytes: txs.iter().map(|t| 32 + t.2 as u64).sum(),
-        pairs: txs.into_iter().map(|(h, v, _, _)| (h, v)).collect(),
+        pairs: txs
+            .into_iter()
+            .map(|(h, v, _, _)| (TxKey::Hash(h), v))
+            .collect(),
+    };
+    Ok(Prepared {
+        ledgers,
+        tx_data,
+        tx_index,
+    })
+}
+
+/// The `indexed` layout's entries: bodies under their position (already
+/// in key order), and the hot index from hash to position.
+fn prepare_indexed(
+    new: &[LedgerInput],
+    ledgers: Vec<([u8; 4], Vec<u8>, usize)>,
+    level: i32,
+    dicts: &DictSet,
+) -> StoreResult<Prepared> {
+    let txs: Vec<(TxHash, TxPos, Vec<u8>, usize)> = new
+        .par_iter()
+        .flat_map_iter(|l| l.txs.iter().enumerate().map(move |(i, t)| (l, i, t)))
+        .map(|(l, i, t)| {
+            let rec = TxRecordRef {
+                ledger_seq: l.seq,
+                close_time: l.close_time,
+                index: i as u32,
+                envelope: &t.envelope,
+                result: &t.result,
+                meta: &t.meta,
+            };
+            let hash = TxHash::from_slice(&t.hash).ok_or_else(|| StoreError::InvalidBatch {
+                field: "hash".into(),
+                reason: "must be 32 bytes".into(),
+            })?;
+            let body = TxBody::compress_record(hash, &rec.encode(), dicts, level)?;
+            let pos = TxPos {
+                seq: l.seq,
+                index: i as u32,
+            };
+            Ok::<_, StoreError>((hash, pos, body.to_bytes(), 8 + 36 + rec.raw_len()))
+        })
+        .collect::<Result<_, _>>()?;
+    let ledgers = Entries {
+        raw_bytes: ledgers.iter().map(|l| 4 + l.2 as u64).sum(),
+        pairs: ledgers.into_iter().map(|(k, v, _)| (k, v)).collect(),
+    };
+    let tx_index = Entries {
+        raw_bytes: (32 + 8) * txs.len() as u64,
+        pairs: txs
+            .iter()
+            .map(|(h, p, _, _)| (*h, p.to_bytes().to_vec()))
+            .collect(),
+    };
+    let tx_data = Entries {
+        raw_bytes: txs.iter().map(|t| t.3 as u64).sum(),
+        pairs: txs
+            .into_iter()
+            .map(|(_, p, v, _)| (TxKey::Pos(p.to_bytes()), v))
+            .collect(),
     };
     Ok(Prepared {
         ledgers,
@@ -392,7 +514,7 @@ fn advance(mark: &MarkState, new: &[LedgerInput], p: &Prepared) -> MarkState {
     next.first = next.first.or(new.first().map(|l| l.seq));
     next.last = new.last().map(|l| l.seq).or(mark.last);
     next.batches += 1;
-    next.txs += p.tx_data.pairs.len() as u64;
+    next.txs += new.iter().map(|l| l.txs.len() as u64).sum::<u64>();
     for (table, keys, raw, stored) in [
         (
             TableId::Ledgers,

@@ -14,7 +14,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use ledgerstore_db_api::{EngineFactory, KvStore, Layout, TableId};
 
@@ -22,6 +22,7 @@ mod backup;
 mod check;
 pub mod datadir;
 pub mod error;
+mod indexed;
 mod ingest;
 mod read;
 pub mod report;
@@ -33,6 +34,8 @@ pub use backup::{BACKUP_INFO, BackupInfo, read_backup_info, restore};
 pub use check::{CheckReport, MAX_LISTED_PROBLEMS};
 pub use datadir::{DataDir, Manifest, MarkState, TableTotals};
 pub use error::{StoreError, StoreResult};
+pub use indexed::{DictOptions, DictStats, IndexedOptions, SegmentStats};
+pub use ledgerstore_segment::SegmentInfo;
 pub use ingest::IngestOutcome;
 pub use read::LedgerRange;
 pub use report::{BatchReport, JsonLinesSink, StoreTiming};
@@ -53,6 +56,8 @@ pub struct StoreOptions {
     pub limits: Limits,
     /// Where to append batch reports as JSON lines (None: nowhere).
     pub report_jsonl: Option<PathBuf>,
+    /// Segment ranges and dictionaries of the `indexed` layout.
+    pub indexed: IndexedOptions,
 }
 
 impl Default for StoreOptions {
@@ -63,6 +68,7 @@ impl Default for StoreOptions {
             compression_level: 3,
             limits: Limits::default(),
             report_jsonl: None,
+            indexed: IndexedOptions::default(),
         }
     }
 }
@@ -73,7 +79,10 @@ pub struct Ledgerstore {
     layout: Layout,
     ledgers: Box<dyn KvStore>,
     tx_data: Box<dyn KvStore>,
-    tx_index: Box<dyn KvStore>,
+    /// Shared with the segment builder (layout `indexed`).
+    tx_index: Arc<dyn KvStore>,
+    /// Segments and dictionaries (layout `indexed` only).
+    indexed: Option<indexed::IndexedTier>,
     mark: RwLock<MarkState>,
     /// `last + 1` of the mark, 0 while empty: the read path's visibility test.
     visible_end: AtomicU64,
@@ -103,7 +112,7 @@ impl Ledgerstore {
         let open = |t: TableId| engines.open_table(layout, t, &dir.table_path(t));
         let ledgers = open(TableId::Ledgers)?;
         let tx_data = open(TableId::TxData)?;
-        let tx_index = open(TableId::TxIndex)?;
+        let tx_index: Arc<dyn KvStore> = Arc::from(open(TableId::TxIndex)?);
         let mark = dir.read_mark()?;
         let sink = match &opts.report_jsonl {
             Some(p) => Some(
@@ -111,6 +120,16 @@ impl Ledgerstore {
                     .map_err(StoreError::io(format!("opening {}", p.display())))?,
             ),
             None => None,
+        };
+        let indexed = match layout {
+            Layout::Indexed => Some(indexed::IndexedTier::open(
+                dir.path(),
+                opts.indexed.clone(),
+                Arc::clone(&tx_index),
+                tx_data.as_ref(),
+                opts.compression_level,
+            )?),
+            _ => None,
         };
         let store = Self {
             visible_end: AtomicU64::new(visible_end(&mark)),
@@ -120,6 +139,7 @@ impl Ledgerstore {
             ledgers,
             tx_data,
             tx_index,
+            indexed,
             ingest_lock: Mutex::new(false),
             level: opts.compression_level,
             limits: opts.limits,
@@ -133,6 +153,10 @@ impl Ledgerstore {
                 txs = rolled.txs,
                 "rolled back writes above the durable mark left by an interrupted batch"
             );
+        }
+        if let Some(tier) = &store.indexed {
+            let mark = store.mark();
+            tier.segments.start(mark.first, mark.last)?;
         }
         Ok(store)
     }
@@ -186,6 +210,9 @@ impl Ledgerstore {
     /// progress to finish first.
     pub fn close(&self) -> StoreResult<()> {
         let _guard = self.ingest_lock.lock();
+        if let Some(tier) = &self.indexed {
+            tier.segments.stop();
+        }
         for t in TableId::ALL {
             self.table(t).close()?;
         }
@@ -203,6 +230,14 @@ impl Ledgerstore {
             Err(p) => *p.into_inner() = mark,
         }
         self.visible_end.store(end, Ordering::Release);
+    }
+}
+
+impl Drop for Ledgerstore {
+    fn drop(&mut self) {
+        if let Some(tier) = &self.indexed {
+            tier.segments.stop();
+        }
     }
 }
 

@@ -14,6 +14,9 @@ const PARALLEL_DECOMPRESS: usize = 64;
 impl Ledgerstore {
     /// A transaction by hash.
     pub fn get_tx(&self, hash: &TxHash) -> StoreResult<Option<TxRecord>> {
+        if self.indexed.is_some() {
+            return self.get_tx_indexed(hash);
+        }
         let Some(bytes) = self.tx_data.get(&hash.0)? else {
             return Ok(None);
         };
@@ -23,6 +26,9 @@ impl Ledgerstore {
 
     /// The ledger that holds a transaction, from the tx index alone.
     pub fn get_tx_ledger(&self, hash: &TxHash) -> StoreResult<Option<u32>> {
+        if self.indexed.is_some() {
+            return Ok(self.find_body(hash)?.map(|(pos, _)| pos.seq));
+        }
         let Some(bytes) = self.tx_index.get(&hash.0)? else {
             return Ok(None);
         };
@@ -33,6 +39,9 @@ impl Ledgerstore {
     /// Many transactions by hash. Lookups run in key order for locality;
     /// answers come back in the order of `hashes`.
     pub fn batch_get_txs(&self, hashes: &[TxHash]) -> StoreResult<Vec<Option<TxRecord>>> {
+        if self.indexed.is_some() {
+            return self.batch_get_indexed(hashes);
+        }
         let mut order: Vec<usize> = (0..hashes.len()).collect();
         order.sort_unstable_by_key(|&i| hashes[i]);
         let keys: Vec<&[u8]> = order.iter().map(|&i| &hashes[i].0[..]).collect();

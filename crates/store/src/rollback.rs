@@ -5,7 +5,7 @@
 //! above the mark. We delete those hashes (unless the tx index says the
 //! hash belongs to a committed ledger), then the ledger records.
 
-use ledgerstore_db_api::{Decompress, KvStore, LedgerRecord, TableId};
+use ledgerstore_db_api::{Decompress, Dictionary, KvStore, LedgerRecord, TableId, TxPos};
 
 use crate::Ledgerstore;
 use crate::error::{StoreError, StoreResult};
@@ -27,6 +27,8 @@ impl Ledgerstore {
         };
         let mut ledger_keys = Vec::new();
         let mut hashes = Vec::new();
+        // Layout `indexed`: body keys are positions.
+        let mut positions = BodyKeys::default();
         loop {
             let chunk = self.ledgers.scan(&from.to_be_bytes(), SCAN_CHUNK)?;
             let Some((last_key, _)) = chunk.last() else {
@@ -39,6 +41,16 @@ impl Ledgerstore {
                         "ledger record above the mark cannot be read for rollback: {e}"
                     ))
                 })?;
+                if self.indexed.is_some() {
+                    positions.0.extend((0..rec.tx_hashes.len()).map(|i| {
+                        TxPos {
+                            seq: rec.seq,
+                            index: i as u32,
+                        }
+                        .to_bytes()
+                        .to_vec()
+                    }));
+                }
                 hashes.extend(rec.tx_hashes);
                 ledger_keys.push(key);
             }
@@ -47,7 +59,7 @@ impl Ledgerstore {
                 None => break,
             }
         }
-        if ledger_keys.is_empty() {
+        if ledger_keys.is_empty() && self.indexed.is_none() {
             return Ok(RolledBack::default());
         }
         hashes.sort_unstable();
@@ -57,13 +69,27 @@ impl Ledgerstore {
             .iter()
             .zip(owners)
             .filter(|(_, owner)| match owner {
-                Some(v) => u32::decompress(v).map_or(true, |seq| last.is_none_or(|l| seq > l)),
+                Some(v) => owner_seq(v, self.indexed.is_some())
+                    .map_or(true, |seq| last.is_none_or(|l| seq > l)),
                 None => true,
             })
             .map(|(k, _)| *k)
             .collect();
-        for table in [TableId::TxData, TableId::TxIndex] {
-            delete_keys(self.table(table), &orphans)?;
+        if let Some(tier) = &self.indexed {
+            // Dictionaries trained for a batch that did not commit.
+            let published = tier.dicts().current().map_or(0, |d| d.version());
+            for (k, _) in self.tx_data.scan(&Dictionary::first_key(), 1024)? {
+                if Dictionary::parse_key(&k).is_some_and(|v| v > published) {
+                    positions.push_dict(k);
+                }
+            }
+            let refs: Vec<&[u8]> = positions.iter().map(|p| p.as_ref()).collect();
+            delete_keys(self.tx_data.as_ref(), &refs)?;
+            delete_keys(self.tx_index.as_ref(), &orphans)?;
+        } else {
+            for table in [TableId::TxData, TableId::TxIndex] {
+                delete_keys(self.table(table), &orphans)?;
+            }
         }
         let ledger_refs: Vec<&[u8]> = ledger_keys.iter().map(Vec::as_slice).collect();
         delete_keys(self.ledgers.as_ref(), &ledger_refs)?;
@@ -74,7 +100,33 @@ impl Ledgerstore {
     }
 }
 
+/// Keys to delete from `tx_bodies`.
+#[derive(Default)]
+struct BodyKeys(Vec<Vec<u8>>);
+
+impl BodyKeys {
+    fn push_dict(&mut self, k: Vec<u8>) {
+        self.0.push(k);
+    }
+    fn iter(&self) -> impl Iterator<Item = &Vec<u8>> {
+        self.0.iter()
+    }
+}
+
+/// The ledger a `tx_index` value names (a seq, or in layout `indexed` a
+/// position).
+fn owner_seq(v: &[u8], indexed: bool) -> StoreResult<u32> {
+    Ok(if indexed {
+        TxPos::decompress(v)?.seq
+    } else {
+        u32::decompress(v)?
+    })
+}
+
 fn delete_keys(store: &dyn KvStore, keys: &[&[u8]]) -> StoreResult<()> {
+    if keys.is_empty() {
+        return Ok(());
+    }
     let mut w = store.begin_write()?;
     for k in keys {
         w.delete(k)?;

@@ -4,6 +4,7 @@ use ledgerstore_db_api::{EngineStats, TableId};
 use serde::Serialize;
 
 use crate::Ledgerstore;
+use crate::indexed::{DictStats, SegmentStats};
 use crate::error::StoreResult;
 
 /// Statistics of one table.
@@ -44,6 +45,12 @@ pub struct StoreStats {
     pub disk_bytes: u64,
     /// Per table.
     pub tables: Vec<TableStats>,
+    /// Layout `indexed`: the immutable segments of closed ledger ranges.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segments: Option<SegmentStats>,
+    /// Layout `indexed`: tx-body dictionaries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dictionaries: Option<DictStats>,
 }
 
 impl Ledgerstore {
@@ -69,6 +76,8 @@ impl Ledgerstore {
                 engine_stats: store.stats()?,
             });
         }
+        let (segments, dictionaries) = self.indexed_stats().unzip();
+        let segment_bytes = segments.as_ref().map_or(0, |s| s.file_bytes);
         Ok(StoreStats {
             layout: self.layout.name(),
             first_ledger: mark.first,
@@ -76,8 +85,10 @@ impl Ledgerstore {
             ledgers: mark.ledgers(),
             txs: mark.txs,
             batches: mark.batches,
-            disk_bytes: tables.iter().map(|t| t.engine_stats.disk_bytes).sum(),
+            disk_bytes: tables.iter().map(|t| t.engine_stats.disk_bytes).sum::<u64>() + segment_bytes,
             tables,
+            segments,
+            dictionaries,
         })
     }
 }

@@ -46,9 +46,14 @@ fn assert_nothing_written(store: &Ledgerstore, batch: &[LedgerInput]) {
             "ledger {}",
             l.seq
         );
-        for tx in &l.txs {
+        for (i, tx) in l.txs.iter().enumerate() {
             assert!(!raw_has(store, TableId::TxData, &tx.hash));
             assert!(!raw_has(store, TableId::TxIndex, &tx.hash));
+            let pos = ledgerstore_db_api::TxPos {
+                seq: l.seq,
+                index: i as u32,
+            };
+            assert!(!raw_has(store, TableId::TxData, &pos.to_bytes()));
         }
     }
 }
@@ -231,11 +236,29 @@ fn plant_residue(store: &Ledgerstore, ledger: &LedgerInput) {
                 result: &tx.result,
                 meta: &tx.meta,
             };
-            let v = match table {
-                TableId::TxIndex => ledger.seq.to_be_bytes().to_vec(),
-                _ => rec.compress(3).expect("c"),
+            let pos = ledgerstore_db_api::TxPos {
+                seq: ledger.seq,
+                index: i as u32,
             };
-            w.put(&tx.hash, &v).expect("put");
+            let indexed = store.layout().is_indexed();
+            let v = match (table, indexed) {
+                (TableId::TxIndex, false) => ledger.seq.to_be_bytes().to_vec(),
+                (TableId::TxIndex, true) => pos.to_bytes().to_vec(),
+                (_, false) => rec.compress(3).expect("c"),
+                (_, true) => ledgerstore_db_api::TxBody::compress_record(
+                    hash(tx),
+                    &rec.encode(),
+                    &ledgerstore_db_api::DictSet::default(),
+                    3,
+                )
+                .expect("c")
+                .to_bytes(),
+            };
+            let key = match (table, indexed) {
+                (TableId::TxData, true) => pos.to_bytes().to_vec(),
+                _ => tx.hash.clone(),
+            };
+            w.put(&key, &v).expect("put");
         }
         w.commit().expect("commit");
     }

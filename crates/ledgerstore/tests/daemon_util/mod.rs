@@ -25,7 +25,13 @@ pub struct Daemon {
 impl Daemon {
     /// Starts the daemon on free loopback ports; waits until it serves.
     pub async fn start(dir: &Path, extra: &[&str]) -> Daemon {
+        Self::start_with_env(dir, extra, &[]).await
+    }
+
+    /// As [`Daemon::start`], with extra environment variables.
+    pub async fn start_with_env(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Daemon {
         let mut child = bin()
+            .envs(env.iter().copied())
             .args([
                 "serve",
                 "--grpc.listen",
@@ -176,6 +182,22 @@ impl Daemon {
                     .and_then(|v| v.parse().ok())
             })
             .unwrap_or(0)
+    }
+
+    /// Waits (bounded) for the daemon to exit on its own; true if it did.
+    pub fn wait_exit(&mut self, within: Duration) -> bool {
+        let Some(c) = self.child.as_mut() else {
+            return true;
+        };
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = c.try_wait() {
+                self.child = None;
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
     }
 
     /// SIGKILL.

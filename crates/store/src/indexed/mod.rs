@@ -1,0 +1,232 @@
+//! The `indexed` layout: transactions stored in ledger order under their
+//! position, found through a hot hash index (the open ledger range, in the
+//! `tx_index` slot) and immutable minimal-perfect-hash segments (closed
+//! ranges, in `segments/`).
+//!
+//! A lookup probes the hot index, then the segments newest first, and
+//! reads the body at the position found. The body records its hash, which
+//! confirms the candidate: a segment's 16-bit fingerprint lets a foreign
+//! hash through with probability 2^-16, and that case costs one body read
+//! and moves on, never a wrong answer.
+
+use std::sync::{Arc, RwLock};
+
+use ledgerstore_db_api::{DictSet, KvStore, TxBody, TxHash, TxPos, TxRecord};
+use ledgerstore_db_api::{Decompress, Dictionary};
+use serde::Serialize;
+
+use crate::Ledgerstore;
+use crate::error::{StoreError, StoreResult};
+
+pub(crate) mod check;
+#[cfg(test)]
+mod tests;
+pub(crate) mod dict;
+pub(crate) mod segments;
+
+pub use segments::SegmentStats;
+use segments::SegmentSet;
+
+/// Options of the `indexed` layout.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexedOptions {
+    /// Ledgers per segment range; ranges are aligned to multiples of it.
+    pub range_ledgers: u32,
+    /// Dictionary training; None disables dictionaries.
+    pub dict: Option<DictOptions>,
+}
+
+impl Default for IndexedOptions {
+    fn default() -> Self {
+        Self {
+            range_ledgers: 100_000,
+            dict: Some(DictOptions::default()),
+        }
+    }
+}
+
+/// When and how tx-body dictionaries are trained.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DictOptions {
+    /// Train the first dictionary once the store holds this many txs.
+    pub train_after_txs: u64,
+    /// Records sampled for training (the earliest ones not yet covered).
+    pub samples: usize,
+    /// Maximum dictionary size.
+    pub max_bytes: usize,
+    /// Train a new version after this many more txs (0: never retrain).
+    pub retrain_every_txs: u64,
+}
+
+impl Default for DictOptions {
+    fn default() -> Self {
+        Self {
+            train_after_txs: 20_000,
+            samples: 4_000,
+            max_bytes: 110 << 10,
+            retrain_every_txs: 0,
+        }
+    }
+}
+
+/// Dictionary figures for `stats`.
+#[derive(Debug, Clone, Serialize)]
+pub struct DictStats {
+    /// The version new records use (0: none yet).
+    pub current: u32,
+    /// Every version with its size in bytes, oldest first.
+    pub versions: Vec<(u32, usize)>,
+}
+
+/// The parts of the store only the `indexed` layout has.
+pub(crate) struct IndexedTier {
+    pub(crate) segments: Arc<SegmentSet>,
+    pub(crate) dicts: RwLock<Arc<DictSet>>,
+    pub(crate) opts: IndexedOptions,
+    /// Set after a training failure, so later batches do not retry it
+    /// until the store is reopened.
+    pub(crate) training_failed: std::sync::atomic::AtomicBool,
+}
+
+impl IndexedTier {
+    pub(crate) fn open(
+        dir: &std::path::Path,
+        opts: IndexedOptions,
+        hot: Arc<dyn KvStore>,
+        bodies: &dyn KvStore,
+        level: i32,
+    ) -> StoreResult<Self> {
+        let segments = SegmentSet::open(dir.join("segments"), opts.range_ledgers, hot)?;
+        let mut dicts = DictSet::default();
+        for (k, v) in bodies.scan(&Dictionary::first_key(), 1 << 16)? {
+            let Some(version) = Dictionary::parse_key(&k) else {
+                break;
+            };
+            let (_, bytes) = dict::split_value(&v)?;
+            dicts.insert(Dictionary::from_bytes(version, bytes.to_vec(), level));
+        }
+        Ok(Self {
+            segments,
+            dicts: RwLock::new(Arc::new(dicts)),
+            opts,
+            training_failed: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    pub(crate) fn dicts(&self) -> Arc<DictSet> {
+        match self.dicts.read() {
+            Ok(d) => Arc::clone(&d),
+            Err(p) => Arc::clone(&p.into_inner()),
+        }
+    }
+
+    /// Candidate positions of `hash`: the hot entry (exact) or the
+    /// segments' answers, newest first (each to be confirmed).
+    fn candidates(&self, hot: &dyn KvStore, hash: &TxHash) -> StoreResult<Vec<TxPos>> {
+        if let Some(v) = hot.get(&hash.0)? {
+            return Ok(vec![TxPos::decompress(&v)?]);
+        }
+        Ok(self.cold_candidates(hash))
+    }
+
+    fn cold_candidates(&self, hash: &TxHash) -> Vec<TxPos> {
+        self.segments
+            .list()
+            .iter()
+            .rev()
+            .filter_map(|s| s.lookup(&hash.0))
+            .collect()
+    }
+}
+
+impl Ledgerstore {
+    pub(crate) fn tier(&self) -> StoreResult<&IndexedTier> {
+        self.indexed
+            .as_ref()
+            .ok_or_else(|| StoreError::Corrupt(format!("layout {} has no segments", self.layout)))
+    }
+
+    /// The confirmed position and stored body of `hash` (visible ones only).
+    pub(crate) fn find_body(&self, hash: &TxHash) -> StoreResult<Option<(TxPos, TxBody)>> {
+        let tier = self.tier()?;
+        for pos in tier.candidates(self.tx_index.as_ref(), hash)? {
+            if !self.is_visible(pos.seq) {
+                continue;
+            }
+            if let Some(bytes) = self.tx_data.get(&pos.to_bytes())? {
+                let body = TxBody::decompress(&bytes)?;
+                if body.hash == *hash {
+                    return Ok(Some((pos, body)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    pub(crate) fn get_tx_indexed(&self, hash: &TxHash) -> StoreResult<Option<TxRecord>> {
+        match self.find_body(hash)? {
+            Some((_, body)) => Ok(Some(body.record(&self.tier()?.dicts())?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Many lookups: hot entries in one sorted multi-get, segments in
+    /// memory, then the bodies in one multi-get in position order (which is
+    /// ledger order, so neighbours share blocks).
+    pub(crate) fn batch_get_indexed(&self, hashes: &[TxHash]) -> StoreResult<Vec<Option<TxRecord>>> {
+        let tier = self.tier()?;
+        let mut order: Vec<usize> = (0..hashes.len()).collect();
+        order.sort_unstable_by_key(|&i| hashes[i]);
+        let keys: Vec<&[u8]> = order.iter().map(|&i| &hashes[i].0[..]).collect();
+        let hot = self.tx_index.multi_get(&keys)?;
+        let mut first: Vec<(TxPos, usize)> = Vec::with_capacity(hashes.len());
+        for (&i, v) in order.iter().zip(hot) {
+            let pos = match v {
+                Some(v) => Some(TxPos::decompress(&v)?),
+                None => tier.cold_candidates(&hashes[i]).first().copied(),
+            };
+            if let Some(pos) = pos.filter(|p| self.is_visible(p.seq)) {
+                first.push((pos, i));
+            }
+        }
+        first.sort_unstable();
+        let body_keys: Vec<[u8; 8]> = first.iter().map(|(p, _)| p.to_bytes()).collect();
+        let refs: Vec<&[u8]> = body_keys.iter().map(|k| &k[..]).collect();
+        let bodies = self.tx_data.multi_get(&refs)?;
+        let dicts = tier.dicts();
+        let mut out = vec![None; hashes.len()];
+        for ((_, i), stored) in first.iter().zip(bodies) {
+            let body = stored.map(|b| TxBody::decompress(&b)).transpose()?;
+            out[*i] = match body {
+                Some(b) if b.hash == hashes[*i] => Some(b.record(&dicts)?),
+                // A fingerprint false positive (or an older segment): the
+                // slow path tries every candidate.
+                _ => self.get_tx_indexed(&hashes[*i])?,
+            };
+        }
+        Ok(out)
+    }
+
+    /// Cold-tier and dictionary figures for `stats`.
+    pub(crate) fn indexed_stats(&self) -> Option<(SegmentStats, DictStats)> {
+        let tier = self.indexed.as_ref()?;
+        let dicts = tier.dicts();
+        Some((
+            tier.segments.stats(self.mark().first),
+            DictStats {
+                current: dicts.current().map_or(0, |d| d.version()),
+                versions: dicts.versions(),
+            },
+        ))
+    }
+
+    /// Blocks until every closed ledger range has its segment. Benches call
+    /// it so that build work is charged to the layout; tests call it to
+    /// observe the swap.
+    pub fn wait_for_segments(&self) -> StoreResult<()> {
+        match &self.indexed {
+            Some(t) => t.segments.wait_idle(),
+            None => Ok(()),
+        }
+    }
+}

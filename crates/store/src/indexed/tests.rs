@@ -1,0 +1,285 @@
+//! The `indexed` layout on real RocksDB and real MDBX in temp dirs:
+//! segment build and swap, lookups across hot and cold ranges, recovery
+//! from a build interrupted before and after the swap, and dictionaries.
+
+use std::path::Path;
+use std::time::Duration;
+
+use ledgerstore_backends::Backends;
+use ledgerstore_db_api::{Layout, LedgerInput, TableId, TxHash, TxPos};
+use ledgerstore_synth::{Synth, SynthConfig};
+
+use crate::{DictOptions, IndexedOptions, Ledgerstore, StoreError, StoreOptions};
+
+const RANGE: u32 = 10;
+
+fn synth() -> Synth {
+    Synth::new(SynthConfig::small(7, 8))
+}
+
+fn open_with(dir: &Path, dict: Option<DictOptions>) -> Ledgerstore {
+    let opts = StoreOptions {
+        layout: Some(Layout::Indexed),
+        indexed: IndexedOptions {
+            range_ledgers: RANGE,
+            dict,
+        },
+        ..StoreOptions::default()
+    };
+    Ledgerstore::open(dir, opts, &Backends::for_tests()).expect("open store")
+}
+
+fn open(dir: &Path) -> Ledgerstore {
+    open_with(dir, None)
+}
+
+fn hash(tx: &ledgerstore_db_api::TxInput) -> TxHash {
+    TxHash::from_slice(&tx.hash).expect("32 bytes")
+}
+
+fn ingest_range(store: &Ledgerstore, s: &Synth, first: u32, last: u32, per_batch: u32) {
+    let mut seq = first;
+    while seq <= last {
+        let n = per_batch.min(last - seq + 1);
+        store
+            .ingest(&s.batch(seq, n), Duration::ZERO)
+            .expect("ingest");
+        seq += n;
+    }
+}
+
+/// Every tx of `first..=last` reads back exactly, one by one and batched.
+fn assert_all_readable(store: &Ledgerstore, s: &Synth, first: u32, last: u32) {
+    let mut hashes = Vec::new();
+    let mut want = Vec::new();
+    for seq in first..=last {
+        let l: LedgerInput = s.ledger(seq);
+        for (i, tx) in l.txs.iter().enumerate() {
+            let rec = store.get_tx(&hash(tx)).expect("get").expect("found");
+            assert_eq!((rec.ledger_seq, rec.index), (seq, i as u32));
+            assert_eq!(
+                (&rec.envelope, &rec.result, &rec.meta),
+                (&tx.envelope, &tx.result, &tx.meta)
+            );
+            assert_eq!(store.get_tx_ledger(&hash(tx)).expect("ledger"), Some(seq));
+            hashes.push(hash(tx));
+            want.push((seq, i as u32));
+        }
+    }
+    let got = store.batch_get_txs(&hashes).expect("batch");
+    for (g, w) in got.iter().zip(&want) {
+        let g = g.as_ref().expect("batched hit");
+        assert_eq!((g.ledger_seq, g.index), *w);
+    }
+}
+
+fn hot_entries(store: &Ledgerstore) -> Vec<TxPos> {
+    store
+        .table(TableId::TxIndex)
+        .scan(&[], 1 << 20)
+        .expect("scan")
+        .iter()
+        .map(|(_, v)| TxPos::from_bytes(v).expect("position"))
+        .collect()
+}
+
+#[test]
+fn closed_ranges_become_segments_and_lookups_span_hot_and_cold() {
+    let s = synth();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = open(tmp.path());
+    // 103..=136: ranges 103..=109 (clipped at the first ledger), 110..=119,
+    // 120..=129 close; 130..=136 stays hot.
+    ingest_range(&store, &s, 103, 136, 4);
+    store.wait_for_segments().expect("segments");
+    let stats = store.stats().expect("stats");
+    let seg = stats.segments.expect("segment stats");
+    let ranges: Vec<(u32, u32)> = seg.segments.iter().map(|i| (i.first, i.last)).collect();
+    assert_eq!(ranges, [(103, 109), (110, 119), (120, 129)]);
+    assert_eq!(seg.hot_from, Some(130));
+    assert_eq!(seg.keys, 27 * 8);
+    assert!(seg.segments.iter().all(|i| i.bits_per_key > 0.0 && i.keys == 8 * u64::from(i.last - i.first + 1)));
+    // The swap dropped the closed ranges from the hot index.
+    let hot = hot_entries(&store);
+    assert_eq!(hot.len(), 7 * 8);
+    assert!(hot.iter().all(|p| p.seq >= 130));
+    assert_all_readable(&store, &s, 103, 136);
+    // Misses in every tier.
+    for probe in [[0u8; 32], [0xab; 32], [7; 32]] {
+        assert!(store.get_tx(&TxHash(probe)).expect("miss").is_none());
+    }
+    assert!(stats.disk_bytes >= seg.file_bytes);
+    let report = store.check().expect("check");
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert_eq!(report.segment_keys, Some(27 * 8));
+}
+
+#[test]
+fn segments_survive_a_restart_and_cold_hashes_still_refuse_duplicates() {
+    let s = synth();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    {
+        let store = open(tmp.path());
+        ingest_range(&store, &s, 1, 25, 5);
+        store.wait_for_segments().expect("segments");
+        store.close().expect("close");
+    }
+    let store = open(tmp.path());
+    assert_eq!(store.stats().expect("stats").segments.expect("seg").segments.len(), 2);
+    assert_all_readable(&store, &s, 1, 25);
+    // A new ledger that repeats a hash now held only by a segment.
+    let mut dup = s.ledger(26);
+    dup.txs[2].hash = s.ledger(4).txs[1].hash.clone();
+    let err = store.ingest(&[dup], Duration::ZERO).expect_err("duplicate");
+    assert!(
+        matches!(&err, StoreError::HashExists { ledger: 4, field, .. } if field == "ledgers[0].transactions[2].hash"),
+        "{err}"
+    );
+    // Re-sent ledgers are acknowledged without writing.
+    let out = store.ingest(&s.batch(20, 6), Duration::ZERO).expect("resend");
+    assert_eq!((out.skipped, out.committed), (6, 0));
+    ingest_range(&store, &s, 26, 31, 3);
+    store.wait_for_segments().expect("segments");
+    assert_all_readable(&store, &s, 1, 31);
+    assert!(store.check().expect("check").is_ok());
+}
+
+#[test]
+fn a_build_interrupted_before_the_swap_leaves_the_hot_index_serving() {
+    let s = synth();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let segdir = tmp.path().join("segments");
+    {
+        // A crash before the rename: the range's keys are all hot, and a
+        // partial tmp file is left.
+        let store = open(tmp.path());
+        ingest_range(&store, &s, 1, 8, 4);
+        store.close().expect("close");
+    }
+    std::fs::write(segdir.join("tmp-1-9.idx"), b"partial build").expect("plant tmp");
+    let store = open(tmp.path());
+    assert!(!segdir.join("tmp-1-9.idx").exists(), "open removes unpublished builds");
+    assert_all_readable(&store, &s, 1, 8);
+    ingest_range(&store, &s, 9, 12, 4);
+    store.wait_for_segments().expect("segments");
+    assert!(segdir.join(ledgerstore_segment::file_name(1, 9)).exists());
+    assert_all_readable(&store, &s, 1, 12);
+    assert!(store.check().expect("check").is_ok());
+}
+
+#[test]
+fn a_build_interrupted_after_the_swap_finishes_dropping_the_hot_range_at_open() {
+    let s = synth();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let segdir = tmp.path().join("segments");
+    let saved;
+    {
+        let store = open(tmp.path());
+        ingest_range(&store, &s, 1, 9, 3);
+        saved = store
+            .table(TableId::TxIndex)
+            .scan(&[], 1 << 20)
+            .expect("scan");
+        assert_eq!(saved.len(), 9 * 8);
+        store.wait_for_segments().expect("segments");
+        assert!(hot_entries(&store).is_empty());
+        // Put back what a crash right after the rename would have left:
+        // the hot keys of the range, and the drop marker.
+        let mut w = store.table(TableId::TxIndex).begin_write().expect("write");
+        for (k, v) in &saved {
+            w.put(k, v).expect("put");
+        }
+        w.finish().expect("finish");
+        w.commit().expect("commit");
+        store.close().expect("close");
+    }
+    std::fs::write(segdir.join("dropping-0000000001-0000000009"), b"").expect("marker");
+    let store = open(tmp.path());
+    assert!(hot_entries(&store).is_empty(), "open finished the drop");
+    assert!(!segdir.join("dropping-0000000001-0000000009").exists());
+    assert_all_readable(&store, &s, 1, 9);
+    assert!(store.check().expect("check").is_ok());
+}
+
+#[test]
+fn dictionaries_are_versioned_and_old_records_stay_readable() {
+    let s = synth();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dict = DictOptions {
+        train_after_txs: 40,
+        samples: 64,
+        max_bytes: 8 << 10,
+        retrain_every_txs: 80,
+    };
+    {
+        let store = open_with(tmp.path(), Some(dict.clone()));
+        // 8 txs per ledger, 2 ledgers per batch: v1 after 40 txs, then a new
+        // version every 80.
+        ingest_range(&store, &s, 1, 30, 2);
+        let d = store.stats().expect("stats").dictionaries.expect("dict stats");
+        assert!(d.current >= 2, "{d:?}");
+        assert_eq!(d.versions.len() as u32, d.current);
+        store.wait_for_segments().expect("segments");
+        assert_all_readable(&store, &s, 1, 30);
+        assert!(store.check().expect("check").is_ok());
+    }
+    // Without training on reopen, every version still decodes.
+    let store = open_with(tmp.path(), None);
+    assert_all_readable(&store, &s, 1, 30);
+    let d = store.stats().expect("stats").dictionaries.expect("dict stats");
+    assert!(d.current >= 2);
+}
+
+#[test]
+fn backup_carries_the_segments() {
+    let s = synth();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = open(tmp.path());
+    ingest_range(&store, &s, 1, 14, 7);
+    store.wait_for_segments().expect("segments");
+    let out = tempfile::tempdir().expect("tempdir");
+    let dest = out.path().join("backup");
+    store.backup(&dest).expect("backup");
+    let restored = out.path().join("restored");
+    crate::restore(&dest, &restored).expect("restore");
+    drop(store);
+    let store = open(&restored);
+    assert_eq!(store.stats().expect("stats").segments.expect("seg").segments.len(), 1);
+    assert_all_readable(&store, &s, 1, 14);
+    assert!(store.check().expect("check").is_ok());
+}
+
+#[test]
+fn check_names_damage_to_the_indexed_tables() {
+    let s = synth();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = open(tmp.path());
+    ingest_range(&store, &s, 10, 24, 5); // segment 10..=19; 20..=24 hot
+    store.wait_for_segments().expect("segments");
+    assert!(store.check().expect("check").is_ok());
+
+    let victim = hash(&s.ledger(22).txs[3]);
+    let mut w = store.table(TableId::TxIndex).begin_write().expect("w");
+    w.delete(&victim.0).expect("delete");
+    let orphan = TxHash([0xab; 32]);
+    w.put(&orphan.0, &TxPos { seq: 99, index: 0 }.to_bytes()).expect("put");
+    w.finish().expect("finish");
+    w.commit().expect("commit");
+    let mut w = store.table(TableId::TxData).begin_write().expect("w");
+    w.put(&TxPos { seq: 12, index: 5 }.to_bytes(), b"short").expect("put");
+    w.delete(&TxPos { seq: 23, index: 0 }.to_bytes()).expect("delete");
+    w.finish().expect("finish");
+    w.commit().expect("commit");
+
+    let r = store.check().expect("check");
+    let want = [
+        format!("tx_hot_index: {victim} is missing and no segment covers it (listed by ledgers[22] at index 3)"),
+        "tx_bodies: ledger 12 index 5: tx body: corrupt record".to_string(),
+        format!("tx_hot_index: {} points above the mark (ledger 99)", hex::encode(orphan.0)),
+        "tx_bodies: no body at ledger 23 index 0".to_string(),
+        "tx_bodies: holds 119 bodies, the ledger records list 120".to_string(),
+    ];
+    for w in &want {
+        assert!(r.problems.iter().any(|p| p.contains(w.as_str())), "no {w:?} in {:#?}", r.problems);
+    }
+}

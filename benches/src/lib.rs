@@ -35,7 +35,11 @@ pub fn open_store(path: &Path, layout: Layout) -> BenchResult<Ledgerstore> {
 }
 
 /// [`open_store`] with the `indexed` layout's segment range given.
-pub fn open_store_with(path: &Path, layout: Layout, segment_ledgers: u32) -> BenchResult<Ledgerstore> {
+pub fn open_store_with(
+    path: &Path,
+    layout: Layout,
+    segment_ledgers: u32,
+) -> BenchResult<Ledgerstore> {
     let opts = StoreOptions {
         layout: Some(layout),
         create: true,

@@ -57,7 +57,11 @@ fn tiny_study_runs_every_layout_and_writes_its_files() {
             let seg = run.segments.as_ref().expect("segments");
             assert_eq!((seg.count, seg.keys), (4, 18 * 40));
             assert!(seg.bits_per_key > 0.0 && seg.build_s > 0.0);
-            assert!(run.finals.iter().any(|f| f.table == "segments" && f.disk_bytes > 0));
+            assert!(
+                run.finals
+                    .iter()
+                    .any(|f| f.table == "segments" && f.disk_bytes > 0)
+            );
         }
     }
     // The field setup compacts at every commit; the others never do.

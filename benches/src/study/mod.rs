@@ -27,8 +27,8 @@ pub use output::{write_csv, write_plot};
 pub use render::{
     Summary, render_layout_table, render_row, render_side_by_side, render_summary, summarize,
 };
-pub use run::run_layout;
 pub use run::percentile;
+pub use run::run_layout;
 
 use crate::{BenchError, BenchResult, LAYOUTS, knobs};
 

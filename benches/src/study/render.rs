@@ -295,7 +295,9 @@ pub fn render_summary(s: &Summary) -> String {
          |---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let look = |l: &LayoutSummary, f: fn(&Lookups) -> f64| {
-        l.lookups.as_ref().map_or("-".into(), |x| format!("{:.0}", f(x)))
+        l.lookups
+            .as_ref()
+            .map_or("-".into(), |x| format!("{:.0}", f(x)))
     };
     for l in &s.layouts {
         out.push_str(&format!(

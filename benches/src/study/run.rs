@@ -114,7 +114,11 @@ fn segment_summary(
         if keys == 0 {
             0.0
         } else {
-            seg.segments.iter().map(|s| f(s) * s.keys as f64).sum::<f64>() / keys as f64
+            seg.segments
+                .iter()
+                .map(|s| f(s) * s.keys as f64)
+                .sum::<f64>()
+                / keys as f64
         }
     };
     Ok(Some(SegmentSummary {

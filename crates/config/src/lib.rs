@@ -305,8 +305,8 @@ impl Default for StellarConfig {
 pub struct SegmentsConfig {
     /// Ledgers per immutable index segment. Ranges are aligned to multiples
     /// of it; a range's segment is built once the mark passes its end, and
-    /// its keys then leave the hot index. Building holds 16 bytes per key in
-    /// memory; a segment holds ~6.3 bytes per key (in memory while open).
+    /// its keys then leave the hot index. A build holds ~72 bytes per key at
+    /// peak; a segment holds ~6.3 bytes per key (in memory while open).
     pub range_ledgers: u32,
 }
 
@@ -472,7 +472,10 @@ impl Config {
         {
             return Err(invalid(
                 "dict.samples",
-                format!("samples {}, max_kib {}", self.dict.samples, self.dict.max_kib),
+                format!(
+                    "samples {}, max_kib {}",
+                    self.dict.samples, self.dict.max_kib
+                ),
                 "samples at least 16 and max_kib from 1 to 4096",
             ));
         }

@@ -114,8 +114,8 @@ mod tests {
             meta: vec![3; 300],
         };
         let dicts = DictSet::default();
-        let body = TxBody::compress_record(TxHash([5; 32]), &rec.encode(), &dicts, 3)
-            .expect("compress");
+        let body =
+            TxBody::compress_record(TxHash([5; 32]), &rec.encode(), &dicts, 3).expect("compress");
         assert_eq!(body.dict_version, 0);
         let stored = body.compress(3).expect("frame");
         assert_eq!(TxBody::hash_of(&stored).expect("hash"), TxHash([5; 32]));
@@ -123,6 +123,9 @@ mod tests {
         assert_eq!(back, body);
         assert_eq!(back.record(&dicts).expect("record"), rec);
         let err = TxBody::decompress(&stored[..20]).expect_err("short");
-        assert!(err.to_string().contains("shorter than the 36-byte header"), "{err}");
+        assert!(
+            err.to_string().contains("shorter than the 36-byte header"),
+            "{err}"
+        );
     }
 }

@@ -216,7 +216,9 @@ mod tests {
             .map(|i| {
                 let mut r = template.clone();
                 for f in 0..8usize {
-                    let v = (i as u32).wrapping_mul(2_654_435_761).rotate_left(f as u32 * 4);
+                    let v = (i as u32)
+                        .wrapping_mul(2_654_435_761)
+                        .rotate_left(f as u32 * 4);
                     r[f * 250..f * 250 + 4].copy_from_slice(&v.to_be_bytes());
                 }
                 r
@@ -242,11 +244,16 @@ mod tests {
             .iter()
             .map(|r| zstd_compress(r, 3).expect("plain").len())
             .sum();
-        assert!(with * 2 < without, "dictionary {with} B vs plain {without} B");
+        assert!(
+            with * 2 < without,
+            "dictionary {with} B vs plain {without} B"
+        );
         let (v, f1) = set.compress(&test[0], 3).expect("v1");
         assert_eq!(v, 1);
         // Retrain: v2 becomes current; v1 and v0 frames still decode.
-        set.insert(Dictionary::train(set.next_version(), &samples(500, 2), 16 << 10, 3).expect("v2"));
+        set.insert(
+            Dictionary::train(set.next_version(), &samples(500, 2), 16 << 10, 3).expect("v2"),
+        );
         assert_eq!(set.current().map(|d| d.version()), Some(2));
         assert_eq!(set.decompress(1, &f1).expect("v1 frame"), test[0]);
         assert_eq!(set.decompress(0, &old_frame).expect("v0 frame"), plain);

@@ -98,8 +98,14 @@ mod tests {
             assert_eq!(Layout::Rocksdb.engine_for(t), EngineKind::Rocksdb);
             assert_eq!(Layout::RocksdbTuned.engine_for(t), EngineKind::Rocksdb);
         }
-        assert_eq!(Layout::Indexed.engine_for(TableId::TxData), EngineKind::Rocksdb);
-        assert_eq!(Layout::Indexed.engine_for(TableId::TxIndex), EngineKind::Mdbx);
+        assert_eq!(
+            Layout::Indexed.engine_for(TableId::TxData),
+            EngineKind::Rocksdb
+        );
+        assert_eq!(
+            Layout::Indexed.engine_for(TableId::TxIndex),
+            EngineKind::Mdbx
+        );
     }
 
     #[test]

@@ -21,7 +21,9 @@ pub mod layout;
 pub mod records;
 pub mod table;
 
+pub use body::TxBody;
 pub use codec::{Compress, Decode, Decompress, Encode};
+pub use dict::{DictSet, Dictionary};
 pub use engine::{
     CommitTiming, EngineFactory, EngineKind, EngineStats, KvStore, KvWrite, TableBackup,
 };
@@ -29,11 +31,7 @@ pub use error::{DbError, DbResult};
 pub use input::{LedgerInput, TxInput};
 pub use layout::Layout;
 pub use records::{LedgerRecord, LedgerRecordRef, TxRecord, TxRecordRef};
-pub use body::TxBody;
-pub use dict::{DictSet, Dictionary};
-pub use table::{
-    Ledgers, Table, TableId, TxBodies, TxData, TxHash, TxHotIndex, TxIndex, TxPos,
-};
+pub use table::{Ledgers, Table, TableId, TxBodies, TxData, TxHash, TxHotIndex, TxIndex, TxPos};
 
 /// Total size of the regular files under `path` (0 when it does not exist).
 pub fn dir_size(path: &std::path::Path) -> u64 {

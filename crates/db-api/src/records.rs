@@ -50,7 +50,19 @@ pub struct TxRecordRef<'a> {
     pub meta: &'a [u8],
 }
 
-impl TxRecordRef<'_> {
+impl<'a> TxRecordRef<'a> {
+    /// The record of `tx`, the `index`-th transaction of `ledger`.
+    pub fn of(ledger: &'a crate::LedgerInput, index: u32, tx: &'a crate::TxInput) -> Self {
+        Self {
+            ledger_seq: ledger.seq,
+            close_time: ledger.close_time,
+            index,
+            envelope: &tx.envelope,
+            result: &tx.result,
+            meta: &tx.meta,
+        }
+    }
+
     /// Encodes the record (uncompressed).
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.raw_len());

@@ -306,7 +306,10 @@ mod tests {
             TxPos { seq: 2, index: 0 },
             TxPos { seq: 1, index: 300 },
             TxPos { seq: 1, index: 2 },
-            TxPos { seq: 65_536, index: 0 },
+            TxPos {
+                seq: 65_536,
+                index: 0,
+            },
         ];
         let mut keys: Vec<[u8; 8]> = pos.iter().map(Encode::encode).collect();
         pos.sort_unstable();

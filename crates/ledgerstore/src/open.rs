@@ -7,7 +7,9 @@ use anyhow::{Context, Result};
 use ledgerstore_backends::Backends;
 use ledgerstore_config::Config;
 use ledgerstore_db_api::Layout;
-use ledgerstore_store::{DictOptions, IndexedOptions, Ledgerstore, Limits, StoreError, StoreOptions};
+use ledgerstore_store::{
+    DictOptions, IndexedOptions, Ledgerstore, Limits, StoreError, StoreOptions,
+};
 
 use crate::cli::StoreArgs;
 
@@ -42,7 +44,7 @@ pub fn store_options(cfg: &Config, layout: Option<Layout>, create: bool) -> Stor
         },
         indexed: IndexedOptions {
             range_ledgers: cfg.segments.range_ledgers,
-            dict: cfg.dict.enabled.then(|| DictOptions {
+            dict: cfg.dict.enabled.then_some(DictOptions {
                 train_after_txs: cfg.dict.train_after_txs,
                 samples: cfg.dict.samples,
                 max_bytes: cfg.dict.max_kib << 10,

@@ -61,7 +61,7 @@ struct Tally {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn crash_loop_every_layout_bulk_and_live() {
     let mut all = Vec::new();
-    for layout in ["hybrid", "rocksdb", "rocksdb-tuned"] {
+    for layout in ["hybrid", "rocksdb", "rocksdb-tuned", "indexed"] {
         for mode in [pb::IngestMode::Bulk, pb::IngestMode::Live] {
             let t = crash_loop(layout, mode, kills()).await;
             println!(
@@ -103,6 +103,9 @@ async fn crash_loop(layout: &str, mode: pb::IngestMode, kills: usize) -> Tally {
         "6",
         "--ingest.live-max-latency-ms",
         "30",
+        // indexed: small ranges, so kills also land in segment builds.
+        "--segments.range-ledgers",
+        "40",
     ];
     let mut verified = 0u32; // every ledger in 1..=verified was checked
     for _ in 0..kills {

@@ -54,7 +54,8 @@ const CHECKSUM_BYTES: usize = 32;
 /// Bits of fingerprint stored per key.
 pub const FINGERPRINT_BITS: u32 = 16;
 
-type Mph = GOFunction<TwoToPowerBitsStatic<4>, TwoToPowerBitsStatic<2>, ph::seedable_hash::BuildWyHash>;
+type Mph =
+    GOFunction<TwoToPowerBitsStatic<4>, TwoToPowerBitsStatic<2>, ph::seedable_hash::BuildWyHash>;
 
 pub use ledgerstore_db_api::TxPos;
 
@@ -202,7 +203,7 @@ impl SegmentBuilder {
         drop(sorted);
         let conf = GOBuildConf::with_mt(
             GOConf {
-                hash_builder: ph::seedable_hash::BuildWyHash::default(),
+                hash_builder: ph::seedable_hash::BuildWyHash,
                 bits_per_seed: TwoToPowerBitsStatic::<2>,
                 bits_per_group: TwoToPowerBitsStatic::<4>,
             },
@@ -239,7 +240,8 @@ impl SegmentBuilder {
         header.resize(HEADER_BYTES, 0);
         let io = SegmentError::io(path, "writing");
         w.write_all(&header).map_err(io)?;
-        mph.write(&mut w).map_err(SegmentError::io(path, "writing"))?;
+        mph.write(&mut w)
+            .map_err(SegmentError::io(path, "writing"))?;
         for o in &offsets {
             w.write_all(&o.to_le_bytes())
                 .map_err(SegmentError::io(path, "writing"))?;
@@ -261,8 +263,8 @@ impl SegmentBuilder {
             .into_inner()
             .map_err(|e| SegmentError::io(path, "flushing")(e.into_error()))?;
         file.sync_all().map_err(SegmentError::io(path, "syncing"))?;
-        let file_bytes = (HEADER_BYTES + mph_bytes + 4 * (ledgers + 1) + 6 * n + CHECKSUM_BYTES)
-            as u64;
+        let file_bytes =
+            (HEADER_BYTES + mph_bytes + 4 * (ledgers + 1) + 6 * n + CHECKSUM_BYTES) as u64;
         Ok(info(
             self.first, self.last, n as u64, file_bytes, mph_bytes, build,
         ))
@@ -339,13 +341,16 @@ impl Segment {
             detail,
         };
         if bytes.len() < HEADER_BYTES + CHECKSUM_BYTES || &bytes[..8] != MAGIC {
-            return Err(corrupt("not a segment file (bad magic or too short)".into()));
+            return Err(corrupt(
+                "not a segment file (bad magic or too short)".into(),
+            ));
         }
         let (body, sum) = bytes.split_at(bytes.len() - CHECKSUM_BYTES);
         if Sha256::digest(body).as_slice() != sum {
             return Err(corrupt("checksum mismatch".into()));
         }
-        let u32_at = |o: usize| u32::from_le_bytes([body[o], body[o + 1], body[o + 2], body[o + 3]]);
+        let u32_at =
+            |o: usize| u32::from_le_bytes([body[o], body[o + 1], body[o + 2], body[o + 3]]);
         let u64_at = |o: usize| {
             let mut b = [0u8; 8];
             b.copy_from_slice(&body[o..o + 8]);
@@ -380,7 +385,7 @@ impl Segment {
             )));
         }
         let mut mph_src = &body[HEADER_BYTES..HEADER_BYTES + mph_bytes];
-        let mph = Mph::read_with_hasher(&mut mph_src, ph::seedable_hash::BuildWyHash::default())
+        let mph = Mph::read_with_hasher(&mut mph_src, ph::seedable_hash::BuildWyHash)
             .map_err(|e| corrupt(format!("MPH: {e}")))?;
         let mut at = HEADER_BYTES + mph_bytes;
         let offsets: Vec<u32> = (0..=ledgers).map(|i| u32_at(at + 4 * i)).collect();

@@ -8,14 +8,22 @@ fn random_hashes(seed: u64, n: usize) -> Vec<[u8; 32]> {
 }
 
 /// `per_ledger[i]` txs in ledger `first + i`.
-fn build(dir: &Path, first: u32, per_ledger: &[u32], seed: u64) -> (PathBuf, Vec<([u8; 32], TxPos)>) {
+fn build(
+    dir: &Path,
+    first: u32,
+    per_ledger: &[u32],
+    seed: u64,
+) -> (PathBuf, Vec<([u8; 32], TxPos)>) {
     let total: u32 = per_ledger.iter().sum();
     let hashes = random_hashes(seed, total as usize);
     let mut entries = Vec::new();
     let mut it = hashes.into_iter();
     for (i, &count) in per_ledger.iter().enumerate() {
         for index in 0..count {
-            let pos = TxPos { seq: first + i as u32, index };
+            let pos = TxPos {
+                seq: first + i as u32,
+                index,
+            };
             entries.push((it.next().expect("enough hashes"), pos));
         }
     }
@@ -37,7 +45,9 @@ fn build(dir: &Path, first: u32, per_ledger: &[u32], seed: u64) -> (PathBuf, Vec
 fn every_key_maps_to_its_position_and_misses_are_rejected() {
     let dir = tempfile::tempdir().expect("tempdir");
     // Empty ledgers at the start, middle and end, as real ranges have.
-    let per_ledger: Vec<u32> = (0..200).map(|i| if i % 17 == 0 { 0 } else { (i * 7) % 40 }).collect();
+    let per_ledger: Vec<u32> = (0..200)
+        .map(|i| if i % 17 == 0 { 0 } else { (i * 7) % 40 })
+        .collect();
     let (path, entries) = build(dir.path(), 1_000, &per_ledger, 1);
     let seg = Segment::open(&path).expect("open");
     assert_eq!(seg.info().keys, entries.len() as u64);
@@ -50,8 +60,14 @@ fn every_key_maps_to_its_position_and_misses_are_rejected() {
     assert!(fp <= 5, "{fp} false positives in 20,000 misses");
     let info = seg.info();
     assert!(info.mph_bits_per_key < 4.0, "{info:?}");
-    assert_eq!(info.file_bytes, std::fs::metadata(&path).expect("meta").len());
-    assert_eq!(parse_file_name(&file_name(1_000, 1_199)), Some((1_000, 1_199)));
+    assert_eq!(
+        info.file_bytes,
+        std::fs::metadata(&path).expect("meta").len()
+    );
+    assert_eq!(
+        parse_file_name(&file_name(1_000, 1_199)),
+        Some((1_000, 1_199))
+    );
 }
 
 #[test]
@@ -81,16 +97,28 @@ fn corruption_is_detected_by_name() {
 #[test]
 fn bad_input_is_refused() {
     let mut b = SegmentBuilder::new(10, 12).expect("range");
-    let err = b.push([1; 32], TxPos { seq: 13, index: 0 }).expect_err("outside");
-    assert!(err.to_string().contains("outside the segment range 10..=12"), "{err}");
-    b.push([1; 32], TxPos { seq: 10, index: 1 }).expect("in range");
+    let err = b
+        .push([1; 32], TxPos { seq: 13, index: 0 })
+        .expect_err("outside");
+    assert!(
+        err.to_string()
+            .contains("outside the segment range 10..=12"),
+        "{err}"
+    );
+    b.push([1; 32], TxPos { seq: 10, index: 1 })
+        .expect("in range");
     let dir = tempfile::tempdir().expect("tempdir");
     let err = b.write(&dir.path().join("x")).expect_err("gap in indexes");
     assert!(err.to_string().contains("not dense"), "{err}");
     let mut b = SegmentBuilder::new(10, 12).expect("range");
-    b.push([1; 32], TxPos { seq: 10, index: 0 }).expect("in range");
-    b.push([1; 32], TxPos { seq: 10, index: 1 }).expect("in range");
+    b.push([1; 32], TxPos { seq: 10, index: 0 })
+        .expect("in range");
+    b.push([1; 32], TxPos { seq: 10, index: 1 })
+        .expect("in range");
     let err = b.write(&dir.path().join("y")).expect_err("duplicate");
-    assert!(err.to_string().contains("share the 128-bit prefix"), "{err}");
+    assert!(
+        err.to_string().contains("share the 128-bit prefix"),
+        "{err}"
+    );
     assert!(SegmentBuilder::new(5, 4).is_err());
 }

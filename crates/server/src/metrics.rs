@@ -402,7 +402,11 @@ impl Metrics {
         }
         if let Some(seg) = &stats.segments {
             let count = seg.segments.len() as u64;
-            for (what, x) in [("count", count), ("keys", seg.keys), ("bytes", seg.file_bytes)] {
+            for (what, x) in [
+                ("count", count),
+                ("keys", seg.keys),
+                ("bytes", seg.file_bytes),
+            ] {
                 self.segments.with_label_values(&[what]).set(v(x));
             }
             self.segment_builds.set(v(seg.builds));

@@ -114,7 +114,8 @@ impl Ledgerstore {
         }
         if let (Some(list), Some(tier)) = (segments, &self.indexed) {
             let dir = dest.join("segments");
-            fs::create_dir_all(&dir).map_err(StoreError::io(format!("creating {}", dir.display())))?;
+            fs::create_dir_all(&dir)
+                .map_err(StoreError::io(format!("creating {}", dir.display())))?;
             for seg in list.iter() {
                 let name = ledgerstore_segment::file_name(seg.first(), seg.last());
                 let (src, dst) = (tier.segments.dir().join(&name), dir.join(&name));

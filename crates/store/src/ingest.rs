@@ -117,7 +117,10 @@ impl Ledgerstore {
         };
         let mut prepared = prepare(new, self.level, dicts.as_deref())?;
         if let Some(tr) = &trained {
-            prepared.tx_data.pairs.push((TxKey::Dict(tr.key), tr.value.clone()));
+            prepared
+                .tx_data
+                .pairs
+                .push((TxKey::Dict(tr.key), tr.value.clone()));
         }
         let compress = t.elapsed();
         let t2 = Instant::now();
@@ -209,20 +212,7 @@ impl Ledgerstore {
         hashes.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
         let last = self.last_ledger();
         if self.indexed.is_some() {
-            for &(hash, li, ti) in &hashes {
-                let h = TxHash::from_slice(hash).ok_or_else(|| StoreError::InvalidBatch {
-                    field: format!("ledgers[{li}].transactions[{ti}].hash"),
-                    reason: "must be 32 bytes".into(),
-                })?;
-                if let Some((pos, _)) = self.find_body(&h)? {
-                    return Err(StoreError::HashExists {
-                        field: format!("ledgers[{li}].transactions[{ti}].hash"),
-                        hash: hex::encode(hash),
-                        ledger: pos.seq,
-                    });
-                }
-            }
-            return Ok(());
+            return self.check_hashes_not_indexed(&hashes);
         }
         for chunk in hashes.chunks(65_536) {
             let keys: Vec<&[u8]> = chunk.iter().map(|h| h.0).collect();
@@ -351,6 +341,19 @@ impl Ledgerstore {
     }
 }
 
+/// The hash and record view of the `i`-th tx of `l`.
+fn tx_parts<'a>(
+    l: &'a LedgerInput,
+    i: usize,
+    t: &'a ledgerstore_db_api::TxInput,
+) -> StoreResult<(TxHash, TxRecordRef<'a>)> {
+    let hash = TxHash::from_slice(&t.hash).ok_or_else(|| StoreError::InvalidBatch {
+        field: "hash".into(),
+        reason: "must be 32 bytes".into(),
+    })?;
+    Ok((hash, TxRecordRef::of(l, i as u32, t)))
+}
+
 /// `dicts` is Some for the `indexed` layout: tx bodies are keyed by
 /// position and compressed with its current dictionary.
 fn prepare(new: &[LedgerInput], level: i32, dicts: Option<&DictSet>) -> StoreResult<Prepared> {
@@ -374,18 +377,7 @@ fn prepare(new: &[LedgerInput], level: i32, dicts: Option<&DictSet>) -> StoreRes
         .par_iter()
         .flat_map_iter(|l| l.txs.iter().enumerate().map(move |(i, t)| (l, i, t)))
         .map(|(l, i, t)| {
-            let rec = TxRecordRef {
-                ledger_seq: l.seq,
-                close_time: l.close_time,
-                index: i as u32,
-                envelope: &t.envelope,
-                result: &t.result,
-                meta: &t.meta,
-            };
-            let hash = TxHash::from_slice(&t.hash).ok_or_else(|| StoreError::InvalidBatch {
-                field: "hash".into(),
-                reason: "must be 32 bytes".into(),
-            })?;
+            let (hash, rec) = tx_parts(l, i, t)?;
             Ok::<_, StoreError>((hash, rec.compress(level)?, rec.raw_len(), l.seq))
         })
         .collect::<Result<_, _>>()?;
@@ -428,18 +420,7 @@ fn prepare_indexed(
         .par_iter()
         .flat_map_iter(|l| l.txs.iter().enumerate().map(move |(i, t)| (l, i, t)))
         .map(|(l, i, t)| {
-            let rec = TxRecordRef {
-                ledger_seq: l.seq,
-                close_time: l.close_time,
-                index: i as u32,
-                envelope: &t.envelope,
-                result: &t.result,
-                meta: &t.meta,
-            };
-            let hash = TxHash::from_slice(&t.hash).ok_or_else(|| StoreError::InvalidBatch {
-                field: "hash".into(),
-                reason: "must be 32 bytes".into(),
-            })?;
+            let (hash, rec) = tx_parts(l, i, t)?;
             let body = TxBody::compress_record(hash, &rec.encode(), dicts, level)?;
             let pos = TxPos {
                 seq: l.seq,

@@ -4,8 +4,8 @@ use ledgerstore_db_api::{EngineStats, TableId};
 use serde::Serialize;
 
 use crate::Ledgerstore;
-use crate::indexed::{DictStats, SegmentStats};
 use crate::error::StoreResult;
+use crate::indexed::{DictStats, SegmentStats};
 
 /// Statistics of one table.
 #[derive(Debug, Clone, Serialize)]
@@ -85,7 +85,11 @@ impl Ledgerstore {
             ledgers: mark.ledgers(),
             txs: mark.txs,
             batches: mark.batches,
-            disk_bytes: tables.iter().map(|t| t.engine_stats.disk_bytes).sum::<u64>() + segment_bytes,
+            disk_bytes: tables
+                .iter()
+                .map(|t| t.engine_stats.disk_bytes)
+                .sum::<u64>()
+                + segment_bytes,
             tables,
             segments,
             dictionaries,

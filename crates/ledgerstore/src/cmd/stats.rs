@@ -67,5 +67,48 @@ fn render(s: &StoreStats) -> String {
             ));
         }
     }
+    if let Some(seg) = &s.segments {
+        out.push_str(&format!(
+            "[segments] {} of {} ledgers  keys {}  files {}  hot from {}  built {} in {:.2}s since open{}\n",
+            seg.segments.len(),
+            seg.range_ledgers,
+            seg.keys,
+            mb(seg.file_bytes),
+            seg.hot_from.map_or("-".into(), |v| v.to_string()),
+            seg.builds,
+            seg.build_total_s,
+            seg.last_error
+                .as_ref()
+                .map_or(String::new(), |e| format!("  LAST BUILD FAILED: {e}")),
+        ));
+        for i in &seg.segments {
+            out.push_str(&format!(
+                "    {}..={}  keys {}  {}  {:.2} bits/key (MPH {:.2})  built in {:.3}s\n",
+                i.first,
+                i.last,
+                i.keys,
+                mb(i.file_bytes),
+                i.bits_per_key,
+                i.mph_bits_per_key,
+                i.build_s
+            ));
+        }
+    }
+    if let Some(d) = &s.dictionaries {
+        let versions: Vec<String> = d
+            .versions
+            .iter()
+            .map(|(v, bytes)| format!("v{v} ({bytes} B)"))
+            .collect();
+        out.push_str(&format!(
+            "[dictionaries] current v{}  {}\n",
+            d.current,
+            if versions.is_empty() {
+                "none trained yet".to_string()
+            } else {
+                versions.join(", ")
+            }
+        ));
+    }
     out
 }

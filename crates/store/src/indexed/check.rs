@@ -28,7 +28,10 @@ impl Ledgerstore {
         let hot = self.tx_index.multi_get(&keys)?;
         for ((h, seq, i), hot) in listed.iter().zip(hot) {
             let at = format!("listed by ledgers[{seq}] at index {i}");
-            let want = TxPos { seq: *seq, index: *i };
+            let want = TxPos {
+                seq: *seq,
+                index: *i,
+            };
             let seg = segs.iter().find(|s| s.first() <= *seq && *seq <= s.last());
             if let Some(seg) = seg {
                 *r.segment_keys.get_or_insert(0) += 1;
@@ -46,22 +49,28 @@ impl Ledgerstore {
                     p.seq, p.index
                 )),
                 Some(Err(e)) => r.problem(format!("tx_hot_index: {h}: {e}")),
-                None if seg.is_none() => {
-                    r.problem(format!("tx_hot_index: {h} is missing and no segment covers it ({at})"))
-                }
+                None if seg.is_none() => r.problem(format!(
+                    "tx_hot_index: {h} is missing and no segment covers it ({at})"
+                )),
                 _ => {}
             }
             match self.tx_data.get(&want.to_bytes())? {
-                None => r.problem(format!("tx_bodies: no body at ledger {seq} index {i} ({h})")),
-                Some(b) => match TxBody::decompress(&b).and_then(|body| Ok((body.hash, body.record(&dicts)?))) {
+                None => r.problem(format!(
+                    "tx_bodies: no body at ledger {seq} index {i} ({h})"
+                )),
+                Some(b) => match TxBody::decompress(&b)
+                    .and_then(|body| Ok((body.hash, body.record(&dicts)?)))
+                {
                     Err(e) => r.problem(format!("tx_bodies: ledger {seq} index {i}: {e}")),
                     Ok((bh, _)) if bh != *h => r.problem(format!(
                         "tx_bodies: ledger {seq} index {i} holds {bh}, the ledger lists {h}"
                     )),
-                    Ok((_, rec)) if rec.ledger_seq != *seq || rec.index != *i => r.problem(format!(
-                        "tx_bodies: ledger {seq} index {i}: record says ledger {} index {}",
-                        rec.ledger_seq, rec.index
-                    )),
+                    Ok((_, rec)) if rec.ledger_seq != *seq || rec.index != *i => {
+                        r.problem(format!(
+                            "tx_bodies: ledger {seq} index {i}: record says ledger {} index {}",
+                            rec.ledger_seq, rec.index
+                        ))
+                    }
                     Ok(_) => {}
                 },
             }
@@ -81,17 +90,26 @@ impl Ledgerstore {
             Some(p) => {
                 bodies += 1;
                 if last.is_none_or(|l| p.seq > l) {
-                    problems.push(format!("tx_bodies: ledger {} index {} is above the mark", p.seq, p.index));
+                    problems.push(format!(
+                        "tx_bodies: ledger {} index {} is above the mark",
+                        p.seq, p.index
+                    ));
                 }
             }
             None if Dictionary::parse_key(k).is_some() => dict_keys += 1,
-            None => problems.push(format!("tx_bodies: key {} is neither a position nor a dictionary", hex::encode(k))),
+            None => problems.push(format!(
+                "tx_bodies: key {} is neither a position nor a dictionary",
+                hex::encode(k)
+            )),
         })?;
         let mut hot = 0u64;
         scan_all(self.tx_index.as_ref(), |k, v| {
             hot += 1;
             if TxHash::from_slice(k).is_none() {
-                problems.push(format!("tx_hot_index: key {} is not a 32-byte hash", hex::encode(k)));
+                problems.push(format!(
+                    "tx_hot_index: key {} is not a 32-byte hash",
+                    hex::encode(k)
+                ));
             }
             match TxPos::decompress(v) {
                 Ok(p) if last.is_none_or(|l| p.seq > l) => problems.push(format!(
@@ -109,7 +127,10 @@ impl Ledgerstore {
         r.tx_data_entries = bodies;
         r.tx_index_entries = hot;
         if bodies != r.txs {
-            r.problem(format!("tx_bodies: holds {bodies} bodies, the ledger records list {}", r.txs));
+            r.problem(format!(
+                "tx_bodies: holds {bodies} bodies, the ledger records list {}",
+                r.txs
+            ));
         }
         let in_segments: u64 = tier.segments.list().iter().map(|s| s.info().keys).sum();
         if in_segments != r.segment_keys.unwrap_or(0) {
@@ -135,7 +156,10 @@ impl Ledgerstore {
         if let Some(t) = mark.tables.get("ledgers")
             && t.keys != r.ledgers
         {
-            r.problem(format!("MARK: counts {} ledgers, the table holds {}", t.keys, r.ledgers));
+            r.problem(format!(
+                "MARK: counts {} ledgers, the table holds {}",
+                t.keys, r.ledgers
+            ));
         }
         Ok(())
     }

@@ -14,8 +14,8 @@
 
 use std::sync::atomic::Ordering;
 
-use ledgerstore_db_api::{DictSet, Dictionary, KvStore, TxBody, TxPos};
 use ledgerstore_db_api::Decompress;
+use ledgerstore_db_api::{DictSet, Dictionary, KvStore, TxBody, TxPos};
 
 use crate::datadir::MarkState;
 use crate::error::{StoreError, StoreResult};
@@ -138,7 +138,12 @@ fn sample(
 ) -> StoreResult<(Vec<Vec<u8>>, u32)> {
     let mut out = Vec::with_capacity(n);
     let mut through = from;
-    let mut key = TxPos { seq: from, index: 0 }.to_bytes().to_vec();
+    let mut key = TxPos {
+        seq: from,
+        index: 0,
+    }
+    .to_bytes()
+    .to_vec();
     'scan: while out.len() < n {
         let limit = SCAN_CHUNK.min(n - out.len());
         let chunk = bodies.scan(&key, limit)?;

@@ -11,21 +11,21 @@
 
 use std::sync::{Arc, RwLock};
 
-use ledgerstore_db_api::{DictSet, KvStore, TxBody, TxHash, TxPos, TxRecord};
 use ledgerstore_db_api::{Decompress, Dictionary};
+use ledgerstore_db_api::{DictSet, KvStore, TxBody, TxHash, TxPos, TxRecord};
 use serde::Serialize;
 
 use crate::Ledgerstore;
 use crate::error::{StoreError, StoreResult};
 
 pub(crate) mod check;
-#[cfg(test)]
-mod tests;
 pub(crate) mod dict;
 pub(crate) mod segments;
+#[cfg(test)]
+mod tests;
 
-pub use segments::SegmentStats;
 use segments::SegmentSet;
+pub use segments::SegmentStats;
 
 /// Options of the `indexed` layout.
 #[derive(Debug, Clone, PartialEq)]
@@ -163,6 +163,46 @@ impl Ledgerstore {
         Ok(None)
     }
 
+    /// Refuses hashes already committed (layout `indexed`): the hot index
+    /// in sorted multi-gets, the segments in memory, and a body read only
+    /// to confirm a candidate. `hashes` are sorted `(hash, ledger i, tx i)`.
+    pub(crate) fn check_hashes_not_indexed(
+        &self,
+        hashes: &[(&[u8], usize, usize)],
+    ) -> StoreResult<()> {
+        let tier = self.tier()?;
+        let exists = |hash: &[u8], li: usize, ti: usize, seq: u32| StoreError::HashExists {
+            field: format!("ledgers[{li}].transactions[{ti}].hash"),
+            hash: hex::encode(hash),
+            ledger: seq,
+        };
+        for chunk in hashes.chunks(65_536) {
+            let keys: Vec<&[u8]> = chunk.iter().map(|h| h.0).collect();
+            for (&(hash, li, ti), hot) in chunk.iter().zip(self.tx_index.multi_get(&keys)?) {
+                if let Some(v) = hot {
+                    // The hot index is exact; an entry above the mark is
+                    // residue that the rollback before this batch removed
+                    // or will remove.
+                    let pos = TxPos::decompress(&v)?;
+                    if self.is_visible(pos.seq) {
+                        return Err(exists(hash, li, ti, pos.seq));
+                    }
+                    continue;
+                }
+                let h = TxHash::from_slice(hash).ok_or_else(|| StoreError::InvalidBatch {
+                    field: format!("ledgers[{li}].transactions[{ti}].hash"),
+                    reason: "must be 32 bytes".into(),
+                })?;
+                if !tier.cold_candidates(&h).is_empty()
+                    && let Some((pos, _)) = self.find_body(&h)?
+                {
+                    return Err(exists(hash, li, ti, pos.seq));
+                }
+            }
+        }
+        Ok(())
+    }
+
     pub(crate) fn get_tx_indexed(&self, hash: &TxHash) -> StoreResult<Option<TxRecord>> {
         match self.find_body(hash)? {
             Some((_, body)) => Ok(Some(body.record(&self.tier()?.dicts())?)),
@@ -173,7 +213,10 @@ impl Ledgerstore {
     /// Many lookups: hot entries in one sorted multi-get, segments in
     /// memory, then the bodies in one multi-get in position order (which is
     /// ledger order, so neighbours share blocks).
-    pub(crate) fn batch_get_indexed(&self, hashes: &[TxHash]) -> StoreResult<Vec<Option<TxRecord>>> {
+    pub(crate) fn batch_get_indexed(
+        &self,
+        hashes: &[TxHash],
+    ) -> StoreResult<Vec<Option<TxRecord>>> {
         let tier = self.tier()?;
         let mut order: Vec<usize> = (0..hashes.len()).collect();
         order.sort_unstable_by_key(|&i| hashes[i]);

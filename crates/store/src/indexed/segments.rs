@@ -111,13 +111,17 @@ impl SegmentSet {
         fs::create_dir_all(&dir).map_err(StoreError::io(format!("creating {}", dir.display())))?;
         let mut segs = Vec::new();
         let mut dropping = Vec::new();
-        for entry in fs::read_dir(&dir).map_err(StoreError::io(format!("listing {}", dir.display())))? {
+        for entry in
+            fs::read_dir(&dir).map_err(StoreError::io(format!("listing {}", dir.display())))?
+        {
             let entry = entry.map_err(StoreError::io(format!("listing {}", dir.display())))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.starts_with("tmp-") {
                 tracing::warn!(file = %name, "removing a segment build that a crash interrupted");
-                fs::remove_file(entry.path())
-                    .map_err(StoreError::io(format!("removing {}", entry.path().display())))?;
+                fs::remove_file(entry.path()).map_err(StoreError::io(format!(
+                    "removing {}",
+                    entry.path().display()
+                )))?;
             } else if let Some(range) = name
                 .strip_prefix("dropping-")
                 .and_then(|r| ledgerstore_segment::parse_file_name(&format!("seg-{r}.idx")))
@@ -150,7 +154,11 @@ impl SegmentSet {
         });
         for (first, last) in dropping {
             if set.covers(first, last) {
-                tracing::warn!(first, last, "finishing an interrupted drop of a segment's range from the hot index");
+                tracing::warn!(
+                    first,
+                    last,
+                    "finishing an interrupted drop of a segment's range from the hot index"
+                );
                 set.drop_hot_range(first, last)?;
             }
             set.remove_marker(first, last)?;
@@ -159,7 +167,11 @@ impl SegmentSet {
     }
 
     /// Starts the builder thread. `first`/`mark` are the store's mark.
-    pub(crate) fn start(self: &Arc<Self>, first: Option<u32>, mark: Option<u32>) -> StoreResult<()> {
+    pub(crate) fn start(
+        self: &Arc<Self>,
+        first: Option<u32>,
+        mark: Option<u32>,
+    ) -> StoreResult<()> {
         let me = Arc::clone(self);
         let handle = std::thread::Builder::new()
             .name("segment-builder".into())

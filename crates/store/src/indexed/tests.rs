@@ -73,6 +73,11 @@ fn assert_all_readable(store: &Ledgerstore, s: &Synth, first: u32, last: u32) {
     }
 }
 
+fn segment_count(store: &Ledgerstore) -> usize {
+    let stats = store.stats().expect("stats");
+    stats.segments.expect("segment stats").segments.len()
+}
+
 fn hot_entries(store: &Ledgerstore) -> Vec<TxPos> {
     store
         .table(TableId::TxIndex)
@@ -98,7 +103,11 @@ fn closed_ranges_become_segments_and_lookups_span_hot_and_cold() {
     assert_eq!(ranges, [(103, 109), (110, 119), (120, 129)]);
     assert_eq!(seg.hot_from, Some(130));
     assert_eq!(seg.keys, 27 * 8);
-    assert!(seg.segments.iter().all(|i| i.bits_per_key > 0.0 && i.keys == 8 * u64::from(i.last - i.first + 1)));
+    assert!(
+        seg.segments
+            .iter()
+            .all(|i| i.bits_per_key > 0.0 && i.keys == 8 * u64::from(i.last - i.first + 1))
+    );
     // The swap dropped the closed ranges from the hot index.
     let hot = hot_entries(&store);
     assert_eq!(hot.len(), 7 * 8);
@@ -125,7 +134,7 @@ fn segments_survive_a_restart_and_cold_hashes_still_refuse_duplicates() {
         store.close().expect("close");
     }
     let store = open(tmp.path());
-    assert_eq!(store.stats().expect("stats").segments.expect("seg").segments.len(), 2);
+    assert_eq!(segment_count(&store), 2);
     assert_all_readable(&store, &s, 1, 25);
     // A new ledger that repeats a hash now held only by a segment.
     let mut dup = s.ledger(26);
@@ -136,7 +145,9 @@ fn segments_survive_a_restart_and_cold_hashes_still_refuse_duplicates() {
         "{err}"
     );
     // Re-sent ledgers are acknowledged without writing.
-    let out = store.ingest(&s.batch(20, 6), Duration::ZERO).expect("resend");
+    let out = store
+        .ingest(&s.batch(20, 6), Duration::ZERO)
+        .expect("resend");
     assert_eq!((out.skipped, out.committed), (6, 0));
     ingest_range(&store, &s, 26, 31, 3);
     store.wait_for_segments().expect("segments");
@@ -158,7 +169,10 @@ fn a_build_interrupted_before_the_swap_leaves_the_hot_index_serving() {
     }
     std::fs::write(segdir.join("tmp-1-9.idx"), b"partial build").expect("plant tmp");
     let store = open(tmp.path());
-    assert!(!segdir.join("tmp-1-9.idx").exists(), "open removes unpublished builds");
+    assert!(
+        !segdir.join("tmp-1-9.idx").exists(),
+        "open removes unpublished builds"
+    );
     assert_all_readable(&store, &s, 1, 8);
     ingest_range(&store, &s, 9, 12, 4);
     store.wait_for_segments().expect("segments");
@@ -216,7 +230,11 @@ fn dictionaries_are_versioned_and_old_records_stay_readable() {
         // 8 txs per ledger, 2 ledgers per batch: v1 after 40 txs, then a new
         // version every 80.
         ingest_range(&store, &s, 1, 30, 2);
-        let d = store.stats().expect("stats").dictionaries.expect("dict stats");
+        let d = store
+            .stats()
+            .expect("stats")
+            .dictionaries
+            .expect("dict stats");
         assert!(d.current >= 2, "{d:?}");
         assert_eq!(d.versions.len() as u32, d.current);
         store.wait_for_segments().expect("segments");
@@ -226,7 +244,11 @@ fn dictionaries_are_versioned_and_old_records_stay_readable() {
     // Without training on reopen, every version still decodes.
     let store = open_with(tmp.path(), None);
     assert_all_readable(&store, &s, 1, 30);
-    let d = store.stats().expect("stats").dictionaries.expect("dict stats");
+    let d = store
+        .stats()
+        .expect("stats")
+        .dictionaries
+        .expect("dict stats");
     assert!(d.current >= 2);
 }
 
@@ -244,7 +266,7 @@ fn backup_carries_the_segments() {
     crate::restore(&dest, &restored).expect("restore");
     drop(store);
     let store = open(&restored);
-    assert_eq!(store.stats().expect("stats").segments.expect("seg").segments.len(), 1);
+    assert_eq!(segment_count(&store), 1);
     assert_all_readable(&store, &s, 1, 14);
     assert!(store.check().expect("check").is_ok());
 }
@@ -262,24 +284,36 @@ fn check_names_damage_to_the_indexed_tables() {
     let mut w = store.table(TableId::TxIndex).begin_write().expect("w");
     w.delete(&victim.0).expect("delete");
     let orphan = TxHash([0xab; 32]);
-    w.put(&orphan.0, &TxPos { seq: 99, index: 0 }.to_bytes()).expect("put");
+    w.put(&orphan.0, &TxPos { seq: 99, index: 0 }.to_bytes())
+        .expect("put");
     w.finish().expect("finish");
     w.commit().expect("commit");
     let mut w = store.table(TableId::TxData).begin_write().expect("w");
-    w.put(&TxPos { seq: 12, index: 5 }.to_bytes(), b"short").expect("put");
-    w.delete(&TxPos { seq: 23, index: 0 }.to_bytes()).expect("delete");
+    w.put(&TxPos { seq: 12, index: 5 }.to_bytes(), b"short")
+        .expect("put");
+    w.delete(&TxPos { seq: 23, index: 0 }.to_bytes())
+        .expect("delete");
     w.finish().expect("finish");
     w.commit().expect("commit");
 
     let r = store.check().expect("check");
     let want = [
-        format!("tx_hot_index: {victim} is missing and no segment covers it (listed by ledgers[22] at index 3)"),
+        format!(
+            "tx_hot_index: {victim} is missing and no segment covers it (listed by ledgers[22] at index 3)"
+        ),
         "tx_bodies: ledger 12 index 5: tx body: corrupt record".to_string(),
-        format!("tx_hot_index: {} points above the mark (ledger 99)", hex::encode(orphan.0)),
+        format!(
+            "tx_hot_index: {} points above the mark (ledger 99)",
+            hex::encode(orphan.0)
+        ),
         "tx_bodies: no body at ledger 23 index 0".to_string(),
         "tx_bodies: holds 119 bodies, the ledger records list 120".to_string(),
     ];
     for w in &want {
-        assert!(r.problems.iter().any(|p| p.contains(w.as_str())), "no {w:?} in {:#?}", r.problems);
+        assert!(
+            r.problems.iter().any(|p| p.contains(w.as_str())),
+            "no {w:?} in {:#?}",
+            r.problems
+        );
     }
 }

@@ -75,8 +75,9 @@ fn small_u32(name: &'static str, default: u64, min: u64) -> BenchResult<u32> {
 impl StudyConfig {
     /// The default study: 30 batches × 400 ledgers × 250 tx (3M tx and
     /// 12,000 ledgers per layout, ~32 GB raw generated per layout) finishes
-    /// in about 11 minutes on the 2-core reference machine, within the
-    /// 15-minute budget. `root` holds data and output unless the knobs say
+    /// in about 19 minutes for the four layouts on the 2-core reference
+    /// machine (`STUDY_LAYOUTS` runs fewer; `rocksdb` alone takes 7 of
+    /// them). `root` holds data and output unless the knobs say
     /// otherwise.
     pub fn from_env(root: &Path) -> BenchResult<Self> {
         let data_dir = knobs::get("STUDY_DIR", root.join("study-data"), "a directory path")?;

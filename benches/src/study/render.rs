@@ -241,7 +241,8 @@ pub fn summarize(runs: &[LayoutRun]) -> Summary {
                 layout: run.layout,
                 table: fin.table,
                 engine: fin.engine,
-                io_total_s: io.iter().sum(),
+                // `+ 0.0`: an empty f64 sum is -0.0.
+                io_total_s: io.iter().sum::<f64>() + 0.0,
                 first_mean_s: first,
                 last_mean_s: last,
                 growth: if first > 0.0 { last / first } else { 0.0 },

@@ -118,15 +118,7 @@ impl Ledgerstore {
                 .map_err(StoreError::io(format!("creating {}", dir.display())))?;
             for seg in list.iter() {
                 let name = ledgerstore_segment::file_name(seg.first(), seg.last());
-                let (src, dst) = (tier.segments.dir().join(&name), dir.join(&name));
-                bytes += fs::copy(&src, &dst).map_err(StoreError::io(format!(
-                    "copying {} to {}",
-                    src.display(),
-                    dst.display()
-                )))?;
-                fs::File::open(&dst)
-                    .and_then(|f| f.sync_all())
-                    .map_err(StoreError::io(format!("syncing {}", dst.display())))?;
+                bytes += copy_synced(&tier.segments.dir().join(&name), &dir.join(&name))?;
             }
         }
         out.write_mark(&mark)?;
@@ -205,15 +197,21 @@ fn copy_tree(from: &Path, to: &Path) -> StoreResult<()> {
         } else if entry.file_name() != "LOCK"
             && !entry.file_name().to_string_lossy().ends_with(".lck")
         {
-            fs::copy(&src, &dst).map_err(StoreError::io(format!(
-                "copying {} to {}",
-                src.display(),
-                dst.display()
-            )))?;
-            fs::File::open(&dst)
-                .and_then(|f| f.sync_all())
-                .map_err(StoreError::io(format!("syncing {}", dst.display())))?;
+            copy_synced(&src, &dst)?;
         }
     }
     Ok(())
+}
+
+/// Copies one file and fsyncs the copy; returns its size.
+fn copy_synced(src: &Path, dst: &Path) -> StoreResult<u64> {
+    let n = fs::copy(src, dst).map_err(StoreError::io(format!(
+        "copying {} to {}",
+        src.display(),
+        dst.display()
+    )))?;
+    fs::File::open(dst)
+        .and_then(|f| f.sync_all())
+        .map_err(StoreError::io(format!("syncing {}", dst.display())))?;
+    Ok(n)
 }

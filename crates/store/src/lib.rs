@@ -58,6 +58,9 @@ pub struct StoreOptions {
     pub report_jsonl: Option<PathBuf>,
     /// Segment ranges and dictionaries of the `indexed` layout.
     pub indexed: IndexedOptions,
+    /// Layout `indexed`: run the segment builder. Offline readers (`stats`,
+    /// `get`, `check`) turn it off so that they never build while they read.
+    pub build_segments: bool,
 }
 
 impl Default for StoreOptions {
@@ -69,6 +72,7 @@ impl Default for StoreOptions {
             limits: Limits::default(),
             report_jsonl: None,
             indexed: IndexedOptions::default(),
+            build_segments: true,
         }
     }
 }
@@ -154,7 +158,7 @@ impl Ledgerstore {
                 "rolled back writes above the durable mark left by an interrupted batch"
             );
         }
-        if let Some(tier) = &store.indexed {
+        if let (Some(tier), true) = (&store.indexed, opts.build_segments) {
             let mark = store.mark();
             tier.segments.start(mark.first, mark.last)?;
         }

@@ -194,7 +194,11 @@ impl SegmentSet {
     }
 
     /// Blocks until every closed range has a segment (or a build failed).
+    /// Returns at once when no builder runs (an offline reader, or stopped).
     pub(crate) fn wait_idle(&self) -> StoreResult<()> {
+        if self.thread.lock().map_or(true, |t| t.is_none()) {
+            return Ok(());
+        }
         let Ok(mut s) = self.state.lock() else {
             return Err(StoreError::Corrupt("segment builder state poisoned".into()));
         };

@@ -317,3 +317,31 @@ fn check_names_damage_to_the_indexed_tables() {
         );
     }
 }
+
+#[test]
+fn an_offline_reader_never_builds() {
+    let s = synth();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    {
+        let opts = StoreOptions {
+            layout: Some(Layout::Indexed),
+            indexed: IndexedOptions {
+                range_ledgers: RANGE,
+                dict: None,
+            },
+            build_segments: false,
+            ..StoreOptions::default()
+        };
+        let store = Ledgerstore::open(tmp.path(), opts, &Backends::for_tests()).expect("open");
+        ingest_range(&store, &s, 1, 25, 5);
+        store.wait_for_segments().expect("returns at once");
+        assert_eq!(segment_count(&store), 0);
+        assert_all_readable(&store, &s, 1, 25);
+        assert!(store.check().expect("check").is_ok());
+    }
+    // The next writer builds both closed ranges.
+    let store = open(tmp.path());
+    store.wait_for_segments().expect("segments");
+    assert_eq!(segment_count(&store), 2);
+    assert_all_readable(&store, &s, 1, 25);
+}

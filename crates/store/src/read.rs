@@ -27,7 +27,7 @@ impl Ledgerstore {
     /// The ledger that holds a transaction, from the tx index alone.
     pub fn get_tx_ledger(&self, hash: &TxHash) -> StoreResult<Option<u32>> {
         if self.indexed.is_some() {
-            return Ok(self.find_body(hash)?.map(|(pos, _)| pos.seq));
+            return self.get_tx_ledger_indexed(hash);
         }
         let Some(bytes) = self.tx_index.get(&hash.0)? else {
             return Ok(None);

@@ -148,8 +148,18 @@ impl Ledgerstore {
 
     /// The confirmed position and stored body of `hash` (visible ones only).
     pub(crate) fn find_body(&self, hash: &TxHash) -> StoreResult<Option<(TxPos, TxBody)>> {
-        let tier = self.tier()?;
-        for pos in tier.candidates(self.tx_index.as_ref(), hash)? {
+        let candidates = self.tier()?.candidates(self.tx_index.as_ref(), hash)?;
+        self.confirm(hash, candidates)
+    }
+
+    /// The first of `candidates` that is visible and whose body records
+    /// `hash`.
+    fn confirm(
+        &self,
+        hash: &TxHash,
+        candidates: Vec<TxPos>,
+    ) -> StoreResult<Option<(TxPos, TxBody)>> {
+        for pos in candidates {
             if !self.is_visible(pos.seq) {
                 continue;
             }
@@ -193,14 +203,23 @@ impl Ledgerstore {
                     field: format!("ledgers[{li}].transactions[{ti}].hash"),
                     reason: "must be 32 bytes".into(),
                 })?;
-                if !tier.cold_candidates(&h).is_empty()
-                    && let Some((pos, _)) = self.find_body(&h)?
-                {
+                if let Some((pos, _)) = self.confirm(&h, tier.cold_candidates(&h))? {
                     return Err(exists(hash, li, ti, pos.seq));
                 }
             }
         }
         Ok(())
+    }
+
+    /// The ledger of `hash`: a hot entry is exact and answers alone; a
+    /// segment candidate is confirmed against its body.
+    pub(crate) fn get_tx_ledger_indexed(&self, hash: &TxHash) -> StoreResult<Option<u32>> {
+        if let Some(v) = self.tx_index.get(&hash.0)? {
+            let pos = TxPos::decompress(&v)?;
+            return Ok(self.is_visible(pos.seq).then_some(pos.seq));
+        }
+        let cold = self.tier()?.cold_candidates(hash);
+        Ok(self.confirm(hash, cold)?.map(|(pos, _)| pos.seq))
     }
 
     pub(crate) fn get_tx_indexed(&self, hash: &TxHash) -> StoreResult<Option<TxRecord>> {

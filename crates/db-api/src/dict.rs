@@ -19,9 +19,14 @@ use zstd::zstd_safe::{self, CCtx, CDict, DCtx, DDict};
 use crate::codec::{frame_content_size, zstd_compress, zstd_decompress};
 use crate::error::{DbError, DbResult};
 
-/// The first byte of a dictionary's key; never the first byte of a record
-/// key in the table that holds dictionaries (see [`Dictionary::key`]).
-const KEY_TAG: &[u8; 5] = b"\xffdict";
+/// The first bytes of a dictionary's key: ledger seq 0, then `D`. In the
+/// table that holds dictionaries, record keys are 8-byte positions of
+/// ledgers >= 1 (or of ledger 0 with apply indexes far below 0x4400_0000),
+/// so dictionary keys sort before every record. Placing them at the low end
+/// matters: a key above every position would widen the key range of the
+/// SST that holds it to the end of the key space, and every later flush
+/// would overlap it and be merged instead of trivially moved down the LSM.
+const KEY_TAG: &[u8; 5] = b"\x00\x00\x00\x00D";
 
 thread_local! {
     static CCTX: RefCell<CCtx<'static>> = RefCell::new(CCtx::create());
@@ -89,8 +94,9 @@ impl Dictionary {
         &self.bytes
     }
 
-    /// The key a dictionary is stored under: `\xffdict` then the version as
-    /// u32 BE (9 bytes, so it never equals an 8-byte position key).
+    /// The key a dictionary is stored under: `00 00 00 00 'D'` then the
+    /// version as u32 BE (9 bytes, so it never equals an 8-byte position
+    /// key; see `KEY_TAG` for why it sorts low).
     pub fn key(version: u32) -> [u8; 9] {
         let mut k = [0u8; 9];
         k[..5].copy_from_slice(KEY_TAG);
@@ -265,6 +271,10 @@ mod tests {
     fn dictionary_keys_round_trip_and_never_look_like_positions() {
         assert_eq!(Dictionary::parse_key(&Dictionary::key(42)), Some(42));
         assert_eq!(Dictionary::parse_key(&[0xff; 8]), None);
+        // Below the first position of ledger 1, so never inside the range
+        // of keys that later batches append.
+        let first_position = [0, 0, 0, 1, 0, 0, 0, 0];
+        assert!(Dictionary::key(u32::MAX)[..] < first_position[..]);
         assert_eq!(Dictionary::key(1).len(), 9);
         assert!(Dictionary::train(0, &samples(10, 0), 1024, 3).is_err());
     }

@@ -1,7 +1,7 @@
 //! Training tx-body dictionaries during ingest.
 //!
-//! Dictionaries live in the `tx_bodies` table under 9-byte keys
-//! ([`Dictionary::key`]), so they are written, made durable, backed up and
+//! Dictionaries live in the `tx_bodies` table under 9-byte keys that sort
+//! below every position ([`Dictionary::key`]), so they are written, made durable, backed up and
 //! restored with the bodies that use them. A dictionary's value is
 //! `[trained through ledger: u32 BE][txs stored at training: u64 BE][bytes]`.
 //!
@@ -144,7 +144,7 @@ fn sample(
     }
     .to_bytes()
     .to_vec();
-    'scan: while out.len() < n {
+    while out.len() < n {
         let limit = SCAN_CHUNK.min(n - out.len());
         let chunk = bodies.scan(&key, limit)?;
         let Some((last, _)) = chunk.last() else { break };
@@ -152,7 +152,7 @@ fn sample(
         key.push(0);
         for (k, v) in &chunk {
             let Some(pos) = TxPos::from_bytes(k) else {
-                break 'scan; // dictionary keys sort after every position
+                continue; // a dictionary key (they sort below ledger 1)
             };
             let body = TxBody::decompress(v)?;
             out.push(dicts.decompress(body.dict_version, &body.frame)?);

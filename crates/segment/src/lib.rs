@@ -238,8 +238,8 @@ impl SegmentBuilder {
         let micros = u64::try_from(build.as_micros()).unwrap_or(u64::MAX);
         header.extend_from_slice(&micros.to_le_bytes());
         header.resize(HEADER_BYTES, 0);
-        let io = SegmentError::io(path, "writing");
-        w.write_all(&header).map_err(io)?;
+        w.write_all(&header)
+            .map_err(SegmentError::io(path, "writing"))?;
         mph.write(&mut w)
             .map_err(SegmentError::io(path, "writing"))?;
         for o in &offsets {

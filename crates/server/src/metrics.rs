@@ -237,14 +237,10 @@ impl Metrics {
                 "Layout indexed: immutable index segments, by what (count, keys, bytes).",
                 &["what"],
             )?,
-            segment_builds: {
-                let g = IntGauge::new(
-                    "ledgerstore_segment_builds",
-                    "Layout indexed: segments built and swapped in since the daemon started.",
-                )?;
-                r.register(Box::new(g.clone()))?;
-                g
-            },
+            segment_builds: one_gauge(
+                "ledgerstore_segment_builds",
+                "Layout indexed: segments built and swapped in since the daemon started.",
+            )?,
             segment_build_seconds: {
                 let g = prometheus::Gauge::new(
                     "ledgerstore_segment_build_seconds",
@@ -253,22 +249,14 @@ impl Metrics {
                 r.register(Box::new(g.clone()))?;
                 g
             },
-            segment_build_failed: {
-                let g = IntGauge::new(
-                    "ledgerstore_segment_build_failed",
-                    "Layout indexed: 1 when the last segment build failed (the hot index keeps serving; see the log).",
-                )?;
-                r.register(Box::new(g.clone()))?;
-                g
-            },
-            dict_version: {
-                let g = IntGauge::new(
-                    "ledgerstore_dict_version",
-                    "Layout indexed: the tx-body dictionary version new records use (0: none yet).",
-                )?;
-                r.register(Box::new(g.clone()))?;
-                g
-            },
+            segment_build_failed: one_gauge(
+                "ledgerstore_segment_build_failed",
+                "Layout indexed: 1 when the last segment build failed (the hot index keeps serving; see the log).",
+            )?,
+            dict_version: one_gauge(
+                "ledgerstore_dict_version",
+                "Layout indexed: the tx-body dictionary version new records use (0: none yet).",
+            )?,
             stellar_ledgers: counter(
                 &r,
                 "ledgerstore_stellar_ledgers_total",

@@ -28,7 +28,7 @@ impl Ledgerstore {
         let mut ledger_keys = Vec::new();
         let mut hashes = Vec::new();
         // Layout `indexed`: body keys are positions.
-        let mut positions = BodyKeys::default();
+        let mut body_keys: Vec<Vec<u8>> = Vec::new();
         loop {
             let chunk = self.ledgers.scan(&from.to_be_bytes(), SCAN_CHUNK)?;
             let Some((last_key, _)) = chunk.last() else {
@@ -42,7 +42,7 @@ impl Ledgerstore {
                     ))
                 })?;
                 if self.indexed.is_some() {
-                    positions.0.extend((0..rec.tx_hashes.len()).map(|i| {
+                    body_keys.extend((0..rec.tx_hashes.len()).map(|i| {
                         TxPos {
                             seq: rec.seq,
                             index: i as u32,
@@ -80,10 +80,10 @@ impl Ledgerstore {
             let published = tier.dicts().current().map_or(0, |d| d.version());
             for (k, _) in self.tx_data.scan(&Dictionary::first_key(), 1024)? {
                 if Dictionary::parse_key(&k).is_some_and(|v| v > published) {
-                    positions.push_dict(k);
+                    body_keys.push(k);
                 }
             }
-            let refs: Vec<&[u8]> = positions.iter().map(|p| p.as_ref()).collect();
+            let refs: Vec<&[u8]> = body_keys.iter().map(Vec::as_slice).collect();
             delete_keys(self.tx_data.as_ref(), &refs)?;
             delete_keys(self.tx_index.as_ref(), &orphans)?;
         } else {
@@ -97,19 +97,6 @@ impl Ledgerstore {
             ledgers: ledger_keys.len(),
             txs: orphans.len(),
         })
-    }
-}
-
-/// Keys to delete from `tx_bodies`.
-#[derive(Default)]
-struct BodyKeys(Vec<Vec<u8>>);
-
-impl BodyKeys {
-    fn push_dict(&mut self, k: Vec<u8>) {
-        self.0.push(k);
-    }
-    fn iter(&self) -> impl Iterator<Item = &Vec<u8>> {
-        self.0.iter()
     }
 }
 

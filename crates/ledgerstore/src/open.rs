@@ -51,7 +51,7 @@ pub fn store_options(cfg: &Config, layout: Option<Layout>, create: bool) -> Stor
                 retrain_every_txs: cfg.dict.retrain_every_txs,
             }),
         },
-        build_segments: true,
+        offline: false,
         report_jsonl: Some(
             cfg.db
                 .report_jsonl
@@ -72,7 +72,7 @@ pub fn existing(a: &StoreArgs) -> Result<Ledgerstore> {
     let opts = StoreOptions {
         create: false,
         report_jsonl: None,
-        build_segments: false,
+        offline: true,
         ..store_options(&cfg, None, false)
     };
     open(&a.data_dir, &cfg, opts)

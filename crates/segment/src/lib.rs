@@ -14,30 +14,60 @@
 //! |---|---|---|
 //! | 0 | 8 | magic `LSIDXSEG` |
 //! | 8 | 4 | format version (1) |
-//! | 12 | 4 | MPH kind (1 = `ph::fmph::GOFunction`, wyhash, over the hash's first 16 bytes) |
+//! | 12 | 4 | MPH kind: 1 = prefix (legacy, read only), 2 = full hash (see below) |
 //! | 16 | 4 | first ledger |
 //! | 20 | 4 | last ledger |
 //! | 24 | 8 | keys `n` |
 //! | 32 | 8 | MPH bytes `m` |
 //! | 40 | 8 | build time, microseconds |
-//! | 48 | 16 | reserved (zero) |
+//! | 48 | 16 | kind 2: the salt, two `u64`; kind 1: reserved (zero) |
 //! | 64 | `m` | the MPH, as `GOFunction::write` emits it |
 //! | | `4 × (ledgers + 1)` | `offsets`: ordinal of each ledger's first tx; the last entry is `n` |
 //! | | `2 × n` | `fingerprints[slot]`: bytes 16..18 of the hash at that slot |
 //! | | `4 × n` | `ordinals[slot]`: the tx's ordinal in the range (ledger order, then apply order) |
 //! | | 32 | SHA-256 of everything before it |
 //!
-//! A lookup computes `slot = mph(hash)`, compares the fingerprint, and maps
-//! the ordinal back to `(seq, index)` by binary search in `offsets`. The
-//! fingerprint has 16 bits, so a hash that is not in the range passes it
-//! with probability 2^-16; callers confirm a candidate against the stored
-//! body, which records its hash.
+//! # MPH kinds
+//!
+//! Both kinds are a `ph::fmph::GOFunction` with wyhash over a 128-bit key;
+//! they differ in how the key is made from the tx hash.
+//!
+//! - Kind 1 (written by earlier releases, still read): the hash's first 16
+//!   bytes. Tx hashes arrive from clients unverified, so two distinct
+//!   hashes can share those bytes, and such a range could not be built.
+//! - Kind 2 (written now): all 32 bytes, mixed under a random 128-bit salt
+//!   drawn per segment and stored in the header (NH, the UMAC hash: two
+//!   64×64→128-bit products of salted words, summed). Hashing the raw 32
+//!   bytes with wyhash would not do: wyhash has collisions that do not
+//!   depend on its seed (a 64-bit word equal to one of its constants zeroes
+//!   a product, and the two factors of a product commute), so a client
+//!   could send two hashes that every MPH level sends to the same bit, and
+//!   the build would fail on every retry. NH under a salt the client cannot
+//!   see makes any fixed pair of distinct hashes collide with probability
+//!   at most 2^-64; the builder checks the salted keys for collisions and
+//!   draws a fresh salt if one occurs, so any set of distinct hashes
+//!   builds. Identical hashes are refused by name: no MPH separates them.
+//!
+//! A lookup computes the key (a match on the kind, then at most two
+//! multiplications), `slot = mph(key)`, compares the fingerprint, and maps
+//! the ordinal back to `(seq, index)` by binary search in `offsets`.
+//!
+//! The fingerprint has 16 bits and is hash bytes 16..18 in both kinds. For
+//! real transactions hash bytes are uniformly random, and the slot a
+//! missing hash lands on is decided by the salted mix of all 32 bytes, so a
+//! hash that is not in the range passes with probability 2^-16. Crafted
+//! hashes can do worse: a range whose hashes share bytes 16..18 stores one
+//! fingerprint, and any lookup with those bytes passes it. That costs only
+//! a body read, never a wrong answer: callers confirm every candidate
+//! against the stored body, which records its hash.
 
 use std::fs::File;
+use std::hash::{BuildHasher, RandomState};
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use ph::fmph::keyset::SliceSourceWithRefs;
 use ph::fmph::{GOBuildConf, GOConf, GOFunction};
 use ph::seeds::TwoToPowerBitsStatic;
 use serde::Serialize;
@@ -48,7 +78,13 @@ pub use error::{SegmentError, SegmentResult};
 
 const MAGIC: &[u8; 8] = b"LSIDXSEG";
 const VERSION: u32 = 1;
-const MPH_FMPH_GO_WYHASH: u32 = 1;
+/// MPH kind 1: `GOFunction`, wyhash, over the hash's first 16 bytes.
+const MPH_PREFIX: u32 = 1;
+/// MPH kind 2: `GOFunction`, wyhash, over the salted NH of all 32 bytes.
+const MPH_SALTED_NH: u32 = 2;
+/// Salts a build tries before it gives up (each one fails with
+/// probability about `n² × 2^-65`, so the second is already a rarity).
+const MAX_SALTS: usize = 4;
 const HEADER_BYTES: usize = 64;
 const CHECKSUM_BYTES: usize = 32;
 /// Bits of fingerprint stored per key.
@@ -59,16 +95,88 @@ type Mph =
 
 pub use ledgerstore_db_api::TxPos;
 
-/// The MPH key: the hash's first 16 bytes. Tx hashes are uniformly random,
-/// so two of them sharing 128 bits is not a practical concern; the builder
-/// still checks and refuses duplicates.
-fn mph_key(hash: &[u8; 32]) -> u128 {
-    let mut k = [0u8; 16];
-    k.copy_from_slice(&hash[..16]);
-    u128::from_le_bytes(k)
+/// How a segment turns a tx hash into its MPH key (the MPH kind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyScheme {
+    /// Kind 1: the hash's first 16 bytes.
+    Prefix,
+    /// Kind 2: NH of all 32 bytes under these four salt words.
+    Salted([u64; 4]),
 }
 
-/// The fingerprint: hash bytes the MPH key does not use.
+impl KeyScheme {
+    /// Kind 2 with the 128-bit `salt` stored in the header.
+    fn salted(salt: [u64; 2]) -> Self {
+        // NH wants one key word per message word: the salt itself, then
+        // two words derived from it by a bijective mixer.
+        Self::Salted([
+            salt[0],
+            salt[1],
+            mix64(salt[0] ^ 0x243f_6a88_85a3_08d3),
+            mix64(salt[1] ^ 0x1319_8a2e_0370_7344),
+        ])
+    }
+
+    /// The kind number written at offset 12.
+    fn kind(&self) -> u32 {
+        match self {
+            Self::Prefix => MPH_PREFIX,
+            Self::Salted(_) => MPH_SALTED_NH,
+        }
+    }
+
+    /// The 16 bytes written at offset 48.
+    fn salt_bytes(&self) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        if let Self::Salted(k) = self {
+            b[..8].copy_from_slice(&k[0].to_le_bytes());
+            b[8..].copy_from_slice(&k[1].to_le_bytes());
+        }
+        b
+    }
+
+    /// The MPH key of `hash`.
+    #[inline]
+    fn key(&self, hash: &[u8; 32]) -> u128 {
+        match self {
+            Self::Prefix => u128::from_le_bytes(word(hash, 0)),
+            Self::Salted(k) => {
+                let w = |i: usize| u64::from_le_bytes(word(hash, 8 * i));
+                let a = u128::from(w(0).wrapping_add(k[0])) * u128::from(w(1).wrapping_add(k[1]));
+                let b = u128::from(w(2).wrapping_add(k[2])) * u128::from(w(3).wrapping_add(k[3]));
+                a.wrapping_add(b)
+            }
+        }
+    }
+}
+
+/// `N` bytes of `hash` from `at`.
+#[inline]
+fn word<const N: usize>(hash: &[u8; 32], at: usize) -> [u8; N] {
+    let mut b = [0u8; N];
+    b.copy_from_slice(&hash[at..at + N]);
+    b
+}
+
+/// The SplitMix64 finalizer: a bijection on `u64` that mixes every bit.
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A fresh salt that clients cannot predict: SipHash under std's
+/// `RandomState` keys (drawn from the OS), over the clock.
+fn fresh_salt() -> [u64; 2] {
+    let s = RandomState::new();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    [s.hash_one((now, 0u8)), s.hash_one((now, 1u8))]
+}
+
+/// The fingerprint: hash bytes 16..18 (the kind 1 key does not use them;
+/// see the module docs for kind 2).
 fn fingerprint(hash: &[u8; 32]) -> u16 {
     u16::from_le_bytes([hash[16], hash[17]])
 }
@@ -156,8 +264,21 @@ impl SegmentBuilder {
     }
 
     /// Builds the segment and writes it to `path` (fsynced). The caller
-    /// publishes it by renaming; see [`publish`].
-    pub fn write(mut self, path: &Path) -> SegmentResult<SegmentInfo> {
+    /// publishes it by renaming; see [`publish`]. Any set of distinct
+    /// hashes builds; a hash pushed twice is refused by name.
+    pub fn write(self, path: &Path) -> SegmentResult<SegmentInfo> {
+        self.write_with(path, MPH_SALTED_NH, &mut fresh_salt)
+    }
+
+    /// [`write`](Self::write) with MPH `kind` and a source of salts (kind
+    /// 2 draws one per attempt). Kind 1 is only written by tests, to check
+    /// that such files still open.
+    fn write_with(
+        mut self,
+        path: &Path,
+        kind: u32,
+        salts: &mut dyn FnMut() -> [u64; 2],
+    ) -> SegmentResult<SegmentInfo> {
         let started = Instant::now();
         let ledgers = (self.last - self.first) as usize + 1;
         let n = self.entries.len();
@@ -191,30 +312,80 @@ impl SegmentBuilder {
                 offsets[ledgers]
             )));
         }
-        let keys: Vec<u128> = self.entries.iter().map(|(h, _)| mph_key(h)).collect();
-        let mut sorted = keys.clone();
-        sorted.sort_unstable();
-        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+        // No MPH separates identical keys: refuse a repeated hash by name.
+        // Sorting by the whole hash also makes shared prefixes adjacent.
+        let mut sorted: Vec<&([u8; 32], TxPos)> = self.entries.iter().collect();
+        sorted.sort_unstable_by_key(|e| e.0);
+        if let Some(w) = sorted.windows(2).find(|w| w[0].0 == w[1].0) {
             return Err(SegmentError::Invalid(format!(
-                "two hashes share the 128-bit prefix {:032x}",
-                w[0].swap_bytes()
+                "tx hash {} appears twice, at ledger {} index {} and ledger {} index {}",
+                hex(&w[0].0),
+                w[0].1.seq,
+                w[0].1.index,
+                w[1].1.seq,
+                w[1].1.index
+            )));
+        }
+        if kind == MPH_PREFIX
+            && let Some(w) = sorted.windows(2).find(|w| w[0].0[..16] == w[1].0[..16])
+        {
+            return Err(SegmentError::Invalid(format!(
+                "two hashes share the 128-bit prefix {} (MPH kind 1)",
+                hex(&w[0].0[..16])
             )));
         }
         drop(sorted);
-        let conf = GOBuildConf::with_mt(
-            GOConf {
-                hash_builder: ph::seedable_hash::BuildWyHash,
-                bits_per_seed: TwoToPowerBitsStatic::<2>,
-                bits_per_group: TwoToPowerBitsStatic::<4>,
-            },
-            n > 100_000,
-        );
-        let mph = Mph::from_slice_with_conf(&keys, conf);
+        let mut attempt = 0;
+        let (scheme, keys, mph) = loop {
+            attempt += 1;
+            let scheme = match kind {
+                MPH_PREFIX => KeyScheme::Prefix,
+                MPH_SALTED_NH => KeyScheme::salted(salts()),
+                _ => {
+                    return Err(SegmentError::Invalid(format!(
+                        "cannot write MPH kind {kind}"
+                    )));
+                }
+            };
+            // Keys in ordinal order, so that `keys[ord]` is entry `ord`'s.
+            let keys: Vec<u128> = self.entries.iter().map(|(h, _)| scheme.key(h)).collect();
+            let mut sorted = keys.clone();
+            sorted.sort_unstable();
+            let collision = sorted.windows(2).any(|w| w[0] == w[1]);
+            drop(sorted);
+            let mph = if collision {
+                None
+            } else {
+                let conf = GOBuildConf::with_mt(
+                    GOConf {
+                        hash_builder: ph::seedable_hash::BuildWyHash,
+                        bits_per_seed: TwoToPowerBitsStatic::<2>,
+                        bits_per_group: TwoToPowerBitsStatic::<4>,
+                    },
+                    n > 100_000,
+                );
+                Mph::try_with_conf_stats(SliceSourceWithRefs::<_, u8>::new(&keys), conf, &mut ())
+            };
+            match mph {
+                Some(mph) => break (scheme, keys, mph),
+                None if scheme != KeyScheme::Prefix && attempt < MAX_SALTS => continue,
+                None => {
+                    return Err(SegmentError::Invalid(format!(
+                        "no MPH separates these {n} keys (MPH kind {kind}, {attempt} attempts; {})",
+                        if collision {
+                            "the last salt mixed two hashes to one key"
+                        } else {
+                            "the MPH build did not converge"
+                        }
+                    )));
+                }
+            }
+        };
         let mut fps = vec![0u16; n];
         let mut ords = vec![0u32; n];
-        for (ord, (hash, _)) in self.entries.iter().enumerate() {
+        for (ord, ((hash, _), key)) in self.entries.iter().zip(&keys).enumerate() {
             let slot = mph
-                .get(&mph_key(hash))
+                .get(key)
                 .and_then(|s| usize::try_from(s).ok())
                 .filter(|s| *s < n)
                 .ok_or_else(|| {
@@ -223,6 +394,7 @@ impl SegmentBuilder {
             fps[slot] = fingerprint(hash);
             ords[slot] = ord as u32;
         }
+        drop(keys);
         let build = started.elapsed();
         let mph_bytes = mph.write_bytes();
         let file = File::create(path).map_err(SegmentError::io(path, "creating"))?;
@@ -230,14 +402,15 @@ impl SegmentBuilder {
         let mut header = Vec::with_capacity(HEADER_BYTES);
         header.extend_from_slice(MAGIC);
         header.extend_from_slice(&VERSION.to_le_bytes());
-        header.extend_from_slice(&MPH_FMPH_GO_WYHASH.to_le_bytes());
+        header.extend_from_slice(&scheme.kind().to_le_bytes());
         header.extend_from_slice(&self.first.to_le_bytes());
         header.extend_from_slice(&self.last.to_le_bytes());
         header.extend_from_slice(&(n as u64).to_le_bytes());
         header.extend_from_slice(&(mph_bytes as u64).to_le_bytes());
         let micros = u64::try_from(build.as_micros()).unwrap_or(u64::MAX);
         header.extend_from_slice(&micros.to_le_bytes());
-        header.resize(HEADER_BYTES, 0);
+        header.extend_from_slice(&scheme.salt_bytes());
+        debug_assert_eq!(header.len(), HEADER_BYTES);
         w.write_all(&header)
             .map_err(SegmentError::io(path, "writing"))?;
         mph.write(&mut w)
@@ -312,6 +485,7 @@ pub fn publish(tmp: &Path, dir: &Path, first: u32, last: u32) -> SegmentResult<P
 pub struct Segment {
     first: u32,
     last: u32,
+    scheme: KeyScheme,
     mph: Mph,
     offsets: Vec<u32>,
     fingerprints: Vec<u16>,
@@ -324,6 +498,7 @@ impl std::fmt::Debug for Segment {
         f.debug_struct("Segment")
             .field("first", &self.first)
             .field("last", &self.last)
+            .field("kind", &self.scheme.kind())
             .field("keys", &self.ordinals.len())
             .finish()
     }
@@ -363,9 +538,15 @@ impl Segment {
             )));
         }
         let kind = u32_at(12);
-        if kind != MPH_FMPH_GO_WYHASH {
-            return Err(corrupt(format!("unknown MPH kind {kind}")));
-        }
+        let scheme = match kind {
+            MPH_PREFIX => KeyScheme::Prefix,
+            MPH_SALTED_NH => KeyScheme::salted([u64_at(48), u64_at(56)]),
+            _ => {
+                return Err(corrupt(format!(
+                    "unknown MPH kind {kind}, this build reads {MPH_PREFIX} and {MPH_SALTED_NH}"
+                )));
+            }
+        };
         let (first, last) = (u32_at(16), u32_at(20));
         if first > last {
             return Err(corrupt(format!("empty range {first}..={last}")));
@@ -405,6 +586,7 @@ impl Segment {
         Ok(Self {
             first,
             last,
+            scheme,
             mph,
             offsets,
             fingerprints,
@@ -430,10 +612,10 @@ impl Segment {
 
     /// The position of `hash` if the range may hold it. `None` is certain;
     /// `Some` is a candidate that is wrong with probability 2^-16 for a
-    /// hash outside the range (confirm it against the body). Touches memory
-    /// only.
+    /// random hash outside the range, more often for crafted ones (confirm
+    /// it against the body). Touches memory only.
     pub fn lookup(&self, hash: &[u8; 32]) -> Option<TxPos> {
-        let slot = usize::try_from(self.mph.get(&mph_key(hash))?).ok()?;
+        let slot = usize::try_from(self.mph.get(&self.scheme.key(hash))?).ok()?;
         if *self.fingerprints.get(slot)? != fingerprint(hash) {
             return None;
         }

@@ -15,7 +15,30 @@ fn build(
     seed: u64,
 ) -> (PathBuf, Vec<([u8; 32], TxPos)>) {
     let total: u32 = per_ledger.iter().sum();
-    let hashes = random_hashes(seed, total as usize);
+    build_from(dir, first, per_ledger, random_hashes(seed, total as usize))
+}
+
+/// `per_ledger[i]` txs in ledger `first + i`, with these hashes in order.
+fn build_from(
+    dir: &Path,
+    first: u32,
+    per_ledger: &[u32],
+    hashes: Vec<[u8; 32]>,
+) -> (PathBuf, Vec<([u8; 32], TxPos)>) {
+    let (b, entries) = builder(first, per_ledger, hashes);
+    let last = b.last;
+    let tmp = dir.join("tmp.idx");
+    b.write(&tmp).expect("write");
+    let path = publish(&tmp, dir, first, last).expect("publish");
+    (path, entries)
+}
+
+/// A filled builder and the entries it holds.
+fn builder(
+    first: u32,
+    per_ledger: &[u32],
+    hashes: Vec<[u8; 32]>,
+) -> (SegmentBuilder, Vec<([u8; 32], TxPos)>) {
     let mut entries = Vec::new();
     let mut it = hashes.into_iter();
     for (i, &count) in per_ledger.iter().enumerate() {
@@ -27,6 +50,7 @@ fn build(
             entries.push((it.next().expect("enough hashes"), pos));
         }
     }
+    assert!(it.next().is_none(), "as many hashes as txs");
     let last = first + per_ledger.len() as u32 - 1;
     let mut b = SegmentBuilder::new(first, last).expect("range");
     // Push in hash order, as a scan of the hot index yields them.
@@ -35,10 +59,26 @@ fn build(
     for (h, p) in shuffled {
         b.push(h, p).expect("in range");
     }
-    let tmp = dir.join("tmp.idx");
-    b.write(&tmp).expect("write");
-    let path = publish(&tmp, dir, first, last).expect("publish");
-    (path, entries)
+    (b, entries)
+}
+
+/// The MPH kind and salt words in a segment file's header.
+fn header_kind_and_salt(path: &Path) -> (u32, [u8; 16]) {
+    let bytes = std::fs::read(path).expect("read");
+    let kind = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes"));
+    (kind, bytes[48..64].try_into().expect("16 bytes"))
+}
+
+/// Every entry maps to its exact position, and random misses pass the
+/// fingerprint at about the 2^-16 rate (20,000 give ~0.3).
+fn assert_exact_and_rejects_misses(seg: &Segment, entries: &[([u8; 32], TxPos)]) {
+    assert_eq!(seg.info().keys, entries.len() as u64);
+    for (h, pos) in entries {
+        assert_eq!(seg.lookup(h), Some(*pos), "{}", hex(h));
+    }
+    let misses = random_hashes(99, 20_000);
+    let fp = misses.iter().filter(|h| seg.lookup(h).is_some()).count();
+    assert!(fp <= 5, "{fp} false positives in 20,000 misses");
 }
 
 #[test]
@@ -117,8 +157,190 @@ fn bad_input_is_refused() {
         .expect("in range");
     let err = b.write(&dir.path().join("y")).expect_err("duplicate");
     assert!(
-        err.to_string().contains("share the 128-bit prefix"),
+        err.to_string().contains(&format!(
+            "tx hash {} appears twice, at ledger 10 index 0 and ledger 10 index 1",
+            hex(&[1; 32])
+        )),
         "{err}"
     );
     assert!(SegmentBuilder::new(5, 4).is_err());
+}
+
+/// Hashes arrive unverified, so a client can send hashes that share their
+/// first 16 bytes (kind 1's whole key), or 18 (the fingerprint too). They
+/// build, and each maps to its exact position.
+#[test]
+fn hashes_sharing_16_or_18_leading_bytes_build_and_map_exactly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut hashes = random_hashes(4, 3_000);
+    for (i, h) in hashes.iter_mut().enumerate() {
+        match i % 3 {
+            // Groups of ten share the first 16 bytes, bytes 16..18 differ.
+            0 => h[..16].copy_from_slice(&[(i / 30) as u8; 16]),
+            // Groups of ten share the first 18 bytes: one fingerprint.
+            1 => h[..18].copy_from_slice(&[0x80 | (i / 30) as u8; 18]),
+            // A thousand share the first 18 bytes; bytes 18..32 are random.
+            _ => h[..18].copy_from_slice(&[0xEE; 18]),
+        }
+    }
+    let per_ledger = [1_000, 0, 2_000];
+    let (path, entries) = build_from(dir.path(), 7, &per_ledger, hashes.clone());
+    assert_eq!(header_kind_and_salt(&path).0, MPH_SALTED_NH);
+    let seg = Segment::open(&path).expect("open");
+    assert_exact_and_rejects_misses(&seg, &entries);
+    // Pairs that differ in one bit of the last byte only.
+    let pairs: Vec<[u8; 32]> = (0..500u32)
+        .flat_map(|i| {
+            let mut h = [0x33; 32];
+            h[..4].copy_from_slice(&i.to_le_bytes());
+            let mut g = h;
+            g[31] ^= 1;
+            [h, g]
+        })
+        .collect();
+    let (path, entries) = build_from(dir.path(), 20, &[1_000], pairs);
+    let seg = Segment::open(&path).expect("open");
+    assert_exact_and_rejects_misses(&seg, &entries);
+    // A miss that shares a thousand members' first 18 bytes passes the
+    // fingerprint whenever its slot holds one of them (a third of slots):
+    // the caller's body check rejects it. It never maps outside the range.
+    let mut miss = hashes[2];
+    miss[31] ^= 0xFF;
+    if let Some(pos) = Segment::open(&dir.path().join(file_name(7, 9)))
+        .expect("open")
+        .lookup(&miss)
+    {
+        assert!((7..=9).contains(&pos.seq), "{pos:?}");
+    }
+}
+
+/// wyhash has collisions that do not depend on its seed: a first word equal
+/// to its constant P1 zeroes a product whatever the second word is. Raw
+/// hashes built so (and, for kind 1's 16-byte key, a second word equal to
+/// P2) defeat every MPH level; salted keys separate them.
+#[test]
+fn hashes_crafted_to_collide_under_wyhash_build() {
+    const P1: u64 = 0xe703_7ed1_a0b4_28db;
+    const P2: u64 = 0x8ebc_6af0_9c88_c6e3;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut hashes = random_hashes(5, 200);
+    for (i, h) in hashes.iter_mut().enumerate().take(100) {
+        let mut c = [0x77; 32];
+        if i % 2 == 0 {
+            // Raw 32-byte wyhash: equal but for bytes 8..16.
+            c[..8].copy_from_slice(&P1.to_le_bytes());
+        } else {
+            // 16-byte wyhash: bytes 8..16 as it reads P2; bytes 0..8 differ.
+            c[8..12].copy_from_slice(&((P2 >> 32) as u32).to_le_bytes());
+            c[12..16].copy_from_slice(&(P2 as u32).to_le_bytes());
+            c[..8].fill(0);
+        }
+        c[if i % 2 == 0 { 8 } else { 0 }] = i as u8;
+        *h = c;
+    }
+    let (path, entries) = build_from(dir.path(), 1, &[50, 150], hashes);
+    let seg = Segment::open(&path).expect("open");
+    assert_exact_and_rejects_misses(&seg, &entries);
+}
+
+/// A salt that happens to mix two hashes to one key is replaced; a build
+/// that runs out of salts fails with an error, never a panic.
+#[test]
+fn a_colliding_salt_is_replaced_and_running_out_of_salts_is_an_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad: [u64; 2] = [0x1234_5678_9abc_def0, 42];
+    // Under `bad`, NH's first product is zero for both: the keys collide.
+    let mut hashes = random_hashes(6, 10);
+    for (i, h) in hashes.iter_mut().enumerate().take(2) {
+        h[..8].copy_from_slice(&bad[0].wrapping_neg().to_le_bytes());
+        h[8] = i as u8;
+        h[16..].fill(9);
+    }
+    let scheme = KeyScheme::salted(bad);
+    assert_eq!(scheme.key(&hashes[0]), scheme.key(&hashes[1]));
+    let good = [7, 8];
+    let mut drawn = vec![good, bad];
+    let (b, entries) = builder(1, &[10], hashes.clone());
+    let tmp = dir.path().join("tmp.idx");
+    b.write_with(&tmp, MPH_SALTED_NH, &mut || drawn.pop().expect("a salt"))
+        .expect("the second salt builds");
+    assert!(drawn.is_empty(), "two salts drawn");
+    let (kind, salt) = header_kind_and_salt(&tmp);
+    assert_eq!(kind, MPH_SALTED_NH);
+    assert_eq!(salt, KeyScheme::salted(good).salt_bytes());
+    let seg = Segment::open(&tmp).expect("open");
+    assert_exact_and_rejects_misses(&seg, &entries);
+    let (b, _) = builder(1, &[10], hashes);
+    let mut draws = 0;
+    let err = b
+        .write_with(&dir.path().join("x"), MPH_SALTED_NH, &mut || {
+            draws += 1;
+            bad
+        })
+        .expect_err("only colliding salts");
+    assert_eq!(draws, MAX_SALTS);
+    assert!(
+        err.to_string().contains("mixed two hashes to one key"),
+        "{err}"
+    );
+}
+
+/// Kind 1 files (the previous release's, keyed by the first 16 bytes)
+/// still open and answer exactly: one written by that release, and one
+/// written here through the kind 1 path.
+#[test]
+fn kind_1_files_still_open_and_answer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Written by the previous release: ledgers 100..=102 with 40, 0 and 60
+    // txs, tx `i` of ledger `s` hashed as SHA-256("legacy-s-i").
+    let path = dir.path().join(file_name(100, 102));
+    std::fs::write(&path, include_bytes!("../testdata/seg-kind1-legacy.idx")).expect("write");
+    assert_eq!(header_kind_and_salt(&path), (MPH_PREFIX, [0; 16]));
+    let seg = Segment::open(&path).expect("open");
+    assert_eq!(seg.scheme, KeyScheme::Prefix);
+    let entries: Vec<([u8; 32], TxPos)> = [(100u32, 40u32), (102, 60)]
+        .into_iter()
+        .flat_map(|(seq, count)| {
+            (0..count).map(move |index| {
+                let h: [u8; 32] = Sha256::digest(format!("legacy-{seq}-{index}")).into();
+                (h, TxPos { seq, index })
+            })
+        })
+        .collect();
+    assert_exact_and_rejects_misses(&seg, &entries);
+    // Written here as kind 1.
+    let (b, entries) = builder(1_000, &[30, 0, 17, 250], random_hashes(7, 297));
+    let tmp = dir.path().join("tmp.idx");
+    b.write_with(&tmp, MPH_PREFIX, &mut || unreachable!("kind 1 has no salt"))
+        .expect("write kind 1");
+    assert_eq!(header_kind_and_salt(&tmp), (MPH_PREFIX, [0; 16]));
+    let seg = Segment::open(&tmp).expect("open");
+    assert_exact_and_rejects_misses(&seg, &entries);
+    // The kind 1 writer still refuses a shared prefix, by name.
+    let mut hashes = random_hashes(8, 2);
+    hashes[1][..16].copy_from_slice(&[0xC3; 16]);
+    hashes[0][..16].copy_from_slice(&[0xC3; 16]);
+    let (b, _) = builder(1, &[2], hashes);
+    let err = b
+        .write_with(&dir.path().join("y"), MPH_PREFIX, &mut || [0, 0])
+        .expect_err("shared prefix");
+    assert!(
+        err.to_string()
+            .contains(&format!("share the 128-bit prefix {}", hex(&[0xC3; 16]))),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unknown_mph_kind_is_refused_by_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, _) = build(dir.path(), 1, &[3, 4], 9);
+    let mut bytes = std::fs::read(&path).expect("read");
+    bytes[12..16].copy_from_slice(&3u32.to_le_bytes());
+    let body = bytes.len() - CHECKSUM_BYTES;
+    let sum = Sha256::digest(&bytes[..body]);
+    bytes[body..].copy_from_slice(&sum);
+    std::fs::write(&path, &bytes).expect("write");
+    let err = Segment::open(&path).expect_err("kind 3");
+    assert!(err.to_string().contains("unknown MPH kind 3"), "{err}");
 }

@@ -51,6 +51,7 @@ pub struct Metrics {
     segment_build_seconds: prometheus::Gauge,
     segment_build_failed: IntGauge,
     dict_version: IntGauge,
+    writes_refused: IntGauge,
 }
 
 const GRPC_LABELS: [&str; 3] = ["grpc_type", "grpc_service", "grpc_method"];
@@ -257,6 +258,10 @@ impl Metrics {
                 "ledgerstore_dict_version",
                 "Layout indexed: the tx-body dictionary version new records use (0: none yet).",
             )?,
+            writes_refused: one_gauge(
+                "ledgerstore_writes_refused",
+                "1 when a MARK write failed and ingest is refused until the daemon restarts.",
+            )?,
             stellar_ledgers: counter(
                 &r,
                 "ledgerstore_stellar_ledgers_total",
@@ -405,6 +410,8 @@ impl Metrics {
         if let Some(d) = &stats.dictionaries {
             self.dict_version.set(i64::from(d.current));
         }
+        self.writes_refused
+            .set(i64::from(stats.writes_refused.is_some()));
     }
 
     /// The text exposition of every metric.

@@ -16,6 +16,7 @@ pub fn from_store(e: &StoreError) -> Status {
         _ if e.is_storage_full() => Code::ResourceExhausted,
         StoreError::LayoutMismatch { .. } | StoreError::DataDir { .. } => Code::FailedPrecondition,
         StoreError::Db(DbError::ReadTimeout { .. }) => Code::DeadlineExceeded,
+        StoreError::WritesRefused { .. } => Code::Unavailable,
         StoreError::Db(_)
         | StoreError::Segment(_)
         | StoreError::Io { .. }
@@ -129,6 +130,13 @@ mod tests {
                 }),
                 Code::DeadlineExceeded,
                 "mdbx.max_read_txn_ms = 5000",
+            ),
+            (
+                StoreError::WritesRefused {
+                    reason: "writing the mark for ledgers 5..=9 failed".into(),
+                },
+                Code::Unavailable,
+                "restart the daemon",
             ),
             (
                 StoreError::Corrupt("x".into()),

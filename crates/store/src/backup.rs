@@ -85,26 +85,32 @@ impl Ledgerstore {
             }
         }
         let (mark, pending, pause) = {
-            let mut dirty = self
+            // Held so that no batch is in flight while the snapshots are
+            // fixed. Nothing is rolled back here: residue above the mark
+            // is copied as it is, and the restored dir's first writer rolls
+            // it back (a backup never changes its source).
+            let _state = self
                 .ingest_lock
                 .lock()
                 .map_err(|_| StoreError::Corrupt("ingest lock poisoned by a panic".into()))?;
             let paused = Instant::now();
-            if *dirty {
-                self.rollback_above_mark()?;
-                *dirty = false;
-            }
             let mark = self.mark();
+            // Segment drops that may be unfinished in the snapshots: see
+            // `unfinished_drops`.
+            let before = match &self.indexed {
+                Some(t) => Some((t.segments.list(), t.segments.dropping_markers()?)),
+                None => None,
+            };
             let mut pending = Vec::new();
             for t in TableId::ALL {
                 pending.push(self.table(t).begin_backup(&out.table_path(t))?);
             }
-            // Segments are immutable: the list at the cut is consistent
-            // with the hot index fixed above.
+            // Segments are immutable: the list after the cut holds every
+            // segment whose hot range the snapshot may lack.
             let segments = self.indexed.as_ref().map(|t| t.segments.list());
-            (mark, (pending, segments), paused.elapsed())
+            (mark, (pending, segments, before), paused.elapsed())
         };
-        let (pending, segments) = pending;
+        let (pending, segments, before) = pending;
         let taken_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -112,7 +118,16 @@ impl Ledgerstore {
         for p in pending {
             bytes += p.finish()?;
         }
-        if let (Some(list), Some(tier)) = (segments, &self.indexed) {
+        for t in TableId::ALL {
+            let dir = out.table_path(t);
+            sync_dir(&dir)?;
+            if let Some(parent) = dir.parent() {
+                sync_dir(parent)?;
+            }
+        }
+        if let (Some(list), Some(tier), Some((list0, markers0))) =
+            (segments, &self.indexed, before)
+        {
             let dir = dest.join("segments");
             fs::create_dir_all(&dir)
                 .map_err(StoreError::io(format!("creating {}", dir.display())))?;
@@ -120,6 +135,11 @@ impl Ledgerstore {
                 let name = ledgerstore_segment::file_name(seg.first(), seg.last());
                 bytes += copy_synced(&tier.segments.dir().join(&name), &dir.join(&name))?;
             }
+            for (first, last) in unfinished_drops(&list, &list0, &markers0) {
+                let marker = tier.segments.marker(first, last);
+                crate::datadir::write_atomic(&dir, &marker, b"")?;
+            }
+            sync_dir(&dir)?;
         }
         out.write_mark(&mark)?;
         let info = BackupInfo {
@@ -137,6 +157,24 @@ impl Ledgerstore {
         crate::datadir::write_atomic(dest, BACKUP_INFO, &json)?;
         Ok(info)
     }
+}
+
+/// The segments whose hot-index drop may be unfinished in snapshots fixed
+/// after `list0` and `markers0` were read and before `list` was: those with
+/// a `dropping-` marker then, and those installed since (a segment is
+/// installed after its marker is written). The backup gets their markers,
+/// so the restored dir's first writer finishes the drop.
+fn unfinished_drops(
+    list: &[std::sync::Arc<ledgerstore_segment::Segment>],
+    list0: &[std::sync::Arc<ledgerstore_segment::Segment>],
+    markers0: &[(u32, u32)],
+) -> Vec<(u32, u32)> {
+    list.iter()
+        .map(|s| (s.first(), s.last()))
+        .filter(|r| {
+            markers0.contains(r) || !list0.iter().any(|s| (s.first(), s.last()) == *r)
+        })
+        .collect()
 }
 
 /// Reads a backup's `BACKUP.json`; fails if the backup is incomplete.
@@ -160,7 +198,12 @@ pub fn restore(backup: &Path, dest: &Path) -> StoreResult<BackupInfo> {
         // The copy is a data dir, not a backup: drop the marker.
         fs::remove_file(dest.join(BACKUP_INFO)).map_err(StoreError::io(format!(
             "removing {BACKUP_INFO} from the restored dir"
-        )))
+        )))?;
+        sync_dir(dest)?;
+        if let Some(parent) = dest.parent().filter(|p| !p.as_os_str().is_empty()) {
+            sync_dir(parent)?;
+        }
+        Ok(())
     });
     if result.is_err() {
         let _ = fs::remove_dir_all(dest);
@@ -181,7 +224,15 @@ pub fn restore(backup: &Path, dest: &Path) -> StoreResult<BackupInfo> {
     Ok(info)
 }
 
-/// Copies files and directories (not the `LOCK`), fsyncing each file.
+/// Fsyncs a directory, so the entries created in it are durable.
+fn sync_dir(dir: &Path) -> StoreResult<()> {
+    fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(StoreError::io(format!("syncing {}", dir.display())))
+}
+
+/// Copies files and directories (not the `LOCK`), fsyncing each file and
+/// each directory it fills.
 fn copy_tree(from: &Path, to: &Path) -> StoreResult<()> {
     fs::create_dir_all(to).map_err(StoreError::io(format!("creating {}", to.display())))?;
     for entry in
@@ -200,7 +251,7 @@ fn copy_tree(from: &Path, to: &Path) -> StoreResult<()> {
             copy_synced(&src, &dst)?;
         }
     }
-    Ok(())
+    sync_dir(to)
 }
 
 /// Copies one file and fsyncs the copy; returns its size.

@@ -13,6 +13,12 @@
 //!    of listed hashes means orphans, which a second look names.
 //!
 //! Finally the mark's running totals must match what the tables hold.
+//!
+//! Entries above the mark that an interrupted batch left (a ledger record
+//! above the mark, and the hash entries, bodies and dictionary it brought)
+//! are not problems: reads never see them and the next writer's open rolls
+//! them back. An offline reader does not roll back, so `check` counts them
+//! in [`CheckReport::above_mark`] and leaves them out of every comparison.
 
 use std::collections::{HashMap, HashSet};
 
@@ -44,6 +50,10 @@ pub struct CheckReport {
     /// one found by that segment at its position).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub segment_keys: Option<u64>,
+    /// Entries above the mark left by an interrupted batch (ledger records,
+    /// hash entries, bodies, dictionaries): invisible to reads, rolled back
+    /// by the next writer's open, and not problems.
+    pub above_mark: u64,
     /// Problems found (may exceed `problems.len()`).
     pub problem_count: u64,
     /// The first [`MAX_LISTED_PROBLEMS`] problems, each naming the table,
@@ -81,14 +91,14 @@ impl Ledgerstore {
             mark: mark.last,
             ..Default::default()
         };
-        self.check_ledgers(&mut r)?;
+        let residue = self.check_ledgers(&mut r)?;
         if self.indexed.is_some() {
-            self.check_indexed_tables(&mut r)?;
+            self.check_indexed_tables(&residue, &mut r)?;
             return Ok(r);
         }
         let listed = r.txs;
-        r.tx_index_entries = self.check_hash_table(TableId::TxIndex, listed, &mut r)?;
-        r.tx_data_entries = self.check_hash_table(TableId::TxData, listed, &mut r)?;
+        r.tx_index_entries = self.check_hash_table(TableId::TxIndex, listed, &residue, &mut r)?;
+        r.tx_data_entries = self.check_hash_table(TableId::TxData, listed, &residue, &mut r)?;
         if mark.txs != r.txs {
             r.problem(format!(
                 "MARK: counts {} transactions, the ledger records list {}",
@@ -113,8 +123,9 @@ impl Ledgerstore {
         Ok(r)
     }
 
-    fn check_ledgers(&self, r: &mut CheckReport) -> StoreResult<()> {
+    fn check_ledgers(&self, r: &mut CheckReport) -> StoreResult<Residue> {
         let mark = self.mark();
+        let mut residue = Residue::default();
         let mut expected = mark.first;
         let mut last_seen = None;
         let mut from = 0u32.to_be_bytes().to_vec();
@@ -134,10 +145,11 @@ impl Ledgerstore {
                     ));
                     continue;
                 };
-                r.ledgers += 1;
                 if mark.last.is_none_or(|l| seq > l) {
-                    r.problem(format!("ledgers[{seq}]: above the mark ({:?})", mark.last));
+                    residue.add(seq, value, r);
+                    continue;
                 }
+                r.ledgers += 1;
                 match expected {
                     Some(e) if seq > e => r.problem(format!(
                         "ledgers: {e}..={} are missing (the next record is ledger {seq})",
@@ -146,7 +158,6 @@ impl Ledgerstore {
                     Some(e) if seq < e => r.problem(format!(
                         "ledgers[{seq}]: before the mark's first ledger {e}"
                     )),
-                    None => r.problem(format!("ledgers[{seq}]: present, but the mark is empty")),
                     _ => {}
                 }
                 expected = seq.checked_add(1);
@@ -174,7 +185,7 @@ impl Ledgerstore {
                 mark.last
             ));
         }
-        Ok(())
+        Ok(residue)
     }
 
     /// Checks that the listed hashes resolve in both hash tables.
@@ -216,37 +227,50 @@ impl Ledgerstore {
     /// Counts a hash table's entries, checks their keys, and names the
     /// entries no ledger lists when there are more entries than listed
     /// hashes.
+    /// Returns the entries at or below the mark (those above it, listed by
+    /// a ledger record above it, are counted in `r.above_mark`).
     fn check_hash_table(
         &self,
         table: TableId,
         listed: u64,
+        residue: &Residue,
         r: &mut CheckReport,
     ) -> StoreResult<u64> {
         let kv = self.table(table);
         let name = table.name();
-        let count = scan_all(kv, |key, _| {
-            if TxHash::from_slice(key).is_none() {
-                r.problem(format!(
-                    "{name}: key {} is not a 32-byte hash",
-                    hex::encode(key)
-                ));
-            }
+        let mut pending = 0u64;
+        let count = scan_all(kv, |key, _| match TxHash::from_slice(key) {
+            None => r.problem(format!(
+                "{name}: key {} is not a 32-byte hash",
+                hex::encode(key)
+            )),
+            Some(h) if residue.hashes.contains(&h) => pending += 1,
+            Some(_) => {}
         })?;
+        r.above_mark += pending;
+        let count = count - pending;
         if count > listed {
             r.problem(format!(
                 "{name}: holds {count} entries, the ledger records list {listed}"
             ));
-            self.name_orphans(table, r)?;
+            self.name_orphans(table, residue, r)?;
         }
         Ok(count)
     }
 
-    fn name_orphans(&self, table: TableId, r: &mut CheckReport) -> StoreResult<()> {
+    fn name_orphans(
+        &self,
+        table: TableId,
+        residue: &Residue,
+        r: &mut CheckReport,
+    ) -> StoreResult<()> {
         let kv = self.table(table);
         let mut owners: HashMap<u32, Option<HashSet<TxHash>>> = HashMap::new();
         let mut entries = Vec::new();
         scan_all(kv, |key, value| {
-            if let Some(h) = TxHash::from_slice(key) {
+            if let Some(h) = TxHash::from_slice(key)
+                && !residue.hashes.contains(&h)
+            {
                 entries.push((h, value.to_vec()));
             }
         })?;
@@ -282,6 +306,40 @@ impl Ledgerstore {
             }
         }
         Ok(())
+    }
+}
+
+/// What an interrupted batch left above the mark, as the ledger records
+/// above it list it.
+#[derive(Default)]
+pub(crate) struct Residue {
+    /// Ledger seq → transactions its record lists.
+    pub(crate) ledgers: HashMap<u32, u32>,
+    /// Every hash those records list.
+    pub(crate) hashes: HashSet<TxHash>,
+}
+
+impl Residue {
+    fn add(&mut self, seq: u32, value: &[u8], r: &mut CheckReport) {
+        r.above_mark += 1;
+        match LedgerRecord::decompress(value) {
+            Ok(rec) => {
+                self.ledgers
+                    .insert(seq, u32::try_from(rec.tx_hashes.len()).unwrap_or(u32::MAX));
+                self.hashes.extend(rec.tx_hashes);
+            }
+            // Rollback refuses a record it cannot read, so this one would
+            // block the next writer's open.
+            Err(e) => r.problem(format!(
+                "ledgers[{seq}]: above the mark and its record does not decode, so rollback \
+                 cannot remove it: {e}"
+            )),
+        }
+    }
+
+    /// True when `pos` is a body the residue's ledgers list.
+    pub(crate) fn lists(&self, seq: u32, index: u32) -> bool {
+        self.ledgers.get(&seq).is_some_and(|&n| index < n)
     }
 }
 

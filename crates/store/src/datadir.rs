@@ -4,7 +4,11 @@
 //!   table lives). Written once, when the dir is created.
 //! - `MARK`: the durable high-water mark and running totals, replaced
 //!   atomically (write `MARK.tmp`, fsync, rename, fsync the dir) after every
-//!   committed batch.
+//!   committed batch. A new dir gets an empty `MARK` right after its
+//!   manifest, so a dir whose `MARK` is missing while its tables hold data
+//!   was damaged or copied incompletely: [`crate::Ledgerstore::open`]
+//!   refuses it instead of reading it as empty (and rolling everything
+//!   back).
 //! - `LOCK`: an exclusive `flock`, so two processes never open one dir.
 
 use std::collections::BTreeMap;
@@ -79,6 +83,12 @@ pub struct MarkState {
     pub txs: u64,
     /// Per-table totals.
     pub tables: BTreeMap<String, TableTotals>,
+    /// Layout `indexed`: the newest tx-body dictionary version that
+    /// committed data may use (0: none). A dictionary stored above it was
+    /// trained for a batch that did not commit. None in a MARK written
+    /// before this field existed: every stored dictionary counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dict_version: Option<u32>,
 }
 
 impl MarkState {
@@ -102,6 +112,20 @@ pub struct DataDir {
     path: PathBuf,
     manifest: Manifest,
     _lock: File,
+    /// Test hook: faults the next `MARK` writes take, first one first.
+    #[cfg(test)]
+    pub(crate) mark_faults: std::sync::Mutex<Vec<MarkFault>>,
+}
+
+/// Test hook: where a `MARK` write fails.
+#[cfg(test)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MarkFault {
+    /// Before `MARK.tmp` is renamed over `MARK`: the old `MARK` stays.
+    BeforeRename,
+    /// After the rename, at the directory fsync: the new `MARK` is in place
+    /// but its durability is unknown.
+    AfterRename,
 }
 
 impl DataDir {
@@ -163,12 +187,19 @@ impl DataDir {
             let json = serde_json::to_vec_pretty(&m)
                 .map_err(|e| dir_err(format!("encoding manifest: {e}")))?;
             write_atomic(path, MANIFEST, &json)?;
+            let empty = MarkState {
+                dict_version: Some(0),
+                ..MarkState::default()
+            };
+            write_atomic(path, MARK, &encode_mark(&empty)?)?;
             m
         };
         Ok(Self {
             path: path.to_path_buf(),
             manifest,
             _lock: lock,
+            #[cfg(test)]
+            mark_faults: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -187,23 +218,54 @@ impl DataDir {
         self.path.join(table_dir(self.manifest.layout, table))
     }
 
-    /// Reads the mark (the empty mark when none was written yet).
-    pub fn read_mark(&self) -> StoreResult<MarkState> {
-        let p = self.path.join(MARK);
+    /// The path of the `MARK` file.
+    pub fn mark_path(&self) -> PathBuf {
+        self.path.join(MARK)
+    }
+
+    /// Reads the mark; None when the file does not exist (a dir created by
+    /// a build that wrote no `MARK` until the first commit, or a damaged
+    /// one: the caller decides which).
+    pub fn read_mark(&self) -> StoreResult<Option<MarkState>> {
+        let p = self.mark_path();
         match fs::read(&p) {
             Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
                 .map_err(|e| StoreError::Corrupt(format!("{}: {e}", p.display()))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(MarkState::default()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(StoreError::io(format!("reading {}", p.display()))(e)),
         }
     }
 
-    /// Replaces the mark durably and atomically.
+    /// Replaces the mark durably and atomically. On error the file may hold
+    /// the old mark or the new one, and the new one may not be durable.
     pub fn write_mark(&self, mark: &MarkState) -> StoreResult<()> {
-        let json = serde_json::to_vec(mark)
-            .map_err(|e| StoreError::Corrupt(format!("encoding mark: {e}")))?;
+        let json = encode_mark(mark)?;
+        #[cfg(test)]
+        {
+            let fault = self.mark_faults.lock().ok().and_then(|mut f| {
+                (!f.is_empty()).then(|| f.remove(0))
+            });
+            let injected = |what: &str| {
+                Err(StoreError::io(format!("syncing {}", self.path.display()))(
+                    std::io::Error::other(format!("injected: {what}")),
+                ))
+            };
+            match fault {
+                Some(MarkFault::BeforeRename) => return injected("MARK.tmp not renamed"),
+                Some(MarkFault::AfterRename) => {
+                    write_atomic(&self.path, MARK, &json)?;
+                    return injected("directory fsync after the rename");
+                }
+                None => {}
+            }
+        }
         write_atomic(&self.path, MARK, &json)
     }
+}
+
+fn encode_mark(mark: &MarkState) -> StoreResult<Vec<u8>> {
+    serde_json::to_vec(mark).map_err(|e| StoreError::Corrupt(format!("encoding mark: {e}")))
 }
 
 /// Bytes free to an unprivileged writer on the filesystem holding `path`.
@@ -302,18 +364,30 @@ mod tests {
     fn mark_round_trips_and_starts_empty() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let d = DataDir::open(tmp.path(), None, true).expect("create");
-        assert_eq!(d.read_mark().expect("read"), MarkState::default());
+        let empty = d.read_mark().expect("read").expect("a new dir has a MARK");
+        assert_eq!(empty.last, None);
+        assert_eq!(empty.dict_version, Some(0));
         let m = MarkState {
             first: Some(10),
             last: Some(19),
             batches: 2,
             txs: 40,
             tables: BTreeMap::new(),
+            dict_version: Some(1),
         };
         d.write_mark(&m).expect("write");
-        assert_eq!(d.read_mark().expect("read"), m);
+        assert_eq!(d.read_mark().expect("read"), Some(m.clone()));
         assert_eq!(m.ledgers(), 10);
         assert_eq!(m.next_expected(), Some(20));
+        std::fs::remove_file(d.mark_path()).expect("remove");
+        assert_eq!(d.read_mark().expect("read"), None);
+    }
+
+    #[test]
+    fn a_mark_written_before_dict_version_existed_still_reads() {
+        let old = r#"{"first":1,"last":9,"batches":1,"txs":3,"tables":{}}"#;
+        let m: MarkState = serde_json::from_str(old).expect("legacy MARK");
+        assert_eq!((m.last, m.dict_version), (Some(9), None));
     }
 
     #[test]

@@ -97,6 +97,17 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// Ingest is refused until the store is reopened (a `MARK` write
+    /// failed), or the store was opened by an offline reader.
+    #[error(
+        "writes refused: {reason}. Nothing above the durable mark is acknowledged; reopen the \
+         store (restart the daemon): open reads MARK back from disk, rolls back anything above \
+         it, and ingest resumes from there"
+    )]
+    WritesRefused {
+        /// What happened.
+        reason: String,
+    },
     /// Stored data contradicts itself.
     #[error("corrupt store: {0}")]
     Corrupt(String),

@@ -10,8 +10,8 @@ use ledgerstore_db_api::{
 };
 use rayon::prelude::*;
 
-use crate::Ledgerstore;
 use crate::datadir::MarkState;
+use crate::{Ledgerstore, WriteState};
 use crate::error::{StoreError, StoreResult};
 use crate::report::{BatchReport, StoreTiming, process_write_bytes, secs};
 use crate::validate::validate;
@@ -79,13 +79,26 @@ impl Ledgerstore {
     /// `Ok` with `committed > 0`, the ledgers are durable.
     pub fn ingest(&self, batch: &[LedgerInput], source: Duration) -> StoreResult<IngestOutcome> {
         let started = Instant::now();
-        let mut dirty = self
+        let mut state = self
             .ingest_lock
             .lock()
             .map_err(|_| StoreError::Corrupt("ingest lock poisoned by a panic".into()))?;
-        if *dirty {
-            self.rollback_above_mark()?;
-            *dirty = false;
+        match &*state {
+            WriteState::Clean => {}
+            WriteState::Dirty => {
+                self.rollback_above_mark()?;
+                *state = WriteState::Clean;
+            }
+            WriteState::MarkFailed(reason) => {
+                return Err(StoreError::WritesRefused {
+                    reason: reason.clone(),
+                });
+            }
+            WriteState::Offline => {
+                return Err(StoreError::WritesRefused {
+                    reason: "the store was opened by an offline reader".into(),
+                });
+            }
         }
         let mark = self.mark();
         let t = Instant::now();
@@ -140,28 +153,45 @@ impl Ledgerstore {
         let stores = match self.write_stores(&prepared) {
             Ok(s) => s,
             Err(e) => {
-                *dirty = self.rollback_after_failure(&e);
+                if !self.rollback_after_failure(&e) {
+                    *state = WriteState::Dirty;
+                }
                 return Err(e);
             }
         };
         let io = t.elapsed();
 
         let t = Instant::now();
-        let next = advance(&mark, new, &prepared);
+        let mut next = advance(&mark, new, &prepared);
+        if let Some(tier) = &self.indexed {
+            next.dict_version = Some(match &trained {
+                Some(tr) => tr.dicts.current().map_or(0, |d| d.version()),
+                None => tier.dicts().current().map_or(0, |d| d.version()),
+            });
+        }
         if let Err(e) = self.dir.write_mark(&next) {
-            // Put the old mark back before rolling back, so disk never
-            // holds a mark above data we delete.
-            *dirty = true;
-            if self.dir.write_mark(&mark).is_ok() {
-                *dirty = self.rollback_after_failure(&e);
-            }
+            // The file may now hold either mark, and the new one may not be
+            // durable: deleting anything above the old mark could delete
+            // ledgers the file calls committed. Refuse writes until reopen.
+            tracing::error!(error = %e, "MARK write failed; ingest is refused until the store is reopened");
+            *state = WriteState::MarkFailed(format!(
+                "writing the mark for ledgers {}..={} failed: {e}",
+                new[0].seq,
+                new[new.len() - 1].seq
+            ));
             return Err(e);
         }
-        self.publish_mark(next.clone());
         if let Some(tier) = &self.indexed {
+            // Before the mark moves: a reader that sees the batch must find
+            // its dictionary.
             if let (Some(tr), Ok(mut d)) = (trained, tier.dicts.write()) {
                 *d = std::sync::Arc::new(tr.dicts);
             }
+        }
+        self.publish_mark(next.clone());
+        #[cfg(test)]
+        self.run_after_publish_hook();
+        if let Some(tier) = &self.indexed {
             tier.segments.notify(next.first, next.last);
         }
         let mark_s = t.elapsed();
@@ -214,7 +244,7 @@ impl Ledgerstore {
         if self.indexed.is_some() {
             return self.check_hashes_not_indexed(&hashes);
         }
-        for chunk in hashes.chunks(65_536) {
+        for chunk in hashes.chunks(crate::MAINTENANCE_READ_KEYS) {
             let keys: Vec<&[u8]> = chunk.iter().map(|h| h.0).collect();
             let found = self.tx_index.multi_get(&keys)?;
             for (&(hash, li, ti), value) in chunk.iter().zip(found) {
@@ -240,8 +270,12 @@ impl Ledgerstore {
         let gate = Gate::default();
         let results = std::thread::scope(|s| {
             let ledgers = s.spawn(|| {
+                // Opens the gate as failed if the write panics, so the
+                // other writers never wait for a signal that cannot come.
+                let guard = GateGuard(&gate);
                 let r = write_table(self.ledgers.as_ref(), TableId::Ledgers, &p.ledgers, None);
                 gate.open(r.is_ok());
+                drop(guard);
                 r
             });
             let data = s.spawn(|| {
@@ -282,14 +316,15 @@ impl Ledgerstore {
         }
     }
 
-    /// Rolls back after a failed batch; returns whether data above the mark
-    /// may remain (the next ingest retries the rollback first).
+    /// Rolls back after a failed batch (the mark, in memory and on disk, is
+    /// the one before it); returns whether that worked. When it did not,
+    /// data above the mark may remain and the next ingest retries first.
     fn rollback_after_failure(&self, cause: &StoreError) -> bool {
         match self.rollback_above_mark() {
-            Ok(_) => false,
+            Ok(_) => true,
             Err(e) => {
                 tracing::error!(%cause, error = %e, "rollback after a failed batch failed; will retry before the next batch");
-                true
+                false
             }
         }
     }
@@ -532,10 +567,28 @@ struct Gate {
     cv: Condvar,
 }
 
+/// Opens its gate as failed when dropped before the gate was opened (a
+/// panic in the ledgers writer).
+struct GateGuard<'a>(&'a Gate);
+
+impl Drop for GateGuard<'_> {
+    fn drop(&mut self) {
+        self.0.open_if_closed(false);
+    }
+}
+
 impl Gate {
     fn open(&self, ok: bool) {
         if let Ok(mut s) = self.state.lock() {
             *s = Some(ok);
+        }
+        self.cv.notify_all();
+    }
+
+    fn open_if_closed(&self, ok: bool) {
+        // A poisoned lock needs nothing: the waiters see it and give up.
+        if let Ok(mut s) = self.state.lock() {
+            s.get_or_insert(ok);
         }
         self.cv.notify_all();
     }

@@ -42,6 +42,12 @@ pub use report::{BatchReport, JsonLinesSink, StoreTiming};
 pub use stats::{StoreStats, TableStats};
 pub use validate::Limits;
 
+/// Keys per read transaction in the store's own multi-key reads (the
+/// duplicate-hash check, rollback, segment scans): each chunk is its own
+/// short transaction, so on a cold page cache (one random read per key)
+/// a chunk stays far inside `mdbx.max_read_txn_ms` even on a slow disk.
+pub(crate) const MAINTENANCE_READ_KEYS: usize = 1024;
+
 /// How to open a store.
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
@@ -58,9 +64,12 @@ pub struct StoreOptions {
     pub report_jsonl: Option<PathBuf>,
     /// Segment ranges and dictionaries of the `indexed` layout.
     pub indexed: IndexedOptions,
-    /// Layout `indexed`: run the segment builder. Offline readers (`stats`,
-    /// `get`, `check`) turn it off so that they never build while they read.
-    pub build_segments: bool,
+    /// An offline reader (`stats`, `get`, `check`, an offline `backup`):
+    /// opening it never changes the data dir. It builds no segments, does
+    /// not roll back what an interrupted batch left above the mark (the
+    /// mark hides it from reads, and the next writer's open removes it),
+    /// does not finish an interrupted segment drop, and refuses `ingest`.
+    pub offline: bool,
 }
 
 impl Default for StoreOptions {
@@ -72,7 +81,7 @@ impl Default for StoreOptions {
             limits: Limits::default(),
             report_jsonl: None,
             indexed: IndexedOptions::default(),
-            build_segments: true,
+            offline: false,
         }
     }
 }
@@ -90,13 +99,19 @@ pub struct Ledgerstore {
     mark: RwLock<MarkState>,
     /// `last + 1` of the mark, 0 while empty: the read path's visibility test.
     visible_end: AtomicU64,
-    /// Serializes ingest; true while data above the mark awaits rollback.
-    ingest_lock: Mutex<bool>,
+    /// Serializes ingest; says what must happen before the next batch.
+    ingest_lock: Mutex<WriteState>,
     level: i32,
     limits: Limits,
     sink: Option<JsonLinesSink>,
     last_report: RwLock<Option<BatchReport>>,
+    /// Test hook: runs right after a batch's mark is published.
+    #[cfg(test)]
+    after_publish: Mutex<Option<AfterPublish>>,
 }
+
+#[cfg(test)]
+type AfterPublish = Box<dyn Fn(&Ledgerstore) + Send>;
 
 impl std::fmt::Debug for Ledgerstore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -107,9 +122,26 @@ impl std::fmt::Debug for Ledgerstore {
     }
 }
 
+/// What ingest must do before its next batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum WriteState {
+    /// Nothing: the engines hold nothing above the mark.
+    Clean,
+    /// A failed batch may have left data above the mark (its rollback
+    /// failed too); roll back before writing.
+    Dirty,
+    /// A `MARK` write failed. The file may hold the old mark or the new
+    /// one, durably or not, so no in-process rollback can know what is safe
+    /// to delete: writes are refused until the store is reopened, which
+    /// reads `MARK` back from disk and rolls back above what it says.
+    MarkFailed(String),
+    /// An offline reader: never writes.
+    Offline,
+}
+
 impl Ledgerstore {
     /// Opens the store at `path`, rolling back anything above the mark that
-    /// a crash left behind.
+    /// a crash left behind (unless `opts.offline`).
     pub fn open(path: &Path, opts: StoreOptions, engines: &dyn EngineFactory) -> StoreResult<Self> {
         let dir = DataDir::open(path, opts.layout, opts.create)?;
         let layout = dir.manifest().layout;
@@ -117,7 +149,13 @@ impl Ledgerstore {
         let ledgers = open(TableId::Ledgers)?;
         let tx_data = open(TableId::TxData)?;
         let tx_index: Arc<dyn KvStore> = Arc::from(open(TableId::TxIndex)?);
-        let mark = dir.read_mark()?;
+        let mark = match dir.read_mark()? {
+            Some(m) => m,
+            None => {
+                refuse_missing_mark(&dir, [ledgers.as_ref(), tx_data.as_ref(), &*tx_index])?;
+                MarkState::default()
+            }
+        };
         let sink = match &opts.report_jsonl {
             Some(p) => Some(
                 JsonLinesSink::open(p)
@@ -128,10 +166,14 @@ impl Ledgerstore {
         let indexed = match layout {
             Layout::Indexed => Some(indexed::IndexedTier::open(
                 dir.path(),
-                opts.indexed.clone(),
+                &indexed::TierOpen {
+                    opts: opts.indexed.clone(),
+                    level: opts.compression_level,
+                    dict_version: mark.dict_version,
+                    writable: !opts.offline,
+                },
                 Arc::clone(&tx_index),
                 tx_data.as_ref(),
-                opts.compression_level,
             )?),
             _ => None,
         };
@@ -144,12 +186,21 @@ impl Ledgerstore {
             tx_data,
             tx_index,
             indexed,
-            ingest_lock: Mutex::new(false),
+            ingest_lock: Mutex::new(if opts.offline {
+                WriteState::Offline
+            } else {
+                WriteState::Clean
+            }),
             level: opts.compression_level,
             limits: opts.limits,
             sink,
             last_report: RwLock::new(None),
+            #[cfg(test)]
+            after_publish: Mutex::new(None),
         };
+        if opts.offline {
+            return Ok(store);
+        }
         let rolled = store.rollback_above_mark()?;
         if rolled.ledgers > 0 || rolled.txs > 0 {
             tracing::warn!(
@@ -158,7 +209,7 @@ impl Ledgerstore {
                 "rolled back writes above the durable mark left by an interrupted batch"
             );
         }
-        if let (Some(tier), true) = (&store.indexed, opts.build_segments) {
+        if let Some(tier) = &store.indexed {
             let mark = store.mark();
             tier.segments.start(mark.first, mark.last)?;
         }
@@ -223,6 +274,25 @@ impl Ledgerstore {
         Ok(())
     }
 
+    #[cfg(test)]
+    fn run_after_publish_hook(&self) {
+        if let Ok(hook) = self.after_publish.lock()
+            && let Some(f) = hook.as_ref()
+        {
+            f(self);
+        }
+    }
+
+    /// Why writes are refused, if they are (a failed `MARK` write, until
+    /// the store is reopened; an offline reader).
+    pub fn writes_refused(&self) -> Option<String> {
+        match &*self.ingest_lock.lock().ok()? {
+            WriteState::MarkFailed(r) => Some(r.clone()),
+            WriteState::Offline => Some("opened by an offline reader".into()),
+            WriteState::Clean | WriteState::Dirty => None,
+        }
+    }
+
     fn is_visible(&self, seq: u32) -> bool {
         u64::from(seq) < self.visible_end.load(Ordering::Acquire)
     }
@@ -245,12 +315,50 @@ impl Drop for Ledgerstore {
     }
 }
 
+/// A dir without `MARK` is empty, or damaged: every dir this build creates
+/// gets an empty `MARK` with its manifest, so tables holding data without
+/// one mean the file was lost or the dir copied without it. Reading that as
+/// an empty store would roll every ledger back.
+fn refuse_missing_mark(dir: &DataDir, tables: [&dyn KvStore; 3]) -> StoreResult<()> {
+    let mut holding = Vec::new();
+    for kv in tables {
+        if !kv.scan(&[], 1)?.is_empty() {
+            holding.push(kv.table().to_string());
+        }
+    }
+    let segments = dir.path().join("segments");
+    let has_segments = std::fs::read_dir(&segments).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| ledgerstore_segment::parse_file_name(&e.file_name().to_string_lossy()).is_some())
+    });
+    if has_segments {
+        holding.push("segments".into());
+    }
+    if holding.is_empty() {
+        return Ok(());
+    }
+    Err(StoreError::DataDir {
+        dir: dir.path().to_path_buf(),
+        reason: format!(
+            "{} is missing but {} hold data; nothing was changed. The dir was copied without \
+             its MARK, or the file was lost: put the MARK back from where the dir came from, \
+             or restore a backup (`ledgerstore restore`). A dir that never committed a batch \
+             can be removed and ingested again",
+            dir.mark_path().display(),
+            holding.join(", ")
+        ),
+    })
+}
+
 fn visible_end(mark: &MarkState) -> u64 {
     mark.last.map_or(0, |l| u64::from(l) + 1)
 }
 
 #[cfg(test)]
 mod backup_tests;
+#[cfg(test)]
+mod durability_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

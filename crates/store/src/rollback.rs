@@ -64,22 +64,35 @@ impl Ledgerstore {
         }
         hashes.sort_unstable();
         let keys: Vec<&[u8]> = hashes.iter().map(|h| &h.0[..]).collect();
-        let owners = self.tx_index.multi_get(&keys)?;
-        let orphans: Vec<&[u8]> = keys
-            .iter()
-            .zip(owners)
-            .filter(|(_, owner)| match owner {
-                Some(v) => owner_seq(v, self.indexed.is_some())
-                    .map_or(true, |seq| last.is_none_or(|l| seq > l)),
-                None => true,
-            })
-            .map(|(k, _)| *k)
-            .collect();
+        let mut orphans: Vec<&[u8]> = Vec::with_capacity(keys.len());
+        // Each chunk is its own short read transaction: a crash in a large
+        // batch leaves hundreds of thousands of hashes, and one read of all
+        // of them on a cold cache would outlive the read bound.
+        for chunk in keys.chunks(crate::MAINTENANCE_READ_KEYS) {
+            for (key, owner) in chunk.iter().zip(self.tx_index.multi_get(chunk)?) {
+                let Some(v) = owner else {
+                    orphans.push(key);
+                    continue;
+                };
+                let seq = owner_seq(&v, self.indexed.is_some()).map_err(|e| {
+                    StoreError::Corrupt(format!(
+                        "{}: the value of {} does not decode ({e}), so rollback cannot tell \
+                         whether it belongs to a committed ledger; nothing was deleted. Run \
+                         `ledgerstore check`, and restore from a backup",
+                        self.tx_index.table(),
+                        hex::encode(key)
+                    ))
+                })?;
+                if last.is_none_or(|l| seq > l) {
+                    orphans.push(key);
+                }
+            }
+        }
         if let Some(tier) = &self.indexed {
             // Dictionaries trained for a batch that did not commit.
-            let published = tier.dicts().current().map_or(0, |d| d.version());
+            let in_use = tier.dict_version_in_use(&self.mark());
             for (k, _) in self.tx_data.scan(&Dictionary::first_key(), 1024)? {
-                if Dictionary::parse_key(&k).is_some_and(|v| v > published) {
+                if Dictionary::parse_key(&k).is_some_and(|v| v > in_use) {
                     body_keys.push(k);
                 }
             }

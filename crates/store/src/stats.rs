@@ -51,6 +51,10 @@ pub struct StoreStats {
     /// Layout `indexed`: tx-body dictionaries.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dictionaries: Option<DictStats>,
+    /// Why ingest is refused until the store is reopened (a failed `MARK`
+    /// write), if it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub writes_refused: Option<String>,
 }
 
 impl Ledgerstore {
@@ -93,6 +97,7 @@ impl Ledgerstore {
             tables,
             segments,
             dictionaries,
+            writes_refused: self.writes_refused(),
         })
     }
 }

@@ -212,56 +212,74 @@ fn gaps_and_malformed_batches_are_refused_whole() {
 }
 
 /// Leaves what a crash between the stores' commits and the mark would: a
-/// durable ledger record and hash entries above the mark.
-fn plant_residue(store: &Ledgerstore, ledger: &LedgerInput) {
-    let hashes: Vec<&[u8]> = ledger.txs.iter().map(|t| &t.hash[..]).collect();
-    let rec = LedgerRecordRef {
-        seq: ledger.seq,
-        close_time: ledger.close_time,
-        tx_hashes: &hashes,
-        raw: &ledger.raw,
-    };
+/// durable ledger record and hash entries above the mark, for each ledger.
+pub(crate) fn plant_residue(store: &Ledgerstore, ledgers: &[LedgerInput]) {
     let mut w = store.table(TableId::Ledgers).begin_write().expect("begin");
-    w.put(&ledger.seq.to_be_bytes(), &rec.compress(3).expect("c"))
-        .expect("put");
+    for ledger in ledgers {
+        let hashes: Vec<&[u8]> = ledger.txs.iter().map(|t| &t.hash[..]).collect();
+        let rec = LedgerRecordRef {
+            seq: ledger.seq,
+            close_time: ledger.close_time,
+            tx_hashes: &hashes,
+            raw: &ledger.raw,
+        };
+        w.put(&ledger.seq.to_be_bytes(), &rec.compress(3).expect("c"))
+            .expect("put");
+    }
+    w.finish().expect("finish");
     w.commit().expect("commit");
+    let indexed = store.layout().is_indexed();
     for table in [TableId::TxData, TableId::TxIndex] {
         let mut w = store.table(table).begin_write().expect("begin");
-        for (i, tx) in ledger.txs.iter().enumerate() {
-            let rec = ledgerstore_db_api::TxRecordRef {
-                ledger_seq: ledger.seq,
-                close_time: ledger.close_time,
-                index: i as u32,
-                envelope: &tx.envelope,
-                result: &tx.result,
-                meta: &tx.meta,
-            };
-            let pos = ledgerstore_db_api::TxPos {
-                seq: ledger.seq,
-                index: i as u32,
-            };
-            let indexed = store.layout().is_indexed();
-            let v = match (table, indexed) {
-                (TableId::TxIndex, false) => ledger.seq.to_be_bytes().to_vec(),
-                (TableId::TxIndex, true) => pos.to_bytes().to_vec(),
-                (_, false) => rec.compress(3).expect("c"),
-                (_, true) => ledgerstore_db_api::TxBody::compress_record(
-                    hash(tx),
-                    &rec.encode(),
-                    &ledgerstore_db_api::DictSet::default(),
-                    3,
-                )
-                .expect("c")
-                .to_bytes(),
-            };
-            let key = match (table, indexed) {
-                (TableId::TxData, true) => pos.to_bytes().to_vec(),
-                _ => tx.hash.clone(),
-            };
-            w.put(&key, &v).expect("put");
+        for ledger in ledgers {
+            for (i, tx) in ledger.txs.iter().enumerate() {
+                let (key, v) = residue_entry(table, indexed, ledger, i, tx);
+                w.put(&key, &v).expect("put");
+            }
         }
+        w.finish().expect("finish");
         w.commit().expect("commit");
     }
+}
+
+/// The key and value the `i`-th tx of `ledger` has in `table`.
+fn residue_entry(
+    table: TableId,
+    indexed: bool,
+    ledger: &LedgerInput,
+    i: usize,
+    tx: &ledgerstore_db_api::TxInput,
+) -> (Vec<u8>, Vec<u8>) {
+    let rec = ledgerstore_db_api::TxRecordRef {
+        ledger_seq: ledger.seq,
+        close_time: ledger.close_time,
+        index: i as u32,
+        envelope: &tx.envelope,
+        result: &tx.result,
+        meta: &tx.meta,
+    };
+    let pos = ledgerstore_db_api::TxPos {
+        seq: ledger.seq,
+        index: i as u32,
+    };
+    let v = match (table, indexed) {
+        (TableId::TxIndex, false) => ledger.seq.to_be_bytes().to_vec(),
+        (TableId::TxIndex, true) => pos.to_bytes().to_vec(),
+        (_, false) => rec.compress(3).expect("c"),
+        (_, true) => ledgerstore_db_api::TxBody::compress_record(
+            hash(tx),
+            &rec.encode(),
+            &ledgerstore_db_api::DictSet::default(),
+            3,
+        )
+        .expect("c")
+        .to_bytes(),
+    };
+    let key = match (table, indexed) {
+        (TableId::TxData, true) => pos.to_bytes().to_vec(),
+        _ => tx.hash.clone(),
+    };
+    (key, v)
 }
 
 #[test]
@@ -273,7 +291,7 @@ fn nothing_above_the_mark_is_visible_and_open_rolls_it_back() {
         {
             let store = open(tmp.path(), layout);
             ingest(&store, &s.batch(1, 2));
-            plant_residue(&store, &residue);
+            plant_residue(&store, std::slice::from_ref(&residue));
             assert!(raw_has(&store, TableId::Ledgers, &3u32.to_be_bytes()));
             assert!(store.get_ledger(3).expect("get").is_none(), "{layout}");
             assert!(store.get_tx(&hash(&residue.txs[0])).expect("get").is_none());

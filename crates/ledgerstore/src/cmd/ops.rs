@@ -42,6 +42,13 @@ fn render_check(dir: &Path, r: &CheckReport) -> String {
         r.tx_index_entries,
         r.tx_data_entries
     );
+    if r.above_mark > 0 {
+        out.push_str(&format!(
+            "NOTE {} entries lie above the mark, left by an interrupted batch: reads never see \
+             them, and the next writer's open rolls them back\n",
+            r.above_mark
+        ));
+    }
     if r.is_ok() {
         out.push_str("OK: every record decodes, every hash resolves, the mark is consistent\n");
     } else {

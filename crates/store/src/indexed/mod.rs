@@ -88,29 +88,56 @@ pub(crate) struct IndexedTier {
     pub(crate) training_failed: std::sync::atomic::AtomicBool,
 }
 
+/// How [`IndexedTier::open`] opens the tier.
+pub(crate) struct TierOpen {
+    pub(crate) opts: IndexedOptions,
+    pub(crate) level: i32,
+    /// The mark's dictionary version (None: a MARK from before the field).
+    pub(crate) dict_version: Option<u32>,
+    /// False for an offline reader: leave interrupted builds and drops as
+    /// they are.
+    pub(crate) writable: bool,
+}
+
 impl IndexedTier {
     pub(crate) fn open(
         dir: &std::path::Path,
-        opts: IndexedOptions,
+        how: &TierOpen,
         hot: Arc<dyn KvStore>,
         bodies: &dyn KvStore,
-        level: i32,
     ) -> StoreResult<Self> {
-        let segments = SegmentSet::open(dir.join("segments"), opts.range_ledgers, hot)?;
+        let segments = SegmentSet::open(
+            dir.join("segments"),
+            how.opts.range_ledgers,
+            hot,
+            how.writable,
+        )?;
         let mut dicts = DictSet::default();
         for (k, v) in bodies.scan(&Dictionary::first_key(), 1 << 16)? {
             let Some(version) = Dictionary::parse_key(&k) else {
                 break;
             };
+            // A version above the mark's was trained for a batch that did
+            // not commit: no committed body uses it, and rollback deletes it.
+            if how.dict_version.is_some_and(|in_use| version > in_use) {
+                continue;
+            }
             let (_, bytes) = dict::split_value(&v)?;
-            dicts.insert(Dictionary::from_bytes(version, bytes.to_vec(), level));
+            dicts.insert(Dictionary::from_bytes(version, bytes.to_vec(), how.level));
         }
         Ok(Self {
             segments,
             dicts: RwLock::new(Arc::new(dicts)),
-            opts,
+            opts: how.opts.clone(),
             training_failed: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// The newest dictionary version committed data may use: the mark's,
+    /// or for a MARK written before it recorded one, the newest loaded.
+    pub(crate) fn dict_version_in_use(&self, mark: &crate::MarkState) -> u32 {
+        mark.dict_version
+            .unwrap_or_else(|| self.dicts().current().map_or(0, |d| d.version()))
     }
 
     pub(crate) fn dicts(&self) -> Arc<DictSet> {
@@ -186,7 +213,7 @@ impl Ledgerstore {
             hash: hex::encode(hash),
             ledger: seq,
         };
-        for chunk in hashes.chunks(65_536) {
+        for chunk in hashes.chunks(crate::MAINTENANCE_READ_KEYS) {
             let keys: Vec<&[u8]> = chunk.iter().map(|h| h.0).collect();
             for (&(hash, li, ti), hot) in chunk.iter().zip(self.tx_index.multi_get(&keys)?) {
                 if let Some(v) = hot {

@@ -46,6 +46,12 @@ fn failpoint(name: &str) {
     }
 }
 
+/// The range of a `dropping-<first>-<last>` marker's name.
+fn parse_marker(name: &str) -> Option<(u32, u32)> {
+    let range = name.strip_prefix("dropping-")?;
+    ledgerstore_segment::parse_file_name(&format!("seg-{range}.idx"))
+}
+
 /// What `stats` shows about the cold tier.
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct SegmentStats {
@@ -95,12 +101,15 @@ pub(crate) struct SegmentSet {
 }
 
 impl SegmentSet {
-    /// Opens `dir` (creating it), removes unpublished builds, loads and
-    /// verifies every segment, and finishes an interrupted hot-index drop.
+    /// Opens `dir` (creating it), loads and verifies every segment, and,
+    /// when `writable`, removes unpublished builds and finishes an
+    /// interrupted hot-index drop (an offline reader leaves both: a `tmp-`
+    /// file is never read, and leftover hot keys answer as the segment does).
     pub(crate) fn open(
         dir: PathBuf,
         range_ledgers: u32,
         hot: Arc<dyn KvStore>,
+        writable: bool,
     ) -> StoreResult<Arc<Self>> {
         if range_ledgers == 0 {
             return Err(StoreError::InvalidBatch {
@@ -108,24 +117,30 @@ impl SegmentSet {
                 reason: "must be at least 1".into(),
             });
         }
-        fs::create_dir_all(&dir).map_err(StoreError::io(format!("creating {}", dir.display())))?;
+        if writable {
+            fs::create_dir_all(&dir)
+                .map_err(StoreError::io(format!("creating {}", dir.display())))?;
+        }
         let mut segs = Vec::new();
         let mut dropping = Vec::new();
-        for entry in
-            fs::read_dir(&dir).map_err(StoreError::io(format!("listing {}", dir.display())))?
-        {
-            let entry = entry.map_err(StoreError::io(format!("listing {}", dir.display())))?;
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries.collect::<Result<Vec<_>, _>>(),
+            Err(e) if !writable && e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
+        .map_err(StoreError::io(format!("listing {}", dir.display())))?;
+        for entry in entries {
             let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with("tmp-") && !writable {
+                continue;
+            }
             if name.starts_with("tmp-") {
                 tracing::warn!(file = %name, "removing a segment build that a crash interrupted");
                 fs::remove_file(entry.path()).map_err(StoreError::io(format!(
                     "removing {}",
                     entry.path().display()
                 )))?;
-            } else if let Some(range) = name
-                .strip_prefix("dropping-")
-                .and_then(|r| ledgerstore_segment::parse_file_name(&format!("seg-{r}.idx")))
-            {
+            } else if let Some(range) = parse_marker(&name) {
                 dropping.push(range);
             } else if ledgerstore_segment::parse_file_name(&name).is_some() {
                 segs.push(Arc::new(Segment::open(&entry.path())?));
@@ -152,7 +167,7 @@ impl SegmentSet {
             build_micros: AtomicU64::new(0),
             thread: Mutex::new(None),
         });
-        for (first, last) in dropping {
+        for (first, last) in dropping.into_iter().filter(|_| writable) {
             if set.covers(first, last) {
                 tracing::warn!(
                     first,
@@ -408,7 +423,19 @@ impl SegmentSet {
         Ok(())
     }
 
-    fn marker(&self, first: u32, last: u32) -> String {
+    /// The ranges whose `dropping-` marker exists now.
+    pub(crate) fn dropping_markers(&self) -> StoreResult<Vec<(u32, u32)>> {
+        let listing = StoreError::io(format!("listing {}", self.dir.display()));
+        let entries = fs::read_dir(&self.dir)
+            .and_then(|d| d.collect::<Result<Vec<_>, _>>())
+            .map_err(listing)?;
+        Ok(entries
+            .iter()
+            .filter_map(|e| parse_marker(&e.file_name().to_string_lossy()))
+            .collect())
+    }
+
+    pub(crate) fn marker(&self, first: u32, last: u32) -> String {
         format!("dropping-{first:010}-{last:010}")
     }
 

@@ -319,29 +319,74 @@ fn check_names_damage_to_the_indexed_tables() {
 }
 
 #[test]
-fn an_offline_reader_never_builds() {
+fn an_offline_reader_never_builds_rolls_back_or_writes() {
     let s = synth();
     let tmp = tempfile::tempdir().expect("tempdir");
+    let opts = |range_ledgers: u32, offline: bool| StoreOptions {
+        layout: Some(Layout::Indexed),
+        indexed: IndexedOptions {
+            range_ledgers,
+            dict: None,
+        },
+        offline,
+        ..StoreOptions::default()
+    };
     {
-        let opts = StoreOptions {
-            layout: Some(Layout::Indexed),
-            indexed: IndexedOptions {
-                range_ledgers: RANGE,
-                dict: None,
-            },
-            build_segments: false,
-            ..StoreOptions::default()
-        };
-        let store = Ledgerstore::open(tmp.path(), opts, &Backends::for_tests()).expect("open");
+        // Ranges of 1,000 ledgers: nothing closes while writing.
+        let store =
+            Ledgerstore::open(tmp.path(), opts(1000, false), &Backends::for_tests()).expect("open");
         ingest_range(&store, &s, 1, 25, 5);
+        crate::tests::plant_residue(&store, &[s.ledger(26)]);
+    }
+    let files = |p: &Path| -> Vec<(String, u64)> {
+        let mut v: Vec<_> = walk(p)
+            .into_iter()
+            .filter(|(n, _)| !n.ends_with("LOCK") && !n.contains("/rocksdb/"))
+            .collect();
+        v.sort();
+        v
+    };
+    let before = files(tmp.path());
+    {
+        let store =
+            Ledgerstore::open(tmp.path(), opts(RANGE, true), &Backends::for_tests()).expect("open");
         store.wait_for_segments().expect("returns at once");
         assert_eq!(segment_count(&store), 0);
         assert_all_readable(&store, &s, 1, 25);
-        assert!(store.check().expect("check").is_ok());
+        let r = store.check().expect("check");
+        assert!(r.is_ok(), "{:#?}", r.problems);
+        assert!(r.above_mark > 0, "the residue is reported, not deleted");
+        let e = store
+            .ingest(&s.batch(26, 1), Duration::ZERO)
+            .expect_err("an offline reader refuses ingest");
+        assert!(matches!(e, StoreError::WritesRefused { .. }), "{e}");
+        assert!(store.writes_refused().is_some());
     }
-    // The next writer builds both closed ranges.
+    assert_eq!(files(tmp.path()), before, "an offline open changed no file");
+    // The next writer rolls the residue back and builds both closed ranges.
     let store = open(tmp.path());
     store.wait_for_segments().expect("segments");
     assert_eq!(segment_count(&store), 2);
     assert_all_readable(&store, &s, 1, 25);
+    let r = store.check().expect("check");
+    assert!(r.is_ok() && r.above_mark == 0, "{r:#?}");
+}
+
+/// Every file under `p` with its size (MDBX files by size and content hash
+/// of their length only: a read must not grow them).
+fn walk(p: &Path) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(p) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            let len = e.metadata().map_or(0, |m| m.len());
+            out.push((path.display().to_string(), len));
+        }
+    }
+    out
 }

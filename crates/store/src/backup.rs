@@ -125,8 +125,7 @@ impl Ledgerstore {
                 sync_dir(parent)?;
             }
         }
-        if let (Some(list), Some(tier), Some((list0, markers0))) =
-            (segments, &self.indexed, before)
+        if let (Some(list), Some(tier), Some((list0, markers0))) = (segments, &self.indexed, before)
         {
             let dir = dest.join("segments");
             fs::create_dir_all(&dir)
@@ -171,9 +170,7 @@ fn unfinished_drops(
 ) -> Vec<(u32, u32)> {
     list.iter()
         .map(|s| (s.first(), s.last()))
-        .filter(|r| {
-            markers0.contains(r) || !list0.iter().any(|s| (s.first(), s.last()) == *r)
-        })
+        .filter(|r| markers0.contains(r) || !list0.iter().any(|s| (s.first(), s.last()) == *r))
         .collect()
 }
 

@@ -243,9 +243,11 @@ impl DataDir {
         let json = encode_mark(mark)?;
         #[cfg(test)]
         {
-            let fault = self.mark_faults.lock().ok().and_then(|mut f| {
-                (!f.is_empty()).then(|| f.remove(0))
-            });
+            let fault = self
+                .mark_faults
+                .lock()
+                .ok()
+                .and_then(|mut f| (!f.is_empty()).then(|| f.remove(0)));
             let injected = |what: &str| {
                 Err(StoreError::io(format!("syncing {}", self.path.display()))(
                     std::io::Error::other(format!("injected: {what}")),

@@ -171,7 +171,9 @@ fn a_failed_mark_write_refuses_writes_until_reopen_and_deletes_nothing() {
         let backups = tempfile::tempdir().expect("tempdir");
         {
             let store = open_with(tmp.path(), opts(layout), &Backends::for_tests());
-            store.ingest(&s.batch(1, 4), Duration::ZERO).expect("ingest");
+            store
+                .ingest(&s.batch(1, 4), Duration::ZERO)
+                .expect("ingest");
             if let Ok(mut f) = store.dir.mark_faults.lock() {
                 *f = vec![MarkFault::AfterRename, MarkFault::BeforeRename];
             }
@@ -202,7 +204,9 @@ fn a_failed_mark_write_refuses_writes_until_reopen_and_deletes_nothing() {
         assert_eq!(store.last_ledger(), Some(8), "{layout}");
         assert_readable(&store, &s, 1, 8);
         assert!(store.check().expect("check").is_ok(), "{layout}");
-        let out = store.ingest(&s.batch(5, 6), Duration::ZERO).expect("resend");
+        let out = store
+            .ingest(&s.batch(5, 6), Duration::ZERO)
+            .expect("resend");
         assert_eq!((out.skipped, out.committed), (4, 2));
     }
 }
@@ -215,7 +219,9 @@ fn a_mark_write_that_failed_before_its_rename_is_rolled_back_at_reopen() {
     let tmp = tempfile::tempdir().expect("tempdir");
     {
         let store = open_with(tmp.path(), opts(Layout::Hybrid), &Backends::for_tests());
-        store.ingest(&s.batch(1, 4), Duration::ZERO).expect("ingest");
+        store
+            .ingest(&s.batch(1, 4), Duration::ZERO)
+            .expect("ingest");
         if let Ok(mut f) = store.dir.mark_faults.lock() {
             *f = vec![MarkFault::BeforeRename];
         }
@@ -227,7 +233,9 @@ fn a_mark_write_that_failed_before_its_rename_is_rolled_back_at_reopen() {
     assert_eq!(store.last_ledger(), Some(4));
     assert!(store.get_ledger(5).expect("get").is_none());
     assert!(store.check().expect("check").is_ok());
-    store.ingest(&s.batch(5, 4), Duration::ZERO).expect("resend");
+    store
+        .ingest(&s.batch(5, 4), Duration::ZERO)
+        .expect("resend");
     assert_readable(&store, &s, 1, 8);
 }
 
@@ -241,7 +249,9 @@ fn a_missing_mark_is_refused_by_name_and_nothing_is_deleted() {
         let mark = tmp.path().join("MARK");
         {
             let store = open_with(tmp.path(), opts(layout), &Backends::for_tests());
-            store.ingest(&s.batch(1, 12), Duration::ZERO).expect("ingest");
+            store
+                .ingest(&s.batch(1, 12), Duration::ZERO)
+                .expect("ingest");
             store.wait_for_segments().expect("segments");
         }
         let saved = std::fs::read(&mark).expect("MARK");
@@ -270,8 +280,15 @@ fn a_missing_mark_is_refused_by_name_and_nothing_is_deleted() {
 #[test]
 fn an_empty_dir_without_a_mark_opens_empty() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    drop(open_with(tmp.path(), opts(Layout::Hybrid), &Backends::for_tests()));
-    assert!(tmp.path().join("MARK").exists(), "created with the manifest");
+    drop(open_with(
+        tmp.path(),
+        opts(Layout::Hybrid),
+        &Backends::for_tests(),
+    ));
+    assert!(
+        tmp.path().join("MARK").exists(),
+        "created with the manifest"
+    );
     std::fs::remove_file(tmp.path().join("MARK")).expect("remove");
     let store = open_with(tmp.path(), opts(Layout::Hybrid), &Backends::for_tests());
     assert_eq!(store.last_ledger(), None);
@@ -303,7 +320,9 @@ fn rollback_and_duplicate_checks_read_in_bounded_transactions() {
         let big = s.batch(2, 1_500);
         {
             let store = open_with(tmp.path(), o.clone(), &engines);
-            store.ingest(&s.batch(1, 1), Duration::ZERO).expect("ingest");
+            store
+                .ingest(&s.batch(1, 1), Duration::ZERO)
+                .expect("ingest");
             // What a crash in the middle of a large batch leaves.
             plant_residue(&store, &big);
         }
@@ -352,13 +371,17 @@ fn a_new_dictionary_is_installed_before_the_mark_that_needs_it() {
             };
             for h in hashes {
                 if let Err(e) = st.get_tx(&h) {
-                    seen.lock().expect("lock").push(format!("ledger {last}: {e}"));
+                    seen.lock()
+                        .expect("lock")
+                        .push(format!("ledger {last}: {e}"));
                 }
             }
         }));
     }
     for first in (1..=24).step_by(2) {
-        store.ingest(&s.batch(first, 2), Duration::ZERO).expect("ingest");
+        store
+            .ingest(&s.batch(first, 2), Duration::ZERO)
+            .expect("ingest");
     }
     let versions = store.indexed_stats().expect("indexed").1.current;
     assert!(versions >= 2, "training ran: v{versions}");
@@ -387,7 +410,9 @@ fn a_dictionary_left_by_an_interrupted_batch_is_not_corruption() {
     };
     {
         let store = open_with(tmp.path(), o.clone(), &Backends::for_tests());
-        store.ingest(&s.batch(1, 6), Duration::ZERO).expect("48 txs");
+        store
+            .ingest(&s.batch(1, 6), Duration::ZERO)
+            .expect("48 txs");
         // The next batch trains v1; its MARK write fails and so would a
         // write-back, and then the process dies.
         if let Ok(mut f) = store.dir.mark_faults.lock() {
@@ -411,7 +436,9 @@ fn a_dictionary_left_by_an_interrupted_batch_is_not_corruption() {
     let store = open_with(tmp.path(), o, &Backends::for_tests());
     let r = store.check().expect("check");
     assert!(r.is_ok() && r.above_mark == 0, "{r:#?}");
-    store.ingest(&s.batch(7, 2), Duration::ZERO).expect("resend");
+    store
+        .ingest(&s.batch(7, 2), Duration::ZERO)
+        .expect("resend");
     assert_eq!(store.indexed_stats().expect("indexed").1.current, 1);
     drop(store);
     let store = open_with(
@@ -439,7 +466,9 @@ fn a_panicking_ledgers_writer_fails_the_batch_instead_of_deadlocking() {
             faults: faults.clone(),
         };
         let store = Arc::new(open_with(tmp.path(), opts(layout), &engines));
-        store.ingest(&s.batch(1, 2), Duration::ZERO).expect("ingest");
+        store
+            .ingest(&s.batch(1, 2), Duration::ZERO)
+            .expect("ingest");
         *faults.panic_put.lock().expect("lock") = Some(TableId::Ledgers);
         let (tx, rx) = std::sync::mpsc::channel();
         let st = Arc::clone(&store);
@@ -469,7 +498,9 @@ fn rollback_refuses_an_undecodable_owner_instead_of_deleting_it() {
         let victim = residue.txs[2].hash.clone();
         {
             let store = open_with(tmp.path(), opts(layout), &Backends::for_tests());
-            store.ingest(&s.batch(1, 2), Duration::ZERO).expect("ingest");
+            store
+                .ingest(&s.batch(1, 2), Duration::ZERO)
+                .expect("ingest");
             plant_residue(&store, std::slice::from_ref(&residue));
             let mut w = store.table(TableId::TxIndex).begin_write().expect("write");
             w.put(&victim, b"\x01\x02\x03").expect("put");
@@ -544,9 +575,13 @@ fn a_backup_taken_mid_drop_carries_the_drop_marker() {
     let out = tempfile::tempdir().expect("tempdir");
     let store = open_with(tmp.path(), opts(Layout::Indexed), &Backends::for_tests());
     let hot_keys = |st: &Ledgerstore| st.table(TableId::TxIndex).scan(&[], 1 << 20).expect("scan");
-    store.ingest(&s.batch(1, 9), Duration::ZERO).expect("ingest");
+    store
+        .ingest(&s.batch(1, 9), Duration::ZERO)
+        .expect("ingest");
     let saved = hot_keys(&store);
-    store.ingest(&s.batch(10, 3), Duration::ZERO).expect("ingest");
+    store
+        .ingest(&s.batch(10, 3), Duration::ZERO)
+        .expect("ingest");
     store.wait_for_segments().expect("segments");
     assert_eq!(hot_keys(&store).len(), 3 * 8, "ledgers 10 to 12");
     // Where a drop of 1..=9 (ranges align to multiples of 10) stands midway: its marker, and some hot keys.
@@ -563,7 +598,10 @@ fn a_backup_taken_mid_drop_carries_the_drop_marker() {
     .expect("marker");
     let dest = out.path().join("backup");
     store.backup(&dest).expect("backup");
-    assert!(dest.join("segments/dropping-0000000001-0000000009").exists());
+    assert!(
+        dest.join("segments/dropping-0000000001-0000000009")
+            .exists()
+    );
     let restored = out.path().join("restored");
     crate::restore(&dest, &restored).expect("restore");
     drop(store);
@@ -589,6 +627,8 @@ fn the_emulated_read_bound_refuses_a_large_read() {
         .open_table(Layout::Hybrid, TableId::TxIndex, tmp.path())
         .expect("open");
     assert!(kv.multi_get(&[b"a", b"b"]).is_ok());
-    let e = kv.multi_get(&[b"a", b"b", b"c"]).expect_err("over the bound");
+    let e = kv
+        .multi_get(&[b"a", b"b", b"c"])
+        .expect_err("over the bound");
     assert!(matches!(e, DbError::ReadTimeout { .. }), "{e}");
 }

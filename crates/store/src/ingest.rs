@@ -11,10 +11,10 @@ use ledgerstore_db_api::{
 use rayon::prelude::*;
 
 use crate::datadir::MarkState;
-use crate::{Ledgerstore, WriteState};
 use crate::error::{StoreError, StoreResult};
 use crate::report::{BatchReport, StoreTiming, process_write_bytes, secs};
 use crate::validate::validate;
+use crate::{Ledgerstore, WriteState};
 
 /// What [`Ledgerstore::ingest`] did.
 #[derive(Debug, Clone, PartialEq)]
@@ -150,7 +150,13 @@ impl Ledgerstore {
         self.check_free_space(&prepared)?;
         let io_before = process_write_bytes();
         let t = Instant::now();
-        let stores = match self.write_stores(&prepared) {
+        let writing = self
+            .indexed
+            .as_ref()
+            .map(|t| IngestWriting::new(&t.segments));
+        let written = self.write_stores(&prepared);
+        drop(writing);
+        let stores = match written {
             Ok(s) => s,
             Err(e) => {
                 if !self.rollback_after_failure(&e) {
@@ -565,6 +571,23 @@ fn advance(mark: &MarkState, new: &[LedgerInput], p: &Prepared) -> MarkState {
 struct Gate {
     state: Mutex<Option<bool>>,
     cv: Condvar,
+}
+
+/// Tells the segment builder that ingest writes, until dropped (layout
+/// `indexed`: its hot-index drop then yields MDBX's writer to ingest).
+struct IngestWriting<'a>(&'a crate::indexed::segments::SegmentSet);
+
+impl<'a> IngestWriting<'a> {
+    fn new(set: &'a crate::indexed::segments::SegmentSet) -> Self {
+        set.ingest_writing(true);
+        Self(set)
+    }
+}
+
+impl Drop for IngestWriting<'_> {
+    fn drop(&mut self) {
+        self.0.ingest_writing(false);
+    }
 }
 
 /// Opens its gate as failed when dropped before the gate was opened (a

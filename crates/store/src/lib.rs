@@ -328,9 +328,9 @@ fn refuse_missing_mark(dir: &DataDir, tables: [&dyn KvStore; 3]) -> StoreResult<
     }
     let segments = dir.path().join("segments");
     let has_segments = std::fs::read_dir(&segments).is_ok_and(|entries| {
-        entries
-            .flatten()
-            .any(|e| ledgerstore_segment::parse_file_name(&e.file_name().to_string_lossy()).is_some())
+        entries.flatten().any(|e| {
+            ledgerstore_segment::parse_file_name(&e.file_name().to_string_lossy()).is_some()
+        })
     });
     if has_segments {
         holding.push("segments".into());

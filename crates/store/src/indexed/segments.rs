@@ -34,6 +34,10 @@ use crate::error::{StoreError, StoreResult};
 /// Hot-index keys read per scan and deleted per write transaction.
 const CHUNK: usize = 16_384;
 
+/// Longest a hot-index drop waits for a batch being written before it takes
+/// its next chunk anyway.
+const INGEST_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Test hook: the builder aborts the process at the named step
 /// (`LEDGERSTORE_FAILPOINT=segment-before-publish` or
 /// `segment-after-publish`), to prove crash safety with a real crash.
@@ -96,6 +100,9 @@ pub(crate) struct SegmentSet {
     state: Mutex<BuilderState>,
     cv: Condvar,
     builds: AtomicU64,
+    /// True while ingest writes a batch: see [`SegmentSet::ingest_writing`].
+    ingest_writing: Mutex<bool>,
+    ingest_done: Condvar,
     build_micros: AtomicU64,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
@@ -165,6 +172,8 @@ impl SegmentSet {
             cv: Condvar::new(),
             builds: AtomicU64::new(0),
             build_micros: AtomicU64::new(0),
+            ingest_writing: Mutex::new(false),
+            ingest_done: Condvar::new(),
             thread: Mutex::new(None),
         });
         for (first, last) in dropping.into_iter().filter(|_| writable) {
@@ -413,6 +422,7 @@ impl SegmentSet {
             Ok(())
         })?;
         for chunk in keys.chunks(CHUNK) {
+            self.wait_for_ingest();
             let mut w = self.hot.begin_write()?;
             for k in chunk {
                 w.delete(&k.0)?;
@@ -421,6 +431,31 @@ impl SegmentSet {
             w.commit()?;
         }
         Ok(())
+    }
+
+    /// Ingest says it is writing a batch (`true`) or done (`false`). MDBX
+    /// has one writer at a time and its lock is not fair: a drop that
+    /// commits chunk after chunk can win it back every time. So the drop
+    /// waits between chunks while ingest writes, and ingest waits for at
+    /// most one chunk.
+    pub(crate) fn ingest_writing(&self, writing: bool) {
+        if let Ok(mut w) = self.ingest_writing.lock() {
+            *w = writing;
+        }
+        if !writing {
+            self.ingest_done.notify_all();
+        }
+    }
+
+    /// Waits until ingest is not writing, for at most `INGEST_WAIT`, so
+    /// that a drop still advances under back-to-back batches.
+    fn wait_for_ingest(&self) {
+        let Ok(w) = self.ingest_writing.lock() else {
+            return;
+        };
+        let _ = self
+            .ingest_done
+            .wait_timeout_while(w, INGEST_WAIT, |writing| *writing);
     }
 
     /// The ranges whose `dropping-` marker exists now.

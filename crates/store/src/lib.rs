@@ -42,8 +42,8 @@ pub use report::{BatchReport, JsonLinesSink, StoreTiming};
 pub use stats::{StoreStats, TableStats};
 pub use validate::Limits;
 
-/// Keys per read transaction in the store's own multi-key reads (the
-/// duplicate-hash check, rollback, segment scans): each chunk is its own
+/// Keys per read transaction in the store's own multi-key point reads (the
+/// duplicate-hash check, rollback at open): each chunk is its own
 /// short transaction, so on a cold page cache (one random read per key)
 /// a chunk stays far inside `mdbx.max_read_txn_ms` even on a slow disk.
 pub(crate) const MAINTENANCE_READ_KEYS: usize = 1024;
@@ -283,13 +283,13 @@ impl Ledgerstore {
         }
     }
 
-    /// Why writes are refused, if they are (a failed `MARK` write, until
-    /// the store is reopened; an offline reader).
+    /// Why writes are refused until the store is reopened, if they are (a
+    /// failed `MARK` write). An offline reader refuses them too, by design,
+    /// and is not reported here.
     pub fn writes_refused(&self) -> Option<String> {
         match &*self.ingest_lock.lock().ok()? {
             WriteState::MarkFailed(r) => Some(r.clone()),
-            WriteState::Offline => Some("opened by an offline reader".into()),
-            WriteState::Clean | WriteState::Dirty => None,
+            WriteState::Offline | WriteState::Clean | WriteState::Dirty => None,
         }
     }
 

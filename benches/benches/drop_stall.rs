@@ -16,16 +16,10 @@
 use std::time::{Duration, Instant};
 
 use ledgerstore_backends::Backends;
+use ledgerstore_benches::knobs::count_u32_or_exit;
 use ledgerstore_db_api::Layout;
 use ledgerstore_store::{IndexedOptions, Ledgerstore, StoreOptions};
 use ledgerstore_synth::{Synth, SynthConfig};
-
-fn knob(name: &str, default: u32) -> u32 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn building(store: &Ledgerstore) -> bool {
     store
@@ -49,10 +43,10 @@ fn main() {
     {
         return;
     }
-    let range = knob("DROP_STALL_RANGE", 1_000);
-    let ranges = knob("DROP_STALL_RANGES", 3);
-    let batch = knob("DROP_STALL_BATCH", 5);
-    let tx = knob("DROP_STALL_TX", 250);
+    let range = count_u32_or_exit("DROP_STALL_RANGE", 1_000, 1);
+    let ranges = count_u32_or_exit("DROP_STALL_RANGES", 3, 1);
+    let batch = count_u32_or_exit("DROP_STALL_BATCH", 5, 1);
+    let tx = count_u32_or_exit("DROP_STALL_TX", 250, 1);
     let synth = Synth::new(SynthConfig::with_sizes(11, tx, 300, 4_000));
     let tmp = tempfile::tempdir().expect("tempdir");
     let opts = StoreOptions {

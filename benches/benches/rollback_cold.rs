@@ -20,16 +20,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use ledgerstore_backends::Backends;
+use ledgerstore_benches::knobs::count_u32_or_exit;
 use ledgerstore_db_api::{EngineFactory, Layout, TableId};
 use ledgerstore_store::{Ledgerstore, MarkState, StoreOptions};
 use ledgerstore_synth::{Synth, SynthConfig};
-
-fn knob(name: &str, default: u32) -> u32 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// Writes dirty pages back and drops the page cache; false without root.
 fn drop_caches() -> bool {
@@ -45,9 +39,9 @@ fn main() {
     {
         return;
     }
-    let base = knob("ROLLBACK_BASE", 2_000);
-    let above = knob("ROLLBACK_LEDGERS", 2_000);
-    let tx = knob("ROLLBACK_TX", 250);
+    let base = count_u32_or_exit("ROLLBACK_BASE", 2_000, 1);
+    let above = count_u32_or_exit("ROLLBACK_LEDGERS", 2_000, 1);
+    let tx = count_u32_or_exit("ROLLBACK_TX", 250, 1);
     let synth = Synth::new(SynthConfig::with_sizes(5, tx, 300, 4_000));
     let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
     std::fs::create_dir_all(root).expect("tmp root");
@@ -64,7 +58,9 @@ fn main() {
         let mut seq = 1;
         let mut saved = None;
         while seq <= base + above {
-            let n = 50.min(base + above - seq + 1);
+            // Batches of 50 that end exactly at `base`, whose mark is kept.
+            let end = if seq <= base { base } else { base + above };
+            let n = 50.min(end - seq + 1);
             store
                 .ingest(&synth.batch(seq, n), Duration::ZERO)
                 .expect("ingest");
@@ -74,7 +70,7 @@ fn main() {
             }
         }
         store.close().expect("close");
-        saved.expect("ROLLBACK_BASE must be a multiple of 50")
+        saved.expect("the mark at ROLLBACK_BASE")
     };
     // What a crash after the stores' commits and before the MARK leaves.
     let mark: MarkState = saved_mark;

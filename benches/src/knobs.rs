@@ -33,6 +33,18 @@ fn parse<T: FromStr>(
     }
 }
 
+/// A count for a bench binary's `main`: [`count`] as a `u32`, or exit 2
+/// with the knob's error.
+pub fn count_u32_or_exit(name: &'static str, default: u32, min: u32) -> u32 {
+    match count(name, u64::from(default), u64::from(min)) {
+        Ok(v) => u32::try_from(v).unwrap_or(u32::MAX),
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    }
+}
+
 /// Reads a count that must be at least `min`.
 pub fn count(name: &'static str, default: u64, min: u64) -> BenchResult<u64> {
     parse_count(name, var(name), default, min)

@@ -7,13 +7,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ledgerstore_backends::Backends;
-use ledgerstore_db_api::{
-    CommitTiming, DbError, DbResult, EngineFactory, EngineKind, EngineStats, KvStore, KvWrite,
-    Layout, LedgerInput, TableBackup, TableId, TxHash,
-};
+use ledgerstore_db_api::{DbError, EngineFactory, Layout, LedgerInput, TableId, TxHash};
 use ledgerstore_synth::{Synth, SynthConfig};
 
 use crate::datadir::MarkFault;
+use crate::test_engines::{Faults, FaultyEngines};
 use crate::tests::plant_residue;
 use crate::{DictOptions, IndexedOptions, Ledgerstore, StoreError, StoreOptions};
 
@@ -29,6 +27,23 @@ fn opts(layout: Layout) -> StoreOptions {
             dict: None,
         },
         ..StoreOptions::default()
+    }
+}
+
+/// Layout `indexed` with a dictionary after 40 txs, retrained every
+/// `retrain_every_txs` (0: never), and ranges too long to close.
+fn with_dictionaries(retrain_every_txs: u64) -> StoreOptions {
+    StoreOptions {
+        indexed: IndexedOptions {
+            range_ledgers: 1_000,
+            dict: Some(DictOptions {
+                train_after_txs: 40,
+                samples: 64,
+                max_bytes: 8 << 10,
+                retrain_every_txs,
+            }),
+        },
+        ..opts(Layout::Indexed)
     }
 }
 
@@ -52,110 +67,6 @@ fn assert_readable(store: &Ledgerstore, s: &Synth, first: u32, last: u32) {
             let rec = store.get_tx(&hash(tx)).expect("get").expect("tx lost");
             assert_eq!(rec.ledger_seq, seq);
         }
-    }
-}
-
-/// Faults a wrapped engine injects.
-#[derive(Clone, Default)]
-struct Faults {
-    /// The next put to this table panics.
-    panic_put: Arc<Mutex<Option<TableId>>>,
-    /// A cold page cache under `mdbx.max_read_txn_ms`: a read transaction
-    /// that asks for more keys than one bound's worth of random reads
-    /// (5 s at 1 ms a read) gives up, as the real engine would.
-    max_keys_per_read: Option<usize>,
-}
-
-struct FaultyEngines {
-    inner: Backends,
-    faults: Faults,
-}
-
-struct FaultyStore {
-    inner: Box<dyn KvStore>,
-    id: TableId,
-    faults: Faults,
-}
-
-struct FaultyWrite<'a> {
-    inner: Box<dyn KvWrite + 'a>,
-    id: TableId,
-    faults: Faults,
-}
-
-impl KvWrite for FaultyWrite<'_> {
-    fn put(&mut self, key: &[u8], value: &[u8]) -> DbResult<()> {
-        let armed = self.faults.panic_put.lock().is_ok_and(|mut t| {
-            let hit = *t == Some(self.id);
-            if hit {
-                *t = None;
-            }
-            hit
-        });
-        assert!(!armed, "injected: a writer panics");
-        self.inner.put(key, value)
-    }
-    fn delete(&mut self, key: &[u8]) -> DbResult<()> {
-        self.inner.delete(key)
-    }
-    fn finish(&mut self) -> DbResult<()> {
-        self.inner.finish()
-    }
-    fn commit(self: Box<Self>) -> DbResult<CommitTiming> {
-        self.inner.commit()
-    }
-}
-
-impl KvStore for FaultyStore {
-    fn table(&self) -> &str {
-        self.inner.table()
-    }
-    fn engine(&self) -> EngineKind {
-        self.inner.engine()
-    }
-    fn durable_only_on_commit(&self) -> bool {
-        self.inner.durable_only_on_commit()
-    }
-    fn begin_write(&self) -> DbResult<Box<dyn KvWrite + '_>> {
-        Ok(Box::new(FaultyWrite {
-            inner: self.inner.begin_write()?,
-            id: self.id,
-            faults: self.faults.clone(),
-        }))
-    }
-    fn get(&self, key: &[u8]) -> DbResult<Option<Vec<u8>>> {
-        self.inner.get(key)
-    }
-    fn multi_get(&self, keys: &[&[u8]]) -> DbResult<Vec<Option<Vec<u8>>>> {
-        if let Some(max) = self.faults.max_keys_per_read
-            && keys.len() > max
-        {
-            return Err(DbError::ReadTimeout {
-                table: self.inner.table().to_string(),
-                held_ms: keys.len() as u64,
-                max_ms: max as u64,
-            });
-        }
-        self.inner.multi_get(keys)
-    }
-    fn scan(&self, from: &[u8], limit: usize) -> DbResult<Vec<(Vec<u8>, Vec<u8>)>> {
-        self.inner.scan(from, limit)
-    }
-    fn stats(&self) -> DbResult<EngineStats> {
-        self.inner.stats()
-    }
-    fn begin_backup(&self, dest: &Path) -> DbResult<Box<dyn TableBackup + '_>> {
-        self.inner.begin_backup(dest)
-    }
-}
-
-impl EngineFactory for FaultyEngines {
-    fn open_table(&self, layout: Layout, id: TableId, path: &Path) -> DbResult<Box<dyn KvStore>> {
-        Ok(Box::new(FaultyStore {
-            inner: self.inner.open_table(layout, id, path)?,
-            id,
-            faults: self.faults.clone(),
-        }))
     }
 }
 
@@ -344,18 +255,7 @@ fn rollback_and_duplicate_checks_read_in_bounded_transactions() {
 fn a_new_dictionary_is_installed_before_the_mark_that_needs_it() {
     let s = synth();
     let tmp = tempfile::tempdir().expect("tempdir");
-    let o = StoreOptions {
-        indexed: IndexedOptions {
-            range_ledgers: 1_000,
-            dict: Some(DictOptions {
-                train_after_txs: 40,
-                samples: 64,
-                max_bytes: 8 << 10,
-                retrain_every_txs: 40,
-            }),
-        },
-        ..opts(Layout::Indexed)
-    };
+    let o = with_dictionaries(40);
     let store = open_with(tmp.path(), o, &Backends::for_tests());
     let failures: Arc<Mutex<Vec<String>>> = Arc::default();
     let seen = Arc::clone(&failures);
@@ -396,18 +296,7 @@ fn a_new_dictionary_is_installed_before_the_mark_that_needs_it() {
 fn a_dictionary_left_by_an_interrupted_batch_is_not_corruption() {
     let s = synth();
     let tmp = tempfile::tempdir().expect("tempdir");
-    let o = StoreOptions {
-        indexed: IndexedOptions {
-            range_ledgers: 1_000,
-            dict: Some(DictOptions {
-                train_after_txs: 40,
-                samples: 64,
-                max_bytes: 8 << 10,
-                retrain_every_txs: 0,
-            }),
-        },
-        ..opts(Layout::Indexed)
-    };
+    let o = with_dictionaries(0);
     {
         let store = open_with(tmp.path(), o.clone(), &Backends::for_tests());
         store

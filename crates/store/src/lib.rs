@@ -360,6 +360,8 @@ mod backup_tests;
 #[cfg(test)]
 mod durability_tests;
 #[cfg(test)]
+mod test_engines;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod validate_props;

@@ -1,18 +1,14 @@
 //! Store tests on real RocksDB and real MDBX in temp dirs.
 
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use ledgerstore_backends::Backends;
-use ledgerstore_db_api::{
-    CommitTiming, Compress, DbError, DbResult, EngineFactory, EngineKind, EngineStats, KvStore,
-    KvWrite, Layout, LedgerInput, LedgerRecordRef, TableBackup, TableId, TxHash,
-};
+use ledgerstore_db_api::{Compress, Layout, LedgerInput, LedgerRecordRef, TableId, TxHash};
 use ledgerstore_synth::{Synth, SynthConfig};
 
 use super::*;
+use crate::test_engines::{Faults, FaultyEngines};
 
 fn synth() -> Synth {
     Synth::new(SynthConfig::small(42, 8))
@@ -320,108 +316,16 @@ fn nothing_above_the_mark_is_visible_and_open_rolls_it_back() {
     }
 }
 
-/// Wraps the real engines and fails the commit of one table on demand.
-struct FailingCommit {
-    inner: Backends,
-    table: TableId,
-    armed: Arc<AtomicBool>,
-}
-
-struct FailStore {
-    inner: Box<dyn KvStore>,
-    armed: Arc<AtomicBool>,
-}
-
-struct FailWrite<'a> {
-    inner: Box<dyn KvWrite + 'a>,
-    armed: Arc<AtomicBool>,
-    table: String,
-}
-
-impl KvWrite for FailWrite<'_> {
-    fn put(&mut self, key: &[u8], value: &[u8]) -> DbResult<()> {
-        self.inner.put(key, value)
-    }
-    fn delete(&mut self, key: &[u8]) -> DbResult<()> {
-        self.inner.delete(key)
-    }
-    fn finish(&mut self) -> DbResult<()> {
-        self.inner.finish()
-    }
-    fn commit(self: Box<Self>) -> DbResult<CommitTiming> {
-        if self.armed.swap(false, Ordering::SeqCst) {
-            return Err(DbError::StorageFull {
-                engine: "test",
-                table: self.table.clone(),
-                detail: "injected: No space left on device".into(),
-            });
-        }
-        self.inner.commit()
-    }
-}
-
-impl KvStore for FailStore {
-    fn table(&self) -> &str {
-        self.inner.table()
-    }
-    fn engine(&self) -> EngineKind {
-        self.inner.engine()
-    }
-    fn durable_only_on_commit(&self) -> bool {
-        self.inner.durable_only_on_commit()
-    }
-    fn begin_write(&self) -> DbResult<Box<dyn KvWrite + '_>> {
-        Ok(Box::new(FailWrite {
-            inner: self.inner.begin_write()?,
-            armed: self.armed.clone(),
-            table: self.inner.table().to_string(),
-        }))
-    }
-    fn get(&self, key: &[u8]) -> DbResult<Option<Vec<u8>>> {
-        self.inner.get(key)
-    }
-    fn multi_get(&self, keys: &[&[u8]]) -> DbResult<Vec<Option<Vec<u8>>>> {
-        self.inner.multi_get(keys)
-    }
-    fn scan(&self, from: &[u8], limit: usize) -> DbResult<Vec<(Vec<u8>, Vec<u8>)>> {
-        self.inner.scan(from, limit)
-    }
-    fn stats(&self) -> DbResult<EngineStats> {
-        self.inner.stats()
-    }
-    fn begin_backup(&self, dest: &Path) -> DbResult<Box<dyn TableBackup + '_>> {
-        self.inner.begin_backup(dest)
-    }
-}
-
-impl EngineFactory for FailingCommit {
-    fn open_table(
-        &self,
-        layout: Layout,
-        table: TableId,
-        path: &Path,
-    ) -> DbResult<Box<dyn KvStore>> {
-        let inner = self.inner.open_table(layout, table, path)?;
-        let armed = if table == self.table {
-            self.armed.clone()
-        } else {
-            Arc::new(AtomicBool::new(false))
-        };
-        Ok(Box::new(FailStore { inner, armed }))
-    }
-}
-
 #[test]
 fn a_failed_commit_rolls_back_in_process_and_the_batch_can_be_retried() {
     let s = synth();
     for layout in Layout::ALL {
         for table in TableId::ALL {
             let tmp = tempfile::tempdir().expect("tempdir");
-            let armed = Arc::new(AtomicBool::new(false));
-            let factory = FailingCommit {
+            let faults = Faults::default();
+            let factory = FaultyEngines {
                 inner: Backends::for_tests(),
-                table,
-                armed: armed.clone(),
+                faults: faults.clone(),
             };
             let store = Ledgerstore::open(
                 tmp.path(),
@@ -435,7 +339,7 @@ fn a_failed_commit_rolls_back_in_process_and_the_batch_can_be_retried() {
             store
                 .ingest(&s.batch(1, 2), Duration::ZERO)
                 .expect("first batch");
-            armed.store(true, Ordering::SeqCst);
+            *faults.fail_commit.lock().expect("lock") = Some(table);
             let batch = s.batch(3, 3);
             let e = store
                 .ingest(&batch, Duration::ZERO)

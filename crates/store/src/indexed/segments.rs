@@ -458,12 +458,15 @@ impl SegmentSet {
             .wait_timeout_while(w, INGEST_WAIT, |writing| *writing);
     }
 
-    /// The ranges whose `dropping-` marker exists now.
+    /// The ranges whose `dropping-` marker exists now (none when an
+    /// offline reader finds no segment directory).
     pub(crate) fn dropping_markers(&self) -> StoreResult<Vec<(u32, u32)>> {
         let listing = StoreError::io(format!("listing {}", self.dir.display()));
-        let entries = fs::read_dir(&self.dir)
-            .and_then(|d| d.collect::<Result<Vec<_>, _>>())
-            .map_err(listing)?;
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(d) => d.collect::<Result<Vec<_>, _>>().map_err(listing)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(listing(e)),
+        };
         Ok(entries
             .iter()
             .filter_map(|e| parse_marker(&e.file_name().to_string_lossy()))

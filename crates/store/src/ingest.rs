@@ -176,15 +176,7 @@ impl Ledgerstore {
             });
         }
         if let Err(e) = self.dir.write_mark(&next) {
-            // The file may now hold either mark, and the new one may not be
-            // durable: deleting anything above the old mark could delete
-            // ledgers the file calls committed. Refuse writes until reopen.
-            tracing::error!(error = %e, "MARK write failed; ingest is refused until the store is reopened");
-            *state = WriteState::MarkFailed(format!(
-                "writing the mark for ledgers {}..={} failed: {e}",
-                new[0].seq,
-                new[new.len() - 1].seq
-            ));
+            *state = self.after_mark_failure(&mark, new, &e);
             return Err(e);
         }
         if let Some(tier) = &self.indexed {
@@ -320,6 +312,41 @@ impl Ledgerstore {
             Some(e) => Err(e),
             None => Ok(timings),
         }
+    }
+
+    /// What a failed `MARK` write leaves. The file is read back: if it still
+    /// holds the old mark (the new one was never renamed into place), the
+    /// old mark is the durable truth and the batch rolls back as any failed
+    /// batch does. Otherwise the file may hold the new mark, durably or not
+    /// (a failed directory fsync), and deleting anything above the old mark
+    /// could delete ledgers the file calls committed: writes are refused
+    /// until the store is reopened, which reads the file back again.
+    fn after_mark_failure(
+        &self,
+        old: &MarkState,
+        new: &[LedgerInput],
+        cause: &StoreError,
+    ) -> WriteState {
+        let on_disk = self.dir.read_mark();
+        if matches!(&on_disk, Ok(Some(m)) if m == old) {
+            tracing::warn!(error = %cause, "MARK write failed before its rename; rolling the batch back");
+            return if self.rollback_after_failure(cause) {
+                WriteState::Clean
+            } else {
+                WriteState::Dirty
+            };
+        }
+        let found = match on_disk {
+            Ok(Some(m)) => format!("it now says ledger {:?}", m.last),
+            Ok(None) => "it is missing".into(),
+            Err(e) => format!("reading it back failed: {e}"),
+        };
+        tracing::error!(error = %cause, found, "MARK write failed after its rename; ingest is refused until the store is reopened");
+        WriteState::MarkFailed(format!(
+            "writing the mark for ledgers {}..={} failed ({cause}), and {found}",
+            new[0].seq,
+            new[new.len() - 1].seq
+        ))
     }
 
     /// Rolls back after a failed batch (the mark, in memory and on disk, is

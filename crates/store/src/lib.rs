@@ -130,10 +130,10 @@ pub(crate) enum WriteState {
     /// A failed batch may have left data above the mark (its rollback
     /// failed too); roll back before writing.
     Dirty,
-    /// A `MARK` write failed. The file may hold the old mark or the new
-    /// one, durably or not, so no in-process rollback can know what is safe
-    /// to delete: writes are refused until the store is reopened, which
-    /// reads `MARK` back from disk and rolls back above what it says.
+    /// A `MARK` write failed after its rename. The file may hold the new
+    /// mark, durably or not, so no in-process rollback can know what is
+    /// safe to delete: writes are refused until the store is reopened,
+    /// which reads `MARK` back from disk and rolls back above what it says.
     MarkFailed(String),
     /// An offline reader: never writes.
     Offline,

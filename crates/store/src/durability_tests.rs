@@ -55,6 +55,11 @@ fn hash(tx: &ledgerstore_db_api::TxInput) -> TxHash {
     TxHash::from_slice(&tx.hash).expect("32 bytes")
 }
 
+/// The next `MARK` writes of `store` fail as `faults` say, in order.
+fn arm_mark_faults(store: &Ledgerstore, faults: Vec<MarkFault>) {
+    *store.dir.mark_faults.lock().expect("lock") = faults;
+}
+
 /// Every ledger and tx of `first..=last` reads back.
 fn assert_readable(store: &Ledgerstore, s: &Synth, first: u32, last: u32) {
     for seq in first..=last {
@@ -86,9 +91,10 @@ fn a_failed_mark_write_refuses_writes_until_reopen_and_deletes_nothing() {
             store
                 .ingest(&s.batch(1, 4), Duration::ZERO)
                 .expect("ingest");
-            if let Ok(mut f) = store.dir.mark_faults.lock() {
-                *f = vec![MarkFault::AfterRename, MarkFault::BeforeRename];
-            }
+            arm_mark_faults(
+                &store,
+                vec![MarkFault::AfterRename, MarkFault::BeforeRename],
+            );
             let e = store
                 .ingest(&s.batch(5, 4), Duration::ZERO)
                 .expect_err("the MARK write fails");
@@ -135,9 +141,7 @@ fn a_mark_write_that_failed_before_its_rename_rolls_back_and_ingest_goes_on() {
         store
             .ingest(&s.batch(1, 4), Duration::ZERO)
             .expect("ingest");
-        if let Ok(mut f) = store.dir.mark_faults.lock() {
-            *f = vec![MarkFault::BeforeRename];
-        }
+        arm_mark_faults(&store, vec![MarkFault::BeforeRename]);
         let batch = s.batch(5, 4);
         store
             .ingest(&batch, Duration::ZERO)

@@ -169,11 +169,9 @@ impl Ledgerstore {
 
         let t = Instant::now();
         let mut next = advance(&mark, new, &prepared);
-        if let Some(tier) = &self.indexed {
-            next.dict_version = Some(match &trained {
-                Some(tr) => tr.dicts.current().map_or(0, |d| d.version()),
-                None => tier.dicts().current().map_or(0, |d| d.version()),
-            });
+        if let Some(d) = &dicts {
+            // The version this batch compressed with (layout `indexed`).
+            next.dict_version = Some(d.current().map_or(0, |d| d.version()));
         }
         if let Err(e) = self.dir.write_mark(&next) {
             *state = self.after_mark_failure(&mark, new, &e);

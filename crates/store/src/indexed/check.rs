@@ -127,14 +127,13 @@ impl Ledgerstore {
                     if TxHash::from_slice(k).is_some_and(|h| residue.hashes.contains(&h)) {
                         pending += 1;
                         return;
-                    } else {
-                        problems.push(format!(
-                            "tx_hot_index: {} points above the mark (ledger {}), and no ledger \
-                             record lists it",
-                            hex::encode(k),
-                            p.seq
-                        ));
                     }
+                    problems.push(format!(
+                        "tx_hot_index: {} points above the mark (ledger {}), and no ledger \
+                         record lists it",
+                        hex::encode(k),
+                        p.seq
+                    ));
                 }
                 Ok(_) => {}
                 Err(e) => problems.push(format!("tx_hot_index: {}: {e}", hex::encode(k))),

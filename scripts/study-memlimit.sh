@@ -14,14 +14,26 @@
 # header prints the limit in force. Needs root (or a delegated cgroup). Without
 # cgroupfs access, the systemd equivalent is:
 #   systemd-run --scope -p MemoryMax=3G cargo bench --workspace -- study
+#
+# Per layout the report also gives the process's RssAnon/VmRSS every
+# STUDY_MEM_EVERY_TXS txs (default 10M) and after the drain, a timed
+# `Ledgerstore::open` on a dropped page cache (root; STUDY_DROP_CACHES=0 or
+# no root: reported "warm"), index probes per lookup (`indexed`), and the
+# disk bytes read per hit and per miss. scripts/study-scale.sh wraps this
+# script for the 50M-tx scale run.
+#
+# STUDY_CARGO_PROFILE (environment; default `bench`, the release build):
+# the cargo profile of the study, e.g. `dev` to try the plumbing without the
+# release build of RocksDB.
 set -euo pipefail
 limit=${1:?usage: $0 LIMIT (e.g. 3G) [KEY=VALUE...]}
 shift
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . scripts/env.sh
+profile=${STUDY_CARGO_PROFILE:-bench}
 # Build outside the limit: the compiler needs more memory than the study.
-cargo bench --workspace --locked --no-run
+cargo bench --workspace --locked --profile "$profile" --no-run
 bytes=$(numfmt --from=iec "$limit")
 name="ledgerstore-study-$$"
 if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
@@ -41,5 +53,5 @@ else
   exit 1
 fi
 trap 'rmdir "$cg" 2>/dev/null || true' EXIT
-echo "study-memlimit: running in $cg with $limit ($bytes bytes)"
-env "$@" bash -c 'echo $$ > "$1/cgroup.procs" && exec cargo bench --workspace --locked -- study' _ "$cg"
+echo "study-memlimit: running in $cg with $limit ($bytes bytes), profile $profile"
+env "$@" bash -c 'echo $$ > "$1/cgroup.procs" && exec cargo bench --workspace --locked --profile "$2" -- study' _ "$cg" "$profile"

@@ -53,7 +53,9 @@ fn main() {
         layout: Some(Layout::Indexed),
         indexed: IndexedOptions {
             range_ledgers: range,
+            merge_levels: 0,
             dict: None,
+            ..IndexedOptions::default()
         },
         report_jsonl: None,
         ..StoreOptions::default()

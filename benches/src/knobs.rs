@@ -106,6 +106,24 @@ pub fn flag(name: &'static str) -> bool {
     )
 }
 
+/// Reads an on/off switch: 1/true/yes or 0/false/no, `default` when unset.
+pub fn switch(name: &'static str, default: bool) -> BenchResult<bool> {
+    parse_switch(name, var(name), default)
+}
+
+fn parse_switch(name: &'static str, raw: Option<String>, default: bool) -> BenchResult<bool> {
+    match raw.as_deref().map(str::trim) {
+        None => Ok(default),
+        Some("1" | "true" | "yes") => Ok(true),
+        Some("0" | "false" | "no") => Ok(false),
+        Some(v) => Err(BenchError::Knob {
+            name,
+            value: v.to_string(),
+            expected: "1/true/yes or 0/false/no",
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +151,18 @@ mod tests {
         assert_eq!(
             parse_count("STUDY_BATCHES", s(" 7 "), 3, 1).expect("trimmed"),
             7
+        );
+    }
+
+    #[test]
+    fn switches_default_when_unset_and_refuse_other_words() {
+        assert!(parse_switch("STUDY_DROP_CACHES", None, true).expect("default"));
+        assert!(!parse_switch("STUDY_DROP_CACHES", s(" 0 "), true).expect("off"));
+        assert!(parse_switch("STUDY_DROP_CACHES", s("yes"), false).expect("on"));
+        let e = parse_switch("STUDY_DROP_CACHES", s("maybe"), true).expect_err("unknown");
+        assert!(
+            e.to_string().starts_with("STUDY_DROP_CACHES=\"maybe\""),
+            "{e}"
         );
     }
 

@@ -31,14 +31,21 @@ pub fn open_store(path: &Path, layout: Layout) -> BenchResult<Ledgerstore> {
         value: range.to_string(),
         expected: "a whole number below 2^32",
     })?;
-    open_store_with(path, layout, range)
+    open_store_with(
+        path,
+        layout,
+        ledgerstore_store::IndexedOptions {
+            range_ledgers: range,
+            ..Default::default()
+        },
+    )
 }
 
-/// [`open_store`] with the `indexed` layout's segment range given.
+/// [`open_store`] with the `indexed` layout's segment options given.
 pub fn open_store_with(
     path: &Path,
     layout: Layout,
-    segment_ledgers: u32,
+    indexed: ledgerstore_store::IndexedOptions,
 ) -> BenchResult<Ledgerstore> {
     let opts = StoreOptions {
         layout: Some(layout),
@@ -47,10 +54,7 @@ pub fn open_store_with(
             max_batch_ledgers: 100_000,
             ..Limits::default()
         },
-        indexed: ledgerstore_store::IndexedOptions {
-            range_ledgers: segment_ledgers,
-            ..Default::default()
-        },
+        indexed,
         ..StoreOptions::default()
     };
     Ok(Ledgerstore::open(path, opts, &Backends::default())?)

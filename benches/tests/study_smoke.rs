@@ -22,6 +22,12 @@ fn tiny_study_runs_every_layout_and_writes_its_files() {
         keep: false,
         lookups: 50,
         segment_ledgers: 5,
+        merge_fanout: 2,
+        merge_levels: 1,
+        // 200 txs per batch: checkpoints after batches 2 and 4.
+        mem_every_txs: 350,
+        // Tests never drop the machine's page cache.
+        drop_caches: false,
     };
     let mut lines = Vec::new();
     let out = run_study(&cfg, &mut |l| lines.push(l.to_string())).expect("study");
@@ -44,6 +50,20 @@ fn tiny_study_runs_every_layout_and_writes_its_files() {
         assert_eq!(lookups.count, 52); // ceil(50 / 4) per batch
         assert!(lookups.hits_per_s > 0.0 && lookups.misses_per_s > 0.0);
         assert!(lookups.hit_p99_us > 0.0 && lookups.miss_p99_us > 0.0);
+        assert!(lookups.hit_p50_us > 0.0 && lookups.hit_p50_us <= lookups.hit_p99_us);
+        assert!(lookups.miss_p50_us > 0.0 && lookups.miss_p50_us <= lookups.miss_p99_us);
+        assert!(lookups.hit_read_bytes.is_some_and(|b| b >= 0.0) && !lookups.cold);
+        let open = run.open.as_ref().expect("reopened");
+        assert!(open.open_s > 0.0 && !open.cold, "{open:?}");
+        let sampled: Vec<u32> = run
+            .rows
+            .iter()
+            .filter(|r| r.memory.is_some())
+            .map(|r| r.batch)
+            .collect();
+        assert_eq!(sampled, [2, 4], "{}", run.layout);
+        assert!(run.end_memory.vm_rss_bytes.is_some_and(|b| b > 0));
+        assert_eq!(run.probes_max.is_some(), run.layout == "indexed");
         let tx_data = run
             .finals
             .iter()
@@ -53,9 +73,15 @@ fn tiny_study_runs_every_layout_and_writes_its_files() {
         assert!(tx_data.disk_bytes > 0);
         assert!(!cfg.data_dir.join(run.layout).exists(), "data dir kept");
         if run.layout == "indexed" {
-            // Ledgers 2..=21 in ranges of 5: 2..=4, 5..=9, 10..=14, 15..=19.
+            // Ledgers 2..=21 in base ranges of 5 (2..=4, 5..=9, 10..=14,
+            // 15..=19), merged in pairs: 2..=9 and 10..=19.
             let seg = run.segments.as_ref().expect("segments");
-            assert_eq!((seg.count, seg.keys), (4, 18 * 40));
+            assert_eq!((seg.count, seg.keys), (2, 18 * 40));
+            assert_eq!(
+                run.probes_max,
+                Some(seg.count + 1),
+                "segments and the hot index"
+            );
             assert!(seg.bits_per_key > 0.0 && seg.build_s > 0.0);
             assert!(
                 run.finals
@@ -99,10 +125,37 @@ fn tiny_study_runs_every_layout_and_writes_its_files() {
 
     let csv = std::fs::read_to_string(cfg.out_dir.join("study.csv")).expect("csv");
     assert_eq!(csv.lines().count(), 1 + 4 * 4 * 3);
+    let layouts_csv =
+        std::fs::read_to_string(cfg.out_dir.join("study-layouts.csv")).expect("layouts csv");
+    assert_eq!(layouts_csv.lines().count(), 1 + 4);
+    assert!(layouts_csv.contains(",warm,"), "{layouts_csv}");
+    for l in &out.summary.layouts {
+        let after: Vec<&str> = l.memory.iter().map(|m| m.after.as_str()).collect();
+        assert_eq!(
+            after,
+            ["batch 2", "batch 4", "end (drained)"],
+            "{}",
+            l.layout
+        );
+        assert!(l.generator_share > 0.0 && l.generator_share < 1.0, "{l:?}");
+    }
     let md = std::fs::read_to_string(cfg.out_dir.join("summary.md")).expect("summary.md");
     assert!(md.contains("cargo bench --workspace -- study"), "{md}");
     assert!(md.contains("| rocksdb-tuned | tx_data | rocksdb |"), "{md}");
-    assert!(md.contains("indexed: 4 segments, 720 keys"), "{md}");
+    assert!(md.contains("indexed: 2 segments, 720 keys"), "{md}");
+    assert!(md.contains("| end (drained) | 800 |"), "{md}");
+    assert!(md.contains("| probes (max) |"), "{md}");
+    let probes = out
+        .runs
+        .iter()
+        .find_map(|r| r.probes_max)
+        .expect("indexed probes");
+    let probes_cell = format!("| {probes} |");
+    assert!(
+        md.lines()
+            .any(|l| l.starts_with("| indexed | warm |") && l.ends_with(&probes_cell)),
+        "{md}"
+    );
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(cfg.out_dir.join("results.json")).expect("json"))
             .expect("valid json");

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::{
-    LayoutRun, MemLimit, StudyConfig, Summary, render_layout_table, render_row,
-    render_side_by_side, render_summary, run_layout, summarize, write_csv, write_plot,
+    LayoutRun, MemLimit, StudyConfig, Summary, render_layout_table, render_memory_table,
+    render_row, render_side_by_side, render_summary, run_layout, summarize, write_csv,
+    write_layouts_csv, write_plot,
 };
 use crate::{BenchError, BenchResult};
 
@@ -50,6 +51,16 @@ pub fn run_study(cfg: &StudyConfig, log: &mut dyn FnMut(&str)) -> BenchResult<St
             "{}: background work drained in {:.2}s after the last batch",
             run.layout, run.drain_s
         ));
+        if let Some(open) = &run.open {
+            log(&format!(
+                "{}: reopened in {:.2}s ({} page cache, {:.1} MB read), background work after it {:.2}s",
+                run.layout,
+                open.open_s,
+                open.cache(),
+                open.open_read_bytes.unwrap_or(0) as f64 / 1e6,
+                open.settle_s
+            ));
+        }
         runs.push(run);
     }
     let summary = summarize(&runs);
@@ -60,6 +71,14 @@ pub fn run_study(cfg: &StudyConfig, log: &mut dyn FnMut(&str)) -> BenchResult<St
     for line in side.lines().chain([""]).chain(table.lines()) {
         log(line);
     }
+    for l in &summary.layouts {
+        log("");
+        log(&stored_vs_memory(l.layout, l.disk_bytes, &mem));
+        log(&format!("{}: process memory", l.layout));
+        for line in render_memory_table(l).lines() {
+            log(line);
+        }
+    }
 
     std::fs::create_dir_all(&cfg.out_dir).map_err(BenchError::io(format!(
         "creating {}",
@@ -69,6 +88,9 @@ pub fn run_study(cfg: &StudyConfig, log: &mut dyn FnMut(&str)) -> BenchResult<St
     let csv = cfg.out_dir.join("study.csv");
     write_csv(&csv, &runs)?;
     files.push(csv);
+    let layouts_csv = cfg.out_dir.join("study-layouts.csv");
+    write_layouts_csv(&layouts_csv, &summary.layouts)?;
+    files.push(layouts_csv);
     let png = cfg.out_dir.join("study.png");
     let subtitle = format!(
         "{} batches x {} ledgers x {} tx",
@@ -89,14 +111,19 @@ pub fn run_study(cfg: &StudyConfig, log: &mut dyn FnMut(&str)) -> BenchResult<St
         md,
         "\n### Store I/O per batch (seconds), side by side\n\n{side}\n### Summary\n\n{table}"
     );
-    for run in &runs {
+    for (run, l) in runs.iter().zip(&summary.layouts) {
         let _ = write!(
             md,
             "\n### {}: per batch, write / flush-or-commit / compact (seconds)\n\n{}\n\
-             Background work drained {:.2}s after the last batch.\n",
+             Background work drained {:.2}s after the last batch. {}\n\n\
+             ### {}: process memory (every {} txs and after the drain)\n\n{}",
             run.layout,
             render_layout_table(run),
-            run.drain_s
+            run.drain_s,
+            stored_vs_memory(l.layout, l.disk_bytes, &mem),
+            run.layout,
+            cfg.mem_every_txs,
+            render_memory_table(l)
         );
     }
     let summary_md = cfg.out_dir.join("summary.md");
@@ -124,6 +151,22 @@ pub fn run_study(cfg: &StudyConfig, log: &mut dyn FnMut(&str)) -> BenchResult<St
     })
 }
 
+/// What a layout stored against the memory the page cache may use (the
+/// scale benchmark wants at least 4x).
+fn stored_vs_memory(layout: &str, disk_bytes: u64, mem: &MemLimit) -> String {
+    let limit = mem.effective_bytes().max(1);
+    format!(
+        "{layout}: {:.2} GB on disk, {:.2}x the memory {}.",
+        disk_bytes as f64 / 1e9,
+        disk_bytes as f64 / limit as f64,
+        if mem.limit_bytes.is_some() {
+            "limit"
+        } else {
+            "(no limit: RAM)"
+        }
+    )
+}
+
 /// Raw bytes per stored byte, roughly (zstd-3 on synthetic records, plus
 /// the engines' overhead); only for the header's estimate.
 const STORED_RATIO: f64 = 3.5;
@@ -137,6 +180,8 @@ fn header(cfg: &StudyConfig, mem: &MemLimit) -> String {
          Shape: {} B raw per tx, {} B raw per ledger; {:.1} GB raw per layout\n\
          Layouts: {}\n\
          Memory: {}; stored data per layout est. {:.1} GB ({})\n\
+         Measured: RssAnon/VmRSS every {} txs and after the drain; reopen {}; \
+         lookups on the reopened store; generator share = generation / batch wall time\n\
          Command: `{}`\n",
         cfg.batches,
         cfg.ledgers_per_batch,
@@ -153,6 +198,12 @@ fn header(cfg: &StudyConfig, mem: &MemLimit) -> String {
             "outgrows the page cache"
         } else {
             "fits in the page cache"
+        },
+        cfg.mem_every_txs,
+        if cfg.drop_caches {
+            "after dropping the page cache (root only; else reported warm)"
+        } else {
+            "on a warm page cache (STUDY_DROP_CACHES=0)"
         },
         cfg.command()
     )

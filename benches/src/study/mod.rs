@@ -6,14 +6,19 @@
 //! and per store, the I/O split into write / flush-or-commit / compact, the
 //! bytes handed to the engine and the bytes the engine wrote. After the last
 //! batch it waits for background work (RocksDB compactions) to drain and
-//! charges that time to the layout, then times point lookups. Layouts run
-//! one after another, not interleaved, so one layout's background
-//! compaction never runs under another's measurement.
+//! charges that time to the layout. It then closes the store, drops the
+//! page cache, times a cold `Ledgerstore::open`, and times point lookups on
+//! the reopened store, with the disk bytes each one read. The process's
+//! resident memory is sampled every `mem_every_txs` transactions and after
+//! the drain. Layouts run one after another, not interleaved, so one
+//! layout's background compaction never runs under another's measurement.
 
 mod driver;
 mod memlimit;
 mod output;
+mod procfs;
 mod render;
+mod reopen;
 mod run;
 
 use std::path::{Path, PathBuf};
@@ -23,9 +28,11 @@ use serde::Serialize;
 
 pub use driver::{StudyOutput, run_study};
 pub use memlimit::MemLimit;
-pub use output::{write_csv, write_plot};
+pub use output::{write_csv, write_layouts_csv, write_plot};
+pub use procfs::{MemSample, drop_page_cache, process_read_bytes};
 pub use render::{
-    Summary, render_layout_table, render_row, render_side_by_side, render_summary, summarize,
+    MemCheckpoint, Summary, render_layout_table, render_memory_table, render_row,
+    render_side_by_side, render_summary, summarize,
 };
 pub use run::percentile;
 pub use run::run_layout;
@@ -61,6 +68,17 @@ pub struct StudyConfig {
     /// Ledgers per segment of the `indexed` layout
     /// (`STUDY_SEGMENT_LEDGERS`).
     pub segment_ledgers: u32,
+    /// Merge fan-out of the `indexed` layout (`STUDY_MERGE_FANOUT`).
+    pub merge_fanout: u32,
+    /// Merge levels of the `indexed` layout (`STUDY_MERGE_LEVELS`; 0: none).
+    pub merge_levels: u32,
+    /// Sample the process's memory after the batch where the cumulative
+    /// transaction count first reaches each multiple of this
+    /// (`STUDY_MEM_EVERY_TXS`, default 10,000,000).
+    pub mem_every_txs: u64,
+    /// Drop the page cache before the cold open (`STUDY_DROP_CACHES`,
+    /// default 1; needs root, and the report says "warm" when it fails).
+    pub drop_caches: bool,
 }
 
 fn small_u32(name: &'static str, default: u64, min: u64) -> BenchResult<u32> {
@@ -95,7 +113,21 @@ impl StudyConfig {
             keep: knobs::flag("STUDY_KEEP"),
             lookups: small_u32("STUDY_LOOKUPS", 20_000, 0)?,
             segment_ledgers: small_u32("STUDY_SEGMENT_LEDGERS", 2_000, 1)?,
+            merge_fanout: small_u32("STUDY_MERGE_FANOUT", 10, 2)?,
+            merge_levels: small_u32("STUDY_MERGE_LEVELS", 2, 0)?,
+            mem_every_txs: knobs::count("STUDY_MEM_EVERY_TXS", 10_000_000, 1)?,
+            drop_caches: knobs::switch("STUDY_DROP_CACHES", true)?,
         })
+    }
+
+    /// The `indexed` layout's segment options.
+    pub fn indexed(&self) -> ledgerstore_store::IndexedOptions {
+        ledgerstore_store::IndexedOptions {
+            range_ledgers: self.segment_ledgers,
+            merge_fanout: self.merge_fanout,
+            merge_levels: self.merge_levels,
+            ..ledgerstore_store::IndexedOptions::default()
+        }
     }
 
     /// Total ledgers per layout.
@@ -116,6 +148,7 @@ impl StudyConfig {
         format!(
             "STUDY_BATCHES={} STUDY_LEDGERS={} STUDY_TX={} STUDY_TX_BYTES={} \
              STUDY_LEDGER_BYTES={} STUDY_LAYOUTS={} STUDY_SEED={} STUDY_SEGMENT_LEDGERS={} \
+             STUDY_MERGE_FANOUT={} STUDY_MERGE_LEVELS={} STUDY_MEM_EVERY_TXS={} \
              cargo bench --workspace -- study",
             self.batches,
             self.ledgers_per_batch,
@@ -124,7 +157,10 @@ impl StudyConfig {
             self.ledger_bytes,
             layouts.join(","),
             self.seed,
-            self.segment_ledgers
+            self.segment_ledgers,
+            self.merge_fanout,
+            self.merge_levels,
+            self.mem_every_txs
         )
     }
 }
@@ -181,6 +217,10 @@ pub struct BatchRow {
     pub device_bytes: Option<u64>,
     /// Per store.
     pub stores: Vec<StoreBatch>,
+    /// The process's memory after this batch, when it is a checkpoint
+    /// (the first batch at or past each multiple of `mem_every_txs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemSample>,
 }
 
 /// One store at the end of a layout's run.
@@ -201,7 +241,7 @@ pub struct StoreFinal {
     pub keys: u64,
 }
 
-/// Point-lookup rates measured after ingest, one thread.
+/// Point-lookup rates measured on the reopened store, one thread.
 #[derive(Debug, Clone, Serialize)]
 pub struct Lookups {
     /// Lookups per kind.
@@ -210,10 +250,48 @@ pub struct Lookups {
     pub hits_per_s: f64,
     /// `get_tx` of absent hashes per second.
     pub misses_per_s: f64,
+    /// Median latency of a hit, microseconds.
+    pub hit_p50_us: f64,
     /// 99th percentile latency of a hit, microseconds.
     pub hit_p99_us: f64,
+    /// Median latency of a miss, microseconds.
+    pub miss_p50_us: f64,
     /// 99th percentile latency of a miss, microseconds.
     pub miss_p99_us: f64,
+    /// Bytes read from storage per hit (`/proc/self/io` over the hit loop).
+    pub hit_read_bytes: Option<f64>,
+    /// Bytes read from storage per miss (over the miss loop).
+    pub miss_read_bytes: Option<f64>,
+    /// True when the page cache was dropped just before the hit loop.
+    pub cold: bool,
+}
+
+/// `Ledgerstore::open` of the drained, closed store.
+#[derive(Debug, Clone, Serialize)]
+pub struct ColdOpen {
+    /// Seconds `Ledgerstore::open` took.
+    pub open_s: f64,
+    /// True when the page cache was dropped just before (else it was warm).
+    pub cold: bool,
+    /// Bytes the process read from storage during the open.
+    pub open_read_bytes: Option<u64>,
+    /// Seconds of background work the open started (compactions, segment
+    /// builds), waited for before the lookups.
+    pub settle_s: f64,
+    /// Bytes the process read from storage meanwhile.
+    pub settle_read_bytes: Option<u64>,
+}
+
+/// "cold" or "warm".
+pub fn cache_word(cold: bool) -> &'static str {
+    if cold { "cold" } else { "warm" }
+}
+
+impl ColdOpen {
+    /// "cold" or "warm".
+    pub fn cache(&self) -> &'static str {
+        cache_word(self.cold)
+    }
 }
 
 /// The `indexed` layout's segments at the end of a run.
@@ -252,6 +330,13 @@ pub struct LayoutRun {
     pub drain_device_bytes: Option<u64>,
     /// Layout `indexed`: its segments.
     pub segments: Option<SegmentSummary>,
+    /// The process's memory after the drain.
+    pub end_memory: MemSample,
+    /// Reopening the closed store, cache dropped.
+    pub open: Option<ColdOpen>,
+    /// Layout `indexed`: index probes a lookup makes at most (hot index
+    /// plus every segment) on the reopened store.
+    pub probes_max: Option<usize>,
 }
 
 #[cfg(test)]
@@ -286,6 +371,7 @@ pub(crate) mod testdata {
                         bytes_written: Some(1000),
                         disk_bytes: 4096,
                     }],
+                    memory: None,
                 })
                 .collect(),
             drain_s: 2.0,
@@ -300,6 +386,9 @@ pub(crate) mod testdata {
             lookups: None,
             drain_device_bytes: None,
             segments: None,
+            end_memory: MemSample::default(),
+            open: None,
+            probes_max: None,
         }
     }
 }

@@ -1,4 +1,5 @@
-//! The study's files: a CSV with one row per layout × batch × store, and a
+//! The study's files: a CSV with one row per layout × batch × store, a CSV
+//! with one row per layout (its totals, reopen, lookups and memory), and a
 //! PNG plot of per-batch store I/O time against batch number.
 
 use std::fmt::Write as _;
@@ -7,12 +8,32 @@ use std::sync::OnceLock;
 
 use plotters::prelude::*;
 
-use super::LayoutRun;
+use super::render::LayoutSummary;
+use super::{LayoutRun, MemSample, cache_word};
 use crate::{BenchError, BenchResult};
 
-/// CSV header; one row per layout × batch × store.
+/// CSV header; one row per layout × batch × store. The last three columns
+/// are the process's memory after the batch, set only on checkpoint
+/// batches (`STUDY_MEM_EVERY_TXS`).
 pub const CSV_HEADER: &str = "layout,batch,table,engine,write_s,commit_s,compact_s,io_s,\
-logical_bytes,bytes_written,disk_bytes,batch_total_s,batch_source_s,batch_cpu_s,batch_ledgers,batch_txs";
+logical_bytes,bytes_written,disk_bytes,batch_total_s,batch_source_s,batch_cpu_s,batch_ledgers,batch_txs,\
+rss_anon_bytes,vm_rss_bytes,vm_hwm_bytes";
+
+/// Header of the per-layout CSV: totals, the reopen, lookups (latencies in
+/// µs, disk bytes read per lookup) and the memory left after the drain.
+pub const LAYOUTS_CSV_HEADER: &str = "layout,ledgers,txs,wall_s,generator_s,generator_share,\
+ingest_s,drain_s,ledgers_per_s,device_bytes,disk_bytes,end_rss_anon_bytes,end_vm_rss_bytes,end_vm_hwm_bytes,\
+open_cache,open_s,open_read_bytes,settle_s,settle_read_bytes,probes_max,\
+lookups_cache,lookups,hits_per_s,hit_p50_us,hit_p99_us,hit_read_bytes,\
+misses_per_s,miss_p50_us,miss_p99_us,miss_read_bytes";
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map_or(String::new(), |v| v.to_string())
+}
+
+fn opt_f(v: Option<f64>) -> String {
+    v.map_or(String::new(), |v| format!("{v:.3}"))
+}
 
 /// Writes the CSV to `path`.
 pub fn write_csv(path: &Path, runs: &[LayoutRun]) -> BenchResult<()> {
@@ -23,7 +44,7 @@ pub fn write_csv(path: &Path, runs: &[LayoutRun]) -> BenchResult<()> {
             for s in &r.stores {
                 let _ = writeln!(
                     out,
-                    "{},{},{},{},{:.6},{:.6},{:.6},{:.6},{},{},{},{:.6},{:.6},{:.6},{},{}",
+                    "{},{},{},{},{:.6},{:.6},{:.6},{:.6},{},{},{},{:.6},{:.6},{:.6},{},{},{},{},{}",
                     run.layout,
                     r.batch,
                     s.table,
@@ -39,12 +60,66 @@ pub fn write_csv(path: &Path, runs: &[LayoutRun]) -> BenchResult<()> {
                     r.source_s,
                     r.cpu_s,
                     r.ledgers,
-                    r.txs
+                    r.txs,
+                    opt(r.memory.and_then(|m| m.rss_anon_bytes)),
+                    opt(r.memory.and_then(|m| m.vm_rss_bytes)),
+                    opt(r.memory.and_then(|m| m.vm_hwm_bytes)),
                 );
             }
         }
     }
     std::fs::write(path, out).map_err(BenchError::io(format!("writing {}", path.display())))
+}
+
+/// Writes the per-layout CSV to `path`.
+pub fn write_layouts_csv(path: &Path, layouts: &[LayoutSummary]) -> BenchResult<()> {
+    let mut out = String::from(LAYOUTS_CSV_HEADER);
+    out.push('\n');
+    for l in layouts {
+        out.push_str(&layout_csv_row(l));
+        out.push('\n');
+    }
+    std::fs::write(path, out).map_err(BenchError::io(format!("writing {}", path.display())))
+}
+
+fn layout_csv_row(l: &LayoutSummary) -> String {
+    let end: MemSample = l.memory.last().map(|m| m.memory).unwrap_or_default();
+    let look = l.lookups.as_ref();
+    let f = |g: fn(&super::Lookups) -> f64| opt_f(look.map(g));
+    let open = l.open.as_ref();
+    format!(
+        "{},{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        l.layout,
+        l.ledgers,
+        l.txs,
+        l.wall_s,
+        l.generator_s,
+        l.generator_share,
+        l.ingest_s,
+        l.drain_s,
+        l.ledgers_per_s,
+        opt(l.device_bytes),
+        l.disk_bytes,
+        opt(end.rss_anon_bytes),
+        opt(end.vm_rss_bytes),
+        opt(end.vm_hwm_bytes),
+        open.map_or("", |o| o.cache()),
+        opt_f(open.map(|o| o.open_s)),
+        opt(open.and_then(|o| o.open_read_bytes)),
+        opt_f(open.map(|o| o.settle_s)),
+        opt(open.and_then(|o| o.settle_read_bytes)),
+        opt(l.probes_max),
+        look.map_or("", |x| cache_word(x.cold)),
+        opt(look.map(|x| x.count)),
+        f(|x| x.hits_per_s),
+        f(|x| x.hit_p50_us),
+        f(|x| x.hit_p99_us),
+        opt_f(look.and_then(|x| x.hit_read_bytes)),
+        f(|x| x.misses_per_s),
+        f(|x| x.miss_p50_us),
+        f(|x| x.miss_p99_us),
+        opt_f(look.and_then(|x| x.miss_read_bytes)),
+    )
 }
 
 /// Where a TrueType font is looked for (`STUDY_FONT` first). Debian's
@@ -213,10 +288,42 @@ mod tests {
         assert_eq!(lines.len(), 1 + 2 + 3);
         assert_eq!(
             lines[5],
-            "rocksdb,3,tx_data,mdbx,1.500000,1.500000,0.000000,3.000000,500,1000,4096,4.000000,0.500000,0.250000,10,100"
+            "rocksdb,3,tx_data,mdbx,1.500000,1.500000,0.000000,3.000000,500,1000,4096,4.000000,0.500000,0.250000,10,100,,,"
         );
         let cols = CSV_HEADER.split(',').count();
         assert!(lines.iter().all(|l| l.split(',').count() == cols));
+    }
+
+    #[test]
+    fn layouts_csv_has_a_row_per_layout_with_every_column() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("layouts.csv");
+        let mut with_memory = run("indexed", &[1.0, 2.0]);
+        with_memory.rows[1].memory = Some(MemSample {
+            rss_anon_bytes: Some(1 << 20),
+            vm_rss_bytes: Some(2 << 20),
+            vm_hwm_bytes: Some(2 << 20),
+        });
+        with_memory.end_memory = MemSample {
+            rss_anon_bytes: Some(3 << 20),
+            vm_rss_bytes: None,
+            vm_hwm_bytes: None,
+        };
+        with_memory.probes_max = Some(4);
+        let s = crate::study::summarize(&[run("hybrid", &[1.0]), with_memory]);
+        write_layouts_csv(&path, &s.layouts).expect("csv");
+        let text = std::fs::read_to_string(&path).expect("read");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        let cols = LAYOUTS_CSV_HEADER.split(',').count();
+        assert!(lines.iter().all(|l| l.split(',').count() == cols), "{text}");
+        // Two batches of 2 and 3 s wall, 0.5 s of generation each.
+        assert!(
+            lines[2].starts_with("indexed,20,200,5.000000,1.000000,0.200000,4.000000,"),
+            "{}",
+            lines[2]
+        );
+        assert!(lines[2].contains(",3145728,,,,,,,,4,"), "{}", lines[2]);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::{BatchRow, LayoutRun, Lookups, SegmentSummary};
+use super::{BatchRow, ColdOpen, LayoutRun, Lookups, MemSample, SegmentSummary, cache_word};
 
 /// Seconds as the field study printed them (ms below 1 s, m+s above 60 s).
 pub fn fmt_s(s: f64) -> String {
@@ -18,6 +18,16 @@ pub fn fmt_s(s: f64) -> String {
 
 fn gb(b: u64) -> String {
     format!("{:.2}", b as f64 / 1e9)
+}
+
+fn mb(b: Option<u64>) -> String {
+    b.map_or("-".into(), |b| format!("{:.1}", b as f64 / 1e6))
+}
+
+fn mib(b: Option<u64>) -> String {
+    b.map_or("-".into(), |b| {
+        format!("{:.0}", b as f64 / f64::from(1u32 << 20))
+    })
 }
 
 /// One line per batch: total, source, CPU, then per store
@@ -39,6 +49,14 @@ pub fn render_row(r: &BatchRow) -> String {
             fmt_s(s.write_s),
             fmt_s(s.commit_s),
             fmt_s(s.compact_s)
+        ));
+    }
+    if let Some(m) = &r.memory {
+        out.push_str(&format!(
+            " | RssAnon {} MiB VmRSS {} MiB VmHWM {} MiB",
+            mib(m.rss_anon_bytes),
+            mib(m.vm_rss_bytes),
+            mib(m.vm_hwm_bytes)
         ));
     }
     out
@@ -160,6 +178,12 @@ pub struct LayoutSummary {
     pub ledgers: u64,
     /// Transactions ingested.
     pub txs: u64,
+    /// Sum of batch wall times, generation included.
+    pub wall_s: f64,
+    /// Sum of the generator's time (`source_s`).
+    pub generator_s: f64,
+    /// `generator_s / wall_s`.
+    pub generator_share: f64,
     /// Sum of batch wall times without generation.
     pub ingest_s: f64,
     /// Background work left after the last batch.
@@ -174,6 +198,50 @@ pub struct LayoutSummary {
     pub lookups: Option<Lookups>,
     /// Layout `indexed`: segments.
     pub segments: Option<SegmentSummary>,
+    /// The process's memory at each checkpoint and after the drain.
+    pub memory: Vec<MemCheckpoint>,
+    /// The timed reopen of the closed store.
+    pub open: Option<ColdOpen>,
+    /// Layout `indexed`: most index probes per lookup.
+    pub probes_max: Option<usize>,
+}
+
+/// The process's memory at one checkpoint of a layout's run.
+#[derive(Debug, Clone, Serialize)]
+pub struct MemCheckpoint {
+    /// "batch N" or "end (drained)".
+    pub after: String,
+    /// The batch, for batch checkpoints.
+    pub batch: Option<u32>,
+    /// Transactions ingested so far.
+    pub txs: u64,
+    /// The sample.
+    #[serde(flatten)]
+    pub memory: MemSample,
+}
+
+/// The checkpoints of `run`: its sampled batches, then the end.
+fn checkpoints(run: &LayoutRun) -> Vec<MemCheckpoint> {
+    let mut txs = 0;
+    let mut out = Vec::new();
+    for r in &run.rows {
+        txs += r.txs;
+        if let Some(memory) = r.memory {
+            out.push(MemCheckpoint {
+                after: format!("batch {}", r.batch),
+                batch: Some(r.batch),
+                txs,
+                memory,
+            });
+        }
+    }
+    out.push(MemCheckpoint {
+        after: "end (drained)".into(),
+        batch: None,
+        txs,
+        memory: run.end_memory,
+    });
+    out
 }
 
 /// The study's summary.
@@ -203,12 +271,21 @@ pub fn summarize(runs: &[LayoutRun]) -> Summary {
     let mut layouts = Vec::new();
     let mut stores = Vec::new();
     for run in runs {
-        let ingest_s: f64 = run.rows.iter().map(|r| r.total_s - r.source_s).sum();
+        let wall_s: f64 = run.rows.iter().map(|r| r.total_s).sum();
+        let generator_s: f64 = run.rows.iter().map(|r| r.source_s).sum();
+        let ingest_s = wall_s - generator_s;
         let ledgers: u64 = run.rows.iter().map(|r| r.ledgers).sum();
         layouts.push(LayoutSummary {
             layout: run.layout,
             ledgers,
             txs: run.rows.iter().map(|r| r.txs).sum(),
+            wall_s,
+            generator_s,
+            generator_share: if wall_s > 0.0 {
+                generator_s / wall_s
+            } else {
+                0.0
+            },
             ingest_s,
             drain_s: run.drain_s,
             ledgers_per_s: ledgers as f64 / (ingest_s + run.drain_s).max(1e-9),
@@ -221,6 +298,9 @@ pub fn summarize(runs: &[LayoutRun]) -> Summary {
             disk_bytes: run.finals.iter().map(|f| f.disk_bytes).sum(),
             lookups: run.lookups.clone(),
             segments: run.segments.clone(),
+            memory: checkpoints(run),
+            open: run.open.clone(),
+            probes_max: run.probes_max,
         });
         for fin in &run.finals {
             let io: Vec<f64> = run
@@ -264,8 +344,21 @@ pub fn summarize(runs: &[LayoutRun]) -> Summary {
     }
 }
 
-/// The summary as two markdown tables.
+/// The summary as markdown: per store, then per layout the ingest, the
+/// reopen and the lookups, then the segments.
 pub fn render_summary(s: &Summary) -> String {
+    let mut out = render_store_table(s);
+    out.push('\n');
+    out.push_str(&render_ingest_table(&s.layouts));
+    out.push('\n');
+    out.push_str(&render_reopen_table(&s.layouts));
+    out.push('\n');
+    out.push_str(&render_lookups_table(&s.layouts));
+    out.push_str(&render_segments(&s.layouts));
+    out
+}
+
+fn render_store_table(s: &Summary) -> String {
     let mut out = format!(
         "| layout | store | engine | I/O sum (s) | first {w} mean (s) | last {w} mean (s) | growth | written (GB) | logical (GB) | write amp | on disk (GB) |\n\
          |---|---|---|---|---|---|---|---|---|---|---|\n",
@@ -291,33 +384,96 @@ pub fn render_summary(s: &Summary) -> String {
             disk,
         ));
     }
-    out.push_str(
-        "\n| layout | ledgers | txs | ingest (s) | drain (s) | ledgers/s | device written (GB) | on disk (GB) | tx hits/s | hit p99 (µs) | tx misses/s | miss p99 (µs) |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    out
+}
+
+/// Ingest per layout: wall time split into the generator and the rest,
+/// the drain, bytes, and the memory left after the drain.
+fn render_ingest_table(layouts: &[LayoutSummary]) -> String {
+    let mut out = String::from(
+        "| layout | ledgers | txs | wall (s) | generator (s) | generator share | ingest (s) | drain (s) | ledgers/s | device written (GB) | on disk (GB) | end RssAnon (MiB) | end VmRSS (MiB) |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
-    let look = |l: &LayoutSummary, f: fn(&Lookups) -> f64| {
-        l.lookups
-            .as_ref()
-            .map_or("-".into(), |x| format!("{:.0}", f(x)))
-    };
-    for l in &s.layouts {
+    for l in layouts {
+        let end = l.memory.last().map(|m| m.memory).unwrap_or_default();
         out.push_str(&format!(
-            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {:.1} | {:.1} | {:.1}% | {:.1} | {:.1} | {:.1} | {} | {} | {} | {} |\n",
             l.layout,
             l.ledgers,
             l.txs,
+            l.wall_s,
+            l.generator_s,
+            l.generator_share * 100.0,
             l.ingest_s,
             l.drain_s,
             l.ledgers_per_s,
             l.device_bytes.map_or("-".into(), gb),
             gb(l.disk_bytes),
-            look(l, |x| x.hits_per_s),
-            look(l, |x| x.hit_p99_us),
-            look(l, |x| x.misses_per_s),
-            look(l, |x| x.miss_p99_us),
+            mib(end.rss_anon_bytes),
+            mib(end.vm_rss_bytes),
         ));
     }
-    for l in &s.layouts {
+    out
+}
+
+/// The timed reopen per layout: cache state, the open, the background work
+/// it started, and the index probes a lookup makes at most.
+fn render_reopen_table(layouts: &[LayoutSummary]) -> String {
+    let mut out = String::from(
+        "| layout | cache | open (s) | read by open (MB) | settle after open (s) | read while settling (MB) | probes (max) |\n\
+         |---|---|---|---|---|---|---|\n",
+    );
+    for l in layouts {
+        let Some(o) = &l.open else {
+            continue;
+        };
+        out.push_str(&format!(
+            "| {} | {} | {:.2} | {} | {:.2} | {} | {} |\n",
+            l.layout,
+            o.cache(),
+            o.open_s,
+            mb(o.open_read_bytes),
+            o.settle_s,
+            mb(o.settle_read_bytes),
+            l.probes_max.map_or("-".into(), |p| p.to_string()),
+        ));
+    }
+    out
+}
+
+/// Lookups per layout, on the reopened store: rates, latencies and the
+/// disk bytes each one read.
+fn render_lookups_table(layouts: &[LayoutSummary]) -> String {
+    let mut out = String::from(
+        "| layout | cache | lookups | tx hits/s | hit p50 (µs) | hit p99 (µs) | read B/hit | tx misses/s | miss p50 (µs) | miss p99 (µs) | read B/miss |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let read = |b: Option<f64>| b.map_or("-".into(), |b| format!("{b:.0}"));
+    for l in layouts {
+        let Some(x) = &l.lookups else {
+            continue;
+        };
+        out.push_str(&format!(
+            "| {} | {} | {} | {:.0} | {:.0} | {:.0} | {} | {:.0} | {:.0} | {:.0} | {} |\n",
+            l.layout,
+            cache_word(x.cold),
+            x.count,
+            x.hits_per_s,
+            x.hit_p50_us,
+            x.hit_p99_us,
+            read(x.hit_read_bytes),
+            x.misses_per_s,
+            x.miss_p50_us,
+            x.miss_p99_us,
+            read(x.miss_read_bytes),
+        ));
+    }
+    out
+}
+
+fn render_segments(layouts: &[LayoutSummary]) -> String {
+    let mut out = String::new();
+    for l in layouts {
         if let Some(seg) = &l.segments {
             out.push_str(&format!(
                 "\n{}: {} segments, {} keys, {} on disk, {:.2} bits/key ({:.2} of them the MPH), built in {:.2} s ({:.2} s per million keys)\n",
@@ -331,6 +487,25 @@ pub fn render_summary(s: &Summary) -> String {
                 seg.build_s_per_mkeys,
             ));
         }
+    }
+    out
+}
+
+/// One layout's memory checkpoints as a markdown table (MiB).
+pub fn render_memory_table(l: &LayoutSummary) -> String {
+    let mut out = String::from(
+        "| after | txs | RssAnon (MiB) | VmRSS (MiB) | peak VmRSS so far (MiB) |\n\
+         |---|---|---|---|---|\n",
+    );
+    for m in &l.memory {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            m.after,
+            m.txs,
+            mib(m.memory.rss_anon_bytes),
+            mib(m.memory.vm_rss_bytes),
+            mib(m.memory.vm_hwm_bytes)
+        ));
     }
     out
 }

@@ -1,23 +1,22 @@
 //! Running the study for one layout.
 
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Instant;
 
+use ledgerstore_db_api::iostat::process_write_bytes;
 use ledgerstore_db_api::{Layout, TableId, TxHash};
 use ledgerstore_store::{BatchReport, Ledgerstore};
 use ledgerstore_synth::{Synth, SynthConfig};
-use rand::seq::SliceRandom;
-use rand::{RngCore, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 
-use ledgerstore_db_api::iostat::process_write_bytes;
-
-use super::{BatchRow, LayoutRun, Lookups, SegmentSummary, StoreBatch, StoreFinal, StudyConfig};
+use super::reopen::{Reopened, reopen_and_look_up};
+use super::{BatchRow, LayoutRun, MemSample, SegmentSummary, StoreBatch, StoreFinal, StudyConfig};
 use crate::fixture::FIRST_LEDGER;
 use crate::{BenchError, BenchResult, open_store_with};
 
 /// Ingests the study's batches into a fresh data dir of `layout`, calling
-/// `on_batch` after each one, then drains background work and times
-/// lookups. The data dir is removed afterwards unless `cfg.keep`.
+/// `on_batch` after each one, then drains background work, closes the
+/// store, reopens it cold (timed) and times lookups on it. The data dir is
+/// removed afterwards unless `cfg.keep`.
 pub fn run_layout(
     cfg: &StudyConfig,
     layout: Layout,
@@ -25,10 +24,57 @@ pub fn run_layout(
 ) -> BenchResult<LayoutRun> {
     let dir = cfg.data_dir.join(layout.name());
     if dir.exists() {
-        std::fs::remove_dir_all(&dir)
-            .map_err(BenchError::io(format!("removing old {}", dir.display())))?;
+        remove_dir(&dir, "removing old")?;
     }
-    let store = open_store_with(&dir, layout, cfg.segment_ledgers)?;
+    let store = open_store_with(&dir, layout, cfg.indexed())?;
+    let Ingested { rows, hits } = ingest_batches(cfg, layout, &store, on_batch)?;
+    let (drain_s, drain_device_bytes) = drain(&store)?;
+    let end_memory = MemSample::read();
+    let mut finals = finals(&store)?;
+    let segments = segment_summary(&store, &mut finals)?;
+    store.close()?;
+    drop(store);
+    let Reopened {
+        open,
+        probes_max,
+        lookups,
+    } = reopen_and_look_up(cfg, &dir, layout, hits)?;
+    if !cfg.keep {
+        remove_dir(&dir, "removing")?;
+    }
+    Ok(LayoutRun {
+        layout: layout.name(),
+        rows,
+        drain_s,
+        finals,
+        lookups,
+        drain_device_bytes,
+        segments,
+        end_memory,
+        open: Some(open),
+        probes_max,
+    })
+}
+
+fn remove_dir(dir: &Path, what: &str) -> BenchResult<()> {
+    std::fs::remove_dir_all(dir).map_err(BenchError::io(format!("{what} {}", dir.display())))
+}
+
+/// What ingesting every batch left: the rows and the hashes sampled for
+/// lookups.
+struct Ingested {
+    rows: Vec<BatchRow>,
+    hits: Vec<TxHash>,
+}
+
+/// Generates and ingests every batch, sampling hashes for the lookups and
+/// the process's memory at the checkpoints.
+fn ingest_batches(
+    cfg: &StudyConfig,
+    layout: Layout,
+    store: &Ledgerstore,
+    on_batch: &mut dyn FnMut(&BatchRow),
+) -> BenchResult<Ingested> {
     let synth = Synth::new(SynthConfig::with_sizes(
         cfg.seed,
         cfg.tx_per_ledger,
@@ -36,8 +82,9 @@ pub fn run_layout(
         cfg.ledger_bytes,
     ));
     let per_batch_samples = cfg.lookups.div_ceil(cfg.batches) as usize;
+    let mut checkpoints = MemCheckpoints::new(cfg.mem_every_txs);
     let mut hits = Vec::new();
-    let mut written = bytes_written(&store)?;
+    let mut written = bytes_written(store)?;
     let mut rows = Vec::new();
     for b in 0..cfg.batches {
         let start = FIRST_LEDGER + b * cfg.ledgers_per_batch;
@@ -54,42 +101,63 @@ pub fn run_layout(
                 layout.name()
             ))
         })?;
-        let now = bytes_written(&store)?;
-        let row = row(layout, b + 1, &report, &store, &written, &now)?;
+        let now = bytes_written(store)?;
+        let mut row = row(layout, b + 1, &report, store, &written, &now)?;
         written = now;
+        row.memory = checkpoints.after_batch(row.txs);
         on_batch(&row);
         rows.push(row);
     }
+    Ok(Ingested { rows, hits })
+}
+
+/// Waits for segment builds and the engines' background work. Returns the
+/// seconds it took and the bytes the process wrote meanwhile.
+pub(super) fn drain(store: &Ledgerstore) -> BenchResult<(f64, Option<u64>)> {
     let t = Instant::now();
     let io_before = process_write_bytes();
     store.wait_for_segments()?;
     for table in TableId::ALL {
         store.table(table).wait_for_background_work()?;
     }
-    let drain_s = t.elapsed().as_secs_f64();
-    let drain_device_bytes = io_before
+    let written = io_before
         .zip(process_write_bytes())
         .map(|(a, b)| b.saturating_sub(a));
-    let mut finals = finals(&store)?;
-    let segments = segment_summary(&store, &mut finals)?;
-    let lookups = (cfg.lookups > 0 && !hits.is_empty())
-        .then(|| time_lookups(&store, hits, cfg.seed))
-        .transpose()?;
-    store.close()?;
-    drop(store);
-    if !cfg.keep {
-        std::fs::remove_dir_all(&dir)
-            .map_err(BenchError::io(format!("removing {}", dir.display())))?;
+    Ok((t.elapsed().as_secs_f64(), written))
+}
+
+/// When to sample memory: after the batch where the cumulative transaction
+/// count first reaches each multiple of `every` (one sample when a batch
+/// crosses several).
+struct MemCheckpoints {
+    every: u64,
+    txs: u64,
+    next: u64,
+}
+
+impl MemCheckpoints {
+    fn new(every: u64) -> Self {
+        let every = every.max(1);
+        Self {
+            every,
+            txs: 0,
+            next: every,
+        }
     }
-    Ok(LayoutRun {
-        layout: layout.name(),
-        rows,
-        drain_s,
-        finals,
-        lookups,
-        drain_device_bytes,
-        segments,
-    })
+
+    /// Counts a batch; the process's memory when the batch is a checkpoint.
+    fn after_batch(&mut self, txs: u64) -> Option<MemSample> {
+        self.due(txs).then(MemSample::read)
+    }
+
+    fn due(&mut self, txs: u64) -> bool {
+        self.txs += txs;
+        if self.txs < self.next {
+            return false;
+        }
+        self.next = (self.txs / self.every + 1) * self.every;
+        true
+    }
 }
 
 /// The `indexed` layout's segments, also added to `finals` as a store so
@@ -219,6 +287,7 @@ fn row(
         io_s: r.io_s,
         device_bytes: r.device_bytes_written,
         stores,
+        memory: None,
     })
 }
 
@@ -243,52 +312,16 @@ fn finals(store: &Ledgerstore) -> BenchResult<Vec<StoreFinal>> {
         .collect()
 }
 
-fn time_lookups(store: &Ledgerstore, mut hits: Vec<TxHash>, seed: u64) -> BenchResult<Lookups> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x100c);
-    hits.shuffle(&mut rng);
-    let misses: Vec<TxHash> = (0..hits.len())
-        .map(|_| {
-            let mut h = [0u8; 32];
-            rng.fill_bytes(&mut h);
-            TxHash(h)
-        })
-        .collect();
-    let mut hit_us = Vec::with_capacity(hits.len());
-    let t = Instant::now();
-    for h in &hits {
-        let one = Instant::now();
-        if store.get_tx(h)?.is_none() {
-            return Err(BenchError::Invalid(format!(
-                "stored tx {} not found",
-                hex_short(h)
-            )));
-        }
-        hit_us.push(one.elapsed().as_secs_f64() * 1e6);
-    }
-    let hit = t.elapsed();
-    let mut miss_us = Vec::with_capacity(misses.len());
-    let t = Instant::now();
-    for h in &misses {
-        let one = Instant::now();
-        if store.get_tx(h)?.is_some() {
-            return Err(BenchError::Invalid(format!(
-                "random hash {} found",
-                hex_short(h)
-            )));
-        }
-        miss_us.push(one.elapsed().as_secs_f64() * 1e6);
-    }
-    let miss = t.elapsed();
-    let rate = |d: Duration| hits.len() as f64 / d.as_secs_f64().max(1e-9);
-    Ok(Lookups {
-        count: u32::try_from(hits.len()).unwrap_or(u32::MAX),
-        hits_per_s: rate(hit),
-        misses_per_s: rate(miss),
-        hit_p99_us: percentile(&mut hit_us, 99.0),
-        miss_p99_us: percentile(&mut miss_us, 99.0),
-    })
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn hex_short(h: &TxHash) -> String {
-    h.0[..8].iter().map(|b| format!("{b:02x}")).collect()
+    #[test]
+    fn memory_checkpoints_fall_on_the_first_batch_at_each_multiple() {
+        let mut c = MemCheckpoints::new(10);
+        let due: Vec<bool> = [4, 4, 4, 4, 4, 25, 1].iter().map(|&t| c.due(t)).collect();
+        // Cumulative 4, 8, 12 (>= 10), 16, 20 (>= 20), 45 (>= 30, 40: once), 46.
+        assert_eq!(due, [false, false, true, false, true, true, false]);
+        assert!(c.due(4), "50 reaches the next multiple");
+    }
 }

@@ -303,17 +303,27 @@ impl Default for StellarConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct SegmentsConfig {
-    /// Ledgers per immutable index segment. Ranges are aligned to multiples
-    /// of it; a range's segment is built once the mark passes its end, and
-    /// its keys then leave the hot index. A build holds ~72 bytes per key at
-    /// peak; a segment holds ~6.3 bytes per key (in memory while open).
+    /// Ledgers per base index segment (the hot index's window). Ranges are
+    /// aligned to multiples of it; a range's segment is built once the mark
+    /// passes its end, and its keys then leave the hot index. A build holds
+    /// ~72 bytes per key at peak; a segment file holds ~5.4 bytes per key,
+    /// memory-mapped. Recorded in the data dir at creation and reused.
     pub range_ledgers: u32,
+    /// Merge fan-out: windows of level `k` hold `range_ledgers ×
+    /// merge_fanout^k` ledgers. Recorded at creation.
+    pub merge_fanout: u32,
+    /// Merge levels above the base range (0: no merging). A lookup probes
+    /// at most one segment per closed top window plus `merge_levels`, plus
+    /// the hot index. Recorded at creation.
+    pub merge_levels: u32,
 }
 
 impl Default for SegmentsConfig {
     fn default() -> Self {
         Self {
             range_ledgers: 100_000,
+            merge_fanout: 10,
+            merge_levels: 2,
         }
     }
 }
@@ -467,6 +477,20 @@ impl Config {
         }
         if self.segments.range_ledgers == 0 {
             return Err(invalid("segments.range_ledgers", 0, "at least 1"));
+        }
+        if !(2..=1_000).contains(&self.segments.merge_fanout) {
+            return Err(invalid(
+                "segments.merge_fanout",
+                self.segments.merge_fanout,
+                "2..=1000",
+            ));
+        }
+        if self.segments.merge_levels > 8 {
+            return Err(invalid(
+                "segments.merge_levels",
+                self.segments.merge_levels,
+                "0..=8",
+            ));
         }
         if self.dict.enabled && (self.dict.samples < 16 || !(1..=4096).contains(&self.dict.max_kib))
         {

@@ -196,6 +196,12 @@ pub struct EngineFlags {
     /// [segments] range_ledgers: ledgers per immutable index segment (layout indexed).
     #[arg(long = "segments.range-ledgers", value_name = "N")]
     pub segments_range_ledgers: Option<i64>,
+    /// [segments] merge_fanout: windows of level k hold range_ledgers × fanout^k ledgers.
+    #[arg(long = "segments.merge-fanout", value_name = "N")]
+    pub segments_merge_fanout: Option<i64>,
+    /// [segments] merge_levels: merge levels above the base range (0: no merging).
+    #[arg(long = "segments.merge-levels", value_name = "N")]
+    pub segments_merge_levels: Option<i64>,
 }
 
 #[derive(Debug, Args)]

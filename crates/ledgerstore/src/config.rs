@@ -60,6 +60,18 @@ fn engine_overrides(e: &EngineFlags, o: &mut Overrides) {
         e.segments_range_ledgers.as_ref(),
         int,
     );
+    push(
+        o,
+        "segments.merge_fanout",
+        e.segments_merge_fanout.as_ref(),
+        int,
+    );
+    push(
+        o,
+        "segments.merge_levels",
+        e.segments_merge_levels.as_ref(),
+        int,
+    );
 }
 
 /// The daemon's effective config.

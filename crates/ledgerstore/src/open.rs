@@ -1,7 +1,7 @@
 //! Opens a data dir with the concrete engines: the only place the binary
 //! picks backends.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use ledgerstore_backends::Backends;
@@ -44,6 +44,8 @@ pub fn store_options(cfg: &Config, layout: Option<Layout>, create: bool) -> Stor
         },
         indexed: IndexedOptions {
             range_ledgers: cfg.segments.range_ledgers,
+            merge_fanout: cfg.segments.merge_fanout,
+            merge_levels: cfg.segments.merge_levels,
             dict: cfg.dict.enabled.then_some(DictOptions {
                 train_after_txs: cfg.dict.train_after_txs,
                 samples: cfg.dict.samples,
@@ -78,13 +80,20 @@ pub fn existing(a: &StoreArgs) -> Result<Ledgerstore> {
     open(&a.data_dir, &cfg, opts)
 }
 
-/// Opens (creating if needed) a data dir for a bulk ingest.
-pub fn for_ingest(a: &StoreArgs, layout: Layout, opts: StoreOptions) -> Result<Ledgerstore> {
+/// Opens (creating if needed) a data dir for a bulk ingest, with the
+/// config's store options (segments, dictionaries, limits) and the run's
+/// zstd level and report file.
+pub fn for_ingest(
+    a: &StoreArgs,
+    layout: Layout,
+    zstd_level: i32,
+    report_jsonl: PathBuf,
+) -> Result<Ledgerstore> {
     let cfg = crate::config::offline(&a.engines)?;
     let opts = StoreOptions {
-        layout: Some(layout),
-        create: true,
-        ..opts
+        compression_level: zstd_level,
+        report_jsonl: Some(report_jsonl),
+        ..store_options(&cfg, Some(layout), true)
     };
     open(&a.data_dir, &cfg, opts)
 }

@@ -103,9 +103,14 @@ async fn crash_loop(layout: &str, mode: pb::IngestMode, kills: usize) -> Tally {
         "6",
         "--ingest.live-max-latency-ms",
         "30",
-        // indexed: small ranges, so kills also land in segment builds.
+        // indexed: small ranges merged in pairs over two levels, so kills
+        // also land in segment builds and merges.
         "--segments.range-ledgers",
         "40",
+        "--segments.merge-fanout",
+        "2",
+        "--segments.merge-levels",
+        "2",
     ];
     let mut verified = 0u32; // every ledger in 1..=verified was checked
     for _ in 0..kills {

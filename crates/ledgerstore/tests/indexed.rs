@@ -1,8 +1,9 @@
-//! The `indexed` layout through the real daemon: segments are built in
-//! the background and swapped in, and a real crash in the middle of a
-//! build (the process aborts at a failpoint, before or after the swap)
+//! The `indexed` layout through the real daemon and the CLI: segments are
+//! built in the background and swapped in, and a real crash in the middle
+//! of a build, a merge or a repair (the process aborts at a failpoint)
 //! loses nothing: after a restart every acknowledged transaction is served
-//! byte for byte, the build completes, and `ledgerstore check` passes.
+//! byte for byte, the step completes, and `ledgerstore check` passes. The
+//! bulk CLI builds and merges segments too, before it exits.
 
 mod common;
 mod daemon_util;
@@ -15,8 +16,52 @@ use ledgerstore_proto::v1 as pb;
 
 const RANGE: &str = "10";
 
+/// Base ranges of 10 ledgers, no merging.
 fn flags() -> Vec<&'static str> {
-    vec!["--db.layout", "indexed", "--segments.range-ledgers", RANGE]
+    vec![
+        "--db.layout",
+        "indexed",
+        "--segments.range-ledgers",
+        RANGE,
+        "--segments.merge-levels",
+        "0",
+    ]
+}
+
+/// Base ranges of 10 ledgers, merged in pairs (windows of 10 and 20).
+fn merge_flags() -> Vec<&'static str> {
+    vec![
+        "--db.layout",
+        "indexed",
+        "--segments.range-ledgers",
+        RANGE,
+        "--segments.merge-fanout",
+        "2",
+        "--segments.merge-levels",
+        "1",
+    ]
+}
+
+/// The file names in `dir`.
+fn names(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .expect("segments dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Only listed segments, hash lists and the manifest remain.
+fn assert_clean(segdir: &std::path::Path) {
+    let names = names(segdir);
+    assert!(
+        names
+            .iter()
+            .all(|n| n.starts_with("seg-") || n.starts_with("hashes-") || n == "SEGMENTS"),
+        "{names:?}"
+    );
 }
 
 fn requests(first: u32, count: usize) -> Vec<pb::IngestRequest> {
@@ -146,12 +191,7 @@ async fn crash_at(failpoint: &str) {
         (10, 19)
     );
     assert_served(&d, last).await;
-    let names: Vec<String> = std::fs::read_dir(&segdir)
-        .expect("segments dir")
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    assert!(names.iter().all(|n| n.starts_with("seg-")), "{names:?}");
+    assert_clean(&segdir);
     let (clean, _) = d.terminate();
     assert!(clean);
     assert_check_passes(&dir);
@@ -165,4 +205,146 @@ async fn a_crash_before_the_swap_leaves_the_hot_index_serving() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_after_the_swap_finishes_the_hot_drop_at_restart() {
     crash_at("segment-after-publish").await;
+}
+
+/// A real crash in a merge (`merge-before-publish`: the merged file is
+/// written, not yet renamed; `merge-after-manifest`: the manifest lists it,
+/// its parts are not yet deleted) or in a repair (which rebuilds through
+/// the same steps): the restart serves every ack, cleans up, and the step
+/// completes.
+async fn crash_in_rebuild(failpoint: &str, repair: bool) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    let segdir = dir.join("segments");
+    if repair {
+        // Ranges 1..=9 and 10..=19 merged into 1..=19, then its file lost.
+        let mut d = Daemon::start(&dir, &merge_flags()).await;
+        let (_, end) = d.ingest_stream(None, requests(1, 6)).await;
+        assert!(end.is_none(), "{end:?}");
+        wait_segments_exact(&d, &[(1, 19)]).await;
+        let (clean, _) = d.terminate();
+        assert!(clean);
+        std::fs::remove_file(segdir.join("seg-0000000001-0000000019.idx")).expect("delete");
+        // The repair starts at open, maybe before the daemon serves.
+        let mut d = Daemon::spawn_with_env(
+            &dir,
+            &merge_flags(),
+            &[("LEDGERSTORE_FAILPOINT", failpoint)],
+        );
+        assert!(
+            d.wait_exit(Duration::from_secs(60)),
+            "the daemon did not abort at {failpoint} in the repair"
+        );
+    } else {
+        let mut d = Daemon::start_with_env(
+            &dir,
+            &merge_flags(),
+            &[("LEDGERSTORE_FAILPOINT", failpoint)],
+        )
+        .await;
+        // 24 ledgers close 1..=9 and 10..=19; their merge aborts.
+        let _ = d.ingest_stream(None, requests(1, 6)).await;
+        assert!(
+            d.wait_exit(Duration::from_secs(60)),
+            "the daemon did not abort at {failpoint}"
+        );
+    }
+    let mut d = Daemon::start(&dir, &merge_flags()).await;
+    let st = d.status().await;
+    assert!(st.durable_ledger >= 19, "mark {}", st.durable_ledger);
+    assert_served(&d, st.durable_ledger).await;
+    let st = wait_segments_exact(&d, &[(1, 19)]).await;
+    assert_eq!(st.index_probes, 2, "{st:?}");
+    assert!(st.repairing.is_empty(), "{st:?}");
+    assert_served(&d, st.durable_ledger).await;
+    assert_clean(&segdir);
+    let (clean, _) = d.terminate();
+    assert!(clean);
+    assert_check_passes(&dir);
+}
+
+/// Polls GetStatus until the segments are exactly `want` (bounded).
+async fn wait_segments_exact(d: &Daemon, want: &[(u32, u32)]) -> pb::Status {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let st = d.status().await;
+        let got: Vec<(u32, u32)> = st
+            .segments
+            .iter()
+            .map(|s| (s.first_ledger, s.last_ledger))
+            .collect();
+        if got == want && st.repairing.is_empty() {
+            return st;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "segments {got:?} after 60 s: {st:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_in_a_merge_before_its_publish_leaves_the_parts_serving() {
+    crash_in_rebuild("merge-before-publish", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_in_a_merge_after_its_manifest_deletes_the_parts_at_restart() {
+    crash_in_rebuild("merge-after-manifest", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_in_a_repair_is_repaired_at_restart() {
+    crash_in_rebuild("merge-before-publish", true).await;
+}
+
+/// The bulk CLI builds the segments of the ranges it closes, and merges
+/// them, before it exits: a backfill leaves the closed history in segments.
+#[test]
+fn the_bulk_cli_builds_and_merges_segments_before_it_exits() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    let mut c = ingest_cmd(&dir, "indexed", 45, 5, 11);
+    c.args([
+        "--segments.range-ledgers",
+        "10",
+        "--segments.merge-fanout",
+        "2",
+    ]);
+    let o = run(c);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("segments: built 4 and merged") && text.contains("a lookup probes at most 2"),
+        "{text}"
+    );
+    assert!(
+        names(&dir.join("segments")).contains(&"seg-0000000001-0000000039.idx".to_string()),
+        "{:?}",
+        names(&dir.join("segments"))
+    );
+    let mut c = bin();
+    c.args(["stats", "--json", "--data-dir"]).arg(&dir);
+    let o = run(c);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(v["segments"]["probes"], 2, "{v}");
+    assert_eq!(v["segments"]["merge_fanout"], 2, "recorded: {v}");
+    // The recorded policy wins over a different flag on a later run.
+    let mut c = ingest_cmd(&dir, "indexed", 10, 5, 11);
+    c.args([
+        "--segments.range-ledgers",
+        "7",
+        "--segments.merge-fanout",
+        "3",
+    ]);
+    let o = run(c);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut c = bin();
+    c.args(["stats", "--json", "--data-dir"]).arg(&dir);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&run(c))).expect("json");
+    assert_eq!(v["segments"]["range_ledgers"], 10, "{v}");
+    assert_eq!(v["segments"]["hot_from"], 50, "{v}");
+    assert_check_passes(&dir);
 }

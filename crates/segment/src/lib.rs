@@ -4,16 +4,20 @@
 //! `first..=last`: it maps a 32-byte tx hash to the transaction's position
 //! `(ledger seq, apply index)` with a minimal perfect hash (MPH), a 16-bit
 //! fingerprint per key so that a hash not in the range is rejected without
-//! reading any body, and a 4-byte ordinal per key. Segments are written
+//! reading any body, and a bit-packed ordinal per key. Segments are written
 //! once, fsynced, and published by an atomic rename; they are never
-//! modified afterwards.
+//! modified afterwards. An open segment is memory-mapped ([`Segment`]):
+//! only its MPH is copied to the heap.
+//!
+//! A base range's hash list ([`hashes`]) keeps the range's tx hashes in
+//! position order: merges and repairs rebuild segments from it.
 //!
 //! # File layout (`seg-<first>-<last>.idx`, all integers little-endian)
 //!
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 8 | magic `LSIDXSEG` |
-//! | 8 | 4 | format version (1) |
+//! | 8 | 4 | format version: 2 (written now) or 1 (earlier releases, read) |
 //! | 12 | 4 | MPH kind: 1 = prefix (legacy, read only), 2 = full hash (see below) |
 //! | 16 | 4 | first ledger |
 //! | 20 | 4 | last ledger |
@@ -24,8 +28,12 @@
 //! | 64 | `m` | the MPH, as `GOFunction::write` emits it |
 //! | | `4 × (ledgers + 1)` | `offsets`: ordinal of each ledger's first tx; the last entry is `n` |
 //! | | `2 × n` | `fingerprints[slot]`: bytes 16..18 of the hash at that slot |
-//! | | `4 × n` | `ordinals[slot]`: the tx's ordinal in the range (ledger order, then apply order) |
+//! | | `⌈b × n / 8⌉ + 8` | version 2: `ordinals[slot]`, the tx's ordinal in the range (ledger order, then apply order), packed little-endian at `b = ⌈log2 n⌉` bits (at least 1), then 8 zero bytes so any ordinal is one unaligned 8-byte read |
+//! | | `4 × n` | version 1 instead: `ordinals[slot]` as `u32` |
 //! | | 32 | SHA-256 of everything before it |
+//!
+//! Opening a segment checks the header and that the sizes add up to the
+//! file's length (constant work); [`Segment::verify`] checks the SHA-256.
 //!
 //! # MPH kinds
 //!
@@ -63,21 +71,26 @@
 
 use std::fs::File;
 use std::hash::{BuildHasher, RandomState};
-use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use ph::fmph::keyset::SliceSourceWithRefs;
-use ph::fmph::{GOBuildConf, GOConf, GOFunction};
+use ph::fmph::GOFunction;
 use ph::seeds::TwoToPowerBitsStatic;
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
+mod build;
 mod error;
+pub mod hashes;
+mod read;
+pub use build::SegmentBuilder;
 pub use error::{SegmentError, SegmentResult};
+pub use read::Segment;
 
 const MAGIC: &[u8; 8] = b"LSIDXSEG";
-const VERSION: u32 = 1;
+/// The format written now: bit-packed ordinals.
+const VERSION: u32 = 2;
+/// The first format (still read): `u32` ordinals.
+const VERSION_U32_ORDINALS: u32 = 1;
 /// MPH kind 1: `GOFunction`, wyhash, over the hash's first 16 bytes.
 const MPH_PREFIX: u32 = 1;
 /// MPH kind 2: `GOFunction`, wyhash, over the salted NH of all 32 bytes.
@@ -181,6 +194,12 @@ fn fingerprint(hash: &[u8; 32]) -> u16 {
     u16::from_le_bytes([hash[16], hash[17]])
 }
 
+/// Bits per packed ordinal in a segment of `n` keys: `⌈log2 n⌉`, at
+/// least 1.
+fn ordinal_bits(n: usize) -> u32 {
+    (usize::BITS - n.saturating_sub(1).leading_zeros()).max(1)
+}
+
 /// The file name of the segment for `first..=last`.
 pub fn file_name(first: u32, last: u32) -> String {
     format!("seg-{first:010}-{last:010}.idx")
@@ -213,235 +232,6 @@ pub struct SegmentInfo {
     pub bits_per_key: f64,
     /// Seconds the build took (MPH plus arrays, not the scan of the hot index).
     pub build_s: f64,
-}
-
-/// Builds a segment from `(hash, position)` pairs of one range.
-#[derive(Debug)]
-pub struct SegmentBuilder {
-    first: u32,
-    last: u32,
-    entries: Vec<([u8; 32], TxPos)>,
-}
-
-impl SegmentBuilder {
-    /// A builder for `first..=last`.
-    pub fn new(first: u32, last: u32) -> SegmentResult<Self> {
-        if first > last {
-            return Err(SegmentError::Invalid(format!(
-                "segment range {first}..={last} is empty"
-            )));
-        }
-        Ok(Self {
-            first,
-            last,
-            entries: Vec::new(),
-        })
-    }
-
-    /// Adds one transaction. Positions must lie in the range.
-    pub fn push(&mut self, hash: [u8; 32], pos: TxPos) -> SegmentResult<()> {
-        if pos.seq < self.first || pos.seq > self.last {
-            return Err(SegmentError::Invalid(format!(
-                "tx {} at ledger {} lies outside the segment range {}..={}",
-                hex(&hash),
-                pos.seq,
-                self.first,
-                self.last
-            )));
-        }
-        self.entries.push((hash, pos));
-        Ok(())
-    }
-
-    /// Keys added so far.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// True when no key was added.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    /// Builds the segment and writes it to `path` (fsynced). The caller
-    /// publishes it by renaming; see [`publish`]. Any set of distinct
-    /// hashes builds; a hash pushed twice is refused by name.
-    pub fn write(self, path: &Path) -> SegmentResult<SegmentInfo> {
-        self.write_with(path, MPH_SALTED_NH, &mut fresh_salt)
-    }
-
-    /// [`write`](Self::write) with MPH `kind` and a source of salts (kind
-    /// 2 draws one per attempt). Kind 1 is only written by tests, to check
-    /// that such files still open.
-    fn write_with(
-        mut self,
-        path: &Path,
-        kind: u32,
-        salts: &mut dyn FnMut() -> [u64; 2],
-    ) -> SegmentResult<SegmentInfo> {
-        let started = Instant::now();
-        let ledgers = (self.last - self.first) as usize + 1;
-        let n = self.entries.len();
-        if u32::try_from(n).is_err() {
-            return Err(SegmentError::Invalid(format!(
-                "{n} keys exceed a segment's 2^32 limit: use a smaller range"
-            )));
-        }
-        // Ordinals follow ledger order, then apply order; each position once.
-        self.entries.sort_unstable_by_key(|e| e.1);
-        let mut offsets = vec![0u32; ledgers + 1];
-        for w in self.entries.windows(2) {
-            if w[0].1 == w[1].1 {
-                return Err(SegmentError::Invalid(format!(
-                    "two hashes at ledger {} index {}",
-                    w[0].1.seq, w[0].1.index
-                )));
-            }
-        }
-        let mut counts = vec![0u32; ledgers];
-        for (_, pos) in &self.entries {
-            let li = (pos.seq - self.first) as usize;
-            counts[li] = counts[li].max(pos.index + 1);
-        }
-        for (li, c) in counts.iter().enumerate() {
-            offsets[li + 1] = offsets[li] + c;
-        }
-        if offsets[ledgers] as usize != n {
-            return Err(SegmentError::Invalid(format!(
-                "apply indexes are not dense: {} positions for {n} keys (a ledger's txs must be 0..count)",
-                offsets[ledgers]
-            )));
-        }
-        // No MPH separates identical keys: refuse a repeated hash by name.
-        // Sorting by the whole hash also makes shared prefixes adjacent.
-        let mut sorted: Vec<&([u8; 32], TxPos)> = self.entries.iter().collect();
-        sorted.sort_unstable_by_key(|e| e.0);
-        if let Some(w) = sorted.windows(2).find(|w| w[0].0 == w[1].0) {
-            return Err(SegmentError::Invalid(format!(
-                "tx hash {} appears twice, at ledger {} index {} and ledger {} index {}",
-                hex(&w[0].0),
-                w[0].1.seq,
-                w[0].1.index,
-                w[1].1.seq,
-                w[1].1.index
-            )));
-        }
-        if kind == MPH_PREFIX
-            && let Some(w) = sorted.windows(2).find(|w| w[0].0[..16] == w[1].0[..16])
-        {
-            return Err(SegmentError::Invalid(format!(
-                "two hashes share the 128-bit prefix {} (MPH kind 1)",
-                hex(&w[0].0[..16])
-            )));
-        }
-        drop(sorted);
-        let mut attempt = 0;
-        let (scheme, keys, mph) = loop {
-            attempt += 1;
-            let scheme = match kind {
-                MPH_PREFIX => KeyScheme::Prefix,
-                MPH_SALTED_NH => KeyScheme::salted(salts()),
-                _ => {
-                    return Err(SegmentError::Invalid(format!(
-                        "cannot write MPH kind {kind}"
-                    )));
-                }
-            };
-            // Keys in ordinal order, so that `keys[ord]` is entry `ord`'s.
-            let keys: Vec<u128> = self.entries.iter().map(|(h, _)| scheme.key(h)).collect();
-            let mut sorted = keys.clone();
-            sorted.sort_unstable();
-            let collision = sorted.windows(2).any(|w| w[0] == w[1]);
-            drop(sorted);
-            let mph = if collision {
-                None
-            } else {
-                let conf = GOBuildConf::with_mt(
-                    GOConf {
-                        hash_builder: ph::seedable_hash::BuildWyHash,
-                        bits_per_seed: TwoToPowerBitsStatic::<2>,
-                        bits_per_group: TwoToPowerBitsStatic::<4>,
-                    },
-                    n > 100_000,
-                );
-                Mph::try_with_conf_stats(SliceSourceWithRefs::<_, u8>::new(&keys), conf, &mut ())
-            };
-            match mph {
-                Some(mph) => break (scheme, keys, mph),
-                None if scheme != KeyScheme::Prefix && attempt < MAX_SALTS => continue,
-                None => {
-                    return Err(SegmentError::Invalid(format!(
-                        "no MPH separates these {n} keys (MPH kind {kind}, {attempt} attempts; {})",
-                        if collision {
-                            "the last salt mixed two hashes to one key"
-                        } else {
-                            "the MPH build did not converge"
-                        }
-                    )));
-                }
-            }
-        };
-        let mut fps = vec![0u16; n];
-        let mut ords = vec![0u32; n];
-        for (ord, ((hash, _), key)) in self.entries.iter().zip(&keys).enumerate() {
-            let slot = mph
-                .get(key)
-                .and_then(|s| usize::try_from(s).ok())
-                .filter(|s| *s < n)
-                .ok_or_else(|| {
-                    SegmentError::Invalid(format!("the MPH did not place key {}", hex(hash)))
-                })?;
-            fps[slot] = fingerprint(hash);
-            ords[slot] = ord as u32;
-        }
-        drop(keys);
-        let build = started.elapsed();
-        let mph_bytes = mph.write_bytes();
-        let file = File::create(path).map_err(SegmentError::io(path, "creating"))?;
-        let mut w = HashingWriter::new(BufWriter::with_capacity(1 << 20, file));
-        let mut header = Vec::with_capacity(HEADER_BYTES);
-        header.extend_from_slice(MAGIC);
-        header.extend_from_slice(&VERSION.to_le_bytes());
-        header.extend_from_slice(&scheme.kind().to_le_bytes());
-        header.extend_from_slice(&self.first.to_le_bytes());
-        header.extend_from_slice(&self.last.to_le_bytes());
-        header.extend_from_slice(&(n as u64).to_le_bytes());
-        header.extend_from_slice(&(mph_bytes as u64).to_le_bytes());
-        let micros = u64::try_from(build.as_micros()).unwrap_or(u64::MAX);
-        header.extend_from_slice(&micros.to_le_bytes());
-        header.extend_from_slice(&scheme.salt_bytes());
-        debug_assert_eq!(header.len(), HEADER_BYTES);
-        w.write_all(&header)
-            .map_err(SegmentError::io(path, "writing"))?;
-        mph.write(&mut w)
-            .map_err(SegmentError::io(path, "writing"))?;
-        for o in &offsets {
-            w.write_all(&o.to_le_bytes())
-                .map_err(SegmentError::io(path, "writing"))?;
-        }
-        for f in &fps {
-            w.write_all(&f.to_le_bytes())
-                .map_err(SegmentError::io(path, "writing"))?;
-        }
-        for o in &ords {
-            w.write_all(&o.to_le_bytes())
-                .map_err(SegmentError::io(path, "writing"))?;
-        }
-        let digest = w.digest();
-        let mut inner = w.into_inner();
-        inner
-            .write_all(&digest)
-            .map_err(SegmentError::io(path, "writing"))?;
-        let file = inner
-            .into_inner()
-            .map_err(|e| SegmentError::io(path, "flushing")(e.into_error()))?;
-        file.sync_all().map_err(SegmentError::io(path, "syncing"))?;
-        let file_bytes =
-            (HEADER_BYTES + mph_bytes + 4 * (ledgers + 1) + 6 * n + CHECKSUM_BYTES) as u64;
-        Ok(info(
-            self.first, self.last, n as u64, file_bytes, mph_bytes, build,
-        ))
-    }
 }
 
 fn info(
@@ -479,186 +269,6 @@ pub fn publish(tmp: &Path, dir: &Path, first: u32, last: u32) -> SegmentResult<P
         .and_then(|d| d.sync_all())
         .map_err(SegmentError::io(dir, "syncing"))?;
     Ok(dest)
-}
-
-/// An open segment, held in memory.
-pub struct Segment {
-    first: u32,
-    last: u32,
-    scheme: KeyScheme,
-    mph: Mph,
-    offsets: Vec<u32>,
-    fingerprints: Vec<u16>,
-    ordinals: Vec<u32>,
-    info: SegmentInfo,
-}
-
-impl std::fmt::Debug for Segment {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Segment")
-            .field("first", &self.first)
-            .field("last", &self.last)
-            .field("kind", &self.scheme.kind())
-            .field("keys", &self.ordinals.len())
-            .finish()
-    }
-}
-
-impl Segment {
-    /// Opens and verifies a segment file (magic, version, sizes, checksum).
-    pub fn open(path: &Path) -> SegmentResult<Self> {
-        let mut bytes = Vec::new();
-        File::open(path)
-            .and_then(|mut f| f.read_to_end(&mut bytes))
-            .map_err(SegmentError::io(path, "reading"))?;
-        let corrupt = |detail: String| SegmentError::Corrupt {
-            path: path.display().to_string(),
-            detail,
-        };
-        if bytes.len() < HEADER_BYTES + CHECKSUM_BYTES || &bytes[..8] != MAGIC {
-            return Err(corrupt(
-                "not a segment file (bad magic or too short)".into(),
-            ));
-        }
-        let (body, sum) = bytes.split_at(bytes.len() - CHECKSUM_BYTES);
-        if Sha256::digest(body).as_slice() != sum {
-            return Err(corrupt("checksum mismatch".into()));
-        }
-        let u32_at =
-            |o: usize| u32::from_le_bytes([body[o], body[o + 1], body[o + 2], body[o + 3]]);
-        let u64_at = |o: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&body[o..o + 8]);
-            u64::from_le_bytes(b)
-        };
-        let version = u32_at(8);
-        if version != VERSION {
-            return Err(corrupt(format!(
-                "format version {version}, this build reads {VERSION}"
-            )));
-        }
-        let kind = u32_at(12);
-        let scheme = match kind {
-            MPH_PREFIX => KeyScheme::Prefix,
-            MPH_SALTED_NH => KeyScheme::salted([u64_at(48), u64_at(56)]),
-            _ => {
-                return Err(corrupt(format!(
-                    "unknown MPH kind {kind}, this build reads {MPH_PREFIX} and {MPH_SALTED_NH}"
-                )));
-            }
-        };
-        let (first, last) = (u32_at(16), u32_at(20));
-        if first > last {
-            return Err(corrupt(format!("empty range {first}..={last}")));
-        }
-        let n = usize::try_from(u64_at(24)).map_err(|_| corrupt("key count".into()))?;
-        let mph_bytes = usize::try_from(u64_at(32)).map_err(|_| corrupt("MPH size".into()))?;
-        let build = Duration::from_micros(u64_at(40));
-        let ledgers = (last - first) as usize + 1;
-        let expected = HEADER_BYTES
-            .checked_add(mph_bytes)
-            .and_then(|x| x.checked_add(4 * (ledgers + 1)))
-            .and_then(|x| x.checked_add(n.checked_mul(6)?));
-        if expected != Some(body.len()) {
-            return Err(corrupt(format!(
-                "{} bytes do not match {n} keys, {ledgers} ledgers and a {mph_bytes}-byte MPH",
-                body.len()
-            )));
-        }
-        let mut mph_src = &body[HEADER_BYTES..HEADER_BYTES + mph_bytes];
-        let mph = Mph::read_with_hasher(&mut mph_src, ph::seedable_hash::BuildWyHash)
-            .map_err(|e| corrupt(format!("MPH: {e}")))?;
-        let mut at = HEADER_BYTES + mph_bytes;
-        let offsets: Vec<u32> = (0..=ledgers).map(|i| u32_at(at + 4 * i)).collect();
-        at += 4 * (ledgers + 1);
-        let fingerprints: Vec<u16> = (0..n)
-            .map(|i| u16::from_le_bytes([body[at + 2 * i], body[at + 2 * i + 1]]))
-            .collect();
-        at += 2 * n;
-        let ordinals: Vec<u32> = (0..n).map(|i| u32_at(at + 4 * i)).collect();
-        if offsets.windows(2).any(|w| w[0] > w[1]) || offsets[ledgers] as usize != n {
-            return Err(corrupt("ledger offsets are not a prefix sum of n".into()));
-        }
-        if ordinals.iter().any(|o| *o as usize >= n) {
-            return Err(corrupt("an ordinal is out of range".into()));
-        }
-        let info = info(first, last, n as u64, bytes.len() as u64, mph_bytes, build);
-        Ok(Self {
-            first,
-            last,
-            scheme,
-            mph,
-            offsets,
-            fingerprints,
-            ordinals,
-            info,
-        })
-    }
-
-    /// First ledger of the range.
-    pub fn first(&self) -> u32 {
-        self.first
-    }
-
-    /// Last ledger of the range.
-    pub fn last(&self) -> u32 {
-        self.last
-    }
-
-    /// Size and build figures.
-    pub fn info(&self) -> &SegmentInfo {
-        &self.info
-    }
-
-    /// The position of `hash` if the range may hold it. `None` is certain;
-    /// `Some` is a candidate that is wrong with probability 2^-16 for a
-    /// random hash outside the range, more often for crafted ones (confirm
-    /// it against the body). Touches memory only.
-    pub fn lookup(&self, hash: &[u8; 32]) -> Option<TxPos> {
-        let slot = usize::try_from(self.mph.get(&self.scheme.key(hash))?).ok()?;
-        if *self.fingerprints.get(slot)? != fingerprint(hash) {
-            return None;
-        }
-        let ord = *self.ordinals.get(slot)?;
-        // The ledger is the last one whose first ordinal is <= ord.
-        let li = self.offsets.partition_point(|&o| o <= ord).checked_sub(1)?;
-        Some(TxPos {
-            seq: self.first + li as u32,
-            index: ord - self.offsets[li],
-        })
-    }
-}
-
-/// A writer that hashes what passes through.
-struct HashingWriter<W: Write> {
-    inner: W,
-    sha: Sha256,
-}
-
-impl<W: Write> HashingWriter<W> {
-    fn new(inner: W) -> Self {
-        Self {
-            inner,
-            sha: Sha256::new(),
-        }
-    }
-    fn digest(&mut self) -> [u8; 32] {
-        std::mem::take(&mut self.sha).finalize().into()
-    }
-    fn into_inner(self) -> W {
-        self.inner
-    }
-}
-
-impl<W: Write> Write for HashingWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.sha.update(&buf[..n]);
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -1,4 +1,5 @@
 use rand::{Rng, SeedableRng};
+use sha2::{Digest, Sha256};
 
 use super::*;
 
@@ -124,11 +125,20 @@ fn corruption_is_detected_by_name() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (path, _) = build(dir.path(), 1, &[3, 4, 5], 3);
     let mut bytes = std::fs::read(&path).expect("read");
-    let mid = bytes.len() / 2;
-    bytes[mid] ^= 0x40;
+    // A flipped ordinal: the header still adds up, so open (constant work)
+    // accepts the file, and the checksum names it.
+    let at = bytes.len() - CHECKSUM_BYTES - 9;
+    bytes[at] ^= 0x40;
     std::fs::write(&path, &bytes).expect("write");
-    let err = Segment::open(&path).expect_err("corrupt");
+    let seg = Segment::open(&path).expect("open checks the header only");
+    let err = seg.verify().expect_err("corrupt");
     assert!(err.to_string().contains("checksum mismatch"), "{err}");
+    assert!(err.to_string().contains(&file_name(1, 3)), "{err}");
+    // A changed size is caught at open.
+    bytes.push(0);
+    std::fs::write(&path, &bytes).expect("write");
+    let err = Segment::open(&path).expect_err("size");
+    assert!(err.to_string().contains("do not match"), "{err}");
     std::fs::write(&path, b"short").expect("write");
     let err = Segment::open(&path).expect_err("short");
     assert!(err.to_string().contains("not a segment file"), "{err}");
@@ -262,8 +272,10 @@ fn a_colliding_salt_is_replaced_and_running_out_of_salts_is_an_error() {
     let mut drawn = vec![good, bad];
     let (b, entries) = builder(1, &[10], hashes.clone());
     let tmp = dir.path().join("tmp.idx");
-    b.write_with(&tmp, MPH_SALTED_NH, &mut || drawn.pop().expect("a salt"))
-        .expect("the second salt builds");
+    b.write_with(&tmp, None, MPH_SALTED_NH, &mut || {
+        drawn.pop().expect("a salt")
+    })
+    .expect("the second salt builds");
     assert!(drawn.is_empty(), "two salts drawn");
     let (kind, salt) = header_kind_and_salt(&tmp);
     assert_eq!(kind, MPH_SALTED_NH);
@@ -273,7 +285,7 @@ fn a_colliding_salt_is_replaced_and_running_out_of_salts_is_an_error() {
     let (b, _) = builder(1, &[10], hashes);
     let mut draws = 0;
     let err = b
-        .write_with(&dir.path().join("x"), MPH_SALTED_NH, &mut || {
+        .write_with(&dir.path().join("x"), None, MPH_SALTED_NH, &mut || {
             draws += 1;
             bad
         })
@@ -298,6 +310,8 @@ fn kind_1_files_still_open_and_answer() {
     assert_eq!(header_kind_and_salt(&path), (MPH_PREFIX, [0; 16]));
     let seg = Segment::open(&path).expect("open");
     assert_eq!(seg.scheme, KeyScheme::Prefix);
+    seg.verify()
+        .expect("a version 1 file (u32 ordinals) verifies");
     let entries: Vec<([u8; 32], TxPos)> = [(100u32, 40u32), (102, 60)]
         .into_iter()
         .flat_map(|(seq, count)| {
@@ -311,8 +325,10 @@ fn kind_1_files_still_open_and_answer() {
     // Written here as kind 1.
     let (b, entries) = builder(1_000, &[30, 0, 17, 250], random_hashes(7, 297));
     let tmp = dir.path().join("tmp.idx");
-    b.write_with(&tmp, MPH_PREFIX, &mut || unreachable!("kind 1 has no salt"))
-        .expect("write kind 1");
+    b.write_with(&tmp, None, MPH_PREFIX, &mut || {
+        unreachable!("kind 1 has no salt")
+    })
+    .expect("write kind 1");
     assert_eq!(header_kind_and_salt(&tmp), (MPH_PREFIX, [0; 16]));
     let seg = Segment::open(&tmp).expect("open");
     assert_exact_and_rejects_misses(&seg, &entries);
@@ -322,7 +338,7 @@ fn kind_1_files_still_open_and_answer() {
     hashes[0][..16].copy_from_slice(&[0xC3; 16]);
     let (b, _) = builder(1, &[2], hashes);
     let err = b
-        .write_with(&dir.path().join("y"), MPH_PREFIX, &mut || [0, 0])
+        .write_with(&dir.path().join("y"), None, MPH_PREFIX, &mut || [0, 0])
         .expect_err("shared prefix");
     assert!(
         err.to_string()
@@ -343,4 +359,66 @@ fn an_unknown_mph_kind_is_refused_by_name() {
     std::fs::write(&path, &bytes).expect("write");
     let err = Segment::open(&path).expect_err("kind 3");
     assert!(err.to_string().contains("unknown MPH kind 3"), "{err}");
+}
+
+#[test]
+fn ordinals_pack_at_every_width() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Key counts on both sides of powers of two: 1..=3 bits and 9..=11.
+    for n in [1u32, 2, 3, 4, 5, 7, 8, 9, 255, 256, 257, 1025] {
+        let per_ledger = [n / 2, 0, n - n / 2];
+        let (path, entries) = build(dir.path(), 100, &per_ledger, u64::from(n));
+        let seg = Segment::open(&path).expect("open");
+        seg.verify().expect("verify");
+        for (h, pos) in &entries {
+            assert_eq!(seg.lookup(h), Some(*pos), "n {n}");
+        }
+        let bits = ordinal_bits(n as usize);
+        assert!(
+            n <= 1 << bits && (bits == 1 || n > 1 << (bits - 1)),
+            "n {n} bits {bits}"
+        );
+    }
+}
+
+#[test]
+fn a_hash_list_round_trips_and_refuses_damage_by_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (b, entries) = builder(20, &[2, 0, 3], random_hashes(9, 5));
+    let hashes = dir.path().join(hashes::file_name(20, 22));
+    b.write_with_hashes(&dir.path().join("tmp.idx"), &hashes)
+        .expect("write");
+    let back = hashes::read(&hashes, 20, 22).expect("read");
+    assert_eq!(back, entries, "position order, every hash");
+    assert_eq!(
+        hashes::parse_file_name(&hashes::file_name(20, 22)),
+        Some((20, 22))
+    );
+    let again = dir.path().join("again.bin");
+    hashes::write_list(&again, 20, 22, &entries).expect("write_list");
+    assert_eq!(
+        std::fs::read(&again).expect("read"),
+        std::fs::read(&hashes).expect("read"),
+        "the same bytes from the builder and from a list"
+    );
+    let mut gap = entries.clone();
+    gap.remove(0);
+    let err = hashes::write_list(&again, 20, 22, &gap).expect_err("index 1 first");
+    assert!(err.to_string().contains("out of position order"), "{err}");
+    let err = hashes::read(&hashes, 20, 23).expect_err("other range");
+    assert!(err.to_string().contains("expected 20..=23"), "{err}");
+    let mut bytes = std::fs::read(&hashes).expect("read");
+    let at = bytes.len() - 40;
+    bytes[at] ^= 1;
+    std::fs::write(&hashes, &bytes).expect("write");
+    let err = hashes::read(&hashes, 20, 22).expect_err("flipped");
+    assert!(err.to_string().contains("checksum mismatch"), "{err}");
+    assert!(
+        err.to_string().contains(&hashes::file_name(20, 22)),
+        "{err}"
+    );
+    bytes.truncate(bytes.len() - 1);
+    std::fs::write(&hashes, &bytes).expect("write");
+    let err = hashes::read(&hashes, 20, 22).expect_err("short");
+    assert!(err.to_string().contains("do not match"), "{err}");
 }

@@ -167,5 +167,13 @@ pub fn status_out(s: &StoreStats, last: Option<&BatchReport>) -> pb::Status {
             })
             .collect(),
         dictionary_version: s.dictionaries.as_ref().map_or(0, |d| d.current),
+        index_probes: s
+            .segments
+            .as_ref()
+            .map_or(0, |seg| u32::try_from(seg.probes).unwrap_or(u32::MAX)),
+        repairing: s
+            .segments
+            .as_ref()
+            .map_or_else(Vec::new, |seg| seg.repairing.clone()),
     }
 }

@@ -235,7 +235,7 @@ impl Metrics {
             segments: gauge(
                 &r,
                 "ledgerstore_segments",
-                "Layout indexed: immutable index segments, by what (count, keys, bytes).",
+                "Layout indexed: immutable index segments, by what (count, keys, bytes, probes: most index probes a lookup makes, repairing: ranges being rebuilt, merges: merges and repairs since start, failures: failed steps in a row).",
                 &["what"],
             )?,
             segment_builds: one_gauge(
@@ -252,7 +252,7 @@ impl Metrics {
             },
             segment_build_failed: one_gauge(
                 "ledgerstore_segment_build_failed",
-                "Layout indexed: 1 when the last segment build failed (the hot index keeps serving; see the log).",
+                "Layout indexed: 1 while the last segment step (build, merge, repair) failed and is being retried with backoff (the old ranges keep serving; see the log).",
             )?,
             dict_version: one_gauge(
                 "ledgerstore_dict_version",
@@ -399,13 +399,16 @@ impl Metrics {
                 ("count", count),
                 ("keys", seg.keys),
                 ("bytes", seg.file_bytes),
+                ("probes", seg.probes as u64),
+                ("repairing", seg.repairing.len() as u64),
+                ("merges", seg.merges),
+                ("failures", u64::from(seg.failures)),
             ] {
                 self.segments.with_label_values(&[what]).set(v(x));
             }
             self.segment_builds.set(v(seg.builds));
             self.segment_build_seconds.set(seg.build_total_s);
-            self.segment_build_failed
-                .set(i64::from(seg.last_error.is_some()));
+            self.segment_build_failed.set(i64::from(seg.failures > 0));
         }
         if let Some(d) = &stats.dictionaries {
             self.dict_version.set(i64::from(d.current));

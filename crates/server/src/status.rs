@@ -16,7 +16,7 @@ pub fn from_store(e: &StoreError) -> Status {
         _ if e.is_storage_full() => Code::ResourceExhausted,
         StoreError::LayoutMismatch { .. } | StoreError::DataDir { .. } => Code::FailedPrecondition,
         StoreError::Db(DbError::ReadTimeout { .. }) => Code::DeadlineExceeded,
-        StoreError::WritesRefused { .. } => Code::Unavailable,
+        StoreError::WritesRefused { .. } | StoreError::Repairing { .. } => Code::Unavailable,
         StoreError::Db(_)
         | StoreError::Segment(_)
         | StoreError::Io { .. }
@@ -137,6 +137,15 @@ mod tests {
                 },
                 Code::Unavailable,
                 "restart the daemon",
+            ),
+            (
+                StoreError::Repairing {
+                    first: 100,
+                    last: 199,
+                    reason: "checksum mismatch".into(),
+                },
+                Code::Unavailable,
+                "ledgers 100..=199 are being repaired",
             ),
             (
                 StoreError::Corrupt("x".into()),

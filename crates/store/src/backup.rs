@@ -15,9 +15,13 @@ use std::time::Instant;
 use ledgerstore_db_api::{Layout, TableId};
 use serde::{Deserialize, Serialize};
 
+use std::sync::Arc;
+
 use crate::Ledgerstore;
 use crate::datadir::{DataDir, table_dir};
 use crate::error::{StoreError, StoreResult};
+use crate::indexed::segments::Manifest;
+use crate::indexed::segments::{SegmentSet, Slot};
 
 /// Written last into a backup: its presence means the backup is complete.
 pub const BACKUP_INFO: &str = "BACKUP.json";
@@ -98,7 +102,7 @@ impl Ledgerstore {
             // Segment drops that may be unfinished in the snapshots: see
             // `unfinished_drops`.
             let before = match &self.indexed {
-                Some(t) => Some((t.segments.list(), t.segments.dropping_markers()?)),
+                Some(t) => Some((ranges(&t.segments), t.segments.dropping_markers()?)),
                 None => None,
             };
             let mut pending = Vec::new();
@@ -107,7 +111,7 @@ impl Ledgerstore {
             }
             // Segments are immutable: the list after the cut holds every
             // segment whose hot range the snapshot may lack.
-            let segments = self.indexed.as_ref().map(|t| t.segments.list());
+            let segments = self.indexed.as_ref().map(|t| t.segments.slots());
             (mark, (pending, segments, before), paused.elapsed())
         };
         let (pending, segments, before) = pending;
@@ -127,18 +131,13 @@ impl Ledgerstore {
         }
         if let (Some(list), Some(tier), Some((list0, markers0))) = (segments, &self.indexed, before)
         {
-            let dir = dest.join("segments");
-            fs::create_dir_all(&dir)
-                .map_err(StoreError::io(format!("creating {}", dir.display())))?;
-            for seg in list.iter() {
-                let name = ledgerstore_segment::file_name(seg.first(), seg.last());
-                bytes += copy_synced(&tier.segments.dir().join(&name), &dir.join(&name))?;
-            }
-            for (first, last) in unfinished_drops(&list, &list0, &markers0) {
-                let marker = tier.segments.marker(first, last);
-                crate::datadir::write_atomic(&dir, &marker, b"")?;
-            }
-            sync_dir(&dir)?;
+            bytes += copy_segments(
+                &tier.segments,
+                &list,
+                &list0,
+                &markers0,
+                &dest.join("segments"),
+            )?;
         }
         out.write_mark(&mark)?;
         let info = BackupInfo {
@@ -158,19 +157,57 @@ impl Ledgerstore {
     }
 }
 
+/// Copies the cold tier as of `list` (the slots after the cut) into
+/// `dir`: every serving segment, the hash lists of the ranges it covers,
+/// the manifest, and the markers of drops the snapshots may lack. A range
+/// without a serving segment (being repaired) stays listed, so the
+/// restored dir's first writer rebuilds it.
+fn copy_segments(
+    set: &SegmentSet,
+    list: &[Arc<Slot>],
+    list0: &[(u32, u32)],
+    markers0: &[(u32, u32)],
+    dir: &Path,
+) -> StoreResult<u64> {
+    let mut bytes = 0;
+    fs::create_dir_all(dir).map_err(StoreError::io(format!("creating {}", dir.display())))?;
+    for seg in list.iter().filter_map(|s| s.seg.as_ref()) {
+        let name = ledgerstore_segment::file_name(seg.first(), seg.last());
+        bytes += copy_synced(&set.dir().join(&name), &dir.join(&name))?;
+    }
+    let end = list.last().map_or(0, |s| s.last);
+    for (first, last) in set.hash_lists()?.into_iter().filter(|r| r.1 <= end) {
+        let name = ledgerstore_segment::hashes::file_name(first, last);
+        bytes += copy_synced(&set.dir().join(&name), &dir.join(&name))?;
+    }
+    let ranges: Vec<(u32, u32)> = list.iter().map(|s| s.range()).collect();
+    for (first, last) in unfinished_drops(&ranges, list0, markers0) {
+        crate::datadir::write_atomic(dir, &set.marker(first, last), b"")?;
+    }
+    Manifest::new(set.policy(), ranges).write(dir)?;
+    sync_dir(dir)?;
+    Ok(bytes)
+}
+
+fn ranges(set: &SegmentSet) -> Vec<(u32, u32)> {
+    set.slots().iter().map(|s| s.range()).collect()
+}
+
 /// The segments whose hot-index drop may be unfinished in snapshots fixed
 /// after `list0` and `markers0` were read and before `list` was: those with
 /// a `dropping-` marker then, and those installed since (a segment is
 /// installed after its marker is written). The backup gets their markers,
-/// so the restored dir's first writer finishes the drop.
+/// so the restored dir's first writer finishes the drop. A range merged
+/// since is new too and gets a marker, which also covers a part whose own
+/// drop was unfinished in the snapshots.
 fn unfinished_drops(
-    list: &[std::sync::Arc<ledgerstore_segment::Segment>],
-    list0: &[std::sync::Arc<ledgerstore_segment::Segment>],
+    list: &[(u32, u32)],
+    list0: &[(u32, u32)],
     markers0: &[(u32, u32)],
 ) -> Vec<(u32, u32)> {
     list.iter()
-        .map(|s| (s.first(), s.last()))
-        .filter(|r| markers0.contains(r) || !list0.iter().any(|s| (s.first(), s.last()) == *r))
+        .filter(|r| markers0.contains(r) || !list0.contains(r))
+        .copied()
         .collect()
 }
 

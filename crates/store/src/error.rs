@@ -108,6 +108,21 @@ pub enum StoreError {
         /// What happened.
         reason: String,
     },
+    /// A lookup found nothing, and the index segment of a range that may
+    /// hold the hash is being rebuilt (its file is missing or damaged): the
+    /// answer is unknown until the repair finishes.
+    #[error(
+        "ledgers {first}..={last} are being repaired: their index segment cannot serve ({reason}); \
+         retry once the rebuild finishes (stats shows segments.repairing)"
+    )]
+    Repairing {
+        /// First ledger of the range.
+        first: u32,
+        /// Last ledger of the range.
+        last: u32,
+        /// Why the segment cannot serve.
+        reason: String,
+    },
     /// Stored data contradicts itself.
     #[error("corrupt store: {0}")]
     Corrupt(String),

@@ -90,7 +90,7 @@ impl Default for StoreOptions {
 pub struct Ledgerstore {
     dir: DataDir,
     layout: Layout,
-    ledgers: Box<dyn KvStore>,
+    ledgers: Arc<dyn KvStore>,
     tx_data: Box<dyn KvStore>,
     /// Shared with the segment builder (layout `indexed`).
     tx_index: Arc<dyn KvStore>,
@@ -146,7 +146,7 @@ impl Ledgerstore {
         let dir = DataDir::open(path, opts.layout, opts.create)?;
         let layout = dir.manifest().layout;
         let open = |t: TableId| engines.open_table(layout, t, &dir.table_path(t));
-        let ledgers = open(TableId::Ledgers)?;
+        let ledgers: Arc<dyn KvStore> = Arc::from(open(TableId::Ledgers)?);
         let tx_data = open(TableId::TxData)?;
         let tx_index: Arc<dyn KvStore> = Arc::from(open(TableId::TxIndex)?);
         let mark = match dir.read_mark()? {
@@ -173,6 +173,7 @@ impl Ledgerstore {
                     writable: !opts.offline,
                 },
                 Arc::clone(&tx_index),
+                Arc::clone(&ledgers),
                 tx_data.as_ref(),
             )?),
             _ => None,

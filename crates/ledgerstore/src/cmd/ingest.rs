@@ -13,7 +13,7 @@ use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use ledgerstore_db_api::LedgerInput;
 use ledgerstore_stellar::SourceSpec;
-use ledgerstore_store::{Ledgerstore, StoreOptions};
+use ledgerstore_store::Ledgerstore;
 use ledgerstore_synth::{Synth, SynthConfig};
 
 use crate::cli::{IngestArgs, SynthArgs};
@@ -30,15 +30,7 @@ pub fn run(a: IngestArgs) -> Result<()> {
         .report_jsonl
         .clone()
         .unwrap_or_else(|| a.store.data_dir.join("batch-reports.jsonl"));
-    let store = open::for_ingest(
-        &a.store,
-        a.layout.into(),
-        StoreOptions {
-            compression_level: a.zstd_level,
-            report_jsonl: Some(report_jsonl),
-            ..StoreOptions::default()
-        },
-    )?;
+    let store = open::for_ingest(&a.store, a.layout.into(), a.zstd_level, report_jsonl)?;
     match spec {
         None => synthetic(&a, store),
         Some(spec) => stellar(&a, &spec, store),
@@ -92,8 +84,26 @@ impl Writer {
     fn finish(self) -> Result<Option<u32>> {
         self.progress.finish_and_clear();
         let mark = self.store.last_ledger();
-        self.store.close()?;
         let secs = self.started.elapsed().as_secs_f64();
+        // Layout indexed: the segments of the ranges this run closed, and
+        // their merges, are built before exit, so that a backfill leaves
+        // the closed history in segments and not in the hot index.
+        let waited = Instant::now();
+        self.store.wait_for_segments()?;
+        if let Some(seg) = self.store.stats()?.segments
+            && (seg.builds > 0 || seg.merges > 0)
+        {
+            println!(
+                "segments: built {} and merged {} in {:.1}s ({:.1}s waited after the last batch); {} segments, a lookup probes at most {}",
+                seg.builds,
+                seg.merges,
+                seg.build_total_s + seg.merge_total_s,
+                waited.elapsed().as_secs_f64(),
+                seg.segments.len(),
+                seg.probes,
+            );
+        }
+        self.store.close()?;
         println!(
             "done: {} ledgers in {secs:.1}s ({:.1} ledgers/s); mark {mark:?}",
             self.committed,

@@ -69,17 +69,30 @@ fn render(s: &StoreStats) -> String {
     }
     if let Some(seg) = &s.segments {
         out.push_str(&format!(
-            "[segments] {} of {} ledgers  keys {}  files {}  hot from {}  built {} in {:.2}s since open{}\n",
+            "[segments] {} (base range {} ledgers, merge fan-out {}, {} levels)  probes per lookup <= {}  keys {}  files {}  hot from {}  built {} in {:.2}s, merged {} in {:.2}s since open{}{}\n",
             seg.segments.len(),
             seg.range_ledgers,
+            seg.merge_fanout,
+            seg.merge_levels,
+            seg.probes,
             seg.keys,
             mb(seg.file_bytes),
             seg.hot_from.map_or("-".into(), |v| v.to_string()),
             seg.builds,
             seg.build_total_s,
+            seg.merges,
+            seg.merge_total_s,
             seg.last_error
                 .as_ref()
-                .map_or(String::new(), |e| format!("  LAST BUILD FAILED: {e}")),
+                .filter(|_| seg.failures > 0)
+                .map_or(String::new(), |e| format!(
+                    "  FAILING ({} in a row, retrying): {e}",
+                    seg.failures
+                )),
+            seg.repairing
+                .iter()
+                .map(|r| format!("\n    REPAIRING {r}"))
+                .collect::<String>(),
         ));
         for i in &seg.segments {
             out.push_str(&format!(

@@ -30,6 +30,14 @@ impl Daemon {
 
     /// As [`Daemon::start`], with extra environment variables.
     pub async fn start_with_env(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Daemon {
+        let d = Self::spawn_with_env(dir, extra, env);
+        d.wait_serving().await;
+        d
+    }
+
+    /// Starts the daemon and returns once it printed its addresses,
+    /// without waiting until it serves (it may abort at a failpoint first).
+    pub fn spawn_with_env(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Daemon {
         let mut child = bin()
             .envs(env.iter().copied())
             .args([
@@ -75,16 +83,14 @@ impl Daemon {
             .and_then(|i| extra.get(i + 1))
             .map(PathBuf::from);
         let scheme = if tls_ca.is_some() { "https" } else { "http" };
-        let d = Daemon {
+        Daemon {
             child: Some(child),
             grpc: format!("{scheme}://{grpc}"),
             tls_ca,
             metrics,
             dir: dir.to_path_buf(),
             out,
-        };
-        d.wait_serving().await;
-        d
+        }
     }
 
     pub async fn channel(&self) -> Channel {

@@ -22,6 +22,15 @@ impl Ledgerstore {
     ) -> StoreResult<()> {
         let tier = self.tier()?;
         let segs = tier.segments.list();
+        // Ranges that cannot serve are reported once, by
+        // `check_segment_files`, not once per hash.
+        let broken: Vec<(u32, u32)> = tier
+            .segments
+            .slots()
+            .iter()
+            .filter(|s| s.seg.is_none())
+            .map(|s| s.range())
+            .collect();
         let dicts = tier.dicts();
         listed.sort_unstable_by_key(|(h, _, _)| *h);
         let keys: Vec<&[u8]> = listed.iter().map(|(h, _, _)| &h.0[..]).collect();
@@ -43,7 +52,9 @@ impl Ledgerstore {
                     ));
                 }
             }
+            let in_broken = broken.iter().any(|(a, b)| a <= seq && seq <= b);
             match hot.as_deref().map(TxPos::decompress) {
+                None if in_broken => {}
                 Some(Ok(p)) if p != want => r.problem(format!(
                     "tx_hot_index: {h} points at ledger {} index {} ({at})",
                     p.seq, p.index
@@ -152,8 +163,10 @@ impl Ledgerstore {
                 r.txs
             ));
         }
+        self.check_segment_files(r)?;
         let in_segments: u64 = tier.segments.list().iter().map(|s| s.info().keys).sum();
-        if in_segments != r.segment_keys.unwrap_or(0) {
+        let broken = tier.segments.slots().iter().any(|s| s.seg.is_none());
+        if !broken && in_segments != r.segment_keys.unwrap_or(0) {
             r.problem(format!(
                 "segments: hold {in_segments} keys, the ledgers of their ranges list {}",
                 r.segment_keys.unwrap_or(0)
@@ -180,6 +193,42 @@ impl Ledgerstore {
                 "MARK: counts {} ledgers, the table holds {}",
                 t.keys, r.ledgers
             ));
+        }
+        Ok(())
+    }
+
+    /// Reads every listed segment and hash list whole against its checksum,
+    /// naming each file that fails, and each range that cannot serve.
+    fn check_segment_files(&self, r: &mut CheckReport) -> StoreResult<()> {
+        let set = &self.tier()?.segments;
+        let slots = set.slots();
+        for slot in slots.iter() {
+            match (&slot.seg, &slot.broken) {
+                (Some(seg), _) => {
+                    if let Err(e) = seg.verify() {
+                        r.problem(format!(
+                            "segments: {e} (the daemon's scrub rebuilds it from the hash lists)"
+                        ));
+                    }
+                }
+                (None, why) => r.problem(format!(
+                    "segments: ledgers {}..={} have no usable segment: {} (the next writer rebuilds it)",
+                    slot.first,
+                    slot.last,
+                    why.as_deref().unwrap_or("unknown")
+                )),
+            }
+        }
+        let end = slots.last().map_or(0, |s| s.last);
+        for (first, last) in set.hash_lists()?.into_iter().filter(|r| r.1 <= end) {
+            let path = set
+                .dir()
+                .join(ledgerstore_segment::hashes::file_name(first, last));
+            if let Err(e) = ledgerstore_segment::hashes::read(&path, first, last) {
+                r.problem(format!(
+                    "segments: {e} (a rebuild falls back to the ledger records and rewrites it)"
+                ));
+            }
         }
         Ok(())
     }

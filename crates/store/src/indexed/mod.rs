@@ -7,7 +7,10 @@
 //! reads the body at the position found. The body records its hash, which
 //! confirms the candidate: a segment's 16-bit fingerprint lets a foreign
 //! hash through with probability 2^-16, and that case costs one body read
-//! and moves on, never a wrong answer.
+//! and moves on, never a wrong answer. Merges keep the segment count, and
+//! so the probes, bounded (see `segments::MergePolicy`). When nothing
+//! confirms and a range's segment is being repaired, the answer is
+//! [`StoreError::Repairing`], never a wrong "not found".
 
 use std::sync::{Arc, RwLock};
 
@@ -20,18 +23,29 @@ use crate::error::{StoreError, StoreResult};
 
 pub(crate) mod check;
 pub(crate) mod dict;
+#[cfg(test)]
+mod merge_tests;
 pub(crate) mod segments;
 #[cfg(test)]
 mod tests;
 
-use segments::SegmentSet;
-pub use segments::SegmentStats;
+use segments::{Cold, SegmentSet, SetOpen};
+pub use segments::{MergePolicy, SegmentStats};
+
+/// Dictionary entries read per scan at open.
+const DICT_SCAN: usize = 4;
 
 /// Options of the `indexed` layout.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IndexedOptions {
-    /// Ledgers per segment range; ranges are aligned to multiples of it.
+    /// Ledgers per base segment range (the hot index's window); ranges
+    /// are aligned to multiples of it.
     pub range_ledgers: u32,
+    /// Merge fan-out: a level-`k` window holds `range_ledgers ×
+    /// merge_fanout^k` ledgers.
+    pub merge_fanout: u32,
+    /// Merge levels above the base range (0: no merging).
+    pub merge_levels: u32,
     /// Dictionary training; None disables dictionaries.
     pub dict: Option<DictOptions>,
 }
@@ -40,6 +54,8 @@ impl Default for IndexedOptions {
     fn default() -> Self {
         Self {
             range_ledgers: 100_000,
+            merge_fanout: 10,
+            merge_levels: 2,
             dict: Some(DictOptions::default()),
         }
     }
@@ -104,26 +120,45 @@ impl IndexedTier {
         dir: &std::path::Path,
         how: &TierOpen,
         hot: Arc<dyn KvStore>,
+        ledgers: Arc<dyn KvStore>,
         bodies: &dyn KvStore,
     ) -> StoreResult<Self> {
-        let segments = SegmentSet::open(
-            dir.join("segments"),
-            how.opts.range_ledgers,
+        let segments = SegmentSet::open(SetOpen {
+            dir: dir.join("segments"),
+            policy: MergePolicy {
+                range_ledgers: how.opts.range_ledgers,
+                fanout: how.opts.merge_fanout,
+                levels: how.opts.merge_levels,
+            },
             hot,
-            how.writable,
-        )?;
+            ledgers,
+            writable: how.writable,
+        })?;
         let mut dicts = DictSet::default();
-        for (k, v) in bodies.scan(&Dictionary::first_key(), 1 << 16)? {
-            let Some(version) = Dictionary::parse_key(&k) else {
-                break;
-            };
-            // A version above the mark's was trained for a batch that did
-            // not commit: no committed body uses it, and rollback deletes it.
-            if how.dict_version.is_some_and(|in_use| version > in_use) {
-                continue;
+        // Dictionaries sort before every body: read them a few at a time
+        // and stop at the first body, so open reads no tx body.
+        let mut from = Dictionary::first_key().to_vec();
+        'scan: loop {
+            let chunk = bodies.scan(&from, DICT_SCAN)?;
+            for (k, v) in &chunk {
+                let Some(version) = Dictionary::parse_key(k) else {
+                    break 'scan;
+                };
+                // A version above the mark's was trained for a batch that
+                // did not commit: no committed body uses it, and rollback
+                // deletes it.
+                if how.dict_version.is_none_or(|in_use| version <= in_use) {
+                    let (_, bytes) = dict::split_value(v)?;
+                    dicts.insert(Dictionary::from_bytes(version, bytes.to_vec(), how.level));
+                }
             }
-            let (_, bytes) = dict::split_value(&v)?;
-            dicts.insert(Dictionary::from_bytes(version, bytes.to_vec(), how.level));
+            match chunk.last() {
+                Some((k, _)) if chunk.len() == DICT_SCAN => {
+                    from = k.clone();
+                    from.push(0);
+                }
+                _ => break,
+            }
         }
         Ok(Self {
             segments,
@@ -149,20 +184,14 @@ impl IndexedTier {
 
     /// Candidate positions of `hash`: the hot entry (exact) or the
     /// segments' answers, newest first (each to be confirmed).
-    fn candidates(&self, hot: &dyn KvStore, hash: &TxHash) -> StoreResult<Vec<TxPos>> {
+    fn candidates(&self, hot: &dyn KvStore, hash: &TxHash) -> StoreResult<Cold> {
         if let Some(v) = hot.get(&hash.0)? {
-            return Ok(vec![TxPos::decompress(&v)?]);
+            return Ok(Cold {
+                candidates: vec![TxPos::decompress(&v)?],
+                repairing: None,
+            });
         }
-        Ok(self.cold_candidates(hash))
-    }
-
-    fn cold_candidates(&self, hash: &TxHash) -> Vec<TxPos> {
-        self.segments
-            .list()
-            .iter()
-            .rev()
-            .filter_map(|s| s.lookup(&hash.0))
-            .collect()
+        Ok(self.segments.lookup(&hash.0))
     }
 }
 
@@ -175,18 +204,15 @@ impl Ledgerstore {
 
     /// The confirmed position and stored body of `hash` (visible ones only).
     pub(crate) fn find_body(&self, hash: &TxHash) -> StoreResult<Option<(TxPos, TxBody)>> {
-        let candidates = self.tier()?.candidates(self.tx_index.as_ref(), hash)?;
-        self.confirm(hash, candidates)
+        let cold = self.tier()?.candidates(self.tx_index.as_ref(), hash)?;
+        self.confirm(hash, cold)
     }
 
-    /// The first of `candidates` that is visible and whose body records
-    /// `hash`.
-    fn confirm(
-        &self,
-        hash: &TxHash,
-        candidates: Vec<TxPos>,
-    ) -> StoreResult<Option<(TxPos, TxBody)>> {
-        for pos in candidates {
+    /// The first candidate that is visible and whose body records `hash`;
+    /// if none does and a range that may hold it is being repaired, that
+    /// error.
+    fn confirm(&self, hash: &TxHash, cold: Cold) -> StoreResult<Option<(TxPos, TxBody)>> {
+        for pos in cold.candidates {
             if !self.is_visible(pos.seq) {
                 continue;
             }
@@ -197,7 +223,14 @@ impl Ledgerstore {
                 }
             }
         }
-        Ok(None)
+        match cold.repairing {
+            Some((first, last, reason)) => Err(StoreError::Repairing {
+                first,
+                last,
+                reason,
+            }),
+            None => Ok(None),
+        }
     }
 
     /// Refuses hashes already committed (layout `indexed`): the hot index
@@ -230,7 +263,7 @@ impl Ledgerstore {
                     field: format!("ledgers[{li}].transactions[{ti}].hash"),
                     reason: "must be 32 bytes".into(),
                 })?;
-                if let Some((pos, _)) = self.confirm(&h, tier.cold_candidates(&h))? {
+                if let Some((pos, _)) = self.confirm(&h, tier.segments.lookup(&h.0))? {
                     return Err(exists(hash, li, ti, pos.seq));
                 }
             }
@@ -245,7 +278,7 @@ impl Ledgerstore {
             let pos = TxPos::decompress(&v)?;
             return Ok(self.is_visible(pos.seq).then_some(pos.seq));
         }
-        let cold = self.tier()?.cold_candidates(hash);
+        let cold = self.tier()?.segments.lookup(&hash.0);
         Ok(self.confirm(hash, cold)?.map(|(pos, _)| pos.seq))
     }
 
@@ -269,10 +302,19 @@ impl Ledgerstore {
         let keys: Vec<&[u8]> = order.iter().map(|&i| &hashes[i].0[..]).collect();
         let hot = self.tx_index.multi_get(&keys)?;
         let mut first: Vec<(TxPos, usize)> = Vec::with_capacity(hashes.len());
+        let mut slow = Vec::new();
         for (&i, v) in order.iter().zip(hot) {
             let pos = match v {
                 Some(v) => Some(TxPos::decompress(&v)?),
-                None => tier.cold_candidates(&hashes[i]).first().copied(),
+                None => {
+                    let cold = tier.segments.lookup(&hashes[i].0);
+                    if cold.repairing.is_some() {
+                        // The slow path answers "being repaired" if it must.
+                        slow.push(i);
+                        continue;
+                    }
+                    cold.candidates.first().copied()
+                }
             };
             if let Some(pos) = pos.filter(|p| self.is_visible(p.seq)) {
                 first.push((pos, i));
@@ -292,6 +334,9 @@ impl Ledgerstore {
                 // slow path tries every candidate.
                 _ => self.get_tx_indexed(&hashes[*i])?,
             };
+        }
+        for i in slow {
+            out[i] = self.get_tx_indexed(&hashes[i])?;
         }
         Ok(out)
     }

@@ -13,7 +13,7 @@ use crate::{DictOptions, IndexedOptions, Ledgerstore, StoreError, StoreOptions};
 
 const RANGE: u32 = 10;
 
-fn synth() -> Synth {
+pub(super) fn synth() -> Synth {
     Synth::new(SynthConfig::small(7, 8))
 }
 
@@ -22,7 +22,9 @@ fn open_with(dir: &Path, dict: Option<DictOptions>) -> Ledgerstore {
         layout: Some(Layout::Indexed),
         indexed: IndexedOptions {
             range_ledgers: RANGE,
+            merge_levels: 0,
             dict,
+            ..IndexedOptions::default()
         },
         ..StoreOptions::default()
     };
@@ -33,11 +35,11 @@ fn open(dir: &Path) -> Ledgerstore {
     open_with(dir, None)
 }
 
-fn hash(tx: &ledgerstore_db_api::TxInput) -> TxHash {
+pub(super) fn hash(tx: &ledgerstore_db_api::TxInput) -> TxHash {
     TxHash::from_slice(&tx.hash).expect("32 bytes")
 }
 
-fn ingest_range(store: &Ledgerstore, s: &Synth, first: u32, last: u32, per_batch: u32) {
+pub(super) fn ingest_range(store: &Ledgerstore, s: &Synth, first: u32, last: u32, per_batch: u32) {
     let mut seq = first;
     while seq <= last {
         let n = per_batch.min(last - seq + 1);
@@ -49,7 +51,7 @@ fn ingest_range(store: &Ledgerstore, s: &Synth, first: u32, last: u32, per_batch
 }
 
 /// Every tx of `first..=last` reads back exactly, one by one and batched.
-fn assert_all_readable(store: &Ledgerstore, s: &Synth, first: u32, last: u32) {
+pub(super) fn assert_all_readable(store: &Ledgerstore, s: &Synth, first: u32, last: u32) {
     let mut hashes = Vec::new();
     let mut want = Vec::new();
     for seq in first..=last {
@@ -71,6 +73,13 @@ fn assert_all_readable(store: &Ledgerstore, s: &Synth, first: u32, last: u32) {
         let g = g.as_ref().expect("batched hit");
         assert_eq!((g.ledger_seq, g.index), *w);
     }
+}
+
+/// Makes the next `times` segment steps fail at `step` (a test hook).
+pub(crate) fn fail_builds(store: &Ledgerstore, step: &'static str, times: usize) {
+    let tier = store.indexed.as_ref().expect("layout indexed");
+    let mut steps = tier.segments.fail_once.lock().expect("lock");
+    steps.extend(std::iter::repeat_n(step, times));
 }
 
 fn segment_count(store: &Ledgerstore) -> usize {
@@ -322,19 +331,23 @@ fn check_names_damage_to_the_indexed_tables() {
 fn an_offline_reader_never_builds_rolls_back_or_writes() {
     let s = synth();
     let tmp = tempfile::tempdir().expect("tempdir");
-    let opts = |range_ledgers: u32, offline: bool| StoreOptions {
+    let opts = |offline: bool| StoreOptions {
         layout: Some(Layout::Indexed),
         indexed: IndexedOptions {
-            range_ledgers,
+            range_ledgers: RANGE,
+            merge_levels: 0,
             dict: None,
+            ..IndexedOptions::default()
         },
         offline,
         ..StoreOptions::default()
     };
     {
-        // Ranges of 1,000 ledgers: nothing closes while writing.
+        // Every build fails before its publish while writing: the closed
+        // ranges stay in the hot index, with a `tmp-` file left behind.
         let store =
-            Ledgerstore::open(tmp.path(), opts(1000, false), &Backends::for_tests()).expect("open");
+            Ledgerstore::open(tmp.path(), opts(false), &Backends::for_tests()).expect("open");
+        fail_builds(&store, "segment-before-publish", 1_000);
         ingest_range(&store, &s, 1, 25, 5);
         crate::tests::plant_residue(&store, &[s.ledger(26)]);
     }
@@ -349,7 +362,7 @@ fn an_offline_reader_never_builds_rolls_back_or_writes() {
     let before = files(tmp.path());
     {
         let store =
-            Ledgerstore::open(tmp.path(), opts(RANGE, true), &Backends::for_tests()).expect("open");
+            Ledgerstore::open(tmp.path(), opts(true), &Backends::for_tests()).expect("open");
         store.wait_for_segments().expect("returns at once");
         assert_eq!(segment_count(&store), 0);
         assert_all_readable(&store, &s, 1, 25);

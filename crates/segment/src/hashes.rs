@@ -1,0 +1,209 @@
+//! The hash list of a base range: every tx hash of `first..=last` in
+//! position order, the source that merges and repairs rebuild segments
+//! from (a segment's MPH cannot list its keys).
+//!
+//! # File layout (`hashes-<first>-<last>.bin`, integers little-endian)
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 8 | magic `LSHASHES` |
+//! | 8 | 4 | format version (1) |
+//! | 12 | 4 | reserved (zero) |
+//! | 16 | 4 | first ledger |
+//! | 20 | 4 | last ledger |
+//! | 24 | 8 | hashes `n` |
+//! | 32 | `4 × (ledgers + 1)` | ordinal of each ledger's first tx; the last entry is `n` |
+//! | | `32 × n` | the hashes, in ordinal order (ledger order, then apply order) |
+//! | | 32 | SHA-256 of everything before it |
+//!
+//! Written to a temporary name, fsynced and renamed into place like a
+//! segment. Read sequentially; the checksum is checked before a reader
+//! returns, so a torn or flipped file never feeds a build.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::build::HashingWriter;
+use crate::{SegmentError, SegmentResult, TxPos};
+
+const MAGIC: &[u8; 8] = b"LSHASHES";
+const VERSION: u32 = 1;
+const HEADER_BYTES: usize = 32;
+
+/// The file name of the hash list of `first..=last`.
+pub fn file_name(first: u32, last: u32) -> String {
+    format!("hashes-{first:010}-{last:010}.bin")
+}
+
+/// Parses a hash-list file name back into its range.
+pub fn parse_file_name(name: &str) -> Option<(u32, u32)> {
+    let range = name.strip_prefix("hashes-")?.strip_suffix(".bin")?;
+    crate::parse_file_name(&format!("seg-{range}.idx"))
+}
+
+/// Writes the hash list of `first..=last` to `path` through a temporary
+/// file in the same directory, fsyncs it and renames it into place.
+pub(crate) fn write<'a>(
+    path: &Path,
+    first: u32,
+    last: u32,
+    offsets: &[u32],
+    hashes: impl ExactSizeIterator<Item = &'a [u8; 32]>,
+) -> SegmentResult<()> {
+    let tmp = tmp_path(path);
+    let io = |action| SegmentError::io(&tmp, action);
+    let file = File::create(&tmp).map_err(io("creating"))?;
+    let mut w = HashingWriter::new(BufWriter::with_capacity(1 << 20, file));
+    let mut header = Vec::with_capacity(HEADER_BYTES);
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(&VERSION.to_le_bytes());
+    header.extend_from_slice(&0u32.to_le_bytes());
+    header.extend_from_slice(&first.to_le_bytes());
+    header.extend_from_slice(&last.to_le_bytes());
+    header.extend_from_slice(&(hashes.len() as u64).to_le_bytes());
+    w.write_all(&header).map_err(io("writing"))?;
+    for o in offsets {
+        w.write_all(&o.to_le_bytes()).map_err(io("writing"))?;
+    }
+    for h in hashes {
+        w.write_all(h).map_err(io("writing"))?;
+    }
+    let digest = w.digest();
+    let mut inner = w.into_inner();
+    inner.write_all(&digest).map_err(io("writing"))?;
+    let file = inner
+        .into_inner()
+        .map_err(|e| SegmentError::io(&tmp, "flushing")(e.into_error()))?;
+    file.sync_all().map_err(io("syncing"))?;
+    std::fs::rename(&tmp, path).map_err(SegmentError::io(path, "renaming into place"))?;
+    if let Some(dir) = path.parent() {
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(SegmentError::io(dir, "syncing"))?;
+    }
+    Ok(())
+}
+
+/// Writes the hash list of `first..=last` from `(hash, position)` pairs in
+/// position order with dense apply indexes (as [`read`] returns them and
+/// ledger records list them).
+pub fn write_list(
+    path: &Path,
+    first: u32,
+    last: u32,
+    entries: &[([u8; 32], TxPos)],
+) -> SegmentResult<()> {
+    let ledgers = (last - first) as usize + 1;
+    let mut counts = vec![0u32; ledgers];
+    let mut prev: Option<TxPos> = None;
+    for (i, (_, pos)) in entries.iter().enumerate() {
+        let li = pos
+            .seq
+            .checked_sub(first)
+            .map(|l| l as usize)
+            .filter(|l| *l < ledgers);
+        match li {
+            Some(li) if counts[li] == pos.index && prev.is_none_or(|p| p < *pos) => {
+                counts[li] += 1;
+            }
+            _ => {
+                return Err(SegmentError::Invalid(format!(
+                    "hash list of {first}..={last}: entry {i} at ledger {} index {} is out of position order",
+                    pos.seq, pos.index
+                )));
+            }
+        }
+        prev = Some(*pos);
+    }
+    let mut offsets = vec![0u32; ledgers + 1];
+    for (li, c) in counts.iter().enumerate() {
+        offsets[li + 1] = offsets[li] + c;
+    }
+    write(path, first, last, &offsets, entries.iter().map(|e| &e.0))
+}
+
+fn tmp_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!("tmp-{name}"))
+}
+
+/// Reads the hash list at `path`, which must cover `first..=last`, and
+/// returns its `(hash, position)` pairs in position order once the whole
+/// file has matched its checksum.
+pub fn read(path: &Path, first: u32, last: u32) -> SegmentResult<Vec<([u8; 32], TxPos)>> {
+    let corrupt = |detail: String| SegmentError::Corrupt {
+        path: path.display().to_string(),
+        detail,
+    };
+    let file = File::open(path).map_err(SegmentError::io(path, "opening"))?;
+    let len = file
+        .metadata()
+        .map_err(SegmentError::io(path, "reading the size of"))?
+        .len();
+    let mut r = BufReader::with_capacity(1 << 20, file);
+    let mut sha = Sha256::new();
+    let mut read_exact = |buf: &mut [u8]| -> SegmentResult<()> {
+        r.read_exact(buf)
+            .map_err(SegmentError::io(path, "reading"))?;
+        sha.update(&*buf);
+        Ok(())
+    };
+    let mut header = [0u8; HEADER_BYTES];
+    if len < (HEADER_BYTES + 32) as u64 {
+        return Err(corrupt("not a hash list (too short)".into()));
+    }
+    read_exact(&mut header)?;
+    let u32_at =
+        |o: usize| u32::from_le_bytes([header[o], header[o + 1], header[o + 2], header[o + 3]]);
+    if &header[..8] != MAGIC || u32_at(8) != VERSION {
+        return Err(corrupt("not a hash list (bad magic or version)".into()));
+    }
+    if (u32_at(16), u32_at(20)) != (first, last) {
+        return Err(corrupt(format!(
+            "holds ledgers {}..={}, expected {first}..={last}",
+            u32_at(16),
+            u32_at(20)
+        )));
+    }
+    let mut n8 = [0u8; 8];
+    n8.copy_from_slice(&header[24..32]);
+    let n = u64::from_le_bytes(n8);
+    let ledgers = u64::from(last - first) + 1;
+    let expected = HEADER_BYTES as u64 + 4 * (ledgers + 1) + 32 * n + 32;
+    if len != expected {
+        return Err(corrupt(format!(
+            "{len} bytes do not match {n} hashes over {ledgers} ledgers ({expected} expected)"
+        )));
+    }
+    let mut offsets = Vec::with_capacity(ledgers as usize + 1);
+    let mut b4 = [0u8; 4];
+    for _ in 0..=ledgers {
+        read_exact(&mut b4)?;
+        offsets.push(u32::from_le_bytes(b4));
+    }
+    if offsets.windows(2).any(|w| w[0] > w[1]) || u64::from(offsets[ledgers as usize]) != n {
+        return Err(corrupt("ledger offsets are not a prefix sum of n".into()));
+    }
+    let mut out = Vec::with_capacity(n as usize);
+    for (li, w) in offsets.windows(2).enumerate() {
+        for index in 0..w[1] - w[0] {
+            let mut h = [0u8; 32];
+            read_exact(&mut h)?;
+            let seq = first + li as u32;
+            out.push((h, TxPos { seq, index }));
+        }
+    }
+    let mut sum = [0u8; 32];
+    r.read_exact(&mut sum)
+        .map_err(SegmentError::io(path, "reading"))?;
+    if sha.finalize().as_slice() != sum {
+        return Err(corrupt("checksum mismatch".into()));
+    }
+    Ok(out)
+}

@@ -1,0 +1,233 @@
+//! An open segment: the file memory-mapped, the MPH deserialized.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use memmap2::Mmap;
+use sha2::{Digest, Sha256};
+
+use crate::{
+    CHECKSUM_BYTES, HEADER_BYTES, KeyScheme, MAGIC, MPH_PREFIX, MPH_SALTED_NH, Mph, SegmentError,
+    SegmentInfo, SegmentResult, TxPos, VERSION, VERSION_U32_ORDINALS, fingerprint, info,
+    ordinal_bits,
+};
+
+/// An open segment. The arrays stay in the file's memory map, so they live
+/// in the page cache (the kernel evicts cold segments) rather than on the
+/// heap; only the MPH (about 2.2 bits a key) is deserialized.
+pub struct Segment {
+    first: u32,
+    last: u32,
+    pub(crate) scheme: KeyScheme,
+    mph: Mph,
+    map: Mmap,
+    path: PathBuf,
+    n: usize,
+    offsets_at: usize,
+    fps_at: usize,
+    ords_at: usize,
+    /// Bits per ordinal; 32 in version 1 files (plain `u32`s).
+    ord_bits: u32,
+    info: SegmentInfo,
+}
+
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segment")
+            .field("path", &self.path)
+            .field("first", &self.first)
+            .field("last", &self.last)
+            .field("kind", &self.scheme.kind())
+            .field("keys", &self.n)
+            .finish()
+    }
+}
+
+impl Segment {
+    /// Opens a segment file: maps it and checks its header and sizes. The
+    /// cost does not grow with the file (beyond reading the MPH); the
+    /// checksum is left to [`verify`](Self::verify), which `check` and
+    /// the background scrub run.
+    pub fn open(path: &Path) -> SegmentResult<Self> {
+        let file = File::open(path).map_err(SegmentError::io(path, "opening"))?;
+        // SAFETY: segment files are immutable once published (written to a
+        // temporary name, fsynced, renamed) and only ever unlinked, never
+        // truncated or rewritten in place, so the mapping cannot change
+        // under us.
+        #[allow(unsafe_code)]
+        let map = unsafe { Mmap::map(&file) }.map_err(SegmentError::io(path, "mapping"))?;
+        let _ = map.advise(memmap2::Advice::Random);
+        let corrupt = |detail: String| SegmentError::Corrupt {
+            path: path.display().to_string(),
+            detail,
+        };
+        if map.len() < HEADER_BYTES + CHECKSUM_BYTES || &map[..8] != MAGIC {
+            return Err(corrupt(
+                "not a segment file (bad magic or too short)".into(),
+            ));
+        }
+        let version = u32_at(&map, 8);
+        let ord_bits_of = |n: usize| match version {
+            VERSION_U32_ORDINALS => Ok(32),
+            VERSION => Ok(ordinal_bits(n)),
+            _ => Err(corrupt(format!(
+                "format version {version}, this build reads {VERSION_U32_ORDINALS} and {VERSION}"
+            ))),
+        };
+        let kind = u32_at(&map, 12);
+        let scheme = match kind {
+            MPH_PREFIX => KeyScheme::Prefix,
+            MPH_SALTED_NH => KeyScheme::salted([u64_at(&map, 48), u64_at(&map, 56)]),
+            _ => {
+                return Err(corrupt(format!(
+                    "unknown MPH kind {kind}, this build reads {MPH_PREFIX} and {MPH_SALTED_NH}"
+                )));
+            }
+        };
+        let (first, last) = (u32_at(&map, 16), u32_at(&map, 20));
+        if first > last {
+            return Err(corrupt(format!("empty range {first}..={last}")));
+        }
+        let n = usize::try_from(u64_at(&map, 24)).map_err(|_| corrupt("key count".into()))?;
+        let ord_bits = ord_bits_of(n)?;
+        let mph_bytes =
+            usize::try_from(u64_at(&map, 32)).map_err(|_| corrupt("MPH size".into()))?;
+        let build = Duration::from_micros(u64_at(&map, 40));
+        let ledgers = (last - first) as usize + 1;
+        let ords_bytes = if version == VERSION_U32_ORDINALS {
+            Some(4 * n)
+        } else {
+            (n as u64 * u64::from(ord_bits))
+                .div_ceil(8)
+                .checked_add(8)
+                .and_then(|b| usize::try_from(b).ok())
+        };
+        let expected = HEADER_BYTES
+            .checked_add(mph_bytes)
+            .and_then(|x| x.checked_add(4 * (ledgers + 1)))
+            .and_then(|x| x.checked_add(n.checked_mul(2)?))
+            .and_then(|x| x.checked_add(ords_bytes?))
+            .and_then(|x| x.checked_add(CHECKSUM_BYTES));
+        if expected != Some(map.len()) {
+            return Err(corrupt(format!(
+                "{} bytes do not match {n} keys, {ledgers} ledgers and a {mph_bytes}-byte MPH",
+                map.len()
+            )));
+        }
+        let mut mph_src = &map[HEADER_BYTES..HEADER_BYTES + mph_bytes];
+        let mph = Mph::read_with_hasher(&mut mph_src, ph::seedable_hash::BuildWyHash)
+            .map_err(|e| corrupt(format!("MPH: {e}")))?;
+        let offsets_at = HEADER_BYTES + mph_bytes;
+        let fps_at = offsets_at + 4 * (ledgers + 1);
+        let ords_at = fps_at + 2 * n;
+        if u32_at(&map, offsets_at + 4 * ledgers) as usize != n {
+            return Err(corrupt(format!(
+                "the last ledger offset is not the key count {n}"
+            )));
+        }
+        let info = info(first, last, n as u64, map.len() as u64, mph_bytes, build);
+        Ok(Self {
+            first,
+            last,
+            scheme,
+            mph,
+            map,
+            path: path.to_path_buf(),
+            n,
+            offsets_at,
+            fps_at,
+            ords_at,
+            ord_bits,
+            info,
+        })
+    }
+
+    /// Checks the whole file against its SHA-256 (reads every byte).
+    pub fn verify(&self) -> SegmentResult<()> {
+        let (body, sum) = self.map.split_at(self.map.len() - CHECKSUM_BYTES);
+        if Sha256::digest(body).as_slice() != sum {
+            return Err(SegmentError::Corrupt {
+                path: self.path.display().to_string(),
+                detail: "checksum mismatch".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// First ledger of the range.
+    pub fn first(&self) -> u32 {
+        self.first
+    }
+
+    /// Last ledger of the range.
+    pub fn last(&self) -> u32 {
+        self.last
+    }
+
+    /// Size and build figures.
+    pub fn info(&self) -> &SegmentInfo {
+        &self.info
+    }
+
+    /// The position of `hash` if the range may hold it. `None` is certain
+    /// for an intact file; `Some` is a candidate that is wrong with
+    /// probability 2^-16 for a random hash outside the range, more often
+    /// for crafted ones (confirm it against the body). Reads the MPH and at
+    /// most four places of the map: a fingerprint, an ordinal and the
+    /// ledger offsets' binary search.
+    pub fn lookup(&self, hash: &[u8; 32]) -> Option<TxPos> {
+        let slot = usize::try_from(self.mph.get(&self.scheme.key(hash))?).ok()?;
+        if slot >= self.n {
+            return None;
+        }
+        let at = self.fps_at + 2 * slot;
+        if u16::from_le_bytes([self.map[at], self.map[at + 1]]) != fingerprint(hash) {
+            return None;
+        }
+        let ord = self.ordinal(slot);
+        // The ledger is the last one whose first ordinal is <= ord.
+        let (mut lo, mut hi) = (0usize, (self.last - self.first) as usize + 1);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.offset(mid) <= ord {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let li = lo.checked_sub(1)?;
+        Some(TxPos {
+            seq: self.first + li as u32,
+            index: ord.checked_sub(self.offset(li))?,
+        })
+    }
+
+    fn offset(&self, li: usize) -> u32 {
+        u32_at(&self.map, self.offsets_at + 4 * li)
+    }
+
+    fn ordinal(&self, slot: usize) -> u32 {
+        if self.ord_bits == 32 {
+            return u32_at(&self.map, self.ords_at + 4 * slot);
+        }
+        let bit = slot as u64 * u64::from(self.ord_bits);
+        let word = u64_at(&self.map, self.ords_at + (bit / 8) as usize);
+        ((word >> (bit % 8)) & ((1u64 << self.ord_bits) - 1)) as u32
+    }
+}
+
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
+}
+
+fn u64_at(b: &[u8], o: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[o..o + 8]);
+    u64::from_le_bytes(w)
+}

@@ -1,0 +1,313 @@
+//! Merges, repairs and retries of the cold tier, on real RocksDB and MDBX:
+//! the tiling that bounds the probes, a merge interrupted at each step, a
+//! deleted or damaged segment (rebuilt from its hash lists, or from the
+//! ledger records when those are gone too), lookups that answer
+//! "being repaired" meanwhile, and a failed build retried without a
+//! restart.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use ledgerstore_backends::Backends;
+use ledgerstore_db_api::Layout;
+
+use super::tests::{assert_all_readable, fail_builds, hash, ingest_range, synth};
+use crate::{IndexedOptions, Ledgerstore, StoreError, StoreOptions};
+
+/// Base ranges of 10 ledgers, fan-out 2, 2 levels: windows of 10, 20, 40.
+fn opts(offline: bool) -> StoreOptions {
+    StoreOptions {
+        layout: Some(Layout::Indexed),
+        indexed: IndexedOptions {
+            range_ledgers: 10,
+            merge_fanout: 2,
+            merge_levels: 2,
+            dict: None,
+        },
+        offline,
+        ..StoreOptions::default()
+    }
+}
+
+fn open(dir: &Path) -> Ledgerstore {
+    Ledgerstore::open(dir, opts(false), &Backends::for_tests()).expect("open")
+}
+
+fn ranges(store: &Ledgerstore) -> Vec<(u32, u32)> {
+    let seg = store.stats().expect("stats").segments.expect("segments");
+    seg.segments.iter().map(|s| (s.first, s.last)).collect()
+}
+
+fn segdir(dir: &Path) -> PathBuf {
+    dir.join("segments")
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(segdir(dir))
+        .expect("segments dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Polls `stats` (bounded) until `done` holds.
+fn wait_until(store: &Ledgerstore, what: &str, done: impl Fn(&crate::SegmentStats) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let seg = store.stats().expect("stats").segments.expect("segments");
+        if done(&seg) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what} after 30 s: {seg:#?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The end state of 95 ledgers: closed windows of 40 whole, then the base
+/// range 80..=89; 90..=95 stay hot.
+const MERGED: [(u32, u32); 3] = [(1, 39), (40, 79), (80, 89)];
+
+#[test]
+fn merges_bound_the_probes_and_every_hash_still_resolves() {
+    let s = synth();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    {
+        let store = open(tmp.path());
+        ingest_range(&store, &s, 1, 95, 5);
+        store.wait_for_segments().expect("segments");
+        assert_eq!(ranges(&store), MERGED);
+        let seg = store.stats().expect("stats").segments.expect("segments");
+        assert_eq!(seg.probes, 4, "the hot index and three segments");
+        assert_eq!(seg.builds, 9);
+        assert!(seg.merges >= 2, "{seg:#?}");
+        assert_eq!(seg.keys, 89 * 8);
+        assert_all_readable(&store, &s, 1, 95);
+        let miss = ledgerstore_db_api::TxHash([0xEE; 32]);
+        assert_eq!(store.get_tx(&miss).expect("miss"), None);
+        let r = store.check().expect("check");
+        assert!(r.is_ok(), "{:#?}", r.problems);
+        assert_eq!(r.segment_keys, Some(89 * 8));
+    }
+    // Only listed segments, every base range's hash list, the manifest.
+    let mut want: Vec<String> = MERGED
+        .iter()
+        .map(|&(a, b)| ledgerstore_segment::file_name(a, b))
+        .collect();
+    want.extend(
+        [
+            (1, 9),
+            (10, 19),
+            (20, 29),
+            (30, 39),
+            (40, 49),
+            (50, 59),
+            (60, 69),
+            (70, 79),
+            (80, 89),
+        ]
+        .iter()
+        .map(|&(a, b)| ledgerstore_segment::hashes::file_name(a, b)),
+    );
+    want.push("SEGMENTS".into());
+    want.sort();
+    assert_eq!(names(tmp.path()), want);
+    let store = open(tmp.path());
+    assert_eq!(ranges(&store), MERGED);
+    assert_all_readable(&store, &s, 1, 95);
+}
+
+/// A merge that stops at either step (the in-process equivalent of a
+/// crash: the files are left exactly as a crash leaves them) changes
+/// nothing a reader sees; the next open cleans up and the merge completes.
+#[test]
+fn a_merge_interrupted_at_any_step_leaves_the_old_segments_serving() {
+    for step in ["merge-before-publish", "merge-after-manifest"] {
+        let s = synth();
+        let tmp = tempfile::tempdir().expect("tempdir");
+        {
+            let store = open(tmp.path());
+            fail_builds(&store, step, 1_000);
+            ingest_range(&store, &s, 1, 45, 5);
+            wait_until(&store, "a failed merge", |seg| seg.failures > 0);
+            // Base builds ran; every merge failed at `step`.
+            assert_all_readable(&store, &s, 1, 45);
+            let seg = store.stats().expect("stats").segments.expect("segments");
+            assert!(
+                seg.last_error.as_deref().is_some_and(|e| e.contains(step)),
+                "{seg:#?}"
+            );
+        }
+        let store = open(tmp.path());
+        store.wait_for_segments().expect("segments");
+        assert_eq!(ranges(&store), [(1, 39)], "{step}");
+        assert_all_readable(&store, &s, 1, 45);
+        let r = store.check().expect("check");
+        assert!(r.is_ok(), "{step}: {:#?}", r.problems);
+        let left = names(tmp.path());
+        assert!(
+            left.iter().all(|n| n.starts_with("hashes-")
+                || n == "SEGMENTS"
+                || n == "seg-0000000001-0000000039.idx"),
+            "{step}: {left:?}"
+        );
+    }
+}
+
+/// Builds 1..=45 (segment 1..=39, 40..=45 hot) and closes the store.
+fn built(dir: &Path) -> synth_ledgers::Synth {
+    let s = synth();
+    let store = open(dir);
+    ingest_range(&store, &s, 1, 45, 5);
+    store.wait_for_segments().expect("segments");
+    assert_eq!(ranges(&store), [(1, 39)]);
+    s
+}
+
+mod synth_ledgers {
+    pub(super) use ledgerstore_synth::Synth;
+}
+
+/// A hash of ledger `seq` (its first tx).
+fn tx_of(s: &synth_ledgers::Synth, seq: u32) -> ledgerstore_db_api::TxHash {
+    hash(&s.ledger(seq).txs[0])
+}
+
+#[test]
+fn a_deleted_segment_answers_being_repaired_then_is_rebuilt() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let s = built(tmp.path());
+    let seg = segdir(tmp.path()).join(ledgerstore_segment::file_name(1, 39));
+    std::fs::remove_file(&seg).expect("delete the segment");
+    {
+        // An offline reader repairs nothing: a lookup that the hot index
+        // cannot answer says the range is being repaired, never "not
+        // found"; hot hashes still answer; check names the range.
+        let store =
+            Ledgerstore::open(tmp.path(), opts(true), &Backends::for_tests()).expect("open");
+        let e = store.get_tx(&tx_of(&s, 5)).expect_err("unknown meanwhile");
+        assert!(
+            matches!(
+                e,
+                StoreError::Repairing {
+                    first: 1,
+                    last: 39,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("being repaired"), "{e}");
+        let e = store
+            .get_tx(&ledgerstore_db_api::TxHash([0xEE; 32]))
+            .expect_err("a miss is unknown too");
+        assert!(matches!(e, StoreError::Repairing { .. }), "{e}");
+        assert!(store.get_tx(&tx_of(&s, 42)).expect("hot").is_some());
+        let batch = store.batch_get_txs(&[tx_of(&s, 42), tx_of(&s, 5)]);
+        assert!(
+            matches!(batch, Err(StoreError::Repairing { .. })),
+            "{batch:?}"
+        );
+        let seg = store.stats().expect("stats").segments.expect("segments");
+        assert_eq!(seg.repairing.len(), 1, "{seg:#?}");
+        let r = store.check().expect("check");
+        assert!(
+            r.problems
+                .iter()
+                .any(|p| p.contains("1..=39") && p.contains("no usable segment")),
+            "{:#?}",
+            r.problems
+        );
+    }
+    // A writer rebuilds it from the hash lists.
+    let store = open(tmp.path());
+    store.wait_for_segments().expect("repaired");
+    assert!(seg.exists());
+    assert_eq!(ranges(&store), [(1, 39)]);
+    assert_all_readable(&store, &s, 1, 45);
+    let r = store.check().expect("check");
+    assert!(r.is_ok(), "{:#?}", r.problems);
+}
+
+/// A flipped byte deep in a segment passes open's header checks; the
+/// scrub finds it and the range is rebuilt. With the hash lists gone too,
+/// the rebuild reads the ledger records and writes the lists again.
+#[test]
+fn a_damaged_segment_is_found_by_the_scrub_and_rebuilt_from_the_ledgers() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let s = built(tmp.path());
+    let seg = segdir(tmp.path()).join(ledgerstore_segment::file_name(1, 39));
+    let mut bytes = std::fs::read(&seg).expect("read");
+    let at = bytes.len() - 40;
+    bytes[at] ^= 0x10;
+    std::fs::write(&seg, &bytes).expect("damage");
+    let lists: Vec<String> = names(tmp.path())
+        .into_iter()
+        .filter(|n| n.starts_with("hashes-"))
+        .collect();
+    assert_eq!(lists.len(), 4);
+    for n in &lists {
+        std::fs::remove_file(segdir(tmp.path()).join(n)).expect("delete a hash list");
+    }
+    {
+        let store =
+            Ledgerstore::open(tmp.path(), opts(true), &Backends::for_tests()).expect("open");
+        let r = store.check().expect("check");
+        assert!(
+            r.problems
+                .iter()
+                .any(|p| p.contains("checksum mismatch")
+                    && p.contains("seg-0000000001-0000000039.idx")),
+            "{:#?}",
+            r.problems
+        );
+    }
+    let store = open(tmp.path());
+    wait_until(&store, "the repair", |seg| {
+        seg.merges >= 1 && seg.repairing.is_empty()
+    });
+    store.wait_for_segments().expect("segments");
+    assert_all_readable(&store, &s, 1, 45);
+    let r = store.check().expect("check");
+    assert!(r.is_ok(), "{:#?}", r.problems);
+    let again: Vec<String> = names(tmp.path())
+        .into_iter()
+        .filter(|n| n.starts_with("hashes-"))
+        .collect();
+    assert_eq!(again, lists, "the hash lists were written again");
+}
+
+#[test]
+fn a_failed_build_is_retried_with_backoff_without_a_restart() {
+    let s = synth();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = open(tmp.path());
+    // Two failures: wait_for_segments rides them out.
+    fail_builds(&store, "segment-before-publish", 2);
+    ingest_range(&store, &s, 1, 12, 4);
+    store.wait_for_segments().expect("retried");
+    let seg = store.stats().expect("stats").segments.expect("segments");
+    assert_eq!((seg.builds, seg.failures), (1, 0), "{seg:#?}");
+    assert!(
+        seg.last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("injected failure at segment-before-publish")),
+        "{seg:#?}"
+    );
+    // Three in a row: wait_for_segments reports it, and the builder keeps
+    // retrying until the step succeeds.
+    fail_builds(&store, "merge-before-publish", 3);
+    ingest_range(&store, &s, 13, 22, 5);
+    let e = store.wait_for_segments().expect_err("reported");
+    assert!(
+        e.to_string().contains("3 times in a row (still retrying)"),
+        "{e}"
+    );
+    wait_until(&store, "the retry", |seg| seg.failures == 0);
+    store.wait_for_segments().expect("done");
+    assert_eq!(ranges(&store), [(1, 19)]);
+    assert_all_readable(&store, &s, 1, 22);
+    let r = store.check().expect("check");
+    assert!(r.is_ok(), "{:#?}", r.problems);
+}

@@ -1,0 +1,441 @@
+//! The builder thread: base builds, merges, repairs and the scrub, one
+//! step at a time, retried with backoff.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use ledgerstore_db_api::{Decompress, LedgerRecord, TxHash, TxPos};
+use ledgerstore_segment::{SegmentBuilder, hashes};
+
+use super::{Manifest, SegmentSet, Slot, remove_file};
+use crate::error::{StoreError, StoreResult};
+
+/// Hot-index keys read per scan and deleted per write transaction.
+const CHUNK: usize = 16_384;
+
+/// Ledger records read per scan when a range is rebuilt from them.
+const LEDGER_CHUNK: usize = 256;
+
+/// Longest a hot-index drop waits for a batch being written before it takes
+/// its next chunk anyway.
+const INGEST_WAIT: Duration = Duration::from_secs(2);
+
+/// The first retry's delay; each failure in a row doubles it, up to
+/// [`RETRY_MAX`].
+#[cfg(not(test))]
+const RETRY_BASE: Duration = Duration::from_secs(1);
+#[cfg(test)]
+const RETRY_BASE: Duration = Duration::from_millis(20);
+const RETRY_MAX: Duration = Duration::from_secs(60);
+
+/// `wait_idle` reports a failure once this many steps failed in a row.
+pub(super) const WAIT_GIVES_UP_AFTER: u32 = 3;
+
+/// Test hook: the builder aborts the process at the named step
+/// (`LEDGERSTORE_FAILPOINT=segment-before-publish`, `segment-after-publish`,
+/// `merge-before-publish`, `merge-after-manifest`), to prove crash safety
+/// with a real crash.
+const FAILPOINT_ENV: &str = "LEDGERSTORE_FAILPOINT";
+
+/// One step of the builder.
+#[derive(Debug, Clone)]
+pub(super) enum Work {
+    /// Rebuild a broken listed range in place.
+    Repair(u32, u32),
+    /// Build the closed base range from the hot index.
+    Base(u32, u32),
+    /// Finish deleting an installed base range from the hot index.
+    Drop(u32, u32),
+    /// Build a larger range in place of the ranges it contains.
+    Merge(u32, u32),
+    /// Check a segment's checksum.
+    Scrub(Arc<Slot>),
+}
+
+impl SegmentSet {
+    fn failpoint(&self, name: &'static str) -> StoreResult<()> {
+        if std::env::var(FAILPOINT_ENV).is_ok_and(|v| v == name) {
+            eprintln!("failpoint {name}: aborting");
+            std::process::abort();
+        }
+        #[cfg(test)]
+        if let Ok(mut steps) = self.fail_once.lock()
+            && let Some(i) = steps.iter().position(|s| *s == name)
+        {
+            steps.remove(i);
+            return Err(StoreError::Corrupt(format!("injected failure at {name}")));
+        }
+        Ok(())
+    }
+
+    /// The next step, in priority order: unfinished hot-index drops,
+    /// repairs, the next base range, merges, then (if `scrub`) one
+    /// unverified segment.
+    pub(super) fn next_work(
+        &self,
+        first: Option<u32>,
+        mark: Option<u32>,
+        scrub: bool,
+    ) -> Option<Work> {
+        if let Some(&(a, b)) = self.pending_drops.lock().ok()?.first() {
+            return Some(Work::Drop(a, b));
+        }
+        let slots = self.slots();
+        if let Some(s) = slots.iter().find(|s| s.seg.is_none()) {
+            return Some(Work::Repair(s.first, s.last));
+        }
+        if let Some(start) = self.hot_from(first)
+            && let Some(end) = self.policy.base_end(start)
+            && mark.is_some_and(|m| m >= end)
+        {
+            return Some(Work::Base(start, end));
+        }
+        if let (Some(a), Some(b)) = (slots.first(), slots.last()) {
+            let listed: Vec<(u32, u32)> = slots.iter().map(|s| s.range()).collect();
+            if let Some(&(x, y)) = self
+                .policy
+                .tiling(a.first, b.last)
+                .iter()
+                .find(|r| !listed.contains(r))
+            {
+                return Some(Work::Merge(x, y));
+            }
+        }
+        if scrub {
+            return slots
+                .iter()
+                .find(|s| !s.verified.load(Ordering::Relaxed))
+                .cloned()
+                .map(Work::Scrub);
+        }
+        None
+    }
+
+    pub(super) fn run(self: Arc<Self>) {
+        loop {
+            let work = {
+                let Ok(mut s) = self.state.lock() else { return };
+                loop {
+                    if s.stop {
+                        return;
+                    }
+                    let now = Instant::now();
+                    match s.retry_at.filter(|t| *t > now) {
+                        Some(t) => {
+                            s = match self.cv.wait_timeout(s, t - now) {
+                                Ok((s, _)) => s,
+                                Err(_) => return,
+                            };
+                            continue;
+                        }
+                        None => s.retry_at = None,
+                    }
+                    if let Some(w) = self.next_work(s.first, s.mark, true) {
+                        s.busy = !matches!(w, Work::Scrub(_));
+                        break w;
+                    }
+                    s = match self.cv.wait(s) {
+                        Ok(s) => s,
+                        Err(_) => return,
+                    };
+                }
+            };
+            let result = self.step(&work);
+            if let Ok(mut s) = self.state.lock() {
+                s.busy = false;
+                match result {
+                    Ok(()) => {
+                        s.failures = 0;
+                    }
+                    Err(e) => {
+                        s.failures += 1;
+                        let delay = RETRY_BASE
+                            .saturating_mul(1 << (s.failures - 1).min(16))
+                            .min(RETRY_MAX);
+                        tracing::error!(step = ?work, error = %e, failures = s.failures, retry_in_s = delay.as_secs_f64(), "segment step failed; the old ranges keep serving and it is retried");
+                        s.last_error = Some(e.to_string());
+                        s.retry_at = Some(Instant::now() + delay);
+                    }
+                }
+            }
+            self.cv.notify_all();
+        }
+    }
+
+    fn step(&self, work: &Work) -> StoreResult<()> {
+        match work {
+            Work::Base(first, last) => self.build_base(*first, *last),
+            Work::Drop(first, last) => self.finish_drop(*first, *last),
+            Work::Repair(first, last) => self.rebuild(*first, *last, true),
+            Work::Merge(first, last) => self.rebuild(*first, *last, false),
+            Work::Scrub(slot) => {
+                self.scrub(slot);
+                Ok(())
+            }
+        }
+    }
+
+    /// Checks a segment's checksum; a mismatch marks its range broken, and
+    /// the next step repairs it.
+    fn scrub(&self, slot: &Arc<Slot>) {
+        let Some(seg) = &slot.seg else { return };
+        match seg.verify() {
+            Ok(()) => slot.verified.store(true, Ordering::Relaxed),
+            Err(e) => {
+                tracing::error!(first = slot.first, last = slot.last, error = %e, "the scrub found a damaged segment; lookups in its range answer UNAVAILABLE until it is rebuilt");
+                let next = self
+                    .slots()
+                    .iter()
+                    .map(|s| {
+                        if Arc::ptr_eq(s, slot) {
+                            Slot::broken(s.first, s.last, e.to_string())
+                        } else {
+                            Arc::clone(s)
+                        }
+                    })
+                    .collect();
+                self.install(next);
+            }
+        }
+    }
+
+    /// Builds, publishes and installs the base range `first..=last` from
+    /// the hot index, then drops the range from the hot index.
+    fn build_base(&self, first: u32, last: u32) -> StoreResult<()> {
+        let started = Instant::now();
+        let mut b = SegmentBuilder::new(first, last)?;
+        self.scan_hot(first, last, |hash, pos| {
+            b.push(hash.0, pos)?;
+            Ok(())
+        })?;
+        let keys = b.len();
+        let tmp = self.dir.join(format!("tmp-{first}-{last}.idx"));
+        let list = self.dir.join(hashes::file_name(first, last));
+        let info = b.write_with_hashes(&tmp, &list)?;
+        self.failpoint("segment-before-publish")?;
+        crate::datadir::write_atomic(&self.dir, &self.marker(first, last), b"")?;
+        let path = ledgerstore_segment::publish(&tmp, &self.dir, first, last)?;
+        let seg = Arc::new(ledgerstore_segment::Segment::open(&path)?);
+        let mut next: Vec<Arc<Slot>> = self.slots().iter().cloned().collect();
+        next.push(Slot::serving(seg, true));
+        self.record(&next)?;
+        self.install(next);
+        if let Ok(mut p) = self.pending_drops.lock() {
+            p.push((first, last));
+        }
+        self.failpoint("segment-after-publish")?;
+        self.finish_drop(first, last)?;
+        let took = started.elapsed();
+        self.builds.fetch_add(1, Ordering::Relaxed);
+        self.build_micros.fetch_add(micros(took), Ordering::Relaxed);
+        tracing::info!(
+            first,
+            last,
+            keys,
+            bits_per_key = info.bits_per_key,
+            mph_s = info.build_s,
+            total_s = took.as_secs_f64(),
+            "segment built and swapped in"
+        );
+        Ok(())
+    }
+
+    /// Deletes an installed base range from the hot index, then its marker.
+    fn finish_drop(&self, first: u32, last: u32) -> StoreResult<()> {
+        self.drop_hot_range(first, last)?;
+        self.remove_marker(first, last)?;
+        if let Ok(mut p) = self.pending_drops.lock() {
+            p.retain(|r| *r != (first, last));
+        }
+        Ok(())
+    }
+
+    /// Writes the manifest listing `slots`.
+    fn record(&self, slots: &[Arc<Slot>]) -> StoreResult<()> {
+        Manifest::new(self.policy, slots.iter().map(|s| s.range()).collect()).write(&self.dir)
+    }
+
+    /// Builds `first..=last` from its base ranges' hash lists and swaps it
+    /// in for the listed ranges it contains (a merge), or for itself (a
+    /// `repair`). Their files are deleted only after the manifest no longer
+    /// lists them.
+    fn rebuild(&self, first: u32, last: u32, repair: bool) -> StoreResult<()> {
+        let started = Instant::now();
+        let slots = self.slots();
+        if let Some(s) = slots
+            .iter()
+            .find(|s| s.first <= last && first <= s.last && !(first <= s.first && s.last <= last))
+        {
+            return Err(StoreError::Corrupt(format!(
+                "segment {}..={} straddles the range {first}..={last} being built",
+                s.first, s.last
+            )));
+        }
+        let mut b = SegmentBuilder::new(first, last)?;
+        for (s, e) in self.policy.base_ranges(first, last) {
+            for (hash, pos) in self.source(s, e)? {
+                b.push(hash, pos)?;
+            }
+        }
+        let keys = b.len();
+        let tmp = self.dir.join(format!("tmp-{first}-{last}.idx"));
+        b.write(&tmp)?;
+        self.failpoint("merge-before-publish")?;
+        let path = ledgerstore_segment::publish(&tmp, &self.dir, first, last)?;
+        let seg = Arc::new(ledgerstore_segment::Segment::open(&path)?);
+        let (inside, mut next): (Vec<Arc<Slot>>, Vec<Arc<Slot>>) = slots
+            .iter()
+            .cloned()
+            .partition(|s| first <= s.first && s.last <= last);
+        next.push(Slot::serving(seg, true));
+        next.sort_by_key(|s| s.first);
+        self.record(&next)?;
+        self.failpoint("merge-after-manifest")?;
+        self.install(next);
+        for s in inside.iter().filter(|s| s.range() != (first, last)) {
+            remove_file(
+                &self
+                    .dir
+                    .join(ledgerstore_segment::file_name(s.first, s.last)),
+            )?;
+        }
+        let took = started.elapsed();
+        self.merges.fetch_add(1, Ordering::Relaxed);
+        self.merge_micros.fetch_add(micros(took), Ordering::Relaxed);
+        tracing::info!(
+            first,
+            last,
+            keys,
+            replaced = inside.len(),
+            repair,
+            total_s = took.as_secs_f64(),
+            "segment {} and swapped in",
+            if repair { "rebuilt" } else { "merged" }
+        );
+        Ok(())
+    }
+
+    /// The `(hash, position)` pairs of the base range `first..=last`, in
+    /// position order: from its hash list, or, when that is missing or
+    /// damaged, from the ledger records (and the hash list is rewritten).
+    fn source(&self, first: u32, last: u32) -> StoreResult<Vec<([u8; 32], TxPos)>> {
+        let path = self.dir.join(hashes::file_name(first, last));
+        match hashes::read(&path, first, last) {
+            Ok(v) => Ok(v),
+            Err(e) => {
+                tracing::warn!(first, last, error = %e, "reading the range's hashes from the ledger records instead of its hash list");
+                let v = self.hashes_in_ledgers(first, last)?;
+                hashes::write_list(&path, first, last, &v)?;
+                Ok(v)
+            }
+        }
+    }
+
+    /// The hashes that the ledger records of `first..=last` list.
+    fn hashes_in_ledgers(&self, first: u32, last: u32) -> StoreResult<Vec<([u8; 32], TxPos)>> {
+        let mut out = Vec::new();
+        let mut next = first;
+        'scan: loop {
+            let chunk = self.ledgers.scan(&next.to_be_bytes(), LEDGER_CHUNK)?;
+            for (k, v) in &chunk {
+                let rec = LedgerRecord::decompress(v)?;
+                if rec.seq > last {
+                    break 'scan;
+                }
+                if k.as_slice() != rec.seq.to_be_bytes() || rec.seq != next {
+                    return Err(StoreError::Corrupt(format!(
+                        "ledgers: rebuilding {first}..={last} expected ledger {next}, found {}",
+                        rec.seq
+                    )));
+                }
+                for (index, h) in rec.tx_hashes.iter().enumerate() {
+                    let index = u32::try_from(index).map_err(|_| {
+                        StoreError::Corrupt(format!("ledger {} lists too many txs", rec.seq))
+                    })?;
+                    out.push((
+                        h.0,
+                        TxPos {
+                            seq: rec.seq,
+                            index,
+                        },
+                    ));
+                }
+                if rec.seq == last {
+                    break 'scan;
+                }
+                next = rec.seq + 1;
+            }
+            if chunk.len() < LEDGER_CHUNK {
+                return Err(StoreError::Corrupt(format!(
+                    "ledgers: rebuilding {first}..={last} found no ledger {next}"
+                )));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Calls `f` for every hot-index entry positioned in `first..=last`.
+    fn scan_hot(
+        &self,
+        first: u32,
+        last: u32,
+        mut f: impl FnMut(TxHash, TxPos) -> StoreResult<()>,
+    ) -> StoreResult<()> {
+        let mut from = vec![0u8; 32];
+        loop {
+            let chunk = self.hot.scan(&from, CHUNK)?;
+            let Some((last_key, _)) = chunk.last() else {
+                return Ok(());
+            };
+            from = last_key.clone();
+            from.push(0);
+            for (k, v) in &chunk {
+                let pos = TxPos::decompress(v)?;
+                if pos.seq >= first && pos.seq <= last {
+                    let hash = TxHash::from_slice(k).ok_or_else(|| {
+                        StoreError::Corrupt(format!("tx_hot_index: key of {} bytes", k.len()))
+                    })?;
+                    f(hash, pos)?;
+                }
+            }
+            if chunk.len() < CHUNK {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Deletes the hot-index keys positioned in `first..=last`.
+    pub(super) fn drop_hot_range(&self, first: u32, last: u32) -> StoreResult<()> {
+        let mut keys = Vec::new();
+        self.scan_hot(first, last, |hash, _| {
+            keys.push(hash);
+            Ok(())
+        })?;
+        for chunk in keys.chunks(CHUNK) {
+            self.wait_for_ingest();
+            let mut w = self.hot.begin_write()?;
+            for k in chunk {
+                w.delete(&k.0)?;
+            }
+            w.finish()?;
+            w.commit()?;
+        }
+        Ok(())
+    }
+
+    /// Waits until ingest is not writing, for at most `INGEST_WAIT`, so
+    /// that a drop still advances under back-to-back batches.
+    fn wait_for_ingest(&self) {
+        let Ok(w) = self.ingest_writing.lock() else {
+            return;
+        };
+        let _ = self
+            .ingest_done
+            .wait_timeout_while(w, INGEST_WAIT, |writing| *writing);
+    }
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}

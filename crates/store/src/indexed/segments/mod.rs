@@ -1,0 +1,549 @@
+//! The cold tier of the `indexed` layout: immutable, memory-mapped segment
+//! files, listed by the manifest `segments/SEGMENTS`, built, merged,
+//! scrubbed and repaired by one background thread.
+//!
+//! # Life of a range
+//! 1. Ledgers `first..=end` are ingested; their hashes go to the hot index
+//!    (`tx_hot_index`, libmdbx). `end` closes an aligned base range of
+//!    `range_ledgers` ledgers.
+//! 2. Once the mark reaches `end`, the builder scans the hot index for the
+//!    range, writes its hash list (`hashes-<first>-<end>.bin`) and its
+//!    segment (`tmp-…`, fsynced), writes the marker
+//!    `dropping-<first>-<end>`, renames the segment into place, records it
+//!    in the manifest, installs it, deletes the range from the hot index in
+//!    chunks, and removes the marker.
+//! 3. Merges keep the number of segments, and so the probes per lookup,
+//!    bounded (see [`MergePolicy::tiling`]): the builder rebuilds a larger
+//!    range from its base ranges' hash lists, renames it into place,
+//!    records it in the manifest in place of the ranges it contains, and
+//!    only then deletes their files.
+//! 4. A segment whose file is missing, fails its header checks at open, or
+//!    fails its checksum in the background scrub is *broken*: lookups that
+//!    find nothing elsewhere answer "being repaired" (never a wrong "not
+//!    found"), and the builder rebuilds it from the hash lists, or from the
+//!    ledger records where a hash list is missing or damaged.
+//! 5. A failed step is retried with exponential backoff (1 s to 60 s)
+//!    without a restart; `stats` shows the error and the failure count.
+//!
+//! Crash safety: a file the manifest does not list is garbage and is
+//! deleted at open (a build or merge interrupted before it was recorded,
+//! or parts a merge replaced); a `tmp-` file likewise. The old ranges
+//! serve until the manifest changes, and the manifest changes atomically.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use ledgerstore_db_api::{KvStore, TxPos};
+use ledgerstore_segment::{Segment, SegmentInfo};
+use serde::Serialize;
+
+use crate::error::{StoreError, StoreResult};
+
+mod build;
+pub(crate) mod manifest;
+
+pub(crate) use manifest::Manifest;
+pub use manifest::MergePolicy;
+
+/// One range the manifest lists: its segment, or why it has none.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    pub(crate) first: u32,
+    pub(crate) last: u32,
+    pub(crate) seg: Option<Arc<Segment>>,
+    /// Why the range has no usable segment (then `seg` is `None`).
+    pub(crate) broken: Option<String>,
+    /// The scrub has checked the file's checksum since open.
+    verified: AtomicBool,
+}
+
+impl Slot {
+    fn serving(seg: Arc<Segment>, verified: bool) -> Arc<Self> {
+        Arc::new(Self {
+            first: seg.first(),
+            last: seg.last(),
+            seg: Some(seg),
+            broken: None,
+            verified: AtomicBool::new(verified),
+        })
+    }
+
+    fn broken(first: u32, last: u32, why: String) -> Arc<Self> {
+        Arc::new(Self {
+            first,
+            last,
+            seg: None,
+            broken: Some(why),
+            verified: AtomicBool::new(false),
+        })
+    }
+
+    pub(crate) fn range(&self) -> (u32, u32) {
+        (self.first, self.last)
+    }
+}
+
+/// What the cold tier says about a hash.
+#[derive(Debug, Default)]
+pub(crate) struct Cold {
+    /// Candidate positions, newest range first (each to be confirmed).
+    pub(crate) candidates: Vec<TxPos>,
+    /// A broken range that may hold the hash: if no candidate confirms,
+    /// the answer is "being repaired", not "not found".
+    pub(crate) repairing: Option<(u32, u32, String)>,
+}
+
+/// What `stats` shows about the cold tier.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct SegmentStats {
+    /// Ledgers per base range (`segments.range_ledgers`, as recorded).
+    pub range_ledgers: u32,
+    /// Merge fan-out and levels (as recorded).
+    pub merge_fanout: u32,
+    /// Levels above the base range (0: no merging).
+    pub merge_levels: u32,
+    /// The open range's first ledger (covered by the hot index).
+    pub hot_from: Option<u32>,
+    /// Most probes a lookup makes: the hot index plus one per segment.
+    pub probes: usize,
+    /// Segments, oldest first.
+    pub segments: Vec<SegmentInfo>,
+    /// Ranges being repaired, with the reason.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub repairing: Vec<String>,
+    /// Keys in all segments.
+    pub keys: u64,
+    /// Bytes of all segment files.
+    pub file_bytes: u64,
+    /// Base segments built since open.
+    pub builds: u64,
+    /// Merges (and repairs) since open.
+    pub merges: u64,
+    /// Total build seconds since open (scan, MPH, write, swap, hot drop).
+    pub build_total_s: f64,
+    /// Total merge and repair seconds since open.
+    pub merge_total_s: f64,
+    /// True while a build, merge, repair or hot-index drop runs.
+    pub building: bool,
+    /// Consecutive failed steps (retried with backoff; 0 when healthy).
+    pub failures: u32,
+    /// The last failure since open, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+#[derive(Default)]
+struct BuilderState {
+    /// The durable mark the builder may build up to.
+    mark: Option<u32>,
+    /// The mark's first ledger.
+    first: Option<u32>,
+    busy: bool,
+    stop: bool,
+    failures: u32,
+    /// No step before this instant (backoff after a failure).
+    retry_at: Option<Instant>,
+    last_error: Option<String>,
+}
+
+/// How [`SegmentSet::open`] opens the tier.
+pub(crate) struct SetOpen {
+    pub(crate) dir: PathBuf,
+    /// The policy of the options; a recorded one wins.
+    pub(crate) policy: MergePolicy,
+    pub(crate) hot: Arc<dyn KvStore>,
+    pub(crate) ledgers: Arc<dyn KvStore>,
+    /// False for an offline reader: nothing on disk changes.
+    pub(crate) writable: bool,
+}
+
+/// The segment list plus its builder.
+pub(crate) struct SegmentSet {
+    dir: PathBuf,
+    policy: MergePolicy,
+    hot: Arc<dyn KvStore>,
+    ledgers: Arc<dyn KvStore>,
+    slots: RwLock<Arc<Vec<Arc<Slot>>>>,
+    state: Mutex<BuilderState>,
+    cv: Condvar,
+    builds: AtomicU64,
+    merges: AtomicU64,
+    build_micros: AtomicU64,
+    merge_micros: AtomicU64,
+    /// True while ingest writes a batch: see [`SegmentSet::ingest_writing`].
+    ingest_writing: Mutex<bool>,
+    ingest_done: Condvar,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    /// Installed base ranges whose hot-index drop has not finished (a
+    /// failed drop is retried like any step).
+    pending_drops: Mutex<Vec<(u32, u32)>>,
+    /// Test hook: steps that fail once each, by name.
+    #[cfg(test)]
+    pub(crate) fail_once: Mutex<Vec<&'static str>>,
+}
+
+impl SegmentSet {
+    /// Opens `dir` (creating it when writable): reads the manifest (or,
+    /// in a dir from an earlier release, lists the segment files), maps
+    /// every listed segment (header checks only) and, when `writable`,
+    /// deletes unlisted files and finishes interrupted hot-index drops. An
+    /// offline reader changes nothing.
+    pub(crate) fn open(how: SetOpen) -> StoreResult<Arc<Self>> {
+        let SetOpen {
+            dir,
+            policy,
+            hot,
+            ledgers,
+            writable,
+        } = how;
+        if policy.range_ledgers == 0 {
+            return Err(StoreError::InvalidBatch {
+                field: "segments.range_ledgers".into(),
+                reason: "must be at least 1".into(),
+            });
+        }
+        if writable {
+            fs::create_dir_all(&dir)
+                .map_err(StoreError::io(format!("creating {}", dir.display())))?;
+        }
+        let names = list_dir(&dir)?;
+        let (manifest, recorded) = match Manifest::read(&dir)? {
+            Some(m) => (m, true),
+            None => (Manifest::new(policy, legacy_ranges(&names)?), false),
+        };
+        if recorded && manifest.policy != policy {
+            tracing::info!(
+                recorded = ?manifest.policy,
+                configured = ?policy,
+                "the data dir's segment policy was recorded when it was created and is used"
+            );
+        }
+        let slots = manifest
+            .ranges
+            .iter()
+            .map(|&(first, last)| open_slot(&dir, first, last))
+            .collect();
+        let set = Arc::new(Self {
+            dir,
+            policy: manifest.policy,
+            hot,
+            ledgers,
+            slots: RwLock::new(Arc::new(slots)),
+            state: Mutex::new(BuilderState::default()),
+            cv: Condvar::new(),
+            builds: AtomicU64::new(0),
+            merges: AtomicU64::new(0),
+            build_micros: AtomicU64::new(0),
+            merge_micros: AtomicU64::new(0),
+            ingest_writing: Mutex::new(false),
+            ingest_done: Condvar::new(),
+            thread: Mutex::new(None),
+            pending_drops: Mutex::new(Vec::new()),
+            #[cfg(test)]
+            fail_once: Mutex::new(Vec::new()),
+        });
+        if writable {
+            if !recorded {
+                manifest.write(&set.dir)?;
+            }
+            set.remove_unlisted(&names, &manifest.ranges)?;
+            set.finish_drops(&names, &manifest.ranges)?;
+        }
+        Ok(set)
+    }
+
+    /// Deletes `tmp-` files and segment files the manifest does not list.
+    fn remove_unlisted(&self, names: &[String], ranges: &[(u32, u32)]) -> StoreResult<()> {
+        for name in names {
+            let unlisted =
+                ledgerstore_segment::parse_file_name(name).is_some_and(|r| !ranges.contains(&r));
+            if name.starts_with("tmp-") || unlisted {
+                tracing::warn!(file = %name, "removing a segment file the manifest does not list (an interrupted build or merge, or a merged part)");
+                remove_file(&self.dir.join(name))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Finishes the hot-index drops that `dropping-` markers record, for
+    /// the ranges the manifest lists, and removes every marker.
+    fn finish_drops(&self, names: &[String], ranges: &[(u32, u32)]) -> StoreResult<()> {
+        for (first, last) in names.iter().filter_map(|n| parse_marker(n)) {
+            if ranges.contains(&(first, last)) {
+                tracing::warn!(
+                    first,
+                    last,
+                    "finishing an interrupted drop of a segment's range from the hot index"
+                );
+                self.drop_hot_range(first, last)?;
+            }
+            self.remove_marker(first, last)?;
+        }
+        Ok(())
+    }
+
+    /// Starts the builder thread. `first`/`mark` are the store's mark.
+    pub(crate) fn start(
+        self: &Arc<Self>,
+        first: Option<u32>,
+        mark: Option<u32>,
+    ) -> StoreResult<()> {
+        let me = Arc::clone(self);
+        let handle = std::thread::Builder::new()
+            .name("segment-builder".into())
+            .spawn(move || me.run())
+            .map_err(StoreError::io("starting the segment builder thread"))?;
+        if let Ok(mut t) = self.thread.lock() {
+            *t = Some(handle);
+        }
+        self.notify(first, mark);
+        Ok(())
+    }
+
+    /// Tells the builder the mark moved.
+    pub(crate) fn notify(&self, first: Option<u32>, mark: Option<u32>) {
+        if let Ok(mut s) = self.state.lock() {
+            s.mark = mark;
+            s.first = first;
+        }
+        self.cv.notify_all();
+    }
+
+    /// Blocks until every closed range has its segment, merges are done
+    /// and no range is being repaired. Fails once a step has failed
+    /// [`build::WAIT_GIVES_UP_AFTER`] times in a row (the builder keeps
+    /// retrying). Returns at once when no builder runs.
+    pub(crate) fn wait_idle(&self) -> StoreResult<()> {
+        if self.thread.lock().map_or(true, |t| t.is_none()) {
+            return Ok(());
+        }
+        let poisoned = || StoreError::Corrupt("segment builder state poisoned".into());
+        let mut s = self.state.lock().map_err(|_| poisoned())?;
+        loop {
+            if s.failures >= build::WAIT_GIVES_UP_AFTER
+                && let Some(e) = &s.last_error
+            {
+                return Err(StoreError::Corrupt(format!(
+                    "segment build failed {} times in a row (still retrying): {e}",
+                    s.failures
+                )));
+            }
+            if s.stop || !s.busy && self.next_work(s.first, s.mark, false).is_none() {
+                return Ok(());
+            }
+            s = self.cv.wait(s).map_err(|_| poisoned())?;
+        }
+    }
+
+    /// Stops the builder after the step in progress and joins it.
+    pub(crate) fn stop(&self) {
+        if let Ok(mut s) = self.state.lock() {
+            s.stop = true;
+        }
+        self.cv.notify_all();
+        let handle = self.thread.lock().ok().and_then(|mut t| t.take());
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+    }
+
+    /// The listed ranges, oldest first.
+    pub(crate) fn slots(&self) -> Arc<Vec<Arc<Slot>>> {
+        match self.slots.read() {
+            Ok(l) => Arc::clone(&l),
+            Err(p) => Arc::clone(&p.into_inner()),
+        }
+    }
+
+    fn install(&self, next: Vec<Arc<Slot>>) {
+        match self.slots.write() {
+            Ok(mut l) => *l = Arc::new(next),
+            Err(p) => *p.into_inner() = Arc::new(next),
+        }
+    }
+
+    /// The serving segments, oldest first.
+    pub(crate) fn list(&self) -> Vec<Arc<Segment>> {
+        self.slots().iter().filter_map(|s| s.seg.clone()).collect()
+    }
+
+    /// What the segments say about `hash`, newest range first.
+    pub(crate) fn lookup(&self, hash: &[u8; 32]) -> Cold {
+        let mut cold = Cold::default();
+        for slot in self.slots().iter().rev() {
+            match (&slot.seg, &slot.broken) {
+                (Some(seg), _) => cold.candidates.extend(seg.lookup(hash)),
+                (None, why) if cold.repairing.is_none() => {
+                    cold.repairing = Some((slot.first, slot.last, why.clone().unwrap_or_default()));
+                }
+                (None, _) => {}
+            }
+        }
+        cold
+    }
+
+    /// The directory of segment files.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The recorded policy.
+    pub(crate) fn policy(&self) -> MergePolicy {
+        self.policy
+    }
+
+    /// The open range's first ledger: after the newest listed range, or
+    /// the store's first ledger.
+    fn hot_from(&self, first: Option<u32>) -> Option<u32> {
+        match self.slots().last() {
+            Some(s) => s.last.checked_add(1),
+            None => first,
+        }
+    }
+
+    /// Statistics.
+    pub(crate) fn stats(&self, first: Option<u32>) -> SegmentStats {
+        let slots = self.slots();
+        let segs: Vec<&Arc<Segment>> = slots.iter().filter_map(|s| s.seg.as_ref()).collect();
+        let (busy, failures, last_error) = self
+            .state
+            .lock()
+            .map(|s| (s.busy, s.failures, s.last_error.clone()))
+            .unwrap_or((false, 0, None));
+        SegmentStats {
+            range_ledgers: self.policy.range_ledgers,
+            merge_fanout: self.policy.fanout,
+            merge_levels: self.policy.levels,
+            hot_from: self.hot_from(first),
+            probes: slots.len() + 1,
+            keys: segs.iter().map(|s| s.info().keys).sum(),
+            file_bytes: segs.iter().map(|s| s.info().file_bytes).sum(),
+            segments: segs.iter().map(|s| s.info().clone()).collect(),
+            repairing: slots
+                .iter()
+                .filter_map(|s| {
+                    let why = s.broken.as_ref()?;
+                    Some(format!("{}..={}: {why}", s.first, s.last))
+                })
+                .collect(),
+            builds: self.builds.load(Ordering::Relaxed),
+            merges: self.merges.load(Ordering::Relaxed),
+            build_total_s: self.build_micros.load(Ordering::Relaxed) as f64 / 1e6,
+            merge_total_s: self.merge_micros.load(Ordering::Relaxed) as f64 / 1e6,
+            building: busy,
+            failures,
+            last_error,
+        }
+    }
+
+    /// Ingest says it is writing a batch (`true`) or done (`false`). MDBX
+    /// has one writer at a time and its lock is not fair: a drop that
+    /// commits chunk after chunk can win it back every time. So the drop
+    /// waits between chunks while ingest writes, and ingest waits for at
+    /// most one chunk.
+    pub(crate) fn ingest_writing(&self, writing: bool) {
+        if let Ok(mut w) = self.ingest_writing.lock() {
+            *w = writing;
+        }
+        if !writing {
+            self.ingest_done.notify_all();
+        }
+    }
+
+    /// The ranges whose `dropping-` marker exists now (none when an
+    /// offline reader finds no segment directory).
+    pub(crate) fn dropping_markers(&self) -> StoreResult<Vec<(u32, u32)>> {
+        Ok(list_dir(&self.dir)?
+            .iter()
+            .filter_map(|n| parse_marker(n))
+            .collect())
+    }
+
+    /// The hash lists present now, by range.
+    pub(crate) fn hash_lists(&self) -> StoreResult<Vec<(u32, u32)>> {
+        Ok(list_dir(&self.dir)?
+            .iter()
+            .filter_map(|n| ledgerstore_segment::hashes::parse_file_name(n))
+            .collect())
+    }
+
+    pub(crate) fn marker(&self, first: u32, last: u32) -> String {
+        format!("dropping-{first:010}-{last:010}")
+    }
+
+    fn remove_marker(&self, first: u32, last: u32) -> StoreResult<()> {
+        remove_file(&self.dir.join(self.marker(first, last)))
+    }
+}
+
+/// Maps the segment of `first..=last`, or records why it cannot serve.
+fn open_slot(dir: &Path, first: u32, last: u32) -> Arc<Slot> {
+    let path = dir.join(ledgerstore_segment::file_name(first, last));
+    match Segment::open(&path) {
+        Ok(seg) if (seg.first(), seg.last()) == (first, last) => {
+            Slot::serving(Arc::new(seg), false)
+        }
+        Ok(seg) => Slot::broken(
+            first,
+            last,
+            format!(
+                "{} holds ledgers {}..={}",
+                path.display(),
+                seg.first(),
+                seg.last()
+            ),
+        ),
+        Err(e) => {
+            tracing::error!(first, last, error = %e, "a listed segment cannot serve; it will be rebuilt");
+            Slot::broken(first, last, e.to_string())
+        }
+    }
+}
+
+/// The ranges of the segment files of a dir from an earlier release
+/// (no manifest): every `seg-` file, which must not overlap.
+fn legacy_ranges(names: &[String]) -> StoreResult<Vec<(u32, u32)>> {
+    let mut ranges: Vec<(u32, u32)> = names
+        .iter()
+        .filter_map(|n| ledgerstore_segment::parse_file_name(n))
+        .collect();
+    ranges.sort_unstable();
+    if let Some(w) = ranges.windows(2).find(|w| w[0].1 >= w[1].0) {
+        return Err(StoreError::Corrupt(format!(
+            "segments {}..={} and {}..={} overlap",
+            w[0].0, w[0].1, w[1].0, w[1].1
+        )));
+    }
+    Ok(ranges)
+}
+
+/// The file names in `dir` (none if it does not exist).
+fn list_dir(dir: &Path) -> StoreResult<Vec<String>> {
+    let listing = StoreError::io(format!("listing {}", dir.display()));
+    match fs::read_dir(dir) {
+        Ok(d) => d
+            .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect::<Result<_, _>>()
+            .map_err(listing),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(listing(e)),
+    }
+}
+
+/// The range of a `dropping-<first>-<last>` marker's name.
+fn parse_marker(name: &str) -> Option<(u32, u32)> {
+    let range = name.strip_prefix("dropping-")?;
+    ledgerstore_segment::parse_file_name(&format!("seg-{range}.idx"))
+}
+
+fn remove_file(p: &Path) -> StoreResult<()> {
+    match fs::remove_file(p) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(StoreError::io(format!("removing {}", p.display()))(e)),
+    }
+}

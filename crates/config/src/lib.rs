@@ -305,8 +305,9 @@ impl Default for StellarConfig {
 pub struct SegmentsConfig {
     /// Ledgers per base index segment (the hot index's window). Ranges are
     /// aligned to multiples of it; a range's segment is built once the mark
-    /// passes its end, and its keys then leave the hot index. A build holds
-    /// ~72 bytes per key at peak; a segment file holds ~5.4 bytes per key,
+    /// passes its end, and its keys then leave the hot index. A base build
+    /// holds ~50 bytes per key of its range plus one partition (at most 2^22
+    /// keys, ~340 MB); a segment file holds ~5.4 bytes per key,
     /// memory-mapped. Recorded in the data dir at creation and reused.
     pub range_ledgers: u32,
     /// Merge fan-out: windows of level `k` hold `range_ledgers ×

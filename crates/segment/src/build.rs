@@ -1,17 +1,12 @@
 //! Building a segment file (and, for a base range, its hash list).
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::Path;
-use std::time::Instant;
 
-use ph::fmph::keyset::SliceSourceWithRefs;
-use ph::fmph::{GOBuildConf, GOConf};
-
+use crate::writer::{PART_KEYS, Retry, SegmentWriter};
 use crate::{
-    CHECKSUM_BYTES, HEADER_BYTES, KeyScheme, MAGIC, MAX_SALTS, MPH_PREFIX, MPH_SALTED_NH, Mph,
-    SegmentError, SegmentInfo, SegmentResult, TxPos, VERSION, fingerprint, fresh_salt, hex, info,
-    ordinal_bits,
+    KeyScheme, MAX_SALTS, MPH_PREFIX, MPH_SALTED_NH, SegmentError, SegmentInfo, SegmentResult,
+    TxPos, fresh_salt, hex,
 };
 
 /// Builds a segment from `(hash, position)` pairs of one range.
@@ -66,14 +61,20 @@ impl SegmentBuilder {
     /// publishes it by renaming; see [`publish`](crate::publish). Any set
     /// of distinct hashes builds; a hash pushed twice is refused by name.
     pub fn write(self, path: &Path) -> SegmentResult<SegmentInfo> {
-        self.write_with(path, None, MPH_SALTED_NH, &mut fresh_salt)
+        self.write_with(path, None, MPH_SALTED_NH, &mut fresh_salt, PART_KEYS)
     }
 
     /// [`write`](Self::write), and also the range's hash list to
     /// `hashes` (fsynced; see [`crate::hashes`]), the source later merges
     /// and repairs rebuild from.
     pub fn write_with_hashes(self, path: &Path, hashes: &Path) -> SegmentResult<SegmentInfo> {
-        self.write_with(path, Some(hashes), MPH_SALTED_NH, &mut fresh_salt)
+        self.write_with(
+            path,
+            Some(hashes),
+            MPH_SALTED_NH,
+            &mut fresh_salt,
+            PART_KEYS,
+        )
     }
 
     /// Sorts the entries into ordinal order (ledger, then apply order) and
@@ -134,13 +135,28 @@ impl SegmentBuilder {
         Ok(offsets)
     }
 
-    /// The MPH over the entries' keys, drawing a fresh salt after a
-    /// collision or a build that did not converge.
-    fn mph(
-        &self,
+    /// [`write`](Self::write) with an optional hash list, MPH `kind`, a
+    /// source of salts (kind 2 draws one per attempt) and keys per
+    /// partition. Kind 1 is only written by tests, to check that such
+    /// files still open.
+    pub(crate) fn write_with(
+        mut self,
+        path: &Path,
+        hashes: Option<&Path>,
         kind: u32,
         salts: &mut dyn FnMut() -> [u64; 2],
-    ) -> SegmentResult<(KeyScheme, Vec<u128>, Mph)> {
+        part_keys: u64,
+    ) -> SegmentResult<SegmentInfo> {
+        let offsets = self.order(kind)?;
+        if let Some(hashes) = hashes {
+            crate::hashes::write(
+                hashes,
+                self.first,
+                self.last,
+                &offsets,
+                self.entries.iter().map(|e| &e.0),
+            )?;
+        }
         let n = self.entries.len();
         let mut attempt = 0;
         loop {
@@ -154,172 +170,27 @@ impl SegmentBuilder {
                     )));
                 }
             };
-            // Keys in ordinal order, so that `keys[ord]` is entry `ord`'s.
-            let keys: Vec<u128> = self.entries.iter().map(|(h, _)| scheme.key(h)).collect();
-            let mut sorted = keys.clone();
-            sorted.sort_unstable();
-            let collision = sorted.windows(2).any(|w| w[0] == w[1]);
-            drop(sorted);
-            let mph = if collision {
-                None
-            } else {
-                let conf = GOBuildConf::with_mt(
-                    GOConf {
-                        hash_builder: ph::seedable_hash::BuildWyHash,
-                        bits_per_seed: ph::seeds::TwoToPowerBitsStatic::<2>,
-                        bits_per_group: ph::seeds::TwoToPowerBitsStatic::<4>,
-                    },
-                    n > 100_000,
-                );
-                Mph::try_with_conf_stats(SliceSourceWithRefs::<_, u8>::new(&keys), conf, &mut ())
-            };
-            match mph {
-                Some(mph) => return Ok((scheme, keys, mph)),
-                None if scheme != KeyScheme::Prefix && attempt < MAX_SALTS => continue,
-                None => {
+            let mut w =
+                SegmentWriter::with(self.first, self.last, n as u64, path, scheme, part_keys)?;
+            for ledger in self.entries.chunk_by(|a, b| a.1.seq == b.1.seq) {
+                let hashes: Vec<[u8; 32]> = ledger.iter().map(|e| e.0).collect();
+                w.push_ledger(ledger[0].1.seq, &hashes)?;
+            }
+            match w.finish_or_retry(path)? {
+                Ok(info) => return Ok(info),
+                Err(_) if scheme != KeyScheme::Prefix && attempt < MAX_SALTS => {}
+                Err(why) => {
                     return Err(SegmentError::Invalid(format!(
                         "no MPH separates these {n} keys (MPH kind {kind}, {attempt} attempts; {})",
-                        if collision {
-                            "the last salt mixed two hashes to one key"
-                        } else {
-                            "the MPH build did not converge"
+                        match why {
+                            Retry::Collision => "the last salt mixed two hashes to one key",
+                            Retry::NoConverge => "the MPH build did not converge",
                         }
                     )));
                 }
             }
         }
     }
-
-    /// [`write`](Self::write) with an optional hash list, MPH `kind` and a
-    /// source of salts (kind 2 draws one per attempt). Kind 1 is only
-    /// written by tests, to check that such files still open.
-    pub(crate) fn write_with(
-        mut self,
-        path: &Path,
-        hashes: Option<&Path>,
-        kind: u32,
-        salts: &mut dyn FnMut() -> [u64; 2],
-    ) -> SegmentResult<SegmentInfo> {
-        let started = Instant::now();
-        let offsets = self.order(kind)?;
-        if let Some(hashes) = hashes {
-            crate::hashes::write(
-                hashes,
-                self.first,
-                self.last,
-                &offsets,
-                self.entries.iter().map(|e| &e.0),
-            )?;
-        }
-        let (scheme, keys, mph) = self.mph(kind, salts)?;
-        let n = self.entries.len();
-        let mut fps = vec![0u16; n];
-        let mut ords = vec![0u32; n];
-        for (ord, ((hash, _), key)) in self.entries.iter().zip(&keys).enumerate() {
-            let slot = mph
-                .get(key)
-                .and_then(|s| usize::try_from(s).ok())
-                .filter(|s| *s < n)
-                .ok_or_else(|| {
-                    SegmentError::Invalid(format!("the MPH did not place key {}", hex(hash)))
-                })?;
-            fps[slot] = fingerprint(hash);
-            ords[slot] = ord as u32;
-        }
-        drop(keys);
-        let build = started.elapsed();
-        let out = Output {
-            first: self.first,
-            last: self.last,
-            scheme,
-            mph: &mph,
-            offsets: &offsets,
-            fps: &fps,
-            ords: &ords,
-        };
-        let file_bytes = out.write(path, build)?;
-        Ok(info(
-            self.first,
-            self.last,
-            n as u64,
-            file_bytes,
-            mph.write_bytes(),
-            build,
-        ))
-    }
-}
-
-/// The parts of a segment file, written in order.
-struct Output<'a> {
-    first: u32,
-    last: u32,
-    scheme: KeyScheme,
-    mph: &'a Mph,
-    offsets: &'a [u32],
-    fps: &'a [u16],
-    ords: &'a [u32],
-}
-
-impl Output<'_> {
-    /// Writes the file (fsynced) and returns its size.
-    fn write(&self, path: &Path, build: std::time::Duration) -> SegmentResult<u64> {
-        let io = |action| SegmentError::io(path, action);
-        let n = self.fps.len();
-        let mph_bytes = self.mph.write_bytes();
-        let file = File::create(path).map_err(io("creating"))?;
-        let mut w = HashingWriter::new(BufWriter::with_capacity(1 << 20, file));
-        let mut header = Vec::with_capacity(HEADER_BYTES);
-        header.extend_from_slice(MAGIC);
-        header.extend_from_slice(&VERSION.to_le_bytes());
-        header.extend_from_slice(&self.scheme.kind().to_le_bytes());
-        header.extend_from_slice(&self.first.to_le_bytes());
-        header.extend_from_slice(&self.last.to_le_bytes());
-        header.extend_from_slice(&(n as u64).to_le_bytes());
-        header.extend_from_slice(&(mph_bytes as u64).to_le_bytes());
-        let micros = u64::try_from(build.as_micros()).unwrap_or(u64::MAX);
-        header.extend_from_slice(&micros.to_le_bytes());
-        header.extend_from_slice(&self.scheme.salt_bytes());
-        debug_assert_eq!(header.len(), HEADER_BYTES);
-        w.write_all(&header).map_err(io("writing"))?;
-        self.mph.write(&mut w).map_err(io("writing"))?;
-        for o in self.offsets {
-            w.write_all(&o.to_le_bytes()).map_err(io("writing"))?;
-        }
-        for f in self.fps {
-            w.write_all(&f.to_le_bytes()).map_err(io("writing"))?;
-        }
-        let packed = pack(self.ords, ordinal_bits(n));
-        w.write_all(&packed).map_err(io("writing"))?;
-        let digest = w.digest();
-        let mut inner = w.into_inner();
-        inner.write_all(&digest).map_err(io("writing"))?;
-        let file = inner
-            .into_inner()
-            .map_err(|e| SegmentError::io(path, "flushing")(e.into_error()))?;
-        file.sync_all().map_err(io("syncing"))?;
-        Ok((HEADER_BYTES
-            + mph_bytes
-            + 4 * self.offsets.len()
-            + 2 * n
-            + packed.len()
-            + CHECKSUM_BYTES) as u64)
-    }
-}
-
-/// `values` packed little-endian at `bits` each, then 8 zero bytes so that
-/// a reader may load any value with one unaligned 8-byte read.
-pub(crate) fn pack(values: &[u32], bits: u32) -> Vec<u8> {
-    let total = (values.len() as u64 * u64::from(bits)).div_ceil(8) as usize;
-    let mut out = vec![0u8; total + 8];
-    for (i, &v) in values.iter().enumerate() {
-        let bit = i as u64 * u64::from(bits);
-        let at = (bit / 8) as usize;
-        let mut word = [0u8; 8];
-        word.copy_from_slice(&out[at..at + 8]);
-        let merged = u64::from_le_bytes(word) | (u64::from(v) << (bit % 8));
-        out[at..at + 8].copy_from_slice(&merged.to_le_bytes());
-    }
-    out
 }
 
 /// A writer that hashes what passes through.

@@ -137,6 +137,37 @@ fn tmp_path(path: &Path) -> PathBuf {
 /// returns its `(hash, position)` pairs in position order once the whole
 /// file has matched its checksum.
 pub fn read(path: &Path, first: u32, last: u32) -> SegmentResult<Vec<([u8; 32], TxPos)>> {
+    let mut out = Vec::new();
+    scan(path, first, last, |seq, hashes| {
+        out.extend(hashes.iter().enumerate().map(|(i, h)| {
+            (
+                *h,
+                TxPos {
+                    seq,
+                    index: i as u32,
+                },
+            )
+        }));
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Reads the whole hash list against its checksum and returns its count.
+pub fn verify(path: &Path, first: u32, last: u32) -> SegmentResult<u64> {
+    scan(path, first, last, |_, _| Ok(()))
+}
+
+/// Calls `f` with each ledger's hashes in order (ledgers without
+/// transactions are skipped), then checks the checksum; returns the count.
+/// An error after `f` saw data means the file changed or is damaged:
+/// discard what `f` built.
+pub fn scan(
+    path: &Path,
+    first: u32,
+    last: u32,
+    mut f: impl FnMut(u32, &[[u8; 32]]) -> SegmentResult<()>,
+) -> SegmentResult<u64> {
     let corrupt = |detail: String| SegmentError::Corrupt {
         path: path.display().to_string(),
         detail,
@@ -190,14 +221,17 @@ pub fn read(path: &Path, first: u32, last: u32) -> SegmentResult<Vec<([u8; 32], 
     if offsets.windows(2).any(|w| w[0] > w[1]) || u64::from(offsets[ledgers as usize]) != n {
         return Err(corrupt("ledger offsets are not a prefix sum of n".into()));
     }
-    let mut out = Vec::with_capacity(n as usize);
+    let mut hashes = Vec::new();
     for (li, w) in offsets.windows(2).enumerate() {
-        for index in 0..w[1] - w[0] {
-            let mut h = [0u8; 32];
-            read_exact(&mut h)?;
-            let seq = first + li as u32;
-            out.push((h, TxPos { seq, index }));
+        let count = (w[1] - w[0]) as usize;
+        if count == 0 {
+            continue;
         }
+        hashes.resize(count, [0u8; 32]);
+        for h in &mut hashes {
+            read_exact(h)?;
+        }
+        f(first + li as u32, &hashes)?;
     }
     let mut sum = [0u8; 32];
     r.read_exact(&mut sum)
@@ -205,5 +239,5 @@ pub fn read(path: &Path, first: u32, last: u32) -> SegmentResult<Vec<([u8; 32], 
     if sha.finalize().as_slice() != sum {
         return Err(corrupt("checksum mismatch".into()));
     }
-    Ok(out)
+    Ok(n)
 }

@@ -22,10 +22,10 @@
 //! | 16 | 4 | first ledger |
 //! | 20 | 4 | last ledger |
 //! | 24 | 8 | keys `n` |
-//! | 32 | 8 | MPH bytes `m` |
+//! | 32 | 8 | MPH section bytes `m` |
 //! | 40 | 8 | build time, microseconds |
 //! | 48 | 16 | kind 2: the salt, two `u64`; kind 1: reserved (zero) |
-//! | 64 | `m` | the MPH, as `GOFunction::write` emits it |
+//! | 64 | `m` | version 2: the MPH section: partitions `P` (`u64`), then per partition its keys and MPH bytes (`u64` each), then each partition's MPH as `GOFunction::write` emits it. Version 1: one MPH |
 //! | | `4 × (ledgers + 1)` | `offsets`: ordinal of each ledger's first tx; the last entry is `n` |
 //! | | `2 × n` | `fingerprints[slot]`: bytes 16..18 of the hash at that slot |
 //! | | `⌈b × n / 8⌉ + 8` | version 2: `ordinals[slot]`, the tx's ordinal in the range (ledger order, then apply order), packed little-endian at `b = ⌈log2 n⌉` bits (at least 1), then 8 zero bytes so any ordinal is one unaligned 8-byte read |
@@ -34,6 +34,18 @@
 //!
 //! Opening a segment checks the header and that the sizes add up to the
 //! file's length (constant work); [`Segment::verify`] checks the SHA-256.
+//!
+//! # Partitions
+//!
+//! A version 2 segment of `n` keys has `P = ⌈n / PART_KEYS⌉` partitions
+//! (2^22 keys at most each). A key's partition is the high 64 bits of its
+//! salted kind 2 key scaled to `0..P`; partition `p`'s MPH maps its keys to
+//! slots `base_p..base_p + keys_p`, where `base_p` sums the earlier
+//! partitions' keys, and the fingerprint and ordinal arrays are shared. So
+//! a lookup still evaluates one MPH, and [`SegmentWriter`] builds a segment
+//! of any size one partition at a time, spilling the others to temporary
+//! files: ~80 bytes a key of one partition at peak, never of the whole
+//! segment.
 //!
 //! # MPH kinds
 //!
@@ -82,9 +94,11 @@ mod build;
 mod error;
 pub mod hashes;
 mod read;
+mod writer;
 pub use build::SegmentBuilder;
 pub use error::{SegmentError, SegmentResult};
 pub use read::Segment;
+pub use writer::{PART_KEYS, SegmentWriter};
 
 const MAGIC: &[u8; 8] = b"LSIDXSEG";
 /// The format written now: bit-packed ordinals.
@@ -198,6 +212,13 @@ fn fingerprint(hash: &[u8; 32]) -> u16 {
 /// least 1.
 fn ordinal_bits(n: usize) -> u32 {
     (usize::BITS - n.saturating_sub(1).leading_zeros()).max(1)
+}
+
+/// The partition of `key` among `parts`: its high 64 bits scaled to
+/// `0..parts` (for kind 2 keys, salted and uniform).
+#[inline]
+fn partition(key: u128, parts: usize) -> usize {
+    ((u128::from((key >> 64) as u64) * parts as u128) >> 64) as usize
 }
 
 /// The file name of the segment for `first..=last`.

@@ -20,7 +20,8 @@ pub struct Segment {
     first: u32,
     last: u32,
     pub(crate) scheme: KeyScheme,
-    mph: Mph,
+    /// One MPH per partition, with the partition's first slot.
+    mphs: Vec<(usize, Mph)>,
     map: Mmap,
     path: PathBuf,
     n: usize,
@@ -115,9 +116,8 @@ impl Segment {
                 map.len()
             )));
         }
-        let mut mph_src = &map[HEADER_BYTES..HEADER_BYTES + mph_bytes];
-        let mph = Mph::read_with_hasher(&mut mph_src, ph::seedable_hash::BuildWyHash)
-            .map_err(|e| corrupt(format!("MPH: {e}")))?;
+        let mphs = read_mphs(&map[HEADER_BYTES..HEADER_BYTES + mph_bytes], version, n)
+            .map_err(|e| corrupt(format!("MPH section: {e}")))?;
         let offsets_at = HEADER_BYTES + mph_bytes;
         let fps_at = offsets_at + 4 * (ledgers + 1);
         let ords_at = fps_at + 2 * n;
@@ -131,7 +131,7 @@ impl Segment {
             first,
             last,
             scheme,
-            mph,
+            mphs,
             map,
             path: path.to_path_buf(),
             n,
@@ -175,6 +175,11 @@ impl Segment {
         &self.info
     }
 
+    /// Partitions (one MPH each).
+    pub fn parts(&self) -> usize {
+        self.mphs.len()
+    }
+
     /// The position of `hash` if the range may hold it. `None` is certain
     /// for an intact file; `Some` is a candidate that is wrong with
     /// probability 2^-16 for a random hash outside the range, more often
@@ -182,7 +187,9 @@ impl Segment {
     /// most four places of the map: a fingerprint, an ordinal and the
     /// ledger offsets' binary search.
     pub fn lookup(&self, hash: &[u8; 32]) -> Option<TxPos> {
-        let slot = usize::try_from(self.mph.get(&self.scheme.key(hash))?).ok()?;
+        let key = self.scheme.key(hash);
+        let (base, mph) = &self.mphs[crate::partition(key, self.mphs.len())];
+        let slot = base + usize::try_from(mph.get(&key)?).ok()?;
         if slot >= self.n {
             return None;
         }
@@ -220,6 +227,50 @@ impl Segment {
         let word = u64_at(&self.map, self.ords_at + (bit / 8) as usize);
         ((word >> (bit % 8)) & ((1u64 << self.ord_bits) - 1)) as u32
     }
+}
+
+/// The MPHs of a segment's MPH section, each with its first slot. Version
+/// 1: one serialized MPH. Version 2: the partition count (`u64`), then per
+/// partition its keys and MPH bytes (`u64` each), then the MPHs in order.
+fn read_mphs(section: &[u8], version: u32, n: usize) -> Result<Vec<(usize, Mph)>, String> {
+    let read = |mut src: &[u8]| {
+        Mph::read_with_hasher(&mut src, ph::seedable_hash::BuildWyHash).map_err(|e| e.to_string())
+    };
+    if version == VERSION_U32_ORDINALS {
+        return Ok(vec![(0, read(section)?)]);
+    }
+    let word = |i: usize| -> Result<u64, String> {
+        section
+            .get(8 * i..8 * i + 8)
+            .map(|b| u64_at(b, 0))
+            .ok_or_else(|| "truncated partition directory".to_string())
+    };
+    let parts = usize::try_from(word(0)?).map_err(|e| e.to_string())?;
+    if parts == 0 || parts > n.max(1) {
+        return Err(format!("{parts} partitions for {n} keys"));
+    }
+    let mut at = 8 + 16 * parts;
+    let (mut base, mut out) = (0usize, Vec::with_capacity(parts));
+    for p in 0..parts {
+        let keys = usize::try_from(word(1 + 2 * p)?).map_err(|e| e.to_string())?;
+        let len = usize::try_from(word(2 + 2 * p)?).map_err(|e| e.to_string())?;
+        let blob = at
+            .checked_add(len)
+            .and_then(|end| section.get(at..end))
+            .ok_or_else(|| format!("partition {p}'s MPH runs past the section"))?;
+        out.push((base, read(blob)?));
+        base = base
+            .checked_add(keys)
+            .ok_or_else(|| "partition sizes overflow".to_string())?;
+        at += len;
+    }
+    if base != n || at != section.len() {
+        return Err(format!(
+            "partitions hold {base} keys in {at} bytes, the header says {n} keys in {}",
+            section.len()
+        ));
+    }
+    Ok(out)
 }
 
 fn u32_at(b: &[u8], o: usize) -> u32 {

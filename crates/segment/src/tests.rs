@@ -272,9 +272,13 @@ fn a_colliding_salt_is_replaced_and_running_out_of_salts_is_an_error() {
     let mut drawn = vec![good, bad];
     let (b, entries) = builder(1, &[10], hashes.clone());
     let tmp = dir.path().join("tmp.idx");
-    b.write_with(&tmp, None, MPH_SALTED_NH, &mut || {
-        drawn.pop().expect("a salt")
-    })
+    b.write_with(
+        &tmp,
+        None,
+        MPH_SALTED_NH,
+        &mut || drawn.pop().expect("a salt"),
+        PART_KEYS,
+    )
     .expect("the second salt builds");
     assert!(drawn.is_empty(), "two salts drawn");
     let (kind, salt) = header_kind_and_salt(&tmp);
@@ -285,10 +289,16 @@ fn a_colliding_salt_is_replaced_and_running_out_of_salts_is_an_error() {
     let (b, _) = builder(1, &[10], hashes);
     let mut draws = 0;
     let err = b
-        .write_with(&dir.path().join("x"), None, MPH_SALTED_NH, &mut || {
-            draws += 1;
-            bad
-        })
+        .write_with(
+            &dir.path().join("x"),
+            None,
+            MPH_SALTED_NH,
+            &mut || {
+                draws += 1;
+                bad
+            },
+            PART_KEYS,
+        )
         .expect_err("only colliding salts");
     assert_eq!(draws, MAX_SALTS);
     assert!(
@@ -325,9 +335,13 @@ fn kind_1_files_still_open_and_answer() {
     // Written here as kind 1.
     let (b, entries) = builder(1_000, &[30, 0, 17, 250], random_hashes(7, 297));
     let tmp = dir.path().join("tmp.idx");
-    b.write_with(&tmp, None, MPH_PREFIX, &mut || {
-        unreachable!("kind 1 has no salt")
-    })
+    b.write_with(
+        &tmp,
+        None,
+        MPH_PREFIX,
+        &mut || unreachable!("kind 1 has no salt"),
+        PART_KEYS,
+    )
     .expect("write kind 1");
     assert_eq!(header_kind_and_salt(&tmp), (MPH_PREFIX, [0; 16]));
     let seg = Segment::open(&tmp).expect("open");
@@ -338,7 +352,13 @@ fn kind_1_files_still_open_and_answer() {
     hashes[0][..16].copy_from_slice(&[0xC3; 16]);
     let (b, _) = builder(1, &[2], hashes);
     let err = b
-        .write_with(&dir.path().join("y"), None, MPH_PREFIX, &mut || [0, 0])
+        .write_with(
+            &dir.path().join("y"),
+            None,
+            MPH_PREFIX,
+            &mut || [0, 0],
+            PART_KEYS,
+        )
         .expect_err("shared prefix");
     assert!(
         err.to_string()
@@ -421,4 +441,61 @@ fn a_hash_list_round_trips_and_refuses_damage_by_name() {
     std::fs::write(&hashes, &bytes).expect("write");
     let err = hashes::read(&hashes, 20, 22).expect_err("short");
     assert!(err.to_string().contains("do not match"), "{err}");
+}
+
+/// A segment split into partitions (tiny ones here, so that the temporary
+/// partition files and spools are used) answers exactly like one built
+/// whole, and leaves no temporary file behind.
+#[test]
+fn partitioned_builds_answer_exactly_and_clean_up() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let per_ledger = [300, 0, 1, 299, 400];
+    let (b, entries) = builder(50, &per_ledger, random_hashes(21, 1_000));
+    let tmp = dir.path().join("tmp-50-54.idx");
+    let info = b
+        .write_with(&tmp, None, MPH_SALTED_NH, &mut fresh_salt, 64)
+        .expect("write");
+    let seg = Segment::open(&tmp).expect("open");
+    seg.verify().expect("verify");
+    assert_eq!(seg.parts(), 16, "1,000 keys in partitions of at most 64");
+    assert_exact_and_rejects_misses(&seg, &entries);
+    // Tiny partitions pay 16 bytes of directory each (2 bits a key here).
+    assert!(
+        info.mph_bits_per_key > 2.0 && info.mph_bits_per_key < 8.0,
+        "{info:?}"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left, [std::ffi::OsString::from("tmp-50-54.idx")]);
+    // The streaming writer directly, ledger by ledger, with a gap.
+    let path = dir.path().join("w.idx");
+    let mut w = SegmentWriter::with(50, 54, 1_000, &path, KeyScheme::salted(fresh_salt()), 100)
+        .expect("writer");
+    for (seq, group) in entries
+        .chunk_by(|a, b| a.1.seq == b.1.seq)
+        .map(|g| (g[0].1.seq, g))
+    {
+        let hashes: Vec<[u8; 32]> = group.iter().map(|e| e.0).collect();
+        w.push_ledger(seq, &hashes).expect("push");
+    }
+    w.finish(&path).expect("finish");
+    let seg = Segment::open(&path).expect("open");
+    assert_eq!(seg.parts(), 10);
+    assert_exact_and_rejects_misses(&seg, &entries);
+    // Refused: a ledger out of order, more keys than announced, fewer.
+    let mut w = SegmentWriter::with(1, 3, 2, &path, KeyScheme::salted([1, 2]), 64).expect("w");
+    w.push_ledger(2, &[[1; 32]]).expect("push");
+    let e = w.push_ledger(1, &[[2; 32]]).expect_err("out of order");
+    assert!(e.to_string().contains("out of order"), "{e}");
+    let e = w.push_ledger(3, &[[2; 32], [3; 32]]).expect_err("too many");
+    assert!(e.to_string().contains("more than the 2 keys"), "{e}");
+    let e = w.finish(&path).expect_err("too few");
+    assert!(
+        e.to_string()
+            .contains("2 keys announced for 1..=3, 1 pushed"),
+        "{e}"
+    );
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use ledgerstore_db_api::{Decompress, LedgerRecord, TxHash, TxPos};
-use ledgerstore_segment::{SegmentBuilder, hashes};
+use ledgerstore_segment::{SegmentBuilder, SegmentWriter, hashes};
 
 use super::{Manifest, SegmentSet, Slot, remove_file};
 use crate::error::{StoreError, StoreResult};
@@ -272,15 +272,21 @@ impl SegmentSet {
                 s.first, s.last
             )));
         }
-        let mut b = SegmentBuilder::new(first, last)?;
-        for (s, e) in self.policy.base_ranges(first, last) {
-            for (hash, pos) in self.source(s, e)? {
-                b.push(hash, pos)?;
-            }
+        // Pass 1 checks (or rewrites) every base range's hash list and
+        // counts the keys; pass 2 streams them into the partitioned writer,
+        // so memory stays bounded whatever the window's size.
+        let bases = self.policy.base_ranges(first, last);
+        let mut keys = 0u64;
+        for &(s, e) in &bases {
+            keys += self.ensure_list(s, e)?;
         }
-        let keys = b.len();
         let tmp = self.dir.join(format!("tmp-{first}-{last}.idx"));
-        b.write(&tmp)?;
+        let mut w = SegmentWriter::new(first, last, keys, &tmp)?;
+        for &(s, e) in &bases {
+            let list = self.dir.join(hashes::file_name(s, e));
+            hashes::scan(&list, s, e, |seq, hs| w.push_ledger(seq, hs))?;
+        }
+        w.finish(&tmp)?;
         self.failpoint("merge-before-publish")?;
         let path = ledgerstore_segment::publish(&tmp, &self.dir, first, last)?;
         let seg = Arc::new(ledgerstore_segment::Segment::open(&path)?);
@@ -316,18 +322,18 @@ impl SegmentSet {
         Ok(())
     }
 
-    /// The `(hash, position)` pairs of the base range `first..=last`, in
-    /// position order: from its hash list, or, when that is missing or
-    /// damaged, from the ledger records (and the hash list is rewritten).
-    fn source(&self, first: u32, last: u32) -> StoreResult<Vec<([u8; 32], TxPos)>> {
+    /// Checks the hash list of the base range `first..=last` whole and
+    /// returns its count; a missing or damaged list is rewritten from the
+    /// ledger records first.
+    fn ensure_list(&self, first: u32, last: u32) -> StoreResult<u64> {
         let path = self.dir.join(hashes::file_name(first, last));
-        match hashes::read(&path, first, last) {
-            Ok(v) => Ok(v),
+        match hashes::verify(&path, first, last) {
+            Ok(n) => Ok(n),
             Err(e) => {
-                tracing::warn!(first, last, error = %e, "reading the range's hashes from the ledger records instead of its hash list");
+                tracing::warn!(first, last, error = %e, "rewriting the range's hash list from the ledger records");
                 let v = self.hashes_in_ledgers(first, last)?;
                 hashes::write_list(&path, first, last, &v)?;
-                Ok(v)
+                Ok(v.len() as u64)
             }
         }
     }

@@ -20,10 +20,12 @@
 #   STUDY_LEDGER_BYTES=80000    raw bytes per ledger (its 250 tx bodies are
 #                               75 KB of it; pubnet: ~1.4 MB)
 #   STUDY_LAYOUTS=rocksdb-tuned,indexed
-#   STUDY_SEGMENT_LEDGERS=25000 indexed: ledgers per segment range (6.25M txs;
-#                               8 ranges close in the run). Production's
-#                               default is 100,000 (25M txs, ~1.8 GB of build
-#                               memory at peak inside the limit, 2 segments).
+#   STUDY_SEGMENT_LEDGERS=2000 indexed: ledgers per base range (500K txs in
+#                               the hot index at most)
+#   STUDY_MERGE_FANOUT=10       indexed: windows of 2K, 20K and 200K ledgers,
+#   STUDY_MERGE_LEVELS=2        production's shape (100K, 1M, 10M) scaled
+#                               down 50x: a lookup probes at most one
+#                               segment per closed 200K window plus 2
 #   STUDY_LOOKUPS=20000         hits and as many misses, after the cold reopen
 #   STUDY_MEM_EVERY_TXS=10000000  RssAnon/VmRSS after the batch reaching each 10M
 #   STUDY_OUT, STUDY_DIR        $CARGO_TARGET_DIR/tmp/study-scale{,-data}, so the
@@ -38,16 +40,17 @@
 #                                       account bytes are incompressible)
 #   ledgers   ~25 KB/ledger x 200K = 5 GB (80 KB raw each)
 #   tx_index  ~40 B/tx x 50M = 2 GB (rocksdb-tuned); indexed instead keeps
-#             ~6.3 B/tx of segments (0.3 GB) plus its hot MDBX index of one
-#             open range (its file grows in 1 GiB steps)
+#             ~5.5 B/tx of segments (0.3 GB), 32 B/tx of hash lists (1.6 GB)
+#             and its hot MDBX index of one open range
 #   total     ~21 GB per layout, ~4.9x the 4 GiB limit (>= 4x as long as
 #             it stays above 17.2 GB). Data dirs are removed after each
 #             layout (STUDY_KEEP=1 keeps them), so the disk needs ~25 GB free
 #             (one layout plus compaction headroom) on top of the build.
 # The limit also holds the study's own memory: tuned RocksDB's memtables
 # (256 MiB each, up to 4 per table) and block caches (256 MiB per table), a
-# segment build (~72 B per tx of its range: ~450 MB at 25,000 ledgers) and
-# the batch in hand (~62 MB raw). The report prints RssAnon/VmRSS every
+# base build (~50 B per tx of its range: ~25 MB at 2,000 ledgers) and
+# the batch in hand (~62 MB raw); a segment build or merge holds one
+# partition (at most 2^22 keys, ~340 MB). The report prints RssAnon/VmRSS every
 # STUDY_MEM_EVERY_TXS txs; raise the limit if the run is OOM-killed, and
 # keep stored >= 4x the limit (more STUDY_BATCHES or STUDY_TX_BYTES).
 #
@@ -69,7 +72,9 @@ exec scripts/study-memlimit.sh "${STUDY_SCALE_LIMIT:-4G}" \
   STUDY_TX_BYTES="${STUDY_TX_BYTES:-300}" \
   STUDY_LEDGER_BYTES="${STUDY_LEDGER_BYTES:-80000}" \
   STUDY_LAYOUTS="${STUDY_LAYOUTS:-rocksdb-tuned,indexed}" \
-  STUDY_SEGMENT_LEDGERS="${STUDY_SEGMENT_LEDGERS:-25000}" \
+  STUDY_SEGMENT_LEDGERS="${STUDY_SEGMENT_LEDGERS:-2000}" \
+  STUDY_MERGE_FANOUT="${STUDY_MERGE_FANOUT:-10}" \
+  STUDY_MERGE_LEVELS="${STUDY_MERGE_LEVELS:-2}" \
   STUDY_LOOKUPS="${STUDY_LOOKUPS:-20000}" \
   STUDY_MEM_EVERY_TXS="${STUDY_MEM_EVERY_TXS:-10000000}" \
   STUDY_OUT="${STUDY_OUT:-$tmp/study-scale}" \

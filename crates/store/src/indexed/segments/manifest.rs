@@ -211,6 +211,24 @@ mod tests {
     }
 
     #[test]
+    fn a_dir_without_a_manifest_keeps_the_range_its_segments_have() {
+        use super::super::legacy_policy;
+        let ranges = [(3, 9), (10, 19), (20, 29)];
+        assert_eq!(legacy_policy(P, &ranges).range_ledgers, 10);
+        let five = MergePolicy {
+            range_ledgers: 5,
+            ..P
+        };
+        assert_eq!(
+            legacy_policy(five, &ranges),
+            five,
+            "the configured 5 fits too"
+        );
+        let odd = legacy_policy(P, &[(0, 6), (7, 19)]);
+        assert_eq!((odd.range_ledgers, odd.levels), (100, 0), "no merging");
+    }
+
+    #[test]
     fn base_ranges_tile_a_span() {
         assert_eq!(
             P.base_ranges(50, 320),

@@ -213,7 +213,10 @@ impl SegmentSet {
         let names = list_dir(&dir)?;
         let (manifest, recorded) = match Manifest::read(&dir)? {
             Some(m) => (m, true),
-            None => (Manifest::new(policy, legacy_ranges(&names)?), false),
+            None => {
+                let ranges = legacy_ranges(&names)?;
+                (Manifest::new(legacy_policy(policy, &ranges), ranges), false)
+            }
         };
         if recorded && manifest.policy != policy {
             tracing::info!(
@@ -519,6 +522,45 @@ fn legacy_ranges(names: &[String]) -> StoreResult<Vec<(u32, u32)>> {
         )));
     }
     Ok(ranges)
+}
+
+/// The policy for a dir from an earlier release: the configured one, unless
+/// its segments were built with another base range; then that range (the
+/// longest segment's length: only the first can be clipped), so that
+/// merges tile the ranges it has.
+pub(super) fn legacy_policy(policy: MergePolicy, ranges: &[(u32, u32)]) -> MergePolicy {
+    let fits = |r: u32| {
+        let r = u64::from(r);
+        ranges
+            .iter()
+            .enumerate()
+            .all(|(i, &(a, b))| (u64::from(b) + 1) % r == 0 && (i == 0 || u64::from(a) % r == 0))
+    };
+    if fits(policy.range_ledgers) {
+        return policy;
+    }
+    match ranges.iter().map(|(a, b)| b - a + 1).max() {
+        Some(r) if fits(r) => {
+            tracing::warn!(
+                configured = policy.range_ledgers,
+                built = r,
+                "this data dir's segments were built with another base range; it is kept"
+            );
+            MergePolicy {
+                range_ledgers: r,
+                ..policy
+            }
+        }
+        _ => {
+            tracing::warn!(
+                "this data dir's segments are not aligned to one base range; they are not merged"
+            );
+            MergePolicy {
+                levels: 0,
+                ..policy
+            }
+        }
+    }
 }
 
 /// The file names in `dir` (none if it does not exist).

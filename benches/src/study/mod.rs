@@ -326,6 +326,8 @@ pub struct LayoutRun {
     pub finals: Vec<StoreFinal>,
     /// Lookup rates.
     pub lookups: Option<Lookups>,
+    /// The same lookups repeated at once (warm).
+    pub lookups_warm: Option<Lookups>,
     /// Bytes the process wrote while draining (`/proc/self/io`).
     pub drain_device_bytes: Option<u64>,
     /// Layout `indexed`: its segments.
@@ -384,6 +386,7 @@ pub(crate) mod testdata {
                 keys: 100,
             }],
             lookups: None,
+            lookups_warm: None,
             drain_device_bytes: None,
             segments: None,
             end_memory: MemSample::default(),

@@ -43,19 +43,7 @@ fn status_kb(status: &str, field: &str) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
-/// Bytes this process (all its threads) has caused to be read from storage
-/// so far (`read_bytes` of `/proc/self/io`: page-cache misses, not
-/// `read()` calls); `None` without task I/O accounting.
-pub fn process_read_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/self/io").ok()?;
-    parse_read_bytes(&text)
-}
-
-fn parse_read_bytes(io: &str) -> Option<u64> {
-    io.lines()
-        .find_map(|l| l.strip_prefix("read_bytes:"))
-        .and_then(|v| v.trim().parse().ok())
-}
+pub use ledgerstore_db_api::iostat::process_read_bytes;
 
 /// Writes dirty pages back (`sync`) and drops the page cache, dentries and
 /// inodes (`echo 3 > /proc/sys/vm/drop_caches`). False when either fails
@@ -84,13 +72,6 @@ mod tests {
             }
         );
         assert_eq!(MemSample::parse("Name:\tx\n"), MemSample::default());
-    }
-
-    #[test]
-    fn parses_the_read_bytes_line() {
-        let io = "rchar: 10\nwchar: 20\nread_bytes: 4096\nwrite_bytes: 8192\n";
-        assert_eq!(parse_read_bytes(io), Some(4096));
-        assert_eq!(parse_read_bytes("rchar: 1\n"), None);
     }
 
     #[test]

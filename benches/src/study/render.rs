@@ -196,6 +196,8 @@ pub struct LayoutSummary {
     pub disk_bytes: u64,
     /// Lookup rates.
     pub lookups: Option<Lookups>,
+    /// The same lookups repeated at once (warm).
+    pub lookups_warm: Option<Lookups>,
     /// Layout `indexed`: segments.
     pub segments: Option<SegmentSummary>,
     /// The process's memory at each checkpoint and after the drain.
@@ -297,6 +299,7 @@ pub fn summarize(runs: &[LayoutRun]) -> Summary {
                 .map(|b| b + run.drain_device_bytes.unwrap_or(0)),
             disk_bytes: run.finals.iter().map(|f| f.disk_bytes).sum(),
             lookups: run.lookups.clone(),
+            lookups_warm: run.lookups_warm.clone(),
             segments: run.segments.clone(),
             memory: checkpoints(run),
             open: run.open.clone(),
@@ -449,10 +452,12 @@ fn render_lookups_table(layouts: &[LayoutSummary]) -> String {
          |---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let read = |b: Option<f64>| b.map_or("-".into(), |b| format!("{b:.0}"));
-    for l in layouts {
-        let Some(x) = &l.lookups else {
-            continue;
-        };
+    for (l, x) in layouts.iter().flat_map(|l| {
+        [&l.lookups, &l.lookups_warm]
+            .into_iter()
+            .flatten()
+            .map(move |x| (l, x))
+    }) {
         out.push_str(&format!(
             "| {} | {} | {} | {:.0} | {:.0} | {:.0} | {} | {:.0} | {:.0} | {:.0} | {} |\n",
             l.layout,

@@ -23,6 +23,8 @@ pub(super) struct Reopened {
     pub probes_max: Option<usize>,
     /// Lookup rates, unless `cfg.lookups` is 0 or nothing was sampled.
     pub lookups: Option<Lookups>,
+    /// The same lookups again right after: the pages they touch are cached.
+    pub lookups_warm: Option<Lookups>,
 }
 
 /// Drops the page cache (when `cfg.drop_caches`), times the study's own
@@ -30,7 +32,7 @@ pub(super) struct Reopened {
 /// the open started (so lookups run alone), drops the page cache again
 /// (that work may have read data back in, and then one layout's lookups
 /// would run warm and another's cold), looks up `hits` and as many absent
-/// hashes, and closes the store again.
+/// hashes, then the same ones again (warm), and closes the store again.
 pub(super) fn reopen_and_look_up(
     cfg: &StudyConfig,
     dir: &Path,
@@ -39,17 +41,22 @@ pub(super) fn reopen_and_look_up(
 ) -> BenchResult<Reopened> {
     let (store, open) = cold_open(cfg, dir, layout)?;
     let probes_max = probes_max(&store)?;
-    let lookups = if cfg.lookups > 0 && !hits.is_empty() {
+    let (lookups, lookups_warm) = if cfg.lookups > 0 && !hits.is_empty() {
         let cold = cfg.drop_caches && drop_page_cache();
-        Some(time_lookups(&store, hits, cfg.seed, cold)?)
+        let first = time_lookups(&store, hits.clone(), cfg.seed, cold)?;
+        (
+            Some(first),
+            Some(time_lookups(&store, hits, cfg.seed, false)?),
+        )
     } else {
-        None
+        (None, None)
     };
     store.close()?;
     Ok(Reopened {
         open,
         probes_max,
         lookups,
+        lookups_warm,
     })
 }
 

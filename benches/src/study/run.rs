@@ -38,6 +38,7 @@ pub fn run_layout(
         open,
         probes_max,
         lookups,
+        lookups_warm,
     } = reopen_and_look_up(cfg, &dir, layout, hits)?;
     if !cfg.keep {
         remove_dir(&dir, "removing")?;
@@ -48,6 +49,7 @@ pub fn run_layout(
         drain_s,
         finals,
         lookups,
+        lookups_warm,
         drain_device_bytes,
         segments,
         end_memory,

@@ -33,31 +33,46 @@ fn req(ledgers: Vec<ledgerstore_db_api::LedgerInput>) -> pb::IngestRequest {
 fn raw_grpc(addr: &str, path: &str, body: &[u8], dir: &Path) -> (String, String) {
     let file = dir.join("body.bin");
     std::fs::write(&file, body).expect("write");
-    let o = Command::new("curl")
-        .args([
-            "-sS",
-            "--http2-prior-knowledge",
-            "-D",
-            "-",
-            "-o",
-            "/dev/null",
-            "-X",
-            "POST",
-        ])
-        .args(["-H", "content-type: application/grpc", "-H", "te: trailers"])
-        .arg("--data-binary")
-        .arg(format!("@{}", file.display()))
-        .arg(format!("{addr}{path}"))
-        .output()
-        .expect("curl");
-    let head = String::from_utf8_lossy(&o.stdout).to_string();
-    let field = |name: &str| {
-        head.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .map(|v| v.trim().replace("%20", " "))
-            .unwrap_or_default()
-    };
-    (field("grpc-status:"), field("grpc-message:"))
+    // A server that answers before reading the whole body (an unknown
+    // method) may reset the stream while curl still uploads; curl then
+    // reports a transport error and no headers. That is the client's
+    // transport, not the server's answer: try again, a bounded few times.
+    let mut last = (String::new(), String::new());
+    for _ in 0..3 {
+        let o = Command::new("curl")
+            .args([
+                "-sS",
+                "--http2-prior-knowledge",
+                "-D",
+                "-",
+                "-o",
+                "/dev/null",
+                "-X",
+                "POST",
+            ])
+            .args(["-H", "content-type: application/grpc", "-H", "te: trailers"])
+            .arg("--data-binary")
+            .arg(format!("@{}", file.display()))
+            .arg(format!("{addr}{path}"))
+            .output()
+            .expect("curl");
+        let head = String::from_utf8_lossy(&o.stdout).to_string();
+        let field = |name: &str| {
+            head.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.trim().replace("%20", " "))
+                .unwrap_or_default()
+        };
+        last = (field("grpc-status:"), field("grpc-message:"));
+        if !last.0.is_empty() {
+            return last;
+        }
+        last.1 = format!(
+            "no grpc-status; curl said: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    last
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -324,11 +324,7 @@ fn the_bulk_cli_builds_and_merges_segments_before_it_exits() {
         "{:?}",
         names(&dir.join("segments"))
     );
-    let mut c = bin();
-    c.args(["stats", "--json", "--data-dir"]).arg(&dir);
-    let o = run(c);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    let v = stats_json(&dir);
     assert_eq!(v["segments"]["probes"], 2, "{v}");
     assert_eq!(v["segments"]["merge_fanout"], 2, "recorded: {v}");
     // The recorded policy wins over a different flag on a later run.
@@ -341,10 +337,17 @@ fn the_bulk_cli_builds_and_merges_segments_before_it_exits() {
     ]);
     let o = run(c);
     assert!(o.status.success(), "{}", stderr(&o));
-    let mut c = bin();
-    c.args(["stats", "--json", "--data-dir"]).arg(&dir);
-    let v: serde_json::Value = serde_json::from_str(&stdout(&run(c))).expect("json");
+    let v = stats_json(&dir);
     assert_eq!(v["segments"]["range_ledgers"], 10, "{v}");
     assert_eq!(v["segments"]["hot_from"], 50, "{v}");
     assert_check_passes(&dir);
+}
+
+/// `ledgerstore stats --json` of the stopped data dir at `dir`.
+fn stats_json(dir: &std::path::Path) -> serde_json::Value {
+    let mut c = bin();
+    c.args(["stats", "--json", "--data-dir"]).arg(dir);
+    let o = run(c);
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_str(&stdout(&o)).expect("json")
 }

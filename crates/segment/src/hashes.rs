@@ -153,43 +153,36 @@ pub fn read(path: &Path, first: u32, last: u32) -> SegmentResult<Vec<([u8; 32], 
     Ok(out)
 }
 
-/// Reads the whole hash list against its checksum and returns its count.
-pub fn verify(path: &Path, first: u32, last: u32) -> SegmentResult<u64> {
-    scan(path, first, last, |_, _| Ok(()))
+/// The count of the hash list at `path` from its header, once the header
+/// names `first..=last` and the file's length matches it (reads 32 bytes;
+/// [`scan`] checks the checksum).
+pub fn count(path: &Path, first: u32, last: u32) -> SegmentResult<u64> {
+    open_checked(path, first, last).map(|(_, _, n)| n)
 }
 
-/// Calls `f` with each ledger's hashes in order (ledgers without
-/// transactions are skipped), then checks the checksum; returns the count.
-/// An error after `f` saw data means the file changed or is damaged:
-/// discard what `f` built.
-pub fn scan(
+/// Opens the hash list at `path` and checks its header (magic, version,
+/// range) and that the file's length matches its count; returns the file,
+/// positioned after the header, the header, and the count.
+fn open_checked(
     path: &Path,
     first: u32,
     last: u32,
-    mut f: impl FnMut(u32, &[[u8; 32]]) -> SegmentResult<()>,
-) -> SegmentResult<u64> {
+) -> SegmentResult<(File, [u8; HEADER_BYTES], u64)> {
     let corrupt = |detail: String| SegmentError::Corrupt {
         path: path.display().to_string(),
         detail,
     };
-    let file = File::open(path).map_err(SegmentError::io(path, "opening"))?;
+    let mut file = File::open(path).map_err(SegmentError::io(path, "opening"))?;
     let len = file
         .metadata()
         .map_err(SegmentError::io(path, "reading the size of"))?
         .len();
-    let mut r = BufReader::with_capacity(1 << 20, file);
-    let mut sha = Sha256::new();
-    let mut read_exact = |buf: &mut [u8]| -> SegmentResult<()> {
-        r.read_exact(buf)
-            .map_err(SegmentError::io(path, "reading"))?;
-        sha.update(&*buf);
-        Ok(())
-    };
-    let mut header = [0u8; HEADER_BYTES];
     if len < (HEADER_BYTES + 32) as u64 {
         return Err(corrupt("not a hash list (too short)".into()));
     }
-    read_exact(&mut header)?;
+    let mut header = [0u8; HEADER_BYTES];
+    file.read_exact(&mut header)
+        .map_err(SegmentError::io(path, "reading"))?;
     let u32_at =
         |o: usize| u32::from_le_bytes([header[o], header[o + 1], header[o + 2], header[o + 3]]);
     if &header[..8] != MAGIC || u32_at(8) != VERSION {
@@ -212,6 +205,39 @@ pub fn scan(
             "{len} bytes do not match {n} hashes over {ledgers} ledgers ({expected} expected)"
         )));
     }
+    Ok((file, header, n))
+}
+
+/// Reads the whole hash list against its checksum and returns its count.
+pub fn verify(path: &Path, first: u32, last: u32) -> SegmentResult<u64> {
+    scan(path, first, last, |_, _| Ok(()))
+}
+
+/// Calls `f` with each ledger's hashes in order (ledgers without
+/// transactions are skipped), then checks the checksum; returns the count.
+/// An error after `f` saw data means the file changed or is damaged:
+/// discard what `f` built.
+pub fn scan(
+    path: &Path,
+    first: u32,
+    last: u32,
+    mut f: impl FnMut(u32, &[[u8; 32]]) -> SegmentResult<()>,
+) -> SegmentResult<u64> {
+    let corrupt = |detail: String| SegmentError::Corrupt {
+        path: path.display().to_string(),
+        detail,
+    };
+    let (file, header, n) = open_checked(path, first, last)?;
+    let ledgers = u64::from(last - first) + 1;
+    let mut r = BufReader::with_capacity(1 << 20, file);
+    let mut sha = Sha256::new();
+    sha.update(header);
+    let mut read_exact = |buf: &mut [u8]| -> SegmentResult<()> {
+        r.read_exact(buf)
+            .map_err(SegmentError::io(path, "reading"))?;
+        sha.update(&*buf);
+        Ok(())
+    };
     let mut offsets = Vec::with_capacity(ledgers as usize + 1);
     let mut b4 = [0u8; 4];
     for _ in 0..=ledgers {

@@ -224,7 +224,7 @@ impl Ledgerstore {
             let path = set
                 .dir()
                 .join(ledgerstore_segment::hashes::file_name(first, last));
-            if let Err(e) = ledgerstore_segment::hashes::read(&path, first, last) {
+            if let Err(e) = ledgerstore_segment::hashes::verify(&path, first, last) {
                 r.problem(format!(
                     "segments: {e} (a rebuild falls back to the ledger records and rewrites it)"
                 ));

@@ -311,3 +311,37 @@ fn a_failed_build_is_retried_with_backoff_without_a_restart() {
     let r = store.check().expect("check");
     assert!(r.is_ok(), "{:#?}", r.problems);
 }
+
+/// A hash list whose checksum fails while a merge streams it is rewritten
+/// from the ledger records; the failed merge is retried and builds from it.
+#[test]
+fn a_damaged_hash_list_fails_one_merge_and_is_rewritten() {
+    let s = synth();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    {
+        let store = open(tmp.path());
+        ingest_range(&store, &s, 1, 15, 5);
+        store.wait_for_segments().expect("segments");
+        assert_eq!(ranges(&store), [(1, 9)]);
+    }
+    let list = segdir(tmp.path()).join(ledgerstore_segment::hashes::file_name(1, 9));
+    let mut bytes = std::fs::read(&list).expect("read");
+    let at = bytes.len() - 40;
+    bytes[at] ^= 0x01;
+    std::fs::write(&list, &bytes).expect("damage");
+    let store = open(tmp.path());
+    ingest_range(&store, &s, 16, 22, 7);
+    store.wait_for_segments().expect("merged on the retry");
+    assert_eq!(ranges(&store), [(1, 19)]);
+    let seg = store.stats().expect("stats").segments.expect("segments");
+    assert!(
+        seg.last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("checksum mismatch")),
+        "{seg:#?}"
+    );
+    assert_ne!(std::fs::read(&list).expect("read"), bytes, "rewritten");
+    assert_all_readable(&store, &s, 1, 22);
+    let r = store.check().expect("check");
+    assert!(r.is_ok(), "{:#?}", r.problems);
+}

@@ -272,19 +272,28 @@ impl SegmentSet {
                 s.first, s.last
             )));
         }
-        // Pass 1 checks (or rewrites) every base range's hash list and
-        // counts the keys; pass 2 streams them into the partitioned writer,
-        // so memory stays bounded whatever the window's size.
+        // The base ranges' hash lists, counted from their headers (a
+        // missing or malformed one is rewritten from the ledger records
+        // first), then streamed once into the partitioned writer, so memory
+        // stays bounded whatever the window's size. A list whose checksum
+        // fails during the stream is rewritten too, and the step fails: the
+        // retry builds from the rewritten list.
         let bases = self.policy.base_ranges(first, last);
         let mut keys = 0u64;
-        for &(s, e) in &bases {
-            keys += self.ensure_list(s, e)?;
+        for &(a, b) in &bases {
+            keys += self.ensure_list(a, b)?;
         }
         let tmp = self.dir.join(format!("tmp-{first}-{last}.idx"));
         let mut w = SegmentWriter::new(first, last, keys, &tmp)?;
-        for &(s, e) in &bases {
-            let list = self.dir.join(hashes::file_name(s, e));
-            hashes::scan(&list, s, e, |seq, hs| w.push_ledger(seq, hs))?;
+        for &(a, b) in &bases {
+            let list = self.dir.join(hashes::file_name(a, b));
+            if let Err(err) = hashes::scan(&list, a, b, |seq, hs| w.push_ledger(seq, hs)) {
+                if matches!(err, ledgerstore_segment::SegmentError::Corrupt { .. }) {
+                    tracing::warn!(first = a, last = b, error = %err, "a hash list failed its checksum mid-merge");
+                    self.rewrite_list(a, b)?;
+                }
+                return Err(err.into());
+            }
         }
         w.finish(&tmp)?;
         self.failpoint("merge-before-publish")?;
@@ -322,20 +331,27 @@ impl SegmentSet {
         Ok(())
     }
 
-    /// Checks the hash list of the base range `first..=last` whole and
-    /// returns its count; a missing or damaged list is rewritten from the
-    /// ledger records first.
+    /// The count of the base range `first..=last`'s hash list, from its
+    /// header; a missing or malformed list is rewritten from the ledger
+    /// records first.
     fn ensure_list(&self, first: u32, last: u32) -> StoreResult<u64> {
         let path = self.dir.join(hashes::file_name(first, last));
-        match hashes::verify(&path, first, last) {
+        match hashes::count(&path, first, last) {
             Ok(n) => Ok(n),
             Err(e) => {
                 tracing::warn!(first, last, error = %e, "rewriting the range's hash list from the ledger records");
-                let v = self.hashes_in_ledgers(first, last)?;
-                hashes::write_list(&path, first, last, &v)?;
-                Ok(v.len() as u64)
+                self.rewrite_list(first, last)
             }
         }
+    }
+
+    /// Writes the base range's hash list from the ledger records; returns
+    /// its count.
+    fn rewrite_list(&self, first: u32, last: u32) -> StoreResult<u64> {
+        let v = self.hashes_in_ledgers(first, last)?;
+        let path = self.dir.join(hashes::file_name(first, last));
+        hashes::write_list(&path, first, last, &v)?;
+        Ok(v.len() as u64)
     }
 
     /// The hashes that the ledger records of `first..=last` list.

@@ -51,8 +51,10 @@ impl Backends {
             // The sequential ledgers table of the hybrid layout: tuned, no
             // forced compaction (sequential keys compact by trivial moves).
             Layout::Hybrid => RocksOptions::tuned(false),
-            // Ledgers and position-keyed tx bodies: both append in key
-            // order, so they get the same tuned, blob-less setup.
+            // Position-keyed tx bodies: appended in key order and read by
+            // positions that exist.
+            Layout::Indexed if table == TableId::TxData => RocksOptions::tuned_positional(),
+            // Ledgers append in key order too: tuned, blob-less.
             Layout::Indexed => RocksOptions::tuned(false),
         };
         if let Some(b) = self.rocks_write_buffer_bytes {

@@ -14,7 +14,13 @@
 //! | table          | key                            | value                                   |
 //! |----------------|--------------------------------|-----------------------------------------|
 //! | `tx_bodies`    | [`TxPos`]: seq u32 BE, index u32 BE (8) | [`crate::body`] framing: hash, dictionary version, zstd frame |
-//! | `tx_hot_index` | tx hash (32)                   | [`TxPos`] (8), uncompressed             |
+//! | `tx_hot_index` | [`TxPos`] (8)                  | tx hash (32), uncompressed              |
+//!
+//! Both are keyed by position, so every batch appends at the end of both
+//! trees. The hot index is a log that the store reads back into an
+//! in-memory hash map at open; the map answers lookups. (Releases before
+//! this one keyed `tx_hot_index` by hash; such entries are converted when
+//! a writer opens the store.)
 
 use crate::codec::{Compress, Decode, Decompress, Encode};
 use crate::error::{DbError, DbResult};
@@ -104,15 +110,16 @@ impl Table for TxBodies {
     type Value = crate::body::TxBody;
 }
 
-/// `tx_hot_index` (layout `indexed`, in the `tx_index` slot): tx hash →
-/// position, for ledgers not yet covered by a segment.
+/// `tx_hot_index` (layout `indexed`, in the `tx_index` slot): position →
+/// tx hash, for ledgers not yet covered by a segment. Appended in key
+/// order; lookups go through the store's in-memory map of it.
 #[derive(Debug)]
 pub struct TxHotIndex;
 impl Table for TxHotIndex {
     const NAME: &'static str = "tx_hot_index";
     const ID: TableId = TableId::TxIndex;
-    type Key = TxHash;
-    type Value = TxPos;
+    type Key = TxPos;
+    type Value = TxHash;
 }
 
 /// Where a transaction lives: its ledger and apply index. Encodes as 8
@@ -161,7 +168,8 @@ impl Decode for TxPos {
     }
 }
 
-/// The hot index stores the position as its 8-byte key form, uncompressed.
+/// Releases before the position-keyed hot index stored the position as
+/// the value (its 8-byte key form, uncompressed).
 impl Compress for TxPos {
     fn compress(&self, _level: i32) -> DbResult<Vec<u8>> {
         Ok(self.to_bytes().to_vec())
@@ -239,6 +247,25 @@ impl Decode for TxHash {
             table: TxData::NAME,
             expected: 32,
             got: bytes.len(),
+        })
+    }
+}
+
+/// The hot index stores the hash as its value, uncompressed.
+impl Compress for TxHash {
+    fn compress(&self, _level: i32) -> DbResult<Vec<u8>> {
+        Ok(self.0.to_vec())
+    }
+    fn raw_len(&self) -> usize {
+        32
+    }
+}
+
+impl Decompress for TxHash {
+    fn decompress(bytes: &[u8]) -> DbResult<Self> {
+        TxHash::from_slice(bytes).ok_or_else(|| DbError::Corrupt {
+            what: "tx_hot_index value",
+            detail: format!("expected a 32-byte hash, got {} bytes", bytes.len()),
         })
     }
 }

@@ -395,11 +395,14 @@ fn a_panicking_ledgers_writer_fails_the_batch_instead_of_deadlocking() {
 }
 
 /// Defect 8: a `tx_index` value that does not decode stops the rollback
-/// (naming the hash) instead of deleting the entry as an orphan.
+/// (naming the hash) instead of deleting the entry as an orphan. (Layout
+/// `indexed` keys its hot index by position: the entries a rollback
+/// deletes are the positions above the mark, with no owner to decode.)
 #[test]
 fn rollback_refuses_an_undecodable_owner_instead_of_deleting_it() {
     let s = synth();
-    for layout in [Layout::Hybrid, Layout::Indexed] {
+    {
+        let layout = Layout::Hybrid;
         let tmp = tempfile::tempdir().expect("tempdir");
         let residue: LedgerInput = s.ledger(3);
         let victim = residue.txs[2].hash.clone();

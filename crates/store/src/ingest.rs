@@ -66,7 +66,8 @@ impl AsRef<[u8]> for TxKey {
 struct Prepared {
     ledgers: Entries<[u8; 4]>,
     tx_data: Entries<TxKey>,
-    tx_index: Entries<TxHash>,
+    /// Hash → seq, or (layout `indexed`) position → hash.
+    tx_index: Entries<TxKey>,
 }
 
 impl Ledgerstore {
@@ -144,7 +145,7 @@ impl Ledgerstore {
         prepared
             .tx_index
             .pairs
-            .par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            .par_sort_unstable_by(|a, b| a.0.as_ref().cmp(b.0.as_ref()));
         compute += t2.elapsed();
 
         self.check_free_space(&prepared)?;
@@ -179,10 +180,11 @@ impl Ledgerstore {
         }
         if let Some(tier) = &self.indexed {
             // Before the mark moves: a reader that sees the batch must find
-            // its dictionary.
+            // its dictionary and its hashes.
             if let (Some(tr), Ok(mut d)) = (trained, tier.dicts.write()) {
                 *d = std::sync::Arc::new(tr.dicts);
             }
+            tier.segments.hot_map.insert(hot_entries(&prepared));
         }
         self.publish_mark(next.clone());
         #[cfg(test)]
@@ -390,7 +392,7 @@ impl Ledgerstore {
         let batch: u64 = (p.ledgers.pairs.iter())
             .map(|(_, v)| 4 + v.len() as u64)
             .chain(p.tx_data.pairs.iter().map(|(_, v)| 32 + v.len() as u64))
-            .chain(p.tx_index.pairs.iter().map(|(_, v)| 32 + v.len() as u64))
+            .chain((p.tx_index.pairs.iter()).map(|(k, v)| (k.as_ref().len() + v.len()) as u64))
             .sum();
         let needed = self.limits.min_free_disk_bytes.saturating_add(2 * batch);
         let free = crate::datadir::free_bytes(self.path())?;
@@ -457,7 +459,7 @@ fn prepare(new: &[LedgerInput], level: i32, dicts: Option<&DictSet>) -> StoreRes
         raw_bytes: (32 + 4) * txs.len() as u64,
         pairs: txs
             .iter()
-            .map(|(h, _, _, seq)| (*h, seq.to_be_bytes().to_vec()))
+            .map(|(h, _, _, seq)| (TxKey::Hash(*h), seq.to_be_bytes().to_vec()))
             .collect(),
     };
     let tx_data = Entries {
@@ -474,8 +476,8 @@ fn prepare(new: &[LedgerInput], level: i32, dicts: Option<&DictSet>) -> StoreRes
     })
 }
 
-/// The `indexed` layout's entries: bodies under their position (already
-/// in key order), and the hot index from hash to position.
+/// The `indexed` layout's entries: bodies under their position, and the
+/// hot index from position to hash (both already in key order).
 fn prepare_indexed(
     new: &[LedgerInput],
     ledgers: Vec<([u8; 4], Vec<u8>, usize)>,
@@ -503,7 +505,7 @@ fn prepare_indexed(
         raw_bytes: (32 + 8) * txs.len() as u64,
         pairs: txs
             .iter()
-            .map(|(h, p, _, _)| (*h, p.to_bytes().to_vec()))
+            .map(|(h, p, _, _)| (TxKey::Pos(p.to_bytes()), h.0.to_vec()))
             .collect(),
     };
     let tx_data = Entries {
@@ -517,6 +519,18 @@ fn prepare_indexed(
         ledgers,
         tx_data,
         tx_index,
+    })
+}
+
+/// The hot index entries of a prepared `indexed` batch, as (hash,
+/// position).
+fn hot_entries(p: &Prepared) -> impl Iterator<Item = (&[u8; 32], TxPos)> {
+    p.tx_index.pairs.iter().filter_map(|(k, v)| match k {
+        TxKey::Pos(pos) => Some((
+            <&[u8; 32]>::try_from(v.as_slice()).ok()?,
+            TxPos::from_bytes(pos)?,
+        )),
+        _ => None,
     })
 }
 

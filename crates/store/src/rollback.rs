@@ -3,7 +3,9 @@
 //! The ledgers table is durable before any hash-table write of the same
 //! batch can be, so every orphan hash entry is listed by a ledger record
 //! above the mark. We delete those hashes (unless the tx index says the
-//! hash belongs to a committed ledger), then the ledger records.
+//! hash belongs to a committed ledger), then the ledger records. In layout
+//! `indexed` both other tables are keyed by position, so the orphans are
+//! exactly the positions those records list.
 
 use ledgerstore_db_api::{Decompress, Dictionary, KvStore, LedgerRecord, TableId, TxPos};
 
@@ -59,7 +61,28 @@ impl Ledgerstore {
                 None => break,
             }
         }
-        if ledger_keys.is_empty() && self.indexed.is_none() {
+        if let Some(tier) = &self.indexed {
+            let txs = body_keys.len();
+            let positions: Vec<&[u8]> = body_keys.iter().map(Vec::as_slice).collect();
+            delete_keys(self.tx_index.as_ref(), &positions)?;
+            tier.segments.hot_map.remove_above(last);
+            // Dictionaries trained for a batch that did not commit.
+            let in_use = tier.dict_version_in_use(&self.mark());
+            for (k, _) in self.tx_data.scan(&Dictionary::first_key(), 1024)? {
+                if Dictionary::parse_key(&k).is_some_and(|v| v > in_use) {
+                    body_keys.push(k);
+                }
+            }
+            let refs: Vec<&[u8]> = body_keys.iter().map(Vec::as_slice).collect();
+            delete_keys(self.tx_data.as_ref(), &refs)?;
+            let ledger_refs: Vec<&[u8]> = ledger_keys.iter().map(Vec::as_slice).collect();
+            delete_keys(self.ledgers.as_ref(), &ledger_refs)?;
+            return Ok(RolledBack {
+                ledgers: ledger_keys.len(),
+                txs,
+            });
+        }
+        if ledger_keys.is_empty() {
             return Ok(RolledBack::default());
         }
         hashes.sort_unstable();
@@ -74,7 +97,7 @@ impl Ledgerstore {
                     orphans.push(key);
                     continue;
                 };
-                let seq = owner_seq(&v, self.indexed.is_some()).map_err(|e| {
+                let seq = u32::decompress(&v).map_err(|e| {
                     StoreError::Corrupt(format!(
                         "{}: the value of {} does not decode ({e}), so rollback cannot tell \
                          whether it belongs to a committed ledger; nothing was deleted. Run \
@@ -88,21 +111,8 @@ impl Ledgerstore {
                 }
             }
         }
-        if let Some(tier) = &self.indexed {
-            // Dictionaries trained for a batch that did not commit.
-            let in_use = tier.dict_version_in_use(&self.mark());
-            for (k, _) in self.tx_data.scan(&Dictionary::first_key(), 1024)? {
-                if Dictionary::parse_key(&k).is_some_and(|v| v > in_use) {
-                    body_keys.push(k);
-                }
-            }
-            let refs: Vec<&[u8]> = body_keys.iter().map(Vec::as_slice).collect();
-            delete_keys(self.tx_data.as_ref(), &refs)?;
-            delete_keys(self.tx_index.as_ref(), &orphans)?;
-        } else {
-            for table in [TableId::TxData, TableId::TxIndex] {
-                delete_keys(self.table(table), &orphans)?;
-            }
+        for table in [TableId::TxData, TableId::TxIndex] {
+            delete_keys(self.table(table), &orphans)?;
         }
         let ledger_refs: Vec<&[u8]> = ledger_keys.iter().map(Vec::as_slice).collect();
         delete_keys(self.ledgers.as_ref(), &ledger_refs)?;
@@ -111,16 +121,6 @@ impl Ledgerstore {
             txs: orphans.len(),
         })
     }
-}
-
-/// The ledger a `tx_index` value names (a seq, or in layout `indexed` a
-/// position).
-fn owner_seq(v: &[u8], indexed: bool) -> StoreResult<u32> {
-    Ok(if indexed {
-        TxPos::decompress(v)?.seq
-    } else {
-        u32::decompress(v)?
-    })
 }
 
 fn delete_keys(store: &dyn KvStore, keys: &[&[u8]]) -> StoreResult<()> {

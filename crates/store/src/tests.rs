@@ -260,7 +260,7 @@ fn residue_entry(
     };
     let v = match (table, indexed) {
         (TableId::TxIndex, false) => ledger.seq.to_be_bytes().to_vec(),
-        (TableId::TxIndex, true) => pos.to_bytes().to_vec(),
+        (TableId::TxIndex, true) => tx.hash.clone(),
         (_, false) => rec.compress(3).expect("c"),
         (_, true) => ledgerstore_db_api::TxBody::compress_record(
             hash(tx),
@@ -271,9 +271,9 @@ fn residue_entry(
         .expect("c")
         .to_bytes(),
     };
-    let key = match (table, indexed) {
-        (TableId::TxData, true) => pos.to_bytes().to_vec(),
-        _ => tx.hash.clone(),
+    let key = match indexed {
+        true => pos.to_bytes().to_vec(),
+        false => tx.hash.clone(),
     };
     (key, v)
 }

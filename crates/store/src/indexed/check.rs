@@ -1,15 +1,17 @@
 //! `ledgerstore check` for the `indexed` layout.
 //!
 //! Pass 1 (shared with the other layouts) reads the ledger records; for
-//! each listed hash this module checks that the hot index or the segment
-//! covering its ledger maps it to its exact position, and that the body
-//! there records the same hash and decodes to the same ledger and index.
-//! Then the bodies table and the hot index are scanned: no body or hot
-//! entry may lie above the mark or outside what the ledgers list, and each
-//! segment must hold exactly the txs its range lists.
+//! each listed hash this module checks that the hot index (its table and
+//! its in-memory map) or the segment covering its ledger maps it to its
+//! exact position, and that the body there records the same hash and
+//! decodes to the same ledger and index. Then the bodies table and the hot
+//! index are scanned: no body or hot entry may lie above the mark or
+//! outside what the ledgers list, and each segment must hold exactly the
+//! txs its range lists.
 
 use ledgerstore_db_api::{Decompress, Dictionary, TxBody, TxHash, TxPos};
 
+use super::hot::parse_entry;
 use crate::Ledgerstore;
 use crate::check::{CheckReport, Residue, scan_all};
 use crate::error::StoreResult;
@@ -32,10 +34,11 @@ impl Ledgerstore {
             .map(|s| s.range())
             .collect();
         let dicts = tier.dicts();
-        listed.sort_unstable_by_key(|(h, _, _)| *h);
-        let keys: Vec<&[u8]> = listed.iter().map(|(h, _, _)| &h.0[..]).collect();
-        let hot = self.tx_index.multi_get(&keys)?;
-        for ((h, seq, i), hot) in listed.iter().zip(hot) {
+        let hot_map = &tier.segments.hot_map;
+        // Position order: the bodies and the hot index are read in key
+        // order.
+        listed.sort_unstable_by_key(|(_, seq, i)| (*seq, *i));
+        for (h, seq, i) in listed.iter() {
             let at = format!("listed by ledgers[{seq}] at index {i}");
             let want = TxPos {
                 seq: *seq,
@@ -53,17 +56,26 @@ impl Ledgerstore {
                 }
             }
             let in_broken = broken.iter().any(|(a, b)| a <= seq && seq <= b);
-            match hot.as_deref().map(TxPos::decompress) {
-                None if in_broken => {}
-                Some(Ok(p)) if p != want => r.problem(format!(
-                    "tx_hot_index: {h} points at ledger {} index {} ({at})",
-                    p.seq, p.index
-                )),
-                Some(Err(e)) => r.problem(format!("tx_hot_index: {h}: {e}")),
-                None if seg.is_none() => r.problem(format!(
-                    "tx_hot_index: {h} is missing and no segment covers it ({at})"
-                )),
-                _ => {}
+            // An entry is read at its position, or (a dir a writer has not
+            // yet converted from the earlier format) under its hash.
+            let in_map = hot_map.candidates(&h.0).contains(&want);
+            if seg.is_none() || in_map {
+                let stored = match self.tx_index.get(&want.to_bytes())? {
+                    Some(v) => Some(v == h.0),
+                    None => (self.tx_index.get(&h.0)?).map(|v| v == want.to_bytes()),
+                };
+                match stored {
+                    Some(false) => r.problem(format!(
+                        "tx_hot_index: the entry of ledger {seq} index {i} is not {h} ({at})"
+                    )),
+                    Some(true) if !in_map => r.problem(format!(
+                        "hot map: {h} is in tx_hot_index but not in memory ({at})"
+                    )),
+                    None if seg.is_none() && !in_broken => r.problem(format!(
+                        "tx_hot_index: {h} is missing and no segment covers it ({at})"
+                    )),
+                    _ => {}
+                }
             }
             match self.tx_data.get(&want.to_bytes())? {
                 None => r.problem(format!(
@@ -126,30 +138,25 @@ impl Ledgerstore {
             )),
         })?;
         let mut hot = 0u64;
-        scan_all(self.tx_index.as_ref(), |k, v| {
-            if TxHash::from_slice(k).is_none() {
-                problems.push(format!(
-                    "tx_hot_index: key {} is not a 32-byte hash",
-                    hex::encode(k)
-                ));
-            }
-            match TxPos::decompress(v) {
-                Ok(p) if last.is_none_or(|l| p.seq > l) => {
-                    if TxHash::from_slice(k).is_some_and(|h| residue.hashes.contains(&h)) {
-                        pending += 1;
-                        return;
-                    }
+        scan_all(self.tx_index.as_ref(), |k, v| match parse_entry(k, v) {
+            None => problems.push(format!(
+                "tx_hot_index: key {} ({} bytes, value {} bytes) is not a position → hash entry",
+                hex::encode(k),
+                k.len(),
+                v.len()
+            )),
+            Some((h, p, _)) if last.is_none_or(|l| p.seq > l) => {
+                if residue.lists(p.seq, p.index) {
+                    pending += 1;
+                } else {
                     problems.push(format!(
-                        "tx_hot_index: {} points above the mark (ledger {}), and no ledger \
-                         record lists it",
-                        hex::encode(k),
-                        p.seq
+                        "tx_hot_index: {h} at ledger {} index {} is above the mark, and no \
+                         ledger record lists it",
+                        p.seq, p.index
                     ));
                 }
-                Ok(_) => {}
-                Err(e) => problems.push(format!("tx_hot_index: {}: {e}", hex::encode(k))),
             }
-            hot += 1;
+            Some(_) => hot += 1,
         })?;
         for p in problems {
             r.problem(p);

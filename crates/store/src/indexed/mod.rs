@@ -1,9 +1,10 @@
 //! The `indexed` layout: transactions stored in ledger order under their
-//! position, found through a hot hash index (the open ledger range, in the
-//! `tx_index` slot) and immutable minimal-perfect-hash segments (closed
+//! position, found through a hot index (the open ledger range: a
+//! position-keyed table in the `tx_index` slot, answered from an in-memory
+//! map, see [`hot`]) and immutable minimal-perfect-hash segments (closed
 //! ranges, in `segments/`).
 //!
-//! A lookup probes the hot index, then the segments newest first, and
+//! A lookup probes the hot map, then the segments newest first, and
 //! reads the body at the position found. The body records its hash, which
 //! confirms the candidate: a segment's 16-bit fingerprint lets a foreign
 //! hash through with probability 2^-16, and that case costs one body read
@@ -23,6 +24,7 @@ use crate::error::{StoreError, StoreResult};
 
 pub(crate) mod check;
 pub(crate) mod dict;
+pub(crate) mod hot;
 #[cfg(test)]
 mod merge_tests;
 pub(crate) mod segments;
@@ -53,9 +55,9 @@ pub struct IndexedOptions {
 impl Default for IndexedOptions {
     fn default() -> Self {
         Self {
-            range_ledgers: 100_000,
+            range_ledgers: 10_000,
             merge_fanout: 10,
-            merge_levels: 2,
+            merge_levels: 3,
             dict: Some(DictOptions::default()),
         }
     }
@@ -181,18 +183,6 @@ impl IndexedTier {
             Err(p) => Arc::clone(&p.into_inner()),
         }
     }
-
-    /// Candidate positions of `hash`: the hot entry (exact) or the
-    /// segments' answers, newest first (each to be confirmed).
-    fn candidates(&self, hot: &dyn KvStore, hash: &TxHash) -> StoreResult<Cold> {
-        if let Some(v) = hot.get(&hash.0)? {
-            return Ok(Cold {
-                candidates: vec![TxPos::decompress(&v)?],
-                repairing: None,
-            });
-        }
-        Ok(self.segments.lookup(&hash.0))
-    }
 }
 
 impl Ledgerstore {
@@ -202,10 +192,35 @@ impl Ledgerstore {
             .ok_or_else(|| StoreError::Corrupt(format!("layout {} has no segments", self.layout)))
     }
 
-    /// The confirmed position and stored body of `hash` (visible ones only).
+    /// The confirmed position and stored body of `hash` (visible ones
+    /// only): the hot map's candidates, then the segments'.
     pub(crate) fn find_body(&self, hash: &TxHash) -> StoreResult<Option<(TxPos, TxBody)>> {
-        let cold = self.tier()?.candidates(self.tx_index.as_ref(), hash)?;
-        self.confirm(hash, cold)
+        let segments = &self.tier()?.segments;
+        let hot = segments.hot_map.candidates(&hash.0);
+        if !hot.is_empty()
+            && let Some(found) = self.confirm(hash, Cold::only(hot))?
+        {
+            return Ok(Some(found));
+        }
+        self.confirm(hash, segments.lookup(&hash.0))
+    }
+
+    /// The hot index's position of `hash`, exact: the map's candidates
+    /// confirmed against the table (position → hash). Positions above the
+    /// mark are returned too; callers decide.
+    fn hot_position(&self, hash: &TxHash) -> StoreResult<Option<TxPos>> {
+        for pos in self.tier()?.segments.hot_map.candidates(&hash.0) {
+            let found = match self.tx_index.get(&pos.to_bytes())? {
+                Some(h) => h == hash.0,
+                // An offline reader of a dir still in the earlier,
+                // hash-keyed format.
+                None => self.tx_index.get(&hash.0)?.as_deref() == Some(&pos.to_bytes()[..]),
+            };
+            if found {
+                return Ok(Some(pos));
+            }
+        }
+        Ok(None)
     }
 
     /// The first candidate that is visible and whose body records `hash`;
@@ -233,9 +248,9 @@ impl Ledgerstore {
         }
     }
 
-    /// Refuses hashes already committed (layout `indexed`): the hot index
-    /// in sorted multi-gets, the segments in memory, and a body read only
-    /// to confirm a candidate. `hashes` are sorted `(hash, ledger i, tx i)`.
+    /// Refuses hashes already committed (layout `indexed`): the hot map
+    /// and the segments in memory, and a read only to confirm a candidate.
+    /// `hashes` are `(hash, ledger i, tx i)`.
     pub(crate) fn check_hashes_not_indexed(
         &self,
         hashes: &[(&[u8], usize, usize)],
@@ -246,36 +261,31 @@ impl Ledgerstore {
             hash: hex::encode(hash),
             ledger: seq,
         };
-        for chunk in hashes.chunks(crate::MAINTENANCE_READ_KEYS) {
-            let keys: Vec<&[u8]> = chunk.iter().map(|h| h.0).collect();
-            for (&(hash, li, ti), hot) in chunk.iter().zip(self.tx_index.multi_get(&keys)?) {
-                if let Some(v) = hot {
-                    // The hot index is exact; an entry above the mark is
-                    // residue that the rollback before this batch removed
-                    // or will remove.
-                    let pos = TxPos::decompress(&v)?;
-                    if self.is_visible(pos.seq) {
-                        return Err(exists(hash, li, ti, pos.seq));
-                    }
-                    continue;
-                }
-                let h = TxHash::from_slice(hash).ok_or_else(|| StoreError::InvalidBatch {
-                    field: format!("ledgers[{li}].transactions[{ti}].hash"),
-                    reason: "must be 32 bytes".into(),
-                })?;
-                if let Some((pos, _)) = self.confirm(&h, tier.segments.lookup(&h.0))? {
+        for &(hash, li, ti) in hashes {
+            let h = TxHash::from_slice(hash).ok_or_else(|| StoreError::InvalidBatch {
+                field: format!("ledgers[{li}].transactions[{ti}].hash"),
+                reason: "must be 32 bytes".into(),
+            })?;
+            if let Some(pos) = self.hot_position(&h)? {
+                // The hot index is exact; an entry above the mark is
+                // residue that the rollback before this batch removed or
+                // will remove.
+                if self.is_visible(pos.seq) {
                     return Err(exists(hash, li, ti, pos.seq));
                 }
+                continue;
+            }
+            if let Some((pos, _)) = self.confirm(&h, tier.segments.lookup(&h.0))? {
+                return Err(exists(hash, li, ti, pos.seq));
             }
         }
         Ok(())
     }
 
-    /// The ledger of `hash`: a hot entry is exact and answers alone; a
-    /// segment candidate is confirmed against its body.
+    /// The ledger of `hash`: a hot entry (confirmed against the table)
+    /// answers alone; a segment candidate is confirmed against its body.
     pub(crate) fn get_tx_ledger_indexed(&self, hash: &TxHash) -> StoreResult<Option<u32>> {
-        if let Some(v) = self.tx_index.get(&hash.0)? {
-            let pos = TxPos::decompress(&v)?;
+        if let Some(pos) = self.hot_position(hash)? {
             return Ok(self.is_visible(pos.seq).then_some(pos.seq));
         }
         let cold = self.tier()?.segments.lookup(&hash.0);
@@ -289,25 +299,21 @@ impl Ledgerstore {
         }
     }
 
-    /// Many lookups: hot entries in one sorted multi-get, segments in
-    /// memory, then the bodies in one multi-get in position order (which is
-    /// ledger order, so neighbours share blocks).
+    /// Many lookups: the hot map and the segments in memory, then the
+    /// bodies in one multi-get in position order (which is ledger order, so
+    /// neighbours share blocks).
     pub(crate) fn batch_get_indexed(
         &self,
         hashes: &[TxHash],
     ) -> StoreResult<Vec<Option<TxRecord>>> {
         let tier = self.tier()?;
-        let mut order: Vec<usize> = (0..hashes.len()).collect();
-        order.sort_unstable_by_key(|&i| hashes[i]);
-        let keys: Vec<&[u8]> = order.iter().map(|&i| &hashes[i].0[..]).collect();
-        let hot = self.tx_index.multi_get(&keys)?;
         let mut first: Vec<(TxPos, usize)> = Vec::with_capacity(hashes.len());
         let mut slow = Vec::new();
-        for (&i, v) in order.iter().zip(hot) {
-            let pos = match v {
-                Some(v) => Some(TxPos::decompress(&v)?),
+        for (i, hash) in hashes.iter().enumerate() {
+            let pos = match tier.segments.hot_map.candidates(&hash.0).first() {
+                Some(p) => Some(*p),
                 None => {
-                    let cold = tier.segments.lookup(&hashes[i].0);
+                    let cold = tier.segments.lookup(&hash.0);
                     if cold.repairing.is_some() {
                         // The slow path answers "being repaired" if it must.
                         slow.push(i);

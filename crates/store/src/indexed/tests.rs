@@ -93,7 +93,7 @@ fn hot_entries(store: &Ledgerstore) -> Vec<TxPos> {
         .scan(&[], 1 << 20)
         .expect("scan")
         .iter()
-        .map(|(_, v)| TxPos::from_bytes(v).expect("position"))
+        .map(|(k, _)| TxPos::from_bytes(k).expect("position"))
         .collect()
 }
 
@@ -224,6 +224,102 @@ fn a_build_interrupted_after_the_swap_finishes_dropping_the_hot_range_at_open() 
     assert!(store.check().expect("check").is_ok());
 }
 
+/// A data dir from a release that keyed the hot index by hash: an offline
+/// reader serves and checks it as it is, a writer's open converts every
+/// entry to position → hash, and its range still becomes a segment.
+#[test]
+fn a_hash_keyed_hot_index_from_an_earlier_release_is_converted_at_open() {
+    let s = synth();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    {
+        let store = open(tmp.path());
+        ingest_range(&store, &s, 1, 6, 3);
+        let table = store.table(TableId::TxIndex);
+        let entries = table.scan(&[], 1 << 20).expect("scan");
+        assert_eq!(entries.len(), 6 * 8);
+        let mut w = table.begin_write().expect("write");
+        for (pos, hash) in &entries {
+            w.delete(pos).expect("delete");
+            w.put(hash, pos).expect("put");
+        }
+        w.finish().expect("finish");
+        w.commit().expect("commit");
+        store.close().expect("close");
+    }
+    let keys = |store: &Ledgerstore| -> Vec<usize> {
+        let all = store.table(TableId::TxIndex).scan(&[], 1 << 20);
+        all.expect("scan").iter().map(|(k, _)| k.len()).collect()
+    };
+    {
+        let opts = StoreOptions {
+            offline: true,
+            ..StoreOptions::default()
+        };
+        let store = Ledgerstore::open(tmp.path(), opts, &Backends::for_tests()).expect("open");
+        assert_all_readable(&store, &s, 1, 6);
+        let r = store.check().expect("check");
+        assert!(r.is_ok(), "{:#?}", r.problems);
+        assert_eq!(
+            keys(&store),
+            vec![32; 6 * 8],
+            "an offline reader converts nothing"
+        );
+    }
+    let store = open(tmp.path());
+    assert_eq!(keys(&store), vec![8; 6 * 8], "converted");
+    assert_eq!(hot_entries(&store).len(), 6 * 8);
+    assert_all_readable(&store, &s, 1, 6);
+    assert!(store.check().expect("check").is_ok());
+    ingest_range(&store, &s, 7, 12, 3);
+    store.wait_for_segments().expect("segments");
+    assert_eq!(segment_count(&store), 1);
+    assert_eq!(hot_entries(&store).len(), 3 * 8, "ledgers 10 to 12");
+    assert_all_readable(&store, &s, 1, 12);
+}
+
+/// Two hashes that share their first 8 bytes (the hot map's key) both
+/// stay findable in the open range, exactly, and after their segment.
+#[test]
+fn hot_hashes_sharing_a_map_key_are_both_found() {
+    let s = synth();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = open(tmp.path());
+    let mut a: LedgerInput = s.ledger(1);
+    let mut b: LedgerInput = s.ledger(2);
+    let shared = a.txs[1].hash[..8].to_vec();
+    b.txs[4].hash[..8].copy_from_slice(&shared);
+    a.txs[6].hash[..8].copy_from_slice(&shared);
+    store
+        .ingest(&[a.clone(), b.clone()], Duration::ZERO)
+        .expect("ingest");
+    for (l, i) in [(&a, 1), (&a, 6), (&b, 4)] {
+        let rec = store.get_tx(&hash(&l.txs[i])).expect("get").expect("found");
+        assert_eq!((rec.ledger_seq, rec.index), (l.seq, i as u32));
+        assert_eq!(
+            store.get_tx_ledger(&hash(&l.txs[i])).expect("ledger"),
+            Some(l.seq)
+        );
+    }
+    let mut foreign = a.txs[1].hash.clone();
+    foreign[31] ^= 1;
+    assert!(
+        store
+            .get_tx(&TxHash::from_slice(&foreign).expect("32"))
+            .expect("get")
+            .is_none()
+    );
+    let again = store.ingest(&[s.ledger(3)], Duration::ZERO);
+    assert!(again.is_ok(), "{again:?}");
+    assert!(store.check().expect("check").is_ok());
+    drop(store);
+    let store = open(tmp.path());
+    let rec = store
+        .get_tx(&hash(&b.txs[4]))
+        .expect("get")
+        .expect("found after reopen");
+    assert_eq!((rec.ledger_seq, rec.index), (2, 4));
+}
+
 #[test]
 fn dictionaries_are_versioned_and_old_records_stay_readable() {
     let s = synth();
@@ -291,10 +387,15 @@ fn check_names_damage_to_the_indexed_tables() {
 
     let victim = hash(&s.ledger(22).txs[3]);
     let mut w = store.table(TableId::TxIndex).begin_write().expect("w");
-    w.delete(&victim.0).expect("delete");
+    w.delete(&TxPos { seq: 22, index: 3 }.to_bytes())
+        .expect("delete");
     let orphan = TxHash([0xab; 32]);
-    w.put(&orphan.0, &TxPos { seq: 99, index: 0 }.to_bytes())
+    w.put(&TxPos { seq: 99, index: 0 }.to_bytes(), &orphan.0)
         .expect("put");
+    let foreign = TxHash([0xcd; 32]);
+    w.put(&TxPos { seq: 21, index: 2 }.to_bytes(), &foreign.0)
+        .expect("put");
+    w.put(b"junk", b"x").expect("put");
     w.finish().expect("finish");
     w.commit().expect("commit");
     let mut w = store.table(TableId::TxData).begin_write().expect("w");
@@ -311,10 +412,13 @@ fn check_names_damage_to_the_indexed_tables() {
             "tx_hot_index: {victim} is missing and no segment covers it (listed by ledgers[22] at index 3)"
         ),
         "tx_bodies: ledger 12 index 5: tx body: corrupt record".to_string(),
+        format!("tx_hot_index: {orphan} at ledger 99 index 0 is above the mark"),
         format!(
-            "tx_hot_index: {} points above the mark (ledger 99)",
-            hex::encode(orphan.0)
+            "tx_hot_index: the entry of ledger 21 index 2 is not {} (listed by ledgers[21] at index 2)",
+            hash(&s.ledger(21).txs[2])
         ),
+        "tx_hot_index: key 6a756e6b (4 bytes, value 1 bytes) is not a position → hash entry"
+            .to_string(),
         "tx_bodies: no body at ledger 23 index 0".to_string(),
         "tx_bodies: holds 119 bodies, the ledger records list 120".to_string(),
     ];

@@ -10,8 +10,9 @@ use ledgerstore_segment::{SegmentBuilder, SegmentWriter, hashes};
 
 use super::{Manifest, SegmentSet, Slot, remove_file};
 use crate::error::{StoreError, StoreResult};
+use crate::indexed::hot;
 
-/// Hot-index keys read per scan and deleted per write transaction.
+/// Hot-index keys deleted per write transaction.
 const CHUNK: usize = 16_384;
 
 /// Ledger records read per scan when a range is rebuilt from them.
@@ -397,48 +398,31 @@ impl SegmentSet {
         Ok(out)
     }
 
-    /// Calls `f` for every hot-index entry positioned in `first..=last`.
+    /// Calls `f` for every hot-index entry positioned in `first..=last`,
+    /// in position order.
     fn scan_hot(
         &self,
         first: u32,
         last: u32,
-        mut f: impl FnMut(TxHash, TxPos) -> StoreResult<()>,
+        f: impl FnMut(TxHash, TxPos) -> StoreResult<()>,
     ) -> StoreResult<()> {
-        let mut from = vec![0u8; 32];
-        loop {
-            let chunk = self.hot.scan(&from, CHUNK)?;
-            let Some((last_key, _)) = chunk.last() else {
-                return Ok(());
-            };
-            from = last_key.clone();
-            from.push(0);
-            for (k, v) in &chunk {
-                let pos = TxPos::decompress(v)?;
-                if pos.seq >= first && pos.seq <= last {
-                    let hash = TxHash::from_slice(k).ok_or_else(|| {
-                        StoreError::Corrupt(format!("tx_hot_index: key of {} bytes", k.len()))
-                    })?;
-                    f(hash, pos)?;
-                }
-            }
-            if chunk.len() < CHUNK {
-                return Ok(());
-            }
-        }
+        hot::scan_range(self.hot.as_ref(), first, last, f)
     }
 
-    /// Deletes the hot-index keys positioned in `first..=last`.
+    /// Forgets `first..=last` in the hot map, then deletes its entries
+    /// from the hot index, a chunk per write transaction.
     pub(super) fn drop_hot_range(&self, first: u32, last: u32) -> StoreResult<()> {
+        self.hot_map.remove_range(first, last);
         let mut keys = Vec::new();
-        self.scan_hot(first, last, |hash, _| {
-            keys.push(hash);
+        self.scan_hot(first, last, |_, pos| {
+            keys.push(pos.to_bytes());
             Ok(())
         })?;
         for chunk in keys.chunks(CHUNK) {
             self.wait_for_ingest();
             let mut w = self.hot.begin_write()?;
             for k in chunk {
-                w.delete(&k.0)?;
+                w.delete(k)?;
             }
             w.finish()?;
             w.commit()?;

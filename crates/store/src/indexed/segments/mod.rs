@@ -4,10 +4,11 @@
 //!
 //! # Life of a range
 //! 1. Ledgers `first..=end` are ingested; their hashes go to the hot index
-//!    (`tx_hot_index`, libmdbx). `end` closes an aligned base range of
+//!    (`tx_hot_index` in libmdbx, keyed by position, plus its in-memory
+//!    map: see [`super::hot`]). `end` closes an aligned base range of
 //!    `range_ledgers` ledgers.
-//! 2. Once the mark reaches `end`, the builder scans the hot index for the
-//!    range, writes its hash list (`hashes-<first>-<end>.bin`) and its
+//! 2. Once the mark reaches `end`, the builder reads the range from the hot
+//!    index (in position order), writes its hash list (`hashes-<first>-<end>.bin`) and its
 //!    segment (`tmp-…`, fsynced), writes the marker
 //!    `dropping-<first>-<end>`, renames the segment into place, records it
 //!    in the manifest, installs it, deletes the range from the hot index in
@@ -41,6 +42,7 @@ use ledgerstore_db_api::{KvStore, TxPos};
 use ledgerstore_segment::{Segment, SegmentInfo};
 use serde::Serialize;
 
+use super::hot::{self, HotMap};
 use crate::error::{StoreError, StoreResult};
 
 mod build;
@@ -97,6 +99,16 @@ pub(crate) struct Cold {
     pub(crate) repairing: Option<(u32, u32, String)>,
 }
 
+impl Cold {
+    /// Just these candidates.
+    pub(crate) fn only(candidates: Vec<TxPos>) -> Self {
+        Self {
+            candidates,
+            repairing: None,
+        }
+    }
+}
+
 /// What `stats` shows about the cold tier.
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct SegmentStats {
@@ -108,6 +120,10 @@ pub struct SegmentStats {
     pub merge_levels: u32,
     /// The open range's first ledger (covered by the hot index).
     pub hot_from: Option<u32>,
+    /// Transactions in the hot index's in-memory map.
+    pub hot_keys: u64,
+    /// Approximate heap bytes of that map.
+    pub hot_map_bytes: u64,
     /// Most probes a lookup makes: the hot index plus one per segment.
     pub probes: usize,
     /// Segments, oldest first.
@@ -166,6 +182,8 @@ pub(crate) struct SegmentSet {
     dir: PathBuf,
     policy: MergePolicy,
     hot: Arc<dyn KvStore>,
+    /// The hot index in memory (see [`super::hot`]).
+    pub(crate) hot_map: HotMap,
     ledgers: Arc<dyn KvStore>,
     slots: RwLock<Arc<Vec<Arc<Slot>>>>,
     state: Mutex<BuilderState>,
@@ -233,6 +251,7 @@ impl SegmentSet {
         let set = Arc::new(Self {
             dir,
             policy: manifest.policy,
+            hot_map: HotMap::new(manifest.policy.range_ledgers),
             hot,
             ledgers,
             slots: RwLock::new(Arc::new(slots)),
@@ -249,6 +268,10 @@ impl SegmentSet {
             #[cfg(test)]
             fail_once: Mutex::new(Vec::new()),
         });
+        if writable {
+            hot::convert_legacy(set.hot.as_ref())?;
+        }
+        set.hot_map.load(set.hot.as_ref())?;
         if writable {
             if !recorded {
                 manifest.write(&set.dir)?;
@@ -412,6 +435,7 @@ impl SegmentSet {
     pub(crate) fn stats(&self, first: Option<u32>) -> SegmentStats {
         let slots = self.slots();
         let segs: Vec<&Arc<Segment>> = slots.iter().filter_map(|s| s.seg.as_ref()).collect();
+        let hot = self.hot_map.figures();
         let (busy, failures, last_error) = self
             .state
             .lock()
@@ -422,6 +446,8 @@ impl SegmentSet {
             merge_fanout: self.policy.fanout,
             merge_levels: self.policy.levels,
             hot_from: self.hot_from(first),
+            hot_keys: hot.keys,
+            hot_map_bytes: hot.bytes,
             probes: slots.len() + 1,
             keys: segs.iter().map(|s| s.info().keys).sum(),
             file_bytes: segs.iter().map(|s| s.info().file_bytes).sum(),

@@ -26,6 +26,10 @@ pub enum SegmentError {
     /// Input a segment cannot be built from.
     #[error("cannot build segment: {0}")]
     Invalid(String),
+    /// The build was asked to stop (its temporary files are left for the
+    /// next open to remove).
+    #[error("segment build stopped")]
+    Cancelled,
 }
 
 /// Result of segment operations.

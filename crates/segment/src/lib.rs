@@ -4,7 +4,8 @@
 //! `first..=last`: it maps a 32-byte tx hash to the transaction's position
 //! `(ledger seq, apply index)` with a minimal perfect hash (MPH), a 16-bit
 //! fingerprint per key so that a hash not in the range is rejected without
-//! reading any body, and a bit-packed ordinal per key. Segments are written
+//! reading any body, and a bit-packed ordinal per key (the two packed
+//! together in one record per slot). Segments are written
 //! once, fsynced, and published by an atomic rename; they are never
 //! modified afterwards. An open segment is memory-mapped ([`Segment`]):
 //! only its MPH is copied to the heap.
@@ -17,7 +18,7 @@
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 8 | magic `LSIDXSEG` |
-//! | 8 | 4 | format version: 2 (written now) or 1 (earlier releases, read) |
+//! | 8 | 4 | format version: 3 (written now), 2 or 1 (earlier releases, read) |
 //! | 12 | 4 | MPH kind: 1 = prefix (legacy, read only), 2 = full hash (see below) |
 //! | 16 | 4 | first ledger |
 //! | 20 | 4 | last ledger |
@@ -26,11 +27,19 @@
 //! | 40 | 8 | build time, microseconds |
 //! | 48 | 16 | kind 2: the salt, two `u64`; kind 1: reserved (zero) |
 //! | 64 | `m` | version 2: the MPH section: partitions `P` (`u64`), then per partition its keys and MPH bytes (`u64` each), then each partition's MPH as `GOFunction::write` emits it. Version 1: one MPH |
+//! | | `< 4096` | version 3: zero bytes up to the next multiple of 4096, so that each 1,024-entry block of `offsets` is one page |
 //! | | `4 × (ledgers + 1)` | `offsets`: ordinal of each ledger's first tx; the last entry is `n` |
-//! | | `2 × n` | `fingerprints[slot]`: bytes 16..18 of the hash at that slot |
-//! | | `⌈b × n / 8⌉ + 8` | version 2: `ordinals[slot]`, the tx's ordinal in the range (ledger order, then apply order), packed little-endian at `b = ⌈log2 n⌉` bits (at least 1), then 8 zero bytes so any ordinal is one unaligned 8-byte read |
-//! | | `4 × n` | version 1 instead: `ordinals[slot]` as `u32` |
+//! | | `4 × ⌈(ledgers + 1) / 1024⌉` | version 3: `sample`, `offsets[1024 k]` for each `k`, read onto the heap at open (~4 KB per million ledgers) |
+//! | | `⌈(16 + b) × n / 8⌉ + 8` | version 3: `records[slot]`: the fingerprint (bytes 16..18 of the hash at that slot, 16 bits) and above it the tx's ordinal in the range (ledger order, then apply order, `b = ⌈log2 n⌉` bits, at least 1), packed little-endian at `16 + b` bits, then 8 zero bytes so any record is one unaligned 8-byte read |
+//! | | `2 × n` | versions 1 and 2 instead: `fingerprints[slot]`, then the ordinals: |
+//! | | `⌈b × n / 8⌉ + 8` | version 2: `ordinals[slot]` packed at `b` bits, then 8 zero bytes |
+//! | | `4 × n` | version 1: `ordinals[slot]` as `u32` |
 //! | | 32 | SHA-256 of everything before it |
+//!
+//! So a version 3 lookup that finds a key reads one record (one page,
+//! unless the 6-or-so bytes straddle two) and one page of `offsets`;
+//! versions 1 and 2 read a fingerprint, an ordinal and a binary search
+//! over the whole `offsets` array.
 //!
 //! Opening a segment checks the header and that the sizes add up to the
 //! file's length (constant work); [`Segment::verify`] checks the SHA-256.
@@ -101,10 +110,17 @@ pub use read::Segment;
 pub use writer::{PART_KEYS, SegmentWriter};
 
 const MAGIC: &[u8; 8] = b"LSIDXSEG";
-/// The format written now: bit-packed ordinals.
-const VERSION: u32 = 2;
+/// The format written now: one packed record (fingerprint, ordinal) per
+/// slot, page-aligned offsets and their sample.
+const VERSION: u32 = 3;
+/// The second format (still read): fingerprints, then bit-packed ordinals.
+const VERSION_SPLIT: u32 = 2;
 /// The first format (still read): `u32` ordinals.
 const VERSION_U32_ORDINALS: u32 = 1;
+/// Version 3: ledgers per `offsets` block (one 4 KiB page) and per sample.
+const OFFSET_BLOCK: usize = 1024;
+/// Version 3: `offsets` starts at a multiple of this.
+const PAGE: usize = 4096;
 /// MPH kind 1: `GOFunction`, wyhash, over the hash's first 16 bytes.
 const MPH_PREFIX: u32 = 1;
 /// MPH kind 2: `GOFunction`, wyhash, over the salted NH of all 32 bytes.
@@ -212,6 +228,11 @@ fn fingerprint(hash: &[u8; 32]) -> u16 {
 /// least 1.
 fn ordinal_bits(n: usize) -> u32 {
     (usize::BITS - n.saturating_sub(1).leading_zeros()).max(1)
+}
+
+/// `at` rounded up to a multiple of [`PAGE`].
+fn page_align(at: usize) -> usize {
+    at.div_ceil(PAGE) * PAGE
 }
 
 /// The partition of `key` among `parts`: its high 64 bits scaled to

@@ -8,9 +8,9 @@ use memmap2::Mmap;
 use sha2::{Digest, Sha256};
 
 use crate::{
-    CHECKSUM_BYTES, HEADER_BYTES, KeyScheme, MAGIC, MPH_PREFIX, MPH_SALTED_NH, Mph, SegmentError,
-    SegmentInfo, SegmentResult, TxPos, VERSION, VERSION_U32_ORDINALS, fingerprint, info,
-    ordinal_bits,
+    CHECKSUM_BYTES, FINGERPRINT_BITS, HEADER_BYTES, KeyScheme, MAGIC, MPH_PREFIX, MPH_SALTED_NH,
+    Mph, OFFSET_BLOCK, SegmentError, SegmentInfo, SegmentResult, TxPos, VERSION, VERSION_SPLIT,
+    VERSION_U32_ORDINALS, fingerprint, info, ordinal_bits, page_align,
 };
 
 /// An open segment. The arrays stay in the file's memory map, so they live
@@ -26,11 +26,74 @@ pub struct Segment {
     path: PathBuf,
     n: usize,
     offsets_at: usize,
-    fps_at: usize,
-    ords_at: usize,
-    /// Bits per ordinal; 32 in version 1 files (plain `u32`s).
-    ord_bits: u32,
+    slots: Slots,
+    /// Version 3: `offsets[1024 k]` for every `k` (empty before).
+    sample: Vec<u32>,
     info: SegmentInfo,
+}
+
+/// Where a slot's fingerprint and ordinal are.
+#[derive(Debug, Clone, Copy)]
+enum Slots {
+    /// Version 3: one record of `16 + ord_bits` bits per slot.
+    Records { at: usize, ord_bits: u32 },
+    /// Versions 1 and 2: a `u16` array, then the ordinals (`u32`s in
+    /// version 1, `ord_bits` wide in version 2).
+    Split {
+        fps_at: usize,
+        ords_at: usize,
+        ord_bits: u32,
+    },
+}
+
+/// The sections of a segment file, from its header's figures.
+struct Geometry {
+    offsets_at: usize,
+    sample_at: Option<usize>,
+    slots: Slots,
+    file_bytes: usize,
+}
+
+impl Geometry {
+    /// None when the figures overflow.
+    fn of(version: u32, n: usize, ledgers: usize, mph_bytes: usize, ord_bits: u32) -> Option<Self> {
+        let packed = |bits: u32| -> Option<usize> {
+            usize::try_from((n as u64).checked_mul(u64::from(bits))?.div_ceil(8) + 8).ok()
+        };
+        let mph_end = HEADER_BYTES.checked_add(mph_bytes)?;
+        let offsets_bytes = ledgers.checked_add(1)?.checked_mul(4)?;
+        let (offsets_at, sample_at, slots, end) = if version == VERSION {
+            let offsets_at = page_align(mph_end);
+            let sample_at = offsets_at.checked_add(offsets_bytes)?;
+            let at = sample_at.checked_add(4 * (ledgers + 1).div_ceil(OFFSET_BLOCK))?;
+            let end = at.checked_add(packed(FINGERPRINT_BITS + ord_bits)?)?;
+            (
+                offsets_at,
+                Some(sample_at),
+                Slots::Records { at, ord_bits },
+                end,
+            )
+        } else {
+            let fps_at = mph_end.checked_add(offsets_bytes)?;
+            let ords_at = fps_at.checked_add(n.checked_mul(2)?)?;
+            let ords = match version {
+                VERSION_U32_ORDINALS => n.checked_mul(4)?,
+                _ => packed(ord_bits)?,
+            };
+            let slots = Slots::Split {
+                fps_at,
+                ords_at,
+                ord_bits,
+            };
+            (mph_end, None, slots, ords_at.checked_add(ords)?)
+        };
+        Some(Self {
+            offsets_at,
+            sample_at,
+            slots,
+            file_bytes: end.checked_add(CHECKSUM_BYTES)?,
+        })
+    }
 }
 
 impl std::fmt::Debug for Segment {
@@ -71,9 +134,9 @@ impl Segment {
         let version = u32_at(&map, 8);
         let ord_bits_of = |n: usize| match version {
             VERSION_U32_ORDINALS => Ok(32),
-            VERSION => Ok(ordinal_bits(n)),
+            VERSION_SPLIT | VERSION => Ok(ordinal_bits(n)),
             _ => Err(corrupt(format!(
-                "format version {version}, this build reads {VERSION_U32_ORDINALS} and {VERSION}"
+                "format version {version}, this build reads {VERSION_U32_ORDINALS} to {VERSION}"
             ))),
         };
         let kind = u32_at(&map, 12);
@@ -96,36 +159,32 @@ impl Segment {
             usize::try_from(u64_at(&map, 32)).map_err(|_| corrupt("MPH size".into()))?;
         let build = Duration::from_micros(u64_at(&map, 40));
         let ledgers = (last - first) as usize + 1;
-        let ords_bytes = if version == VERSION_U32_ORDINALS {
-            Some(4 * n)
-        } else {
-            (n as u64 * u64::from(ord_bits))
-                .div_ceil(8)
-                .checked_add(8)
-                .and_then(|b| usize::try_from(b).ok())
-        };
-        let expected = HEADER_BYTES
-            .checked_add(mph_bytes)
-            .and_then(|x| x.checked_add(4 * (ledgers + 1)))
-            .and_then(|x| x.checked_add(n.checked_mul(2)?))
-            .and_then(|x| x.checked_add(ords_bytes?))
-            .and_then(|x| x.checked_add(CHECKSUM_BYTES));
-        if expected != Some(map.len()) {
-            return Err(corrupt(format!(
-                "{} bytes do not match {n} keys, {ledgers} ledgers and a {mph_bytes}-byte MPH",
-                map.len()
-            )));
-        }
+        let Geometry {
+            offsets_at,
+            sample_at,
+            slots,
+            ..
+        } = Geometry::of(version, n, ledgers, mph_bytes, ord_bits)
+            .filter(|g| g.file_bytes == map.len())
+            .ok_or_else(|| {
+                corrupt(format!(
+                    "{} bytes do not match {n} keys, {ledgers} ledgers and a {mph_bytes}-byte MPH",
+                    map.len()
+                ))
+            })?;
         let mphs = read_mphs(&map[HEADER_BYTES..HEADER_BYTES + mph_bytes], version, n)
             .map_err(|e| corrupt(format!("MPH section: {e}")))?;
-        let offsets_at = HEADER_BYTES + mph_bytes;
-        let fps_at = offsets_at + 4 * (ledgers + 1);
-        let ords_at = fps_at + 2 * n;
         if u32_at(&map, offsets_at + 4 * ledgers) as usize != n {
             return Err(corrupt(format!(
                 "the last ledger offset is not the key count {n}"
             )));
         }
+        let sample = match sample_at {
+            Some(at) => (0..(ledgers + 1).div_ceil(OFFSET_BLOCK))
+                .map(|k| u32_at(&map, at + 4 * k))
+                .collect(),
+            None => Vec::new(),
+        };
         let info = info(first, last, n as u64, map.len() as u64, mph_bytes, build);
         Ok(Self {
             first,
@@ -136,9 +195,8 @@ impl Segment {
             path: path.to_path_buf(),
             n,
             offsets_at,
-            fps_at,
-            ords_at,
-            ord_bits,
+            slots,
+            sample,
             info,
         })
     }
@@ -183,9 +241,8 @@ impl Segment {
     /// The position of `hash` if the range may hold it. `None` is certain
     /// for an intact file; `Some` is a candidate that is wrong with
     /// probability 2^-16 for a random hash outside the range, more often
-    /// for crafted ones (confirm it against the body). Reads the MPH and at
-    /// most four places of the map: a fingerprint, an ordinal and the
-    /// ledger offsets' binary search.
+    /// for crafted ones (confirm it against the body). Reads the MPH (on
+    /// the heap), then in version 3 one record and one page of offsets.
     pub fn lookup(&self, hash: &[u8; 32]) -> Option<TxPos> {
         let key = self.scheme.key(hash);
         let (base, mph) = &self.mphs[crate::partition(key, self.mphs.len())];
@@ -193,13 +250,19 @@ impl Segment {
         if slot >= self.n {
             return None;
         }
-        let at = self.fps_at + 2 * slot;
-        if u16::from_le_bytes([self.map[at], self.map[at + 1]]) != fingerprint(hash) {
+        let (fp, ord) = self.slot(slot);
+        if fp != fingerprint(hash) {
             return None;
         }
-        let ord = self.ordinal(slot);
-        // The ledger is the last one whose first ordinal is <= ord.
-        let (mut lo, mut hi) = (0usize, (self.last - self.first) as usize + 1);
+        // The ledger is the last one whose first ordinal is <= ord: first
+        // its 1,024-ledger block by the sample (version 3), then within it.
+        let ends = (self.last - self.first) as usize + 1;
+        let (mut lo, mut hi) = if self.sample.is_empty() {
+            (0, ends)
+        } else {
+            let k = self.sample.partition_point(|&o| o <= ord).checked_sub(1)?;
+            (k * OFFSET_BLOCK, ((k + 1) * OFFSET_BLOCK).min(ends))
+        };
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             if self.offset(mid) <= ord {
@@ -219,14 +282,37 @@ impl Segment {
         u32_at(&self.map, self.offsets_at + 4 * li)
     }
 
-    fn ordinal(&self, slot: usize) -> u32 {
-        if self.ord_bits == 32 {
-            return u32_at(&self.map, self.ords_at + 4 * slot);
+    /// The fingerprint and ordinal at `slot`.
+    fn slot(&self, slot: usize) -> (u16, u32) {
+        match self.slots {
+            Slots::Records { at, ord_bits } => {
+                let rec = bits_at(&self.map, at, slot, FINGERPRINT_BITS + ord_bits);
+                (rec as u16, (rec >> FINGERPRINT_BITS) as u32)
+            }
+            Slots::Split {
+                fps_at,
+                ords_at,
+                ord_bits,
+            } => {
+                let at = fps_at + 2 * slot;
+                let fp = u16::from_le_bytes([self.map[at], self.map[at + 1]]);
+                let ord = if ord_bits == 32 {
+                    u32_at(&self.map, ords_at + 4 * slot)
+                } else {
+                    bits_at(&self.map, ords_at, slot, ord_bits) as u32
+                };
+                (fp, ord)
+            }
         }
-        let bit = slot as u64 * u64::from(self.ord_bits);
-        let word = u64_at(&self.map, self.ords_at + (bit / 8) as usize);
-        ((word >> (bit % 8)) & ((1u64 << self.ord_bits) - 1)) as u32
     }
+}
+
+/// The `i`-th value of `bits` bits (at most 56) packed little-endian from
+/// byte `at` (the packing's 8 trailing zero bytes make the read safe).
+fn bits_at(map: &[u8], at: usize, i: usize, bits: u32) -> u64 {
+    let bit = i as u64 * u64::from(bits);
+    let word = u64_at(map, at + (bit / 8) as usize);
+    (word >> (bit % 8)) & ((1u64 << bits) - 1)
 }
 
 /// The MPHs of a segment's MPH section, each with its first slot. Version

@@ -367,6 +367,72 @@ fn kind_1_files_still_open_and_answer() {
     );
 }
 
+/// Version 2 files (the previous release's: fingerprints, then packed
+/// ordinals, offsets searched whole) still open, verify and answer
+/// exactly; files written now are version 3 and answer the same.
+#[test]
+fn version_2_files_still_open_and_answer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Written by the previous release: ledgers 200..=203 with 33, 0, 70
+    // and 1 txs, tx `i` of ledger `s` hashed as SHA-256("v2-s-i"), salt
+    // words 1 and 2.
+    let path = dir.path().join(file_name(200, 203));
+    std::fs::write(&path, include_bytes!("../testdata/seg-v2-split.idx")).expect("write");
+    let bytes = std::fs::read(&path).expect("read");
+    assert_eq!(
+        u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]),
+        2
+    );
+    let seg = Segment::open(&path).expect("open");
+    seg.verify().expect("a version 2 file verifies");
+    let entries: Vec<([u8; 32], TxPos)> = [(200u32, 33u32), (202, 70), (203, 1)]
+        .into_iter()
+        .flat_map(|(seq, count)| {
+            (0..count).map(move |index| {
+                let h: [u8; 32] = Sha256::digest(format!("v2-{seq}-{index}")).into();
+                (h, TxPos { seq, index })
+            })
+        })
+        .collect();
+    assert_exact_and_rejects_misses(&seg, &entries);
+    let (b, _) = builder(200, &[33, 0, 70, 1], entries.iter().map(|e| e.0).collect());
+    let now = dir.path().join("now.idx");
+    b.write(&now).expect("write");
+    let bytes = std::fs::read(&now).expect("read");
+    assert_eq!(
+        u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]),
+        VERSION
+    );
+    assert_exact_and_rejects_misses(&Segment::open(&now).expect("open"), &entries);
+}
+
+/// Version 3 finds a ledger through the offset sample and one 1,024-ledger
+/// block: ranges on both sides of a block boundary, with empty ledgers
+/// (equal offsets) at and around it, answer exactly.
+#[test]
+fn positions_resolve_across_offset_blocks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for ledgers in [1023usize, 1024, 1025, 2048, 3000] {
+        let mut counts = vec![0u32; ledgers];
+        for (i, c) in counts.iter_mut().enumerate() {
+            // Mostly one tx, none around each block boundary, and the last
+            // ledger of the range holds some.
+            *c = match i % 1024 {
+                1022 | 1023 | 0 => 0,
+                _ => 1 + (i % 3) as u32,
+            };
+        }
+        counts[ledgers - 1] = 2;
+        let n: u32 = counts.iter().sum();
+        let (b, entries) = builder(5_000, &counts, random_hashes(ledgers as u64, n as usize));
+        let path = dir.path().join(format!("blocks-{ledgers}.idx"));
+        b.write(&path).expect("write");
+        let seg = Segment::open(&path).expect("open");
+        seg.verify().expect("verify");
+        assert_exact_and_rejects_misses(&seg, &entries);
+    }
+}
+
 #[test]
 fn an_unknown_mph_kind_is_refused_by_name() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -485,6 +551,29 @@ fn partitioned_builds_answer_exactly_and_clean_up() {
     let seg = Segment::open(&path).expect("open");
     assert_eq!(seg.parts(), 10);
     assert_exact_and_rejects_misses(&seg, &entries);
+    // A cancelled build stops before its next partition and leaves no
+    // partition file behind.
+    let cancelled = dir.path().join("tmp-c.idx");
+    let mut w = SegmentWriter::with(50, 54, 1_000, &cancelled, KeyScheme::salted([3, 4]), 100)
+        .expect("writer");
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    w.cancel_on(flag);
+    for (seq, group) in entries
+        .chunk_by(|a, b| a.1.seq == b.1.seq)
+        .map(|g| (g[0].1.seq, g))
+    {
+        let hashes: Vec<[u8; 32]> = group.iter().map(|e| e.0).collect();
+        w.push_ledger(seq, &hashes).expect("push");
+    }
+    let e = w.finish(&cancelled).expect_err("cancelled");
+    assert!(matches!(e, SegmentError::Cancelled), "{e}");
+    assert!(
+        !std::fs::read_dir(dir.path())
+            .expect("dir")
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().contains(".part-")),
+        "partition files removed"
+    );
     // Refused: a ledger out of order, more keys than announced, fewer.
     let mut w = SegmentWriter::with(1, 3, 2, &path, KeyScheme::salted([1, 2]), 64).expect("w");
     w.push_ledger(2, &[[1; 32]]).expect("push");

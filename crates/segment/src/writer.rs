@@ -6,12 +6,14 @@
 //! key, and waits there (in memory for one partition, else in a temporary
 //! file per partition). `finish` then builds one MPH per partition, holding
 //! only that partition's keys (~80 bytes each at peak), and streams the
-//! fingerprints, packed ordinals and MPHs to spool files that are
-//! assembled, behind the header, into the segment file.
+//! packed records (fingerprint and ordinal) and MPHs to spool files that
+//! are assembled, behind the header, into the segment file.
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use ph::fmph::keyset::SliceSourceWithRefs;
@@ -19,8 +21,9 @@ use ph::fmph::{GOBuildConf, GOConf};
 
 use crate::build::HashingWriter;
 use crate::{
-    CHECKSUM_BYTES, HEADER_BYTES, KeyScheme, MAGIC, MPH_PREFIX, Mph, SegmentError, SegmentInfo,
-    SegmentResult, VERSION, fingerprint, hex, info, ordinal_bits, partition,
+    CHECKSUM_BYTES, FINGERPRINT_BITS, HEADER_BYTES, KeyScheme, MAGIC, MPH_PREFIX, Mph,
+    OFFSET_BLOCK, SegmentError, SegmentInfo, SegmentResult, VERSION, fingerprint, hex, info,
+    ordinal_bits, page_align, partition,
 };
 
 /// Keys per partition at most: a partition's build holds ~80 bytes a key
@@ -49,6 +52,8 @@ pub struct SegmentWriter {
     ord: u32,
     sink: Sink,
     started: Instant,
+    /// Set by the owner to stop the build between partitions.
+    cancel: Option<Arc<AtomicBool>>,
 }
 
 /// Where pushed `(hash, ordinal)` pairs wait for their partition's build.
@@ -128,7 +133,16 @@ impl SegmentWriter {
             ord: 0,
             sink,
             started: Instant::now(),
+            cancel: None,
         })
+    }
+
+    /// Makes `finish` give up with [`SegmentError::Cancelled`] once `flag`
+    /// is set, checked before each partition's build (a partition of 2^22
+    /// keys builds in seconds), so an owner that stops does not wait for a
+    /// whole window.
+    pub fn cancel_on(&mut self, flag: Arc<AtomicBool>) {
+        self.cancel = Some(flag);
     }
 
     /// Partitions the segment will have.
@@ -200,14 +214,21 @@ impl SegmentWriter {
         while self.offsets.len() <= ledgers {
             self.offsets.push(self.ord);
         }
-        let mut fps = Spool::new(path, "fps", self.parts)?;
-        let mut ords = BitSpool::new(Spool::new(path, "ords", self.parts)?);
+        let mut recs = BitSpool::new(Spool::new(path, "recs", self.parts)?);
         let mut mphs = Spool::new(path, "mph", self.parts)?;
         let mut dir = Vec::with_capacity(self.parts);
-        let bits = ordinal_bits(self.keys as usize);
+        let bits = FINGERPRINT_BITS + ordinal_bits(self.keys as usize);
         let sink = std::mem::replace(&mut self.sink, Sink::Memory(Vec::new()));
         let mut loaded = Loader::new(sink);
         for p in 0..self.parts {
+            if self
+                .cancel
+                .as_ref()
+                .is_some_and(|c| c.load(Ordering::Relaxed))
+            {
+                loaded.remove_files();
+                return Err(SegmentError::Cancelled);
+            }
             let entries = loaded.take(p)?;
             let built = match build_part(self.scheme, &entries)? {
                 Ok(b) => b,
@@ -216,11 +237,8 @@ impl SegmentWriter {
                     return Ok(Err(retry));
                 }
             };
-            for f in &built.fps {
-                fps.write_all(&f.to_le_bytes())?;
-            }
-            for o in &built.ords {
-                ords.push(*o, bits)?;
+            for (f, o) in built.fps.iter().zip(&built.ords) {
+                recs.push(u64::from(*f) | (u64::from(*o) << FINGERPRINT_BITS), bits)?;
             }
             let before = mphs.len;
             built
@@ -230,10 +248,10 @@ impl SegmentWriter {
             dir.push((entries.len() as u64, mphs.len - before));
         }
         loaded.remove_files();
-        let ords = ords.finish()?;
+        let recs = recs.finish()?;
         let build = self.started.elapsed();
         let mph_section = 8 + 16 * dir.len() as u64 + mphs.len;
-        let file_bytes = self.assemble(path, build, &dir, mph_section, [mphs, fps, ords])?;
+        let file_bytes = self.assemble(path, build, &dir, mph_section, [mphs, recs])?;
         Ok(Ok(info(
             self.first,
             self.last,
@@ -245,14 +263,15 @@ impl SegmentWriter {
     }
 
     /// Writes the header, the MPH section (partition directory, MPHs), the
-    /// offsets and the spooled arrays to `path`, then the checksum.
+    /// padding, the offsets and their sample, and the spooled records to
+    /// `path`, then the checksum.
     fn assemble(
         &self,
         path: &Path,
         build: std::time::Duration,
         dir: &[(u64, u64)],
         mph_section: u64,
-        spools: [Spool; 3],
+        spools: [Spool; 2],
     ) -> SegmentResult<u64> {
         let io = |action| SegmentError::io(path, action);
         let file = File::create(path).map_err(io("creating"))?;
@@ -277,13 +296,23 @@ impl SegmentWriter {
                 .and_then(|()| w.write_all(&len.to_le_bytes()))
                 .map_err(io("writing"))?;
         }
-        let [mphs, fps, ords] = spools;
+        let [mphs, recs] = spools;
         mphs.copy_into(&mut w, path)?;
+        let end = HEADER_BYTES as u64 + mph_section;
+        let pad = usize::try_from(end)
+            .ok()
+            .map(|e| page_align(e) - e)
+            .ok_or_else(|| {
+                SegmentError::Invalid(format!("an MPH section of {mph_section} bytes"))
+            })?;
+        w.write_all(&vec![0u8; pad]).map_err(io("writing"))?;
         for o in &self.offsets {
             w.write_all(&o.to_le_bytes()).map_err(io("writing"))?;
         }
-        fps.copy_into(&mut w, path)?;
-        ords.copy_into(&mut w, path)?;
+        for o in self.offsets.iter().step_by(OFFSET_BLOCK) {
+            w.write_all(&o.to_le_bytes()).map_err(io("writing"))?;
+        }
+        recs.copy_into(&mut w, path)?;
         let digest = w.digest();
         let mut inner = w.into_inner();
         inner.write_all(&digest).map_err(io("writing"))?;
@@ -491,7 +520,8 @@ impl Write for Spool {
     }
 }
 
-/// Packs values little-endian at a fixed bit width into a spool; `finish`
+/// Packs values little-endian at a fixed bit width (at most 56) into a
+/// spool; `finish`
 /// pads with 8 zero bytes so a reader may load any value with one
 /// unaligned 8-byte read.
 struct BitSpool {
@@ -509,8 +539,9 @@ impl BitSpool {
         }
     }
 
-    fn push(&mut self, v: u32, bits: u32) -> SegmentResult<()> {
-        self.acc |= (u64::from(v) & ((1u64 << bits) - 1)) << self.nbits;
+    fn push(&mut self, v: u64, bits: u32) -> SegmentResult<()> {
+        debug_assert!(bits <= 56 && self.nbits < 8);
+        self.acc |= (v & ((1u64 << bits) - 1)) << self.nbits;
         self.nbits += bits;
         while self.nbits >= 8 {
             self.spool.write_all(&[self.acc as u8])?;

@@ -345,3 +345,53 @@ fn a_damaged_hash_list_fails_one_merge_and_is_rewritten() {
     let r = store.check().expect("check");
     assert!(r.is_ok(), "{:#?}", r.problems);
 }
+
+/// Lists `step` as a failpoint the builder waits at (a test hook).
+fn pause(store: &Ledgerstore, step: &'static str) {
+    let tier = store.indexed.as_ref().expect("layout indexed");
+    tier.segments.paused.lock().expect("lock").push(step);
+}
+
+/// A merge in progress holds back neither base builds nor hot drops (they
+/// run on their own thread, so the hot map stays one range deep), and a
+/// stop interrupts the merge instead of waiting for it; the next open
+/// removes what it left and merges again.
+#[test]
+fn base_builds_go_on_while_a_merge_waits_and_a_stop_interrupts_it() {
+    let s = synth();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    {
+        let store = open(tmp.path());
+        pause(&store, "merge-before-publish");
+        // Bases 1..=9 and 10..=19 close: the merge of 1..=19 starts and
+        // waits before its publish.
+        ingest_range(&store, &s, 1, 25, 5);
+        ingest_range(&store, &s, 26, 45, 5);
+        wait_until(&store, "four base segments while the merge waits", |seg| {
+            seg.hot_from == Some(40) && seg.building
+        });
+        let seg = store.stats().expect("stats").segments.expect("segments");
+        assert_eq!(seg.merges, 0, "the merge is still waiting");
+        assert_eq!(seg.hot_keys, 6 * 8, "only ledgers 40..=45 are hot");
+        assert_eq!(ranges(&store), [(1, 9), (10, 19), (20, 29), (30, 39)]);
+        assert_all_readable(&store, &s, 1, 45);
+        let t = Instant::now();
+        store.close().expect("close");
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the stop waited {:?} for the merge",
+            t.elapsed()
+        );
+        assert!(
+            names(tmp.path()).iter().any(|n| n.starts_with("tmp-")),
+            "the interrupted merge left its file: {:?}",
+            names(tmp.path())
+        );
+    }
+    let store = open(tmp.path());
+    store.wait_for_segments().expect("segments");
+    assert_eq!(ranges(&store), [(1, 39)]);
+    assert!(!names(tmp.path()).iter().any(|n| n.starts_with("tmp-")));
+    assert_all_readable(&store, &s, 1, 45);
+    assert!(store.check().expect("check").is_ok());
+}

@@ -1,5 +1,6 @@
-//! The builder thread: base builds, merges, repairs and the scrub, one
-//! step at a time, retried with backoff.
+//! The builder threads, one per [`Lane`]: base builds and hot drops on
+//! one, merges, repairs and the scrub on the other, each one step at a
+//! time, retried with backoff.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -39,6 +40,26 @@ pub(super) const WAIT_GIVES_UP_AFTER: u32 = 3;
 /// with a real crash.
 const FAILPOINT_ENV: &str = "LEDGERSTORE_FAILPOINT";
 
+/// A builder thread and the steps it takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Lane {
+    /// Unfinished hot drops, then the next base range: the steps that
+    /// keep the hot index (and its memory) one range deep.
+    Base = 0,
+    /// Repairs, merges, then the scrub: steps that may take minutes on a
+    /// large window.
+    Merge = 1,
+}
+
+impl Lane {
+    pub(super) fn thread_name(self) -> &'static str {
+        match self {
+            Lane::Base => "segment-base",
+            Lane::Merge => "segment-merge",
+        }
+    }
+}
+
 /// One step of the builder.
 #[derive(Debug, Clone)]
 pub(super) enum Work {
@@ -61,6 +82,8 @@ impl SegmentSet {
             std::process::abort();
         }
         #[cfg(test)]
+        self.pause_at(name)?;
+        #[cfg(test)]
         if let Ok(mut steps) = self.fail_once.lock()
             && let Some(i) = steps.iter().position(|s| *s == name)
         {
@@ -70,27 +93,43 @@ impl SegmentSet {
         Ok(())
     }
 
-    /// The next step, in priority order: unfinished hot-index drops,
-    /// repairs, the next base range, merges, then (if `scrub`) one
-    /// unverified segment.
+    /// Test hook: waits while `name` is listed in `paused` (polling, so a
+    /// stop ends the wait as a cancelled step).
+    #[cfg(test)]
+    fn pause_at(&self, name: &'static str) -> StoreResult<()> {
+        loop {
+            let listed = self.paused.lock().map(|p| p.contains(&name));
+            if !listed.unwrap_or(false) {
+                return Ok(());
+            }
+            if self.cancel.load(Ordering::Relaxed) {
+                return Err(ledgerstore_segment::SegmentError::Cancelled.into());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The next step of `lane`, in priority order. Base: unfinished
+    /// hot-index drops, then the next base range. Merge: repairs, merges,
+    /// then (if `scrub`) one unverified segment.
     pub(super) fn next_work(
         &self,
+        lane: Lane,
         first: Option<u32>,
         mark: Option<u32>,
         scrub: bool,
     ) -> Option<Work> {
-        if let Some(&(a, b)) = self.pending_drops.lock().ok()?.first() {
-            return Some(Work::Drop(a, b));
+        if lane == Lane::Base {
+            if let Some(&(a, b)) = self.pending_drops.lock().ok()?.first() {
+                return Some(Work::Drop(a, b));
+            }
+            let start = self.hot_from(first)?;
+            let end = self.policy.base_end(start)?;
+            return mark.is_some_and(|m| m >= end).then_some(Work::Base(start, end));
         }
         let slots = self.slots();
         if let Some(s) = slots.iter().find(|s| s.seg.is_none()) {
             return Some(Work::Repair(s.first, s.last));
-        }
-        if let Some(start) = self.hot_from(first)
-            && let Some(end) = self.policy.base_end(start)
-            && mark.is_some_and(|m| m >= end)
-        {
-            return Some(Work::Base(start, end));
         }
         if let (Some(a), Some(b)) = (slots.first(), slots.last()) {
             let listed: Vec<(u32, u32)> = slots.iter().map(|s| s.range()).collect();
@@ -113,7 +152,8 @@ impl SegmentSet {
         None
     }
 
-    pub(super) fn run(self: Arc<Self>) {
+    pub(super) fn run(self: Arc<Self>, lane: Lane) {
+        let i = lane as usize;
         loop {
             let work = {
                 let Ok(mut s) = self.state.lock() else { return };
@@ -122,7 +162,7 @@ impl SegmentSet {
                         return;
                     }
                     let now = Instant::now();
-                    match s.retry_at.filter(|t| *t > now) {
+                    match s.lanes[i].retry_at.filter(|t| *t > now) {
                         Some(t) => {
                             s = match self.cv.wait_timeout(s, t - now) {
                                 Ok((s, _)) => s,
@@ -130,10 +170,10 @@ impl SegmentSet {
                             };
                             continue;
                         }
-                        None => s.retry_at = None,
+                        None => s.lanes[i].retry_at = None,
                     }
-                    if let Some(w) = self.next_work(s.first, s.mark, true) {
-                        s.busy = !matches!(w, Work::Scrub(_));
+                    if let Some(w) = self.next_work(lane, s.first, s.mark, true) {
+                        s.lanes[i].busy = !matches!(w, Work::Scrub(_));
                         break w;
                     }
                     s = match self.cv.wait(s) {
@@ -144,19 +184,21 @@ impl SegmentSet {
             };
             let result = self.step(&work);
             if let Ok(mut s) = self.state.lock() {
-                s.busy = false;
+                let l = &mut s.lanes[i];
+                l.busy = false;
                 match result {
-                    Ok(()) => {
-                        s.failures = 0;
+                    Ok(()) => l.failures = 0,
+                    Err(StoreError::Segment(ledgerstore_segment::SegmentError::Cancelled)) => {
+                        tracing::info!(step = ?work, "segment step stopped for shutdown");
                     }
                     Err(e) => {
-                        s.failures += 1;
+                        l.failures += 1;
                         let delay = RETRY_BASE
-                            .saturating_mul(1 << (s.failures - 1).min(16))
+                            .saturating_mul(1 << (l.failures - 1).min(16))
                             .min(RETRY_MAX);
-                        tracing::error!(step = ?work, error = %e, failures = s.failures, retry_in_s = delay.as_secs_f64(), "segment step failed; the old ranges keep serving and it is retried");
-                        s.last_error = Some(e.to_string());
-                        s.retry_at = Some(Instant::now() + delay);
+                        tracing::error!(step = ?work, error = %e, failures = l.failures, retry_in_s = delay.as_secs_f64(), "segment step failed; the old ranges keep serving and it is retried");
+                        l.last_error = Some(e.to_string());
+                        l.retry_at = Some(Instant::now() + delay);
                     }
                 }
             }
@@ -185,6 +227,7 @@ impl SegmentSet {
             Ok(()) => slot.verified.store(true, Ordering::Relaxed),
             Err(e) => {
                 tracing::error!(first = slot.first, last = slot.last, error = %e, "the scrub found a damaged segment; lookups in its range answer UNAVAILABLE until it is rebuilt");
+                let _publish = self.publish.lock();
                 let next = self
                     .slots()
                     .iter()
@@ -218,10 +261,12 @@ impl SegmentSet {
         crate::datadir::write_atomic(&self.dir, &self.marker(first, last), b"")?;
         let path = ledgerstore_segment::publish(&tmp, &self.dir, first, last)?;
         let seg = Arc::new(ledgerstore_segment::Segment::open(&path)?);
+        let publish = self.publish.lock();
         let mut next: Vec<Arc<Slot>> = self.slots().iter().cloned().collect();
         next.push(Slot::serving(seg, true));
         self.record(&next)?;
         self.install(next);
+        drop(publish);
         if let Ok(mut p) = self.pending_drops.lock() {
             p.push((first, last));
         }
@@ -286,7 +331,11 @@ impl SegmentSet {
         }
         let tmp = self.dir.join(format!("tmp-{first}-{last}.idx"));
         let mut w = SegmentWriter::new(first, last, keys, &tmp)?;
+        w.cancel_on(Arc::clone(&self.cancel));
         for &(a, b) in &bases {
+            if self.cancel.load(Ordering::Relaxed) {
+                return Err(ledgerstore_segment::SegmentError::Cancelled.into());
+            }
             let list = self.dir.join(hashes::file_name(a, b));
             if let Err(err) = hashes::scan(&list, a, b, |seq, hs| w.push_ledger(seq, hs)) {
                 if matches!(err, ledgerstore_segment::SegmentError::Corrupt { .. }) {
@@ -300,7 +349,11 @@ impl SegmentSet {
         self.failpoint("merge-before-publish")?;
         let path = ledgerstore_segment::publish(&tmp, &self.dir, first, last)?;
         let seg = Arc::new(ledgerstore_segment::Segment::open(&path)?);
-        let (inside, mut next): (Vec<Arc<Slot>>, Vec<Arc<Slot>>) = slots
+        // The list as it is now: the base lane may have added ranges after
+        // this one since the step began (it never touches ranges inside).
+        let publish = self.publish.lock();
+        let (inside, mut next): (Vec<Arc<Slot>>, Vec<Arc<Slot>>) = self
+            .slots()
             .iter()
             .cloned()
             .partition(|s| first <= s.first && s.last <= last);
@@ -309,6 +362,7 @@ impl SegmentSet {
         self.record(&next)?;
         self.failpoint("merge-after-manifest")?;
         self.install(next);
+        drop(publish);
         for s in inside.iter().filter(|s| s.range() != (first, last)) {
             remove_file(
                 &self

@@ -1,6 +1,8 @@
 //! The cold tier of the `indexed` layout: immutable, memory-mapped segment
-//! files, listed by the manifest `segments/SEGMENTS`, built, merged,
-//! scrubbed and repaired by one background thread.
+//! files, listed by the manifest `segments/SEGMENTS`, built by one
+//! background thread (base builds and hot drops) and merged, scrubbed and
+//! repaired by another, so a long merge never holds back the base builds
+//! that keep the hot index one range deep.
 //!
 //! # Life of a range
 //! 1. Ledgers `first..=end` are ingested; their hashes go to the hot index
@@ -158,8 +160,14 @@ struct BuilderState {
     mark: Option<u32>,
     /// The mark's first ledger.
     first: Option<u32>,
-    busy: bool,
     stop: bool,
+    /// Per lane (see [`build::Lane`]).
+    lanes: [LaneState; 2],
+}
+
+#[derive(Default)]
+struct LaneState {
+    busy: bool,
     failures: u32,
     /// No step before this instant (backoff after a failure).
     retry_at: Option<Instant>,
@@ -195,13 +203,21 @@ pub(crate) struct SegmentSet {
     /// True while ingest writes a batch: see [`SegmentSet::ingest_writing`].
     ingest_writing: Mutex<bool>,
     ingest_done: Condvar,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Held while a step reads the list and records and installs the next
+    /// one, so the two lanes never install from a stale list.
+    publish: Mutex<()>,
+    /// Set by [`SegmentSet::stop`]: a merge stops between partitions.
+    cancel: Arc<AtomicBool>,
     /// Installed base ranges whose hot-index drop has not finished (a
     /// failed drop is retried like any step).
     pending_drops: Mutex<Vec<(u32, u32)>>,
     /// Test hook: steps that fail once each, by name.
     #[cfg(test)]
     pub(crate) fail_once: Mutex<Vec<&'static str>>,
+    /// Test hook: failpoints a step waits at while they are listed.
+    #[cfg(test)]
+    pub(crate) paused: Mutex<Vec<&'static str>>,
 }
 
 impl SegmentSet {
@@ -263,10 +279,14 @@ impl SegmentSet {
             merge_micros: AtomicU64::new(0),
             ingest_writing: Mutex::new(false),
             ingest_done: Condvar::new(),
-            thread: Mutex::new(None),
+            threads: Mutex::new(Vec::new()),
+            publish: Mutex::new(()),
+            cancel: Arc::new(AtomicBool::new(false)),
             pending_drops: Mutex::new(Vec::new()),
             #[cfg(test)]
             fail_once: Mutex::new(Vec::new()),
+            #[cfg(test)]
+            paused: Mutex::new(Vec::new()),
         });
         if writable {
             hot::convert_legacy(set.hot.as_ref())?;
@@ -312,19 +332,22 @@ impl SegmentSet {
         Ok(())
     }
 
-    /// Starts the builder thread. `first`/`mark` are the store's mark.
+    /// Starts the builder threads, one per lane. `first`/`mark` are the
+    /// store's mark.
     pub(crate) fn start(
         self: &Arc<Self>,
         first: Option<u32>,
         mark: Option<u32>,
     ) -> StoreResult<()> {
-        let me = Arc::clone(self);
-        let handle = std::thread::Builder::new()
-            .name("segment-builder".into())
-            .spawn(move || me.run())
-            .map_err(StoreError::io("starting the segment builder thread"))?;
-        if let Ok(mut t) = self.thread.lock() {
-            *t = Some(handle);
+        for lane in [build::Lane::Base, build::Lane::Merge] {
+            let me = Arc::clone(self);
+            let handle = std::thread::Builder::new()
+                .name(lane.thread_name().into())
+                .spawn(move || me.run(lane))
+                .map_err(StoreError::io("starting a segment builder thread"))?;
+            if let Ok(mut t) = self.threads.lock() {
+                t.push(handle);
+            }
         }
         self.notify(first, mark);
         Ok(())
@@ -344,35 +367,48 @@ impl SegmentSet {
     /// [`build::WAIT_GIVES_UP_AFTER`] times in a row (the builder keeps
     /// retrying). Returns at once when no builder runs.
     pub(crate) fn wait_idle(&self) -> StoreResult<()> {
-        if self.thread.lock().map_or(true, |t| t.is_none()) {
+        if self.threads.lock().map_or(true, |t| t.is_empty()) {
             return Ok(());
         }
         let poisoned = || StoreError::Corrupt("segment builder state poisoned".into());
         let mut s = self.state.lock().map_err(|_| poisoned())?;
         loop {
-            if s.failures >= build::WAIT_GIVES_UP_AFTER
-                && let Some(e) = &s.last_error
-            {
-                return Err(StoreError::Corrupt(format!(
-                    "segment build failed {} times in a row (still retrying): {e}",
-                    s.failures
-                )));
+            for l in &s.lanes {
+                if l.failures >= build::WAIT_GIVES_UP_AFTER
+                    && let Some(e) = &l.last_error
+                {
+                    return Err(StoreError::Corrupt(format!(
+                        "segment build failed {} times in a row (still retrying): {e}",
+                        l.failures
+                    )));
+                }
             }
-            if s.stop || !s.busy && self.next_work(s.first, s.mark, false).is_none() {
+            let idle = |lane: build::Lane| {
+                !s.lanes[lane as usize].busy
+                    && self.next_work(lane, s.first, s.mark, false).is_none()
+            };
+            if s.stop || idle(build::Lane::Base) && idle(build::Lane::Merge) {
                 return Ok(());
             }
             s = self.cv.wait(s).map_err(|_| poisoned())?;
         }
     }
 
-    /// Stops the builder after the step in progress and joins it.
+    /// Stops the builder threads and joins them: a base build or drop in
+    /// progress finishes; a merge or repair stops before its next
+    /// partition (its `tmp-` files are removed at the next open).
     pub(crate) fn stop(&self) {
         if let Ok(mut s) = self.state.lock() {
             s.stop = true;
         }
+        self.cancel.store(true, Ordering::Relaxed);
         self.cv.notify_all();
-        let handle = self.thread.lock().ok().and_then(|mut t| t.take());
-        if let Some(h) = handle {
+        let handles = self
+            .threads
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default();
+        for h in handles {
             let _ = h.join();
         }
     }
@@ -439,7 +475,16 @@ impl SegmentSet {
         let (busy, failures, last_error) = self
             .state
             .lock()
-            .map(|s| (s.busy, s.failures, s.last_error.clone()))
+            .map(|s| {
+                let worst = s.lanes.iter().max_by_key(|l| l.failures);
+                (
+                    s.lanes.iter().any(|l| l.busy),
+                    worst.map_or(0, |l| l.failures),
+                    worst
+                        .and_then(|l| l.last_error.clone())
+                        .or_else(|| s.lanes.iter().find_map(|l| l.last_error.clone())),
+                )
+            })
             .unwrap_or((false, 0, None));
         SegmentStats {
             range_ledgers: self.policy.range_ledgers,

@@ -319,6 +319,12 @@ pub struct SegmentsConfig {
     /// at most one segment per closed top window plus `merge_levels`, plus
     /// the hot index. Recorded at creation.
     pub merge_levels: u32,
+    /// After a writer opens the store, the builder reads the index
+    /// sections (fingerprints, positions, ledger offsets) of the newest
+    /// segments into the page cache, up to this many MiB, so the first
+    /// lookups after a restart do not each wait for a disk read (0: off).
+    /// Not recorded: it may change at every start.
+    pub warm_mib: u64,
 }
 
 impl Default for SegmentsConfig {
@@ -327,6 +333,7 @@ impl Default for SegmentsConfig {
             range_ledgers: 10_000,
             merge_fanout: 10,
             merge_levels: 3,
+            warm_mib: 1024,
         }
     }
 }
@@ -493,6 +500,13 @@ impl Config {
                 "segments.merge_levels",
                 self.segments.merge_levels,
                 "0..=8",
+            ));
+        }
+        if self.segments.warm_mib > 1 << 30 {
+            return Err(invalid(
+                "segments.warm_mib",
+                self.segments.warm_mib,
+                "0..=1073741824",
             ));
         }
         if self.dict.enabled && (self.dict.samples < 16 || !(1..=4096).contains(&self.dict.max_kib))

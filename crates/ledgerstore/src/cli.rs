@@ -202,6 +202,9 @@ pub struct EngineFlags {
     /// [segments] merge_levels: merge levels above the base range (0: no merging).
     #[arg(long = "segments.merge-levels", value_name = "N")]
     pub segments_merge_levels: Option<i64>,
+    /// [segments] warm_mib: MiB of the newest segments' index read into the page cache at start (0: off).
+    #[arg(long = "segments.warm-mib", value_name = "MIB")]
+    pub segments_warm_mib: Option<i64>,
 }
 
 #[derive(Debug, Args)]

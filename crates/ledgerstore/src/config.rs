@@ -72,6 +72,7 @@ fn engine_overrides(e: &EngineFlags, o: &mut Overrides) {
         e.segments_merge_levels.as_ref(),
         int,
     );
+    push(o, "segments.warm_mib", e.segments_warm_mib.as_ref(), int);
 }
 
 /// The daemon's effective config.

@@ -53,13 +53,15 @@ fn names(dir: &std::path::Path) -> Vec<String> {
     v
 }
 
-/// Only listed segments, hash lists and the manifest remain.
+/// Only listed segments, hash lists, the manifest and the scrub's record
+/// remain.
 fn assert_clean(segdir: &std::path::Path) {
     let names = names(segdir);
     assert!(
-        names
-            .iter()
-            .all(|n| n.starts_with("seg-") || n.starts_with("hashes-") || n == "SEGMENTS"),
+        names.iter().all(|n| n.starts_with("seg-")
+            || n.starts_with("hashes-")
+            || n == "SEGMENTS"
+            || n == "VERIFIED"),
         "{names:?}"
     );
 }

@@ -218,6 +218,36 @@ impl Segment {
         &self.path
     }
 
+    /// Bytes of the index sections a lookup reads (ledger offsets,
+    /// fingerprints and ordinals or records): the file without its header,
+    /// MPH section and checksum.
+    pub fn index_bytes(&self) -> u64 {
+        (self.map.len() - CHECKSUM_BYTES - self.offsets_at) as u64
+    }
+
+    /// Reads the index sections into the page cache (one sequential read
+    /// through a file handle: the map is advised random, which would read
+    /// it a page at a time), so later lookups find them in memory. Returns
+    /// the bytes read.
+    pub fn warm(&self) -> SegmentResult<u64> {
+        use std::io::{Read, Seek, SeekFrom};
+        let io = |action| SegmentError::io(&self.path, action);
+        let mut f = File::open(&self.path).map_err(io("opening"))?;
+        f.seek(SeekFrom::Start(self.offsets_at as u64))
+            .map_err(io("seeking in"))?;
+        let mut left = self.index_bytes();
+        let mut buf = vec![0u8; 1 << 20];
+        while left > 0 {
+            let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+            let n = f.read(&mut buf[..want]).map_err(io("reading"))?;
+            if n == 0 {
+                break;
+            }
+            left -= n as u64;
+        }
+        Ok(self.index_bytes() - left)
+    }
+
     /// First ledger of the range.
     pub fn first(&self) -> u32 {
         self.first

@@ -403,6 +403,9 @@ impl Metrics {
                 ("repairing", seg.repairing.len() as u64),
                 ("merges", seg.merges),
                 ("failures", u64::from(seg.failures)),
+                ("scrubs", seg.scrubs),
+                ("hot_keys", seg.hot_keys),
+                ("hot_map_bytes", seg.hot_map_bytes),
             ] {
                 self.segments.with_label_values(&[what]).set(v(x));
             }

@@ -22,6 +22,7 @@ fn opts(offline: bool) -> StoreOptions {
             range_ledgers: 10,
             merge_fanout: 2,
             merge_levels: 2,
+            warm_bytes: 1 << 20,
             dict: None,
         },
         offline,
@@ -111,6 +112,7 @@ fn merges_bound_the_probes_and_every_hash_still_resolves() {
         .map(|&(a, b)| ledgerstore_segment::hashes::file_name(a, b)),
     );
     want.push("SEGMENTS".into());
+    want.push("VERIFIED".into());
     want.sort();
     assert_eq!(names(tmp.path()), want);
     let store = open(tmp.path());
@@ -149,6 +151,7 @@ fn a_merge_interrupted_at_any_step_leaves_the_old_segments_serving() {
         assert!(
             left.iter().all(|n| n.starts_with("hashes-")
                 || n == "SEGMENTS"
+                || n == "VERIFIED"
                 || n == "seg-0000000001-0000000039.idx"),
             "{step}: {left:?}"
         );
@@ -394,4 +397,46 @@ fn base_builds_go_on_while_a_merge_waits_and_a_stop_interrupts_it() {
     assert!(!names(tmp.path()).iter().any(|n| n.starts_with("tmp-")));
     assert_all_readable(&store, &s, 1, 45);
     assert!(store.check().expect("check").is_ok());
+}
+
+/// The scrub's checks are recorded in `segments/VERIFIED`: a restart reads
+/// no segment whole again unless its file changed since.
+#[test]
+fn a_restart_scrubs_only_segment_files_that_changed() {
+    let s = synth();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let scrubs = |store: &Ledgerstore| {
+        let seg = store.stats().expect("stats").segments.expect("segments");
+        seg.scrubs
+    };
+    {
+        let store = open(tmp.path());
+        ingest_range(&store, &s, 1, 45, 5);
+        store.wait_for_segments().expect("segments");
+        assert_eq!(ranges(&store), [(1, 39)]);
+        store.close().expect("close");
+    }
+    assert!(names(tmp.path()).contains(&"VERIFIED".to_string()));
+    {
+        let store = open(tmp.path());
+        store.wait_for_segments().expect("segments");
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(scrubs(&store), 0, "a segment just built counts as read");
+        let seg = store.stats().expect("stats").segments.expect("segments");
+        assert!(
+            seg.warmed_bytes > 0 && seg.warmed_bytes <= seg.file_bytes,
+            "the warm-up read the index: {seg:#?}"
+        );
+        store.close().expect("close");
+    }
+    // The same bytes written again: the file's modification time changes.
+    let file = segdir(tmp.path()).join(ledgerstore_segment::file_name(1, 39));
+    let bytes = std::fs::read(&file).expect("read");
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(&file, &bytes).expect("write");
+    let store = open(tmp.path());
+    wait_until(&store, "the rewritten file scrubbed", |seg| seg.scrubs == 1);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(scrubs(&store), 1);
+    assert_all_readable(&store, &s, 1, 45);
 }

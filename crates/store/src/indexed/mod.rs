@@ -48,6 +48,9 @@ pub struct IndexedOptions {
     pub merge_fanout: u32,
     /// Merge levels above the base range (0: no merging).
     pub merge_levels: u32,
+    /// Bytes of the newest segments' index sections a writer's open reads
+    /// into the page cache in the background (0: none).
+    pub warm_bytes: u64,
     /// Dictionary training; None disables dictionaries.
     pub dict: Option<DictOptions>,
 }
@@ -58,6 +61,7 @@ impl Default for IndexedOptions {
             range_ledgers: 10_000,
             merge_fanout: 10,
             merge_levels: 3,
+            warm_bytes: 1 << 30,
             dict: Some(DictOptions::default()),
         }
     }
@@ -135,6 +139,7 @@ impl IndexedTier {
             hot,
             ledgers,
             writable: how.writable,
+            warm_bytes: how.opts.warm_bytes,
         })?;
         let mut dicts = DictSet::default();
         // Dictionaries sort before every body: read them a few at a time

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use ledgerstore_db_api::{Decompress, LedgerRecord, TxHash, TxPos};
 use ledgerstore_segment::{SegmentBuilder, SegmentWriter, hashes};
 
-use super::{Manifest, SegmentSet, Slot, remove_file};
+use super::{Manifest, SegmentSet, Slot, remove_file, verified};
 use crate::error::{StoreError, StoreResult};
 use crate::indexed::hot;
 
@@ -30,6 +30,9 @@ const RETRY_BASE: Duration = Duration::from_secs(1);
 #[cfg(test)]
 const RETRY_BASE: Duration = Duration::from_millis(20);
 const RETRY_MAX: Duration = Duration::from_secs(60);
+
+/// How often an idle builder thread looks for a scrub that came due.
+const SCRUB_POLL: Duration = Duration::from_secs(3600);
 
 /// `wait_idle` reports a failure once this many steps failed in a row.
 pub(super) const WAIT_GIVES_UP_AFTER: u32 = 3;
@@ -73,6 +76,9 @@ pub(super) enum Work {
     Merge(u32, u32),
     /// Check a segment's checksum.
     Scrub(Arc<Slot>),
+    /// Read the newest segments' index sections into the page cache (once
+    /// after open).
+    Warm,
 }
 
 impl SegmentSet {
@@ -125,11 +131,16 @@ impl SegmentSet {
             }
             let start = self.hot_from(first)?;
             let end = self.policy.base_end(start)?;
-            return mark.is_some_and(|m| m >= end).then_some(Work::Base(start, end));
+            return mark
+                .is_some_and(|m| m >= end)
+                .then_some(Work::Base(start, end));
         }
         let slots = self.slots();
         if let Some(s) = slots.iter().find(|s| s.seg.is_none()) {
             return Some(Work::Repair(s.first, s.last));
+        }
+        if self.warm_left.lock().ok()?.is_some() {
+            return Some(Work::Warm);
         }
         if let (Some(a), Some(b)) = (slots.first(), slots.last()) {
             let listed: Vec<(u32, u32)> = slots.iter().map(|s| s.range()).collect();
@@ -143,9 +154,14 @@ impl SegmentSet {
             }
         }
         if scrub {
+            let now = verified::now_s();
             return slots
                 .iter()
-                .find(|s| !s.verified.load(Ordering::Relaxed))
+                .find(|s| {
+                    s.seg.is_some()
+                        && now.saturating_sub(s.verified_at.load(Ordering::Relaxed))
+                            >= verified::SCRUB_EVERY_S
+                })
                 .cloned()
                 .map(Work::Scrub);
         }
@@ -176,8 +192,11 @@ impl SegmentSet {
                         s.lanes[i].busy = !matches!(w, Work::Scrub(_));
                         break w;
                     }
-                    s = match self.cv.wait(s) {
-                        Ok(s) => s,
+                    // Idle threads wake now and then: the merge lane for
+                    // scrubs that came due (each segment is read again
+                    // every week).
+                    s = match self.cv.wait_timeout(s, SCRUB_POLL) {
+                        Ok((s, _)) => s,
                         Err(_) => return,
                     };
                 }
@@ -216,15 +235,60 @@ impl SegmentSet {
                 self.scrub(slot);
                 Ok(())
             }
+            Work::Warm => {
+                self.warm();
+                Ok(())
+            }
         }
+    }
+
+    /// Reads the index sections of the newest segments that fit the
+    /// budget into the page cache, once. A segment that cannot be read is
+    /// skipped with a warning (its lookups read it, and the scrub checks
+    /// it).
+    fn warm(&self) {
+        let Some(mut left) = self.warm_left.lock().ok().and_then(|mut w| w.take()) else {
+            return;
+        };
+        let started = Instant::now();
+        let (mut segments, mut bytes) = (0u32, 0u64);
+        for seg in self.list().iter().rev() {
+            if self.cancel.load(Ordering::Relaxed) {
+                break;
+            }
+            let size = seg.index_bytes();
+            if size > left {
+                continue;
+            }
+            match seg.warm() {
+                Ok(n) => {
+                    segments += 1;
+                    bytes += n;
+                    left -= size;
+                }
+                Err(e) => tracing::warn!(error = %e, "could not read a segment's index ahead"),
+            }
+        }
+        self.warmed.fetch_add(bytes, Ordering::Relaxed);
+        tracing::info!(
+            segments,
+            mb = bytes as f64 / 1e6,
+            took_s = started.elapsed().as_secs_f64(),
+            "read the newest segments' index into the page cache"
+        );
     }
 
     /// Checks a segment's checksum; a mismatch marks its range broken, and
     /// the next step repairs it.
     fn scrub(&self, slot: &Arc<Slot>) {
         let Some(seg) = &slot.seg else { return };
+        self.scrubs.fetch_add(1, Ordering::Relaxed);
         match seg.verify() {
-            Ok(()) => slot.verified.store(true, Ordering::Relaxed),
+            Ok(()) => {
+                slot.verified_at.store(verified::now_s(), Ordering::Relaxed);
+                let _publish = self.publish.lock();
+                verified::save(&self.dir, &self.slots());
+            }
             Err(e) => {
                 tracing::error!(first = slot.first, last = slot.last, error = %e, "the scrub found a damaged segment; lookups in its range answer UNAVAILABLE until it is rebuilt");
                 let _publish = self.publish.lock();
@@ -263,7 +327,7 @@ impl SegmentSet {
         let seg = Arc::new(ledgerstore_segment::Segment::open(&path)?);
         let publish = self.publish.lock();
         let mut next: Vec<Arc<Slot>> = self.slots().iter().cloned().collect();
-        next.push(Slot::serving(seg, true));
+        next.push(Slot::serving(seg, verified::now_s()));
         self.record(&next)?;
         self.install(next);
         drop(publish);
@@ -297,9 +361,12 @@ impl SegmentSet {
         Ok(())
     }
 
-    /// Writes the manifest listing `slots`.
+    /// Writes the manifest listing `slots`, then the record of their
+    /// checks (a new segment counts as read whole: it was just written).
     fn record(&self, slots: &[Arc<Slot>]) -> StoreResult<()> {
-        Manifest::new(self.policy, slots.iter().map(|s| s.range()).collect()).write(&self.dir)
+        Manifest::new(self.policy, slots.iter().map(|s| s.range()).collect()).write(&self.dir)?;
+        verified::save(&self.dir, slots);
+        Ok(())
     }
 
     /// Builds `first..=last` from its base ranges' hash lists and swaps it
@@ -357,7 +424,7 @@ impl SegmentSet {
             .iter()
             .cloned()
             .partition(|s| first <= s.first && s.last <= last);
-        next.push(Slot::serving(seg, true));
+        next.push(Slot::serving(seg, verified::now_s()));
         next.sort_by_key(|s| s.first);
         self.record(&next)?;
         self.failpoint("merge-after-manifest")?;

@@ -49,6 +49,7 @@ use crate::error::{StoreError, StoreResult};
 
 mod build;
 pub(crate) mod manifest;
+mod verified;
 
 pub(crate) use manifest::Manifest;
 pub use manifest::MergePolicy;
@@ -61,18 +62,20 @@ pub(crate) struct Slot {
     pub(crate) seg: Option<Arc<Segment>>,
     /// Why the range has no usable segment (then `seg` is `None`).
     pub(crate) broken: Option<String>,
-    /// The scrub has checked the file's checksum since open.
-    verified: AtomicBool,
+    /// Unix seconds when the file was last read whole (the scrub, or its
+    /// build), 0 if not since it was written or since open: see
+    /// [`verified`].
+    verified_at: AtomicU64,
 }
 
 impl Slot {
-    fn serving(seg: Arc<Segment>, verified: bool) -> Arc<Self> {
+    fn serving(seg: Arc<Segment>, verified_at: u64) -> Arc<Self> {
         Arc::new(Self {
             first: seg.first(),
             last: seg.last(),
             seg: Some(seg),
             broken: None,
-            verified: AtomicBool::new(verified),
+            verified_at: AtomicU64::new(verified_at),
         })
     }
 
@@ -82,7 +85,7 @@ impl Slot {
             last,
             seg: None,
             broken: Some(why),
-            verified: AtomicBool::new(false),
+            verified_at: AtomicU64::new(0),
         })
     }
 
@@ -141,6 +144,12 @@ pub struct SegmentStats {
     pub builds: u64,
     /// Merges (and repairs) since open.
     pub merges: u64,
+    /// Segment files the scrub read whole since open (each is read again
+    /// when its file changed, and at least weekly: `segments/VERIFIED`).
+    pub scrubs: u64,
+    /// Index bytes the warm-up read into the page cache after open
+    /// (`segments.warm_mib`).
+    pub warmed_bytes: u64,
     /// Total build seconds since open (scan, MPH, write, swap, hot drop).
     pub build_total_s: f64,
     /// Total merge and repair seconds since open.
@@ -183,6 +192,8 @@ pub(crate) struct SetOpen {
     pub(crate) ledgers: Arc<dyn KvStore>,
     /// False for an offline reader: nothing on disk changes.
     pub(crate) writable: bool,
+    /// Index bytes to read into the page cache after open (writers only).
+    pub(crate) warm_bytes: u64,
 }
 
 /// The segment list plus its builder.
@@ -198,6 +209,7 @@ pub(crate) struct SegmentSet {
     cv: Condvar,
     builds: AtomicU64,
     merges: AtomicU64,
+    scrubs: AtomicU64,
     build_micros: AtomicU64,
     merge_micros: AtomicU64,
     /// True while ingest writes a batch: see [`SegmentSet::ingest_writing`].
@@ -209,6 +221,9 @@ pub(crate) struct SegmentSet {
     publish: Mutex<()>,
     /// Set by [`SegmentSet::stop`]: a merge stops between partitions.
     cancel: Arc<AtomicBool>,
+    /// The warm-up's budget until it has run (see [`SetOpen::warm_bytes`]).
+    warm_left: Mutex<Option<u64>>,
+    warmed: AtomicU64,
     /// Installed base ranges whose hot-index drop has not finished (a
     /// failed drop is retried like any step).
     pending_drops: Mutex<Vec<(u32, u32)>>,
@@ -233,6 +248,7 @@ impl SegmentSet {
             hot,
             ledgers,
             writable,
+            warm_bytes,
         } = how;
         if policy.range_ledgers == 0 {
             return Err(StoreError::InvalidBatch {
@@ -259,10 +275,11 @@ impl SegmentSet {
                 "the data dir's segment policy was recorded when it was created and is used"
             );
         }
+        let checked = verified::load(&dir);
         let slots = manifest
             .ranges
             .iter()
-            .map(|&(first, last)| open_slot(&dir, first, last))
+            .map(|&(first, last)| open_slot(&dir, first, last, &checked))
             .collect();
         let set = Arc::new(Self {
             dir,
@@ -275,6 +292,7 @@ impl SegmentSet {
             cv: Condvar::new(),
             builds: AtomicU64::new(0),
             merges: AtomicU64::new(0),
+            scrubs: AtomicU64::new(0),
             build_micros: AtomicU64::new(0),
             merge_micros: AtomicU64::new(0),
             ingest_writing: Mutex::new(false),
@@ -282,6 +300,8 @@ impl SegmentSet {
             threads: Mutex::new(Vec::new()),
             publish: Mutex::new(()),
             cancel: Arc::new(AtomicBool::new(false)),
+            warm_left: Mutex::new((writable && warm_bytes > 0).then_some(warm_bytes)),
+            warmed: AtomicU64::new(0),
             pending_drops: Mutex::new(Vec::new()),
             #[cfg(test)]
             fail_once: Mutex::new(Vec::new()),
@@ -362,8 +382,8 @@ impl SegmentSet {
         self.cv.notify_all();
     }
 
-    /// Blocks until every closed range has its segment, merges are done
-    /// and no range is being repaired. Fails once a step has failed
+    /// Blocks until every closed range has its segment, merges are done,
+    /// no range is being repaired and the warm-up after open has run. Fails once a step has failed
     /// [`build::WAIT_GIVES_UP_AFTER`] times in a row (the builder keeps
     /// retrying). Returns at once when no builder runs.
     pub(crate) fn wait_idle(&self) -> StoreResult<()> {
@@ -506,6 +526,8 @@ impl SegmentSet {
                 .collect(),
             builds: self.builds.load(Ordering::Relaxed),
             merges: self.merges.load(Ordering::Relaxed),
+            scrubs: self.scrubs.load(Ordering::Relaxed),
+            warmed_bytes: self.warmed.load(Ordering::Relaxed),
             build_total_s: self.build_micros.load(Ordering::Relaxed) as f64 / 1e6,
             merge_total_s: self.merge_micros.load(Ordering::Relaxed) as f64 / 1e6,
             building: busy,
@@ -555,11 +577,17 @@ impl SegmentSet {
 }
 
 /// Maps the segment of `first..=last`, or records why it cannot serve.
-fn open_slot(dir: &Path, first: u32, last: u32) -> Arc<Slot> {
-    let path = dir.join(ledgerstore_segment::file_name(first, last));
+fn open_slot(
+    dir: &Path,
+    first: u32,
+    last: u32,
+    checked: &std::collections::BTreeMap<String, verified::Entry>,
+) -> Arc<Slot> {
+    let name = ledgerstore_segment::file_name(first, last);
+    let path = dir.join(&name);
     match Segment::open(&path) {
         Ok(seg) if (seg.first(), seg.last()) == (first, last) => {
-            Slot::serving(Arc::new(seg), false)
+            Slot::serving(Arc::new(seg), verified::verified_at(checked, dir, &name))
         }
         Ok(seg) => Slot::broken(
             first,

@@ -325,6 +325,11 @@ pub struct SegmentsConfig {
     /// lookups after a restart do not each wait for a disk read (0: off).
     /// Not recorded: it may change at every start.
     pub warm_mib: u64,
+    /// Heap MiB for the newest segments' fingerprints (2 bytes a tx), so
+    /// a miss in them is decided in memory even when the page cache was
+    /// evicted (newest first while the budget lasts; a loaded filter stays
+    /// until a merge replaces its segment). 0: off. Not recorded.
+    pub filter_mib: u64,
 }
 
 impl Default for SegmentsConfig {
@@ -334,6 +339,7 @@ impl Default for SegmentsConfig {
             merge_fanout: 10,
             merge_levels: 3,
             warm_mib: 1024,
+            filter_mib: 256,
         }
     }
 }
@@ -502,12 +508,13 @@ impl Config {
                 "0..=8",
             ));
         }
-        if self.segments.warm_mib > 1 << 30 {
-            return Err(invalid(
-                "segments.warm_mib",
-                self.segments.warm_mib,
-                "0..=1073741824",
-            ));
+        for (key, mib) in [
+            ("segments.warm_mib", self.segments.warm_mib),
+            ("segments.filter_mib", self.segments.filter_mib),
+        ] {
+            if mib > 1 << 30 {
+                return Err(invalid(key, mib, "0..=1073741824"));
+            }
         }
         if self.dict.enabled && (self.dict.samples < 16 || !(1..=4096).contains(&self.dict.max_kib))
         {

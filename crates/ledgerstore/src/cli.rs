@@ -205,6 +205,9 @@ pub struct EngineFlags {
     /// [segments] warm_mib: MiB of the newest segments' index read into the page cache at start (0: off).
     #[arg(long = "segments.warm-mib", value_name = "MIB")]
     pub segments_warm_mib: Option<i64>,
+    /// [segments] filter_mib: heap MiB for the newest segments' fingerprints (0: off).
+    #[arg(long = "segments.filter-mib", value_name = "MIB")]
+    pub segments_filter_mib: Option<i64>,
 }
 
 #[derive(Debug, Args)]

@@ -73,6 +73,12 @@ fn engine_overrides(e: &EngineFlags, o: &mut Overrides) {
         int,
     );
     push(o, "segments.warm_mib", e.segments_warm_mib.as_ref(), int);
+    push(
+        o,
+        "segments.filter_mib",
+        e.segments_filter_mib.as_ref(),
+        int,
+    );
 }
 
 /// The daemon's effective config.

@@ -47,6 +47,7 @@ pub fn store_options(cfg: &Config, layout: Option<Layout>, create: bool) -> Stor
             merge_fanout: cfg.segments.merge_fanout,
             merge_levels: cfg.segments.merge_levels,
             warm_bytes: cfg.segments.warm_mib << 20,
+            filter_bytes: cfg.segments.filter_mib << 20,
             dict: cfg.dict.enabled.then_some(DictOptions {
                 train_after_txs: cfg.dict.train_after_txs,
                 samples: cfg.dict.samples,

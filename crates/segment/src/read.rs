@@ -9,8 +9,8 @@ use sha2::{Digest, Sha256};
 
 use crate::{
     CHECKSUM_BYTES, FINGERPRINT_BITS, HEADER_BYTES, KeyScheme, MAGIC, MPH_PREFIX, MPH_SALTED_NH,
-    Mph, OFFSET_BLOCK, SegmentError, SegmentInfo, SegmentResult, TxPos, VERSION, VERSION_SPLIT,
-    VERSION_U32_ORDINALS, fingerprint, info, ordinal_bits, page_align,
+    Mph, OFFSET_BLOCK, PAGE, SegmentError, SegmentInfo, SegmentResult, TxPos, VERSION,
+    VERSION_SPLIT, VERSION_U32_ORDINALS, fingerprint, info, ordinal_bits, page_align,
 };
 
 /// An open segment. The arrays stay in the file's memory map, so they live
@@ -29,6 +29,9 @@ pub struct Segment {
     slots: Slots,
     /// Version 3: `offsets[1024 k]` for every `k` (empty before).
     sample: Vec<u32>,
+    /// The fingerprints copied to the heap, once loaded (see
+    /// [`Segment::load_filter`]): a miss then reads nothing from the map.
+    filter: std::sync::OnceLock<Box<[u16]>>,
     info: SegmentInfo,
 }
 
@@ -197,6 +200,7 @@ impl Segment {
             offsets_at,
             slots,
             sample,
+            filter: std::sync::OnceLock::new(),
             info,
         })
     }
@@ -223,6 +227,41 @@ impl Segment {
     /// MPH section and checksum.
     pub fn index_bytes(&self) -> u64 {
         (self.map.len() - CHECKSUM_BYTES - self.offsets_at) as u64
+    }
+
+    /// Heap bytes the fingerprint filter takes once loaded (2 per key).
+    pub fn filter_bytes(&self) -> u64 {
+        2 * self.n as u64
+    }
+
+    /// True once [`load_filter`](Self::load_filter) has run.
+    pub fn filter_loaded(&self) -> bool {
+        self.filter.get().is_some()
+    }
+
+    /// Copies every slot's 16-bit fingerprint to the heap (2 bytes a key),
+    /// so a miss is decided without touching the file, however cold the
+    /// page cache. Reads the slot section sequentially (advised `WillNeed`
+    /// for the read, `Random` again after).
+    pub fn load_filter(&self) {
+        if self.filter_loaded() {
+            return;
+        }
+        let (start, end) = match self.slots {
+            Slots::Records { at, .. } => (at, self.map.len() - CHECKSUM_BYTES),
+            Slots::Split {
+                fps_at, ords_at, ..
+            } => (fps_at, ords_at),
+        };
+        let aligned = start / PAGE * PAGE;
+        let _ = self
+            .map
+            .advise_range(memmap2::Advice::WillNeed, aligned, end - aligned);
+        let fps: Box<[u16]> = (0..self.n).map(|slot| self.slot(slot).0).collect();
+        let _ = self
+            .map
+            .advise_range(memmap2::Advice::Random, aligned, end - aligned);
+        let _ = self.filter.set(fps);
     }
 
     /// Reads the index sections into the page cache (one sequential read
@@ -278,6 +317,11 @@ impl Segment {
         let (base, mph) = &self.mphs[crate::partition(key, self.mphs.len())];
         let slot = base + usize::try_from(mph.get(&key)?).ok()?;
         if slot >= self.n {
+            return None;
+        }
+        if let Some(f) = self.filter.get()
+            && f[slot] != fingerprint(hash)
+        {
             return None;
         }
         let (fp, ord) = self.slot(slot);

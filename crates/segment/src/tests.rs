@@ -385,6 +385,7 @@ fn version_2_files_still_open_and_answer() {
     );
     let seg = Segment::open(&path).expect("open");
     seg.verify().expect("a version 2 file verifies");
+    let unfiltered = Segment::open(&path).expect("open");
     let entries: Vec<([u8; 32], TxPos)> = [(200u32, 33u32), (202, 70), (203, 1)]
         .into_iter()
         .flat_map(|(seq, count)| {
@@ -395,6 +396,11 @@ fn version_2_files_still_open_and_answer() {
         })
         .collect();
     assert_exact_and_rejects_misses(&seg, &entries);
+    // The fingerprints on the heap answer the same.
+    unfiltered.load_filter();
+    assert!(unfiltered.filter_loaded());
+    assert_eq!(unfiltered.filter_bytes(), 2 * 104);
+    assert_exact_and_rejects_misses(&unfiltered, &entries);
     let (b, _) = builder(200, &[33, 0, 70, 1], entries.iter().map(|e| e.0).collect());
     let now = dir.path().join("now.idx");
     b.write(&now).expect("write");
@@ -429,6 +435,8 @@ fn positions_resolve_across_offset_blocks() {
         b.write(&path).expect("write");
         let seg = Segment::open(&path).expect("open");
         seg.verify().expect("verify");
+        assert_exact_and_rejects_misses(&seg, &entries);
+        seg.load_filter();
         assert_exact_and_rejects_misses(&seg, &entries);
     }
 }

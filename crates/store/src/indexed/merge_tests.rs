@@ -23,6 +23,7 @@ fn opts(offline: bool) -> StoreOptions {
             merge_fanout: 2,
             merge_levels: 2,
             warm_bytes: 1 << 20,
+            filter_bytes: 1 << 20,
             dict: None,
         },
         offline,
@@ -426,6 +427,11 @@ fn a_restart_scrubs_only_segment_files_that_changed() {
         assert!(
             seg.warmed_bytes > 0 && seg.warmed_bytes <= seg.file_bytes,
             "the warm-up read the index: {seg:#?}"
+        );
+        assert_eq!(
+            seg.filter_bytes,
+            2 * seg.keys,
+            "the newest segment's filter is loaded"
         );
         store.close().expect("close");
     }

@@ -51,6 +51,8 @@ pub struct IndexedOptions {
     /// Bytes of the newest segments' index sections a writer's open reads
     /// into the page cache in the background (0: none).
     pub warm_bytes: u64,
+    /// Heap bytes for the newest segments' fingerprint filters (0: none).
+    pub filter_bytes: u64,
     /// Dictionary training; None disables dictionaries.
     pub dict: Option<DictOptions>,
 }
@@ -62,6 +64,7 @@ impl Default for IndexedOptions {
             merge_fanout: 10,
             merge_levels: 3,
             warm_bytes: 1 << 30,
+            filter_bytes: 256 << 20,
             dict: Some(DictOptions::default()),
         }
     }
@@ -140,6 +143,7 @@ impl IndexedTier {
             ledgers,
             writable: how.writable,
             warm_bytes: how.opts.warm_bytes,
+            filter_bytes: how.opts.filter_bytes,
         })?;
         let mut dicts = DictSet::default();
         // Dictionaries sort before every body: read them a few at a time

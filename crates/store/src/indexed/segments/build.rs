@@ -276,6 +276,27 @@ impl SegmentSet {
             took_s = started.elapsed().as_secs_f64(),
             "read the newest segments' index into the page cache"
         );
+        self.keep_filters();
+    }
+
+    /// Loads the fingerprint filters of the newest segments while
+    /// `segments.filter_mib` lasts (counting the ones already loaded). A
+    /// loaded filter stays until its segment is replaced by a merge and
+    /// dropped. Runs after the warm-up and after every install.
+    pub(super) fn keep_filters(&self) {
+        if self.filter_budget == 0 {
+            return;
+        }
+        let _one = self.filters_lock.lock();
+        let mut left = self.filter_budget;
+        for seg in self.list().iter().rev() {
+            let bytes = seg.filter_bytes();
+            if bytes > left {
+                continue;
+            }
+            seg.load_filter();
+            left -= bytes;
+        }
     }
 
     /// Checks a segment's checksum; a mismatch marks its range broken, and
@@ -331,6 +352,7 @@ impl SegmentSet {
         self.record(&next)?;
         self.install(next);
         drop(publish);
+        self.keep_filters();
         if let Ok(mut p) = self.pending_drops.lock() {
             p.push((first, last));
         }
@@ -430,6 +452,7 @@ impl SegmentSet {
         self.failpoint("merge-after-manifest")?;
         self.install(next);
         drop(publish);
+        self.keep_filters();
         for s in inside.iter().filter(|s| s.range() != (first, last)) {
             remove_file(
                 &self

@@ -150,6 +150,8 @@ pub struct SegmentStats {
     /// Index bytes the warm-up read into the page cache after open
     /// (`segments.warm_mib`).
     pub warmed_bytes: u64,
+    /// Heap bytes of the fingerprint filters loaded (`segments.filter_mib`).
+    pub filter_bytes: u64,
     /// Total build seconds since open (scan, MPH, write, swap, hot drop).
     pub build_total_s: f64,
     /// Total merge and repair seconds since open.
@@ -194,6 +196,8 @@ pub(crate) struct SetOpen {
     pub(crate) writable: bool,
     /// Index bytes to read into the page cache after open (writers only).
     pub(crate) warm_bytes: u64,
+    /// Heap bytes for fingerprint filters (writers only).
+    pub(crate) filter_bytes: u64,
 }
 
 /// The segment list plus its builder.
@@ -224,6 +228,10 @@ pub(crate) struct SegmentSet {
     /// The warm-up's budget until it has run (see [`SetOpen::warm_bytes`]).
     warm_left: Mutex<Option<u64>>,
     warmed: AtomicU64,
+    /// The fingerprint filters' heap budget (0 for offline readers).
+    filter_budget: u64,
+    /// One thread loads filters at a time (the two lanes both install).
+    filters_lock: Mutex<()>,
     /// Installed base ranges whose hot-index drop has not finished (a
     /// failed drop is retried like any step).
     pending_drops: Mutex<Vec<(u32, u32)>>,
@@ -249,6 +257,7 @@ impl SegmentSet {
             ledgers,
             writable,
             warm_bytes,
+            filter_bytes,
         } = how;
         if policy.range_ledgers == 0 {
             return Err(StoreError::InvalidBatch {
@@ -300,8 +309,12 @@ impl SegmentSet {
             threads: Mutex::new(Vec::new()),
             publish: Mutex::new(()),
             cancel: Arc::new(AtomicBool::new(false)),
-            warm_left: Mutex::new((writable && warm_bytes > 0).then_some(warm_bytes)),
+            warm_left: Mutex::new(
+                (writable && (warm_bytes > 0 || filter_bytes > 0)).then_some(warm_bytes),
+            ),
             warmed: AtomicU64::new(0),
+            filter_budget: if writable { filter_bytes } else { 0 },
+            filters_lock: Mutex::new(()),
             pending_drops: Mutex::new(Vec::new()),
             #[cfg(test)]
             fail_once: Mutex::new(Vec::new()),
@@ -528,6 +541,11 @@ impl SegmentSet {
             merges: self.merges.load(Ordering::Relaxed),
             scrubs: self.scrubs.load(Ordering::Relaxed),
             warmed_bytes: self.warmed.load(Ordering::Relaxed),
+            filter_bytes: segs
+                .iter()
+                .filter(|s| s.filter_loaded())
+                .map(|s| s.filter_bytes())
+                .sum(),
             build_total_s: self.build_micros.load(Ordering::Relaxed) as f64 / 1e6,
             merge_total_s: self.merge_micros.load(Ordering::Relaxed) as f64 / 1e6,
             building: busy,

@@ -406,6 +406,7 @@ impl Metrics {
                 ("scrubs", seg.scrubs),
                 ("hot_keys", seg.hot_keys),
                 ("hot_map_bytes", seg.hot_map_bytes),
+                ("filter_bytes", seg.filter_bytes),
             ] {
                 self.segments.with_label_values(&[what]).set(v(x));
             }

@@ -69,7 +69,7 @@ fn render(s: &StoreStats) -> String {
     }
     if let Some(seg) = &s.segments {
         out.push_str(&format!(
-            "[segments] {} (base range {} ledgers, merge fan-out {}, {} levels)  probes per lookup <= {}  keys {}  files {}  hot from {} ({} keys, map {})  built {} in {:.2}s, merged {} in {:.2}s, scrubbed {} since open{}{}\n",
+            "[segments] {} (base range {} ledgers, merge fan-out {}, {} levels)  probes per lookup <= {}  keys {}  files {}  hot from {} ({} keys, map {})  filters {}  built {} in {:.2}s, merged {} in {:.2}s, scrubbed {} since open{}{}\n",
             seg.segments.len(),
             seg.range_ledgers,
             seg.merge_fanout,
@@ -80,6 +80,7 @@ fn render(s: &StoreStats) -> String {
             seg.hot_from.map_or("-".into(), |v| v.to_string()),
             seg.hot_keys,
             mb(seg.hot_map_bytes),
+            mb(seg.filter_bytes),
             seg.builds,
             seg.build_total_s,
             seg.merges,

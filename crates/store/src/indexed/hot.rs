@@ -215,14 +215,9 @@ impl HotMap {
     pub(crate) fn load(&self, table: &dyn KvStore) -> StoreResult<u64> {
         let mut legacy = 0u64;
         let mut bad = 0u64;
-        let mut from = Vec::new();
-        loop {
-            let chunk = table.scan(&from, SCAN_CHUNK)?;
-            let Some((last, _)) = chunk.last() else { break };
-            from = last.clone();
-            from.push(0);
+        for_each_chunk(table, Vec::new(), |chunk| {
             let mut parsed = Vec::with_capacity(chunk.len());
-            for (k, v) in &chunk {
+            for (k, v) in chunk {
                 match parse_entry(k, v) {
                     Some((h, p, old)) => {
                         legacy += u64::from(old);
@@ -232,10 +227,8 @@ impl HotMap {
                 }
             }
             self.insert(parsed.iter().map(|(h, p)| (h, *p)));
-            if chunk.len() < SCAN_CHUNK {
-                break;
-            }
-        }
+            Ok(true)
+        })?;
         if bad > 0 {
             tracing::error!(
                 entries = bad,
@@ -246,18 +239,34 @@ impl HotMap {
     }
 }
 
+/// Calls `f` with the entries of `table` from `from` on, a chunk of
+/// [`SCAN_CHUNK`] at a time, in key order, until the table ends or `f`
+/// returns false.
+fn for_each_chunk(
+    table: &dyn KvStore,
+    mut from: Vec<u8>,
+    mut f: impl FnMut(&[(Vec<u8>, Vec<u8>)]) -> StoreResult<bool>,
+) -> StoreResult<()> {
+    loop {
+        let chunk = table.scan(&from, SCAN_CHUNK)?;
+        let Some((last, _)) = chunk.last() else {
+            return Ok(());
+        };
+        from = last.clone();
+        from.push(0);
+        if !f(&chunk)? || chunk.len() < SCAN_CHUNK {
+            return Ok(());
+        }
+    }
+}
+
 /// Rewrites hash-keyed entries (releases before the position-keyed hot
 /// index) as position → hash, a chunk per write transaction. Idempotent:
 /// a crash midway leaves both formats, and the next open converts the
 /// rest.
 pub(crate) fn convert_legacy(table: &dyn KvStore) -> StoreResult<u64> {
     let mut converted = 0u64;
-    let mut from = Vec::new();
-    loop {
-        let chunk = table.scan(&from, SCAN_CHUNK)?;
-        let Some((last, _)) = chunk.last() else { break };
-        from = last.clone();
-        from.push(0);
+    for_each_chunk(table, Vec::new(), |chunk| {
         let old: Vec<(TxHash, TxPos)> = chunk
             .iter()
             .filter_map(|(k, v)| parse_entry(k, v).filter(|e| e.2).map(|e| (e.0, e.1)))
@@ -272,10 +281,8 @@ pub(crate) fn convert_legacy(table: &dyn KvStore) -> StoreResult<u64> {
             w.commit()?;
             converted += old.len() as u64;
         }
-        if chunk.len() < SCAN_CHUNK {
-            break;
-        }
-    }
+        Ok(true)
+    })?;
     if converted > 0 {
         tracing::warn!(
             entries = converted,
@@ -293,27 +300,21 @@ pub(crate) fn scan_range(
     last: u32,
     mut f: impl FnMut(TxHash, TxPos) -> StoreResult<()>,
 ) -> StoreResult<()> {
-    let mut from = TxPos {
+    let from = TxPos {
         seq: first,
         index: 0,
     }
     .to_bytes()
     .to_vec();
-    loop {
-        let chunk = table.scan(&from, SCAN_CHUNK)?;
-        let Some((last_key, _)) = chunk.last() else {
-            return Ok(());
-        };
-        from = last_key.clone();
-        from.push(0);
-        for (k, v) in &chunk {
+    for_each_chunk(table, from, |chunk| {
+        for (k, v) in chunk {
             let Some(pos) = TxPos::from_bytes(k) else {
                 // A hash-keyed entry sorts among the positions; open
                 // converts those, and `check` names any other.
                 continue;
             };
             if pos.seq > last {
-                return Ok(());
+                return Ok(false);
             }
             let hash = TxHash::from_slice(v).ok_or_else(|| {
                 StoreError::Corrupt(format!(
@@ -325,10 +326,8 @@ pub(crate) fn scan_range(
             })?;
             f(hash, pos)?;
         }
-        if chunk.len() < SCAN_CHUNK {
-            return Ok(());
-        }
-    }
+        Ok(true)
+    })
 }
 
 #[cfg(test)]

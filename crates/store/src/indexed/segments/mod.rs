@@ -321,10 +321,11 @@ impl SegmentSet {
             #[cfg(test)]
             paused: Mutex::new(Vec::new()),
         });
-        if writable {
+        // One scan of the hot table at open: the map takes both formats,
+        // and a writer converts hash-keyed entries only when there are any.
+        if set.hot_map.load(set.hot.as_ref())? > 0 && writable {
             hot::convert_legacy(set.hot.as_ref())?;
         }
-        set.hot_map.load(set.hot.as_ref())?;
         if writable {
             if !recorded {
                 manifest.write(&set.dir)?;

@@ -371,8 +371,9 @@ fn base_builds_go_on_while_a_merge_waits_and_a_stop_interrupts_it() {
         // waits before its publish.
         ingest_range(&store, &s, 1, 25, 5);
         ingest_range(&store, &s, 26, 45, 5);
+        // The fourth range's hot drop runs just after its install.
         wait_until(&store, "four base segments while the merge waits", |seg| {
-            seg.hot_from == Some(40) && seg.building
+            seg.hot_from == Some(40) && seg.building && seg.hot_keys == 6 * 8
         });
         let seg = store.stats().expect("stats").segments.expect("segments");
         assert_eq!(seg.merges, 0, "the merge is still waiting");

@@ -169,10 +169,13 @@ impl DataDir {
             }
             m
         } else {
+            // A creation killed before its manifest's rename leaves only
+            // `LOCK` and `ledgerstore.json.tmp`: that dir is still new.
+            let manifest_tmp = format!("{MANIFEST}.tmp");
             let foreign = fs::read_dir(path)
                 .map_err(StoreError::io(format!("listing {}", path.display())))?
                 .flatten()
-                .any(|e| e.file_name() != LOCK);
+                .any(|e| e.file_name() != LOCK && e.file_name() != manifest_tmp.as_str());
             if foreign {
                 return Err(dir_err(format!(
                     "has files but no {MANIFEST}: not a ledgerstore data dir"
@@ -403,5 +406,20 @@ mod tests {
         );
         let missing = tmp.path().join("missing");
         assert!(DataDir::open(&missing, None, false).is_err());
+    }
+
+    #[test]
+    fn a_creation_killed_before_the_manifest_rename_is_still_new() {
+        // What a SIGKILL between `ledgerstore.json.tmp`'s write and its
+        // rename leaves: the lock and a partial temp manifest.
+        let tmp = tempfile::tempdir().expect("tempdir");
+        fs::write(tmp.path().join(LOCK), b"").expect("lock");
+        fs::write(tmp.path().join(format!("{MANIFEST}.tmp")), b"{\"form").expect("tmp");
+        let err = DataDir::open(tmp.path(), None, false).expect_err("not created yet");
+        assert!(err.to_string().contains("no ledgerstore.json"), "{err}");
+        let d = DataDir::open(tmp.path(), Some(Layout::Rocksdb), true).expect("create");
+        assert_eq!(d.manifest().layout, Layout::Rocksdb);
+        assert!(d.read_mark().expect("read").is_some());
+        assert!(!tmp.path().join(format!("{MANIFEST}.tmp")).exists());
     }
 }

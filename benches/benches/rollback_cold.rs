@@ -99,7 +99,12 @@ fn main() {
     let one = {
         let path = dir.join("mdbx/tx_index");
         let kv = Backends::default()
-            .open_table(Layout::Hybrid, TableId::TxIndex, &path)
+            .open_table(
+                Layout::Hybrid,
+                TableId::TxIndex,
+                &path,
+                ledgerstore_db_api::Access::ReadWrite,
+            )
             .expect("open tx_index");
         let keys: Vec<&[u8]> = residue.iter().map(|h| &h[..]).collect();
         let t = Instant::now();

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use ledgerstore_db_api::{DbResult, EngineFactory, EngineKind, KvStore, Layout, TableId};
+use ledgerstore_db_api::{Access, DbResult, EngineFactory, EngineKind, KvStore, Layout, TableId};
 pub use ledgerstore_engine_mdbx::{MdbxOptions, MdbxStore, MdbxSync};
 pub use ledgerstore_engine_rocks::{RocksOptions, RocksProfile, RocksStore};
 
@@ -30,8 +30,8 @@ impl Backends {
     /// Small engines for tests: 1 MiB memtables, 1 GiB MDBX maps.
     pub fn for_tests() -> Self {
         let mdbx = MdbxOptions {
-            max_size: 1 << 30,
-            growth_step: 4 << 20,
+            max_size: Some(1 << 30),
+            growth_step: Some(4 << 20),
             ..MdbxOptions::default()
         };
         Self {
@@ -76,6 +76,7 @@ impl EngineFactory for Backends {
         layout: Layout,
         table: TableId,
         path: &Path,
+        access: Access,
     ) -> DbResult<Box<dyn KvStore>> {
         Ok(match layout.engine_for(table) {
             EngineKind::Mdbx => {
@@ -83,12 +84,13 @@ impl EngineFactory for Backends {
                     TableId::TxIndex => &self.mdbx_tx_index,
                     _ => &self.mdbx_tx_data,
                 };
-                Box::new(MdbxStore::open(path, table.name(), opts)?)
+                Box::new(MdbxStore::open(path, table.name(), opts, access)?)
             }
             EngineKind::Rocksdb => Box::new(RocksStore::open(
                 path,
                 table.name(),
                 &self.rocks_options(layout, table),
+                access,
             )?),
         })
     }

@@ -4,7 +4,7 @@
 //! [`Config::validate`]. Sources merge in this order, later winning:
 //! embedded defaults < TOML file (`--config`) < environment
 //! (`LEDGERSTORE_<SECTION>__<KEY>`, e.g. `LEDGERSTORE_DB__PATH`) < flags
-//! (`--db.path`).
+//! (`--grpc.listen`; the data dir is `--data-dir`).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -91,18 +91,22 @@ impl Default for DbConfig {
     }
 }
 
-/// `[mdbx]`.
+/// `[mdbx]`. The geometry and page sizes are stored in each MDBX file
+/// when the data dir is created: unset, an existing dir keeps its own and a
+/// new one gets the defaults (8192 GiB, 1024 MiB, 4096 B). A page size set
+/// for an existing dir must match; a size or step set for one changes it
+/// (logged) when a writer opens it. Readers never change it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct MdbxConfig {
-    /// Upper bound of each MDBX file, GiB.
-    pub max_size_gib: u64,
-    /// Growth step, MiB.
-    pub growth_step_mib: u64,
-    /// Page size of tx_data, bytes.
-    pub tx_data_page_size: usize,
-    /// Page size of tx_index, bytes.
-    pub tx_index_page_size: usize,
+    /// Upper bound of each MDBX file, GiB (new dirs: 8192).
+    pub max_size_gib: Option<u64>,
+    /// Growth step, MiB (new dirs: 1024).
+    pub growth_step_mib: Option<u64>,
+    /// Page size of tx_data, bytes (new dirs: 4096).
+    pub tx_data_page_size: Option<usize>,
+    /// Page size of tx_index, bytes (new dirs: 4096).
+    pub tx_index_page_size: Option<usize>,
     /// Longest a multi-key read may hold its MDBX read transaction before
     /// it gives up (DEADLINE_EXCEEDED). Bounds how long a reader can pin
     /// old pages and so how far the file can grow behind it.
@@ -112,10 +116,10 @@ pub struct MdbxConfig {
 impl Default for MdbxConfig {
     fn default() -> Self {
         Self {
-            max_size_gib: 8192,
-            growth_step_mib: 1024,
-            tx_data_page_size: 4096,
-            tx_index_page_size: 4096,
+            max_size_gib: None,
+            growth_step_mib: None,
+            tx_data_page_size: None,
+            tx_index_page_size: None,
             max_read_txn_ms: 5000,
         }
     }
@@ -310,15 +314,18 @@ pub struct SegmentsConfig {
     /// MB for 10,000 ledgers of 300 txs); a base build holds ~50 bytes per
     /// key of its range plus one partition (at most 2^22 keys, ~340 MB); a
     /// segment file holds ~5.4 bytes per key, memory-mapped. Recorded in the
-    /// data dir at creation and reused.
-    pub range_ledgers: u32,
+    /// data dir at creation and reused: unset, an existing dir keeps its
+    /// own and a new one gets 10,000; set, it must match an existing dir's.
+    pub range_ledgers: Option<u32>,
     /// Merge fan-out: windows of level `k` hold `range_ledgers ×
-    /// merge_fanout^k` ledgers. Recorded at creation.
-    pub merge_fanout: u32,
+    /// merge_fanout^k` ledgers. Recorded at creation, like
+    /// `range_ledgers` (new dirs: 10).
+    pub merge_fanout: Option<u32>,
     /// Merge levels above the base range (0: no merging). A lookup probes
     /// at most one segment per closed top window plus `merge_levels`, plus
-    /// the hot index. Recorded at creation.
-    pub merge_levels: u32,
+    /// the hot index. Recorded at creation, like `range_ledgers` (new
+    /// dirs: 3).
+    pub merge_levels: Option<u32>,
     /// After a writer opens the store, the builder reads the index
     /// sections (fingerprints, positions, ledger offsets) of the newest
     /// segments into the page cache, up to this many MiB, so the first
@@ -335,9 +342,9 @@ pub struct SegmentsConfig {
 impl Default for SegmentsConfig {
     fn default() -> Self {
         Self {
-            range_ledgers: 10_000,
-            merge_fanout: 10,
-            merge_levels: 3,
+            range_ledgers: None,
+            merge_fanout: None,
+            merge_levels: None,
             warm_mib: 1024,
             filter_mib: 256,
         }
@@ -418,18 +425,24 @@ impl Config {
             ("mdbx.tx_data_page_size", self.mdbx.tx_data_page_size),
             ("mdbx.tx_index_page_size", self.mdbx.tx_index_page_size),
         ] {
-            if !v.is_power_of_two() || !(256..=65536).contains(&v) {
+            if let Some(v) = v
+                && (!v.is_power_of_two() || !(256..=65536).contains(&v))
+            {
                 return Err(invalid(key, v, "a power of two from 256 to 65536"));
             }
         }
-        if self.mdbx.growth_step_mib == 0
-            || self.mdbx.max_size_gib * 1024 < self.mdbx.growth_step_mib
-        {
-            return Err(invalid(
-                "mdbx.growth_step_mib",
-                self.mdbx.growth_step_mib,
-                "at least 1 and at most mdbx.max_size_gib",
-            ));
+        if self.mdbx.max_size_gib == Some(0) {
+            return Err(invalid("mdbx.max_size_gib", 0, "at least 1"));
+        }
+        if let Some(step) = self.mdbx.growth_step_mib {
+            let max_mib = self.mdbx.max_size_gib.unwrap_or(8192).saturating_mul(1024);
+            if step == 0 || step > max_mib {
+                return Err(invalid(
+                    "mdbx.growth_step_mib",
+                    step,
+                    "at least 1 and at most mdbx.max_size_gib",
+                ));
+            }
         }
         for (key, addr) in [
             ("grpc.listen", &self.grpc.listen),
@@ -491,22 +504,19 @@ impl Config {
         if i.token.as_deref() == Some("") {
             return Err(invalid("ingest.token", "\"\"", "a non-empty token"));
         }
-        if self.segments.range_ledgers == 0 {
+        let s = &self.segments;
+        if s.range_ledgers == Some(0) {
             return Err(invalid("segments.range_ledgers", 0, "at least 1"));
         }
-        if !(2..=1_000).contains(&self.segments.merge_fanout) {
-            return Err(invalid(
-                "segments.merge_fanout",
-                self.segments.merge_fanout,
-                "2..=1000",
-            ));
+        if let Some(f) = s.merge_fanout
+            && !(2..=1_000).contains(&f)
+        {
+            return Err(invalid("segments.merge_fanout", f, "2..=1000"));
         }
-        if self.segments.merge_levels > 8 {
-            return Err(invalid(
-                "segments.merge_levels",
-                self.segments.merge_levels,
-                "0..=8",
-            ));
+        if let Some(l) = s.merge_levels
+            && l > 8
+        {
+            return Err(invalid("segments.merge_levels", l, "0..=8"));
         }
         for (key, mib) in [
             ("segments.warm_mib", self.segments.warm_mib),

@@ -176,14 +176,29 @@ pub trait TableBackup {
     fn finish(self: Box<Self>) -> DbResult<u64>;
 }
 
+/// How a table is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Access {
+    /// Read and write, creating the table if it is new. An existing table
+    /// keeps the settings it was created with unless a setting is given
+    /// explicitly (then the change is logged).
+    #[default]
+    ReadWrite,
+    /// Read only: the engine changes no byte of the table's data files
+    /// (engine lock files aside) and never creates one. Writes fail.
+    ReadOnly,
+}
+
 /// Opens the engine instance that holds one table. Implemented by
 /// `ledgerstore-backends`; only the binary picks the implementation.
 pub trait EngineFactory: Send + Sync {
-    /// Opens (creating if needed) `table` of a `layout` data dir at `path`.
+    /// Opens `table` of a `layout` data dir at `path`: with
+    /// [`Access::ReadWrite`], creating it if needed.
     fn open_table(
         &self,
         layout: Layout,
         table: TableId,
         path: &std::path::Path,
+        access: Access,
     ) -> DbResult<Box<dyn KvStore>>;
 }

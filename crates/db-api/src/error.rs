@@ -68,6 +68,25 @@ pub enum DbError {
         /// Engine message.
         detail: String,
     },
+    /// A setting fixed when the table was created was asked for with
+    /// another value.
+    #[error(
+        "{engine} store {table} was created with {setting} = {recorded}; it cannot be \
+         opened with {requested} (the setting is fixed at creation: leave it unset to \
+         use the recorded value)"
+    )]
+    CreationMismatch {
+        /// Engine name.
+        engine: &'static str,
+        /// Table name.
+        table: String,
+        /// The setting, as its config key.
+        setting: &'static str,
+        /// The value the table was created with.
+        recorded: String,
+        /// The value asked for.
+        requested: String,
+    },
     /// File-system error around the engine (directories, sizes).
     #[error("{context}: {source}")]
     Io {

@@ -25,7 +25,7 @@ pub use body::TxBody;
 pub use codec::{Compress, Decode, Decompress, Encode};
 pub use dict::{DictSet, Dictionary};
 pub use engine::{
-    CommitTiming, EngineFactory, EngineKind, EngineStats, KvStore, KvWrite, TableBackup,
+    Access, CommitTiming, EngineFactory, EngineKind, EngineStats, KvStore, KvWrite, TableBackup,
 };
 pub use error::{DbError, DbResult};
 pub use input::{LedgerInput, TxInput};

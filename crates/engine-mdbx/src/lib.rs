@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use ledgerstore_db_api::{
-    CommitTiming, DbError, DbResult, EngineKind, EngineStats, KvStore, KvWrite, TableBackup,
-    dir_size,
+    Access, CommitTiming, DbError, DbResult, EngineKind, EngineStats, KvStore, KvWrite,
+    TableBackup, dir_size,
 };
 use libmdbx::{
     Database, DatabaseOptions, Mode, NoWriteMap, PageSize, RW, ReadWriteOptions, SyncMode,
@@ -40,17 +40,33 @@ pub enum MdbxSync {
     SafeNoSync,
 }
 
+/// Page size of a new environment when none is given.
+pub const DEFAULT_PAGE_SIZE: usize = 4096;
+/// Upper bound of a new environment's file when none is given: 8 TiB,
+/// years of Stellar history per table.
+pub const DEFAULT_MAX_SIZE: u64 = 8 << 40;
+/// Growth step of a new environment when none is given: 1 GiB.
+pub const DEFAULT_GROWTH_STEP: u64 = 1 << 30;
+
 /// Options of one MDBX environment.
+///
+/// The geometry (`page_size`, `max_size`, `growth_step`) is stored in the
+/// environment itself when it is created. `None` means: the environment's
+/// own value, or the default for a new one. So reopening never needs the
+/// creation settings again, and a default never resizes an existing file.
 #[derive(Debug, Clone)]
 pub struct MdbxOptions {
     /// Page size in bytes (a power of two, 256 B to 64 KiB). Fixed when the
-    /// environment is created.
-    pub page_size: usize,
+    /// environment is created: another value for an existing one is an
+    /// error.
+    pub page_size: Option<usize>,
     /// Upper bound of the file size. The map is reserved up front, so the
-    /// file grows in place up to this without remapping.
-    pub max_size: u64,
-    /// Step by which the file grows.
-    pub growth_step: u64,
+    /// file grows in place up to this without remapping. Given for an
+    /// existing environment, it changes it (logged).
+    pub max_size: Option<u64>,
+    /// Step by which the file grows. Given for an existing environment, it
+    /// changes it (logged).
+    pub growth_step: Option<u64>,
     /// Commit durability.
     pub sync: MdbxSync,
     /// Reader slots.
@@ -63,9 +79,9 @@ pub struct MdbxOptions {
 impl Default for MdbxOptions {
     fn default() -> Self {
         Self {
-            page_size: 4096,
-            max_size: 8 << 40,    // 8 TiB: years of Stellar history per table
-            growth_step: 1 << 30, // 1 GiB
+            page_size: None,
+            max_size: None,
+            growth_step: None,
             sync: MdbxSync::Durable,
             // Above tokio's 512 blocking threads, so concurrent queries never
             // run out of reader slots.
@@ -126,43 +142,34 @@ pub(crate) fn err(table: &str, e: libmdbx::Error) -> DbError {
 }
 
 impl MdbxStore {
-    /// Opens (creating if needed) the environment for `table` in `dir`.
-    pub fn open(dir: &Path, table: &str, opts: &MdbxOptions) -> DbResult<Self> {
-        std::fs::create_dir_all(dir).map_err(|source| DbError::Io {
-            context: format!("creating {}", dir.display()),
-            source,
-        })?;
-        let to_isize = |v: u64| isize::try_from(v).unwrap_or(isize::MAX);
-        let options = DatabaseOptions {
-            max_readers: Some(opts.max_readers),
-            page_size: Some(PageSize::Set(opts.page_size)),
-            mode: Mode::ReadWrite(ReadWriteOptions {
-                sync_mode: match opts.sync {
-                    MdbxSync::Durable => SyncMode::Durable,
-                    MdbxSync::NoMetaSync => SyncMode::NoMetaSync,
-                    MdbxSync::SafeNoSync => SyncMode::SafeNoSync,
-                },
-                min_size: None,
-                max_size: Some(to_isize(opts.max_size)),
-                growth_step: Some(to_isize(opts.growth_step)),
-                // Give back free space at the end only in large steps.
-                shrink_threshold: Some(to_isize(opts.growth_step.saturating_mul(4))),
-            }),
-            // Readahead hurts random point lookups on a file larger than RAM.
-            no_rdahead: true,
-            ..Default::default()
+    /// Opens the environment for `table` in `dir`: with
+    /// [`Access::ReadWrite`], creating it if it is new.
+    pub fn open(dir: &Path, table: &str, opts: &MdbxOptions, access: Access) -> DbResult<Self> {
+        let exists = dir.join(DATA_FILE).exists();
+        let db = match (access, exists) {
+            (Access::ReadOnly, _) => open_env(dir, table, opts, None)?,
+            (Access::ReadWrite, false) => {
+                std::fs::create_dir_all(dir).map_err(|source| DbError::Io {
+                    context: format!("creating {}", dir.display()),
+                    source,
+                })?;
+                open_env(dir, table, opts, Some(Geometry::create(opts)))?
+            }
+            (Access::ReadWrite, true) => open_existing(dir, table, opts)?,
         };
-        let db =
-            Database::<NoWriteMap>::open_with_options(dir, options).map_err(|e| err(table, e))?;
-        // Create the main table up front so readers never see it missing.
-        let txn = db.begin_rw_txn().map_err(|e| err(table, e))?;
-        txn.create_table(None, TableFlags::empty())
-            .map_err(|e| err(table, e))?;
-        txn.commit().map_err(|e| err(table, e))?;
+        let page_size = db.stat().map_err(|e| err(table, e))?.page_size();
+        check_page_size(table, opts, page_size as usize)?;
+        if !exists {
+            // Create the main table up front so readers never see it missing.
+            let txn = db.begin_rw_txn().map_err(|e| err(table, e))?;
+            txn.create_table(None, TableFlags::empty())
+                .map_err(|e| err(table, e))?;
+            txn.commit().map_err(|e| err(table, e))?;
+        }
         Ok(Self {
             table: table.to_string(),
             path: dir.to_path_buf(),
-            page_size: opts.page_size as u64,
+            page_size: u64::from(page_size),
             ops_at_open: info::page_ops(&db).unwrap_or_default(),
             db,
             commits: AtomicU64::new(0),
@@ -173,6 +180,121 @@ impl MdbxStore {
     fn e(&self, e: libmdbx::Error) -> DbError {
         err(&self.table, e)
     }
+}
+
+/// The geometry an environment is opened with; `None` leaves a value to
+/// MDBX. (MDBX applies its own defaults to every value a read-write open
+/// leaves unset, even for an existing file, so an existing environment's
+/// geometry is read first and passed back.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Geometry {
+    min_size: Option<u64>,
+    max_size: Option<u64>,
+    growth_step: Option<u64>,
+    shrink_threshold: Option<u64>,
+    page_size: Option<usize>,
+}
+
+impl Geometry {
+    /// A new environment's: the options, or the defaults.
+    fn create(opts: &MdbxOptions) -> Self {
+        let grow = opts.growth_step.unwrap_or(DEFAULT_GROWTH_STEP);
+        Self {
+            min_size: None,
+            max_size: Some(opts.max_size.unwrap_or(DEFAULT_MAX_SIZE)),
+            growth_step: Some(grow),
+            // Give back free space at the end only in large steps.
+            shrink_threshold: Some(grow.saturating_mul(4)),
+            page_size: Some(opts.page_size.unwrap_or(DEFAULT_PAGE_SIZE)),
+        }
+    }
+
+    /// What an open environment runs with.
+    fn of(db: &Database<NoWriteMap>, table: &str) -> DbResult<Self> {
+        let g = db.info().map_err(|e| err(table, e))?.geometry();
+        let page = db.stat().map_err(|e| err(table, e))?.page_size();
+        Ok(Self {
+            min_size: Some(g.min_size()),
+            max_size: Some(g.max_size()),
+            growth_step: Some(g.growth_step()),
+            shrink_threshold: Some(g.shrink_threshold()),
+            page_size: Some(page as usize),
+        })
+    }
+}
+
+/// Opens the environment; `geometry` None opens it read-only.
+fn open_env(
+    dir: &Path,
+    table: &str,
+    opts: &MdbxOptions,
+    geometry: Option<Geometry>,
+) -> DbResult<Database<NoWriteMap>> {
+    let to_isize = |v: u64| isize::try_from(v).unwrap_or(isize::MAX);
+    let mode = match geometry {
+        None => Mode::ReadOnly,
+        Some(g) => Mode::ReadWrite(ReadWriteOptions {
+            sync_mode: match opts.sync {
+                MdbxSync::Durable => SyncMode::Durable,
+                MdbxSync::NoMetaSync => SyncMode::NoMetaSync,
+                MdbxSync::SafeNoSync => SyncMode::SafeNoSync,
+            },
+            min_size: g.min_size.map(to_isize),
+            max_size: g.max_size.map(to_isize),
+            growth_step: g.growth_step.map(to_isize),
+            shrink_threshold: g.shrink_threshold.map(to_isize),
+        }),
+    };
+    let options = DatabaseOptions {
+        max_readers: Some(opts.max_readers),
+        page_size: geometry.and_then(|g| g.page_size).map(PageSize::Set),
+        mode,
+        // Readahead hurts random point lookups on a file larger than RAM.
+        no_rdahead: true,
+        ..Default::default()
+    };
+    Database::<NoWriteMap>::open_with_options(dir, options).map_err(|e| err(table, e))
+}
+
+/// A page size given explicitly must be the one the environment has.
+fn check_page_size(table: &str, opts: &MdbxOptions, recorded: usize) -> DbResult<()> {
+    match opts.page_size {
+        Some(want) if want != recorded => Err(DbError::CreationMismatch {
+            engine: "mdbx",
+            table: table.to_string(),
+            setting: "page size",
+            recorded: recorded.to_string(),
+            requested: want.to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Opens an existing environment read-write with the geometry stored in
+/// it (read through a read-only open first), except for the values given
+/// explicitly; a change is logged.
+fn open_existing(dir: &Path, table: &str, opts: &MdbxOptions) -> DbResult<Database<NoWriteMap>> {
+    let recorded = Geometry::of(&open_env(dir, table, opts, None)?, table)?;
+    check_page_size(table, opts, recorded.page_size.unwrap_or_default())?;
+    let mut want = recorded;
+    if let Some(max) = opts.max_size {
+        want.max_size = Some(max);
+    }
+    if let Some(grow) = opts.growth_step {
+        want.growth_step = Some(grow);
+        want.shrink_threshold = Some(grow.saturating_mul(4));
+    }
+    let db = open_env(dir, table, opts, Some(want))?;
+    let now = Geometry::of(&db, table)?;
+    if now != recorded {
+        tracing::warn!(
+            table,
+            before = ?recorded,
+            after = ?now,
+            "mdbx geometry changed as configured (mdbx.max_size_gib / mdbx.growth_step_mib)"
+        );
+    }
+    Ok(db)
 }
 
 struct MdbxWrite<'a> {

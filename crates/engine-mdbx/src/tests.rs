@@ -2,11 +2,11 @@ use super::*;
 
 fn open(dir: &Path) -> MdbxStore {
     let opts = MdbxOptions {
-        max_size: 1 << 30,
-        growth_step: 1 << 20,
+        max_size: Some(1 << 30),
+        growth_step: Some(1 << 20),
         ..Default::default()
     };
-    MdbxStore::open(dir, "tx_data", &opts).expect("open")
+    MdbxStore::open(dir, "tx_data", &opts, Access::ReadWrite).expect("open")
 }
 
 #[test]
@@ -60,11 +60,11 @@ fn scan_is_ordered_and_bounded_and_survives_reopen() {
 fn map_full_is_reported_as_storage_full() {
     let dir = tempfile::tempdir().expect("tempdir");
     let opts = MdbxOptions {
-        max_size: 1 << 20,
-        growth_step: 1 << 16,
+        max_size: Some(1 << 20),
+        growth_step: Some(1 << 16),
         ..Default::default()
     };
-    let store = MdbxStore::open(dir.path(), "tx_data", &opts).expect("open");
+    let store = MdbxStore::open(dir.path(), "tx_data", &opts, Access::ReadWrite).expect("open");
     let mut w = store.begin_write().expect("begin");
     let value = vec![7u8; 1000];
     let mut failure = None;
@@ -120,12 +120,12 @@ fn bytes_written_counts_every_dirtied_page() {
 fn long_reads_give_up_at_the_bound_and_readers_are_tracked() {
     let dir = tempfile::tempdir().expect("tempdir");
     let opts = MdbxOptions {
-        max_size: 1 << 30,
-        growth_step: 1 << 20,
+        max_size: Some(1 << 30),
+        growth_step: Some(1 << 20),
         max_read_txn: std::time::Duration::ZERO,
         ..Default::default()
     };
-    let store = MdbxStore::open(dir.path(), "tx_data", &opts).expect("open");
+    let store = MdbxStore::open(dir.path(), "tx_data", &opts, Access::ReadWrite).expect("open");
     let mut w = store.begin_write().expect("begin");
     for i in 0u32..300 {
         w.put(&i.to_be_bytes(), b"v").expect("put");
@@ -151,4 +151,113 @@ fn long_reads_give_up_at_the_bound_and_readers_are_tracked() {
     assert!(age >= 0.02, "oldest read {age}");
     drop(backup);
     assert_eq!(store.stats().expect("stats").oldest_read_secs, Some(0.0));
+}
+
+fn data_file(dir: &Path) -> (u64, Vec<u8>) {
+    let bytes = std::fs::read(dir.join(DATA_FILE)).expect("read mdbx.dat");
+    (bytes.len() as u64, bytes)
+}
+
+fn geometry(store: &MdbxStore) -> (u64, u64) {
+    let g = store.db.info().expect("info").geometry();
+    (g.max_size(), g.growth_step())
+}
+
+/// Regression (issue 19): an existing environment opened with the default
+/// options keeps its own geometry; before, the defaults (1 GiB steps)
+/// resized a small test file to 4 GiB.
+#[test]
+fn reopening_with_defaults_keeps_the_recorded_geometry() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let created = {
+        let opts = MdbxOptions {
+            max_size: Some(64 << 20),
+            growth_step: Some(1 << 20),
+            page_size: Some(8192),
+            ..Default::default()
+        };
+        let store = MdbxStore::open(dir.path(), "tx_data", &opts, Access::ReadWrite).expect("open");
+        let mut w = store.begin_write().expect("begin");
+        w.put(b"k", b"v").expect("put");
+        w.commit().expect("commit");
+        geometry(&store)
+    };
+    let size = data_file(dir.path()).0;
+    assert!(size < 8 << 20, "{size}");
+    let store = MdbxStore::open(
+        dir.path(),
+        "tx_data",
+        &MdbxOptions::default(),
+        Access::ReadWrite,
+    )
+    .expect("reopen");
+    assert_eq!(geometry(&store), created);
+    assert_eq!(store.stats().expect("stats").page_size, Some(8192));
+    assert_eq!(store.get(b"k").expect("get").as_deref(), Some(&b"v"[..]));
+    drop(store);
+    assert_eq!(data_file(dir.path()).0, size, "the file was resized");
+}
+
+#[test]
+fn read_only_changes_no_byte_and_refuses_writes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let store = open(dir.path());
+        let mut w = store.begin_write().expect("begin");
+        for i in 0u32..500 {
+            w.put(&i.to_be_bytes(), &[3u8; 300]).expect("put");
+        }
+        w.commit().expect("commit");
+    }
+    let before = data_file(dir.path());
+    // Options that differ from the file's in every geometry setting: read
+    // only ignores them.
+    let opts = MdbxOptions {
+        max_size: Some(8 << 30),
+        growth_step: Some(1 << 30),
+        ..Default::default()
+    };
+    let store = MdbxStore::open(dir.path(), "tx_data", &opts, Access::ReadOnly).expect("open ro");
+    assert_eq!(store.stats().expect("stats").keys, 500);
+    assert!(store.get(&7u32.to_be_bytes()).expect("get").is_some());
+    assert!(store.begin_write().is_err(), "a read-only store wrote");
+    drop(store);
+    assert!(data_file(dir.path()) == before, "mdbx.dat changed");
+
+    let missing = dir.path().join("never-created");
+    assert!(
+        MdbxStore::open(&missing, "tx_data", &opts, Access::ReadOnly).is_err(),
+        "read only created an environment"
+    );
+    assert!(!missing.join(DATA_FILE).exists());
+}
+
+#[test]
+fn a_page_size_other_than_the_recorded_one_is_refused_by_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(open(dir.path()));
+    let opts = MdbxOptions {
+        page_size: Some(16384),
+        ..Default::default()
+    };
+    let e = MdbxStore::open(dir.path(), "tx_data", &opts, Access::ReadWrite)
+        .expect_err("page size differs");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("page size = 4096") && msg.contains("16384") && msg.contains("tx_data"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn an_explicit_geometry_change_is_applied() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(open(dir.path()));
+    let opts = MdbxOptions {
+        max_size: Some(2 << 30),
+        growth_step: Some(2 << 20),
+        ..Default::default()
+    };
+    let store = MdbxStore::open(dir.path(), "tx_data", &opts, Access::ReadWrite).expect("open");
+    assert_eq!(geometry(&store), (2 << 30, 2 << 20));
 }

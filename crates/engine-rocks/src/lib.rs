@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use ledgerstore_db_api::{
-    CommitTiming, DbError, DbResult, EngineKind, EngineStats, KvStore, KvWrite, TableBackup,
-    dir_size,
+    Access, CommitTiming, DbError, DbResult, EngineKind, EngineStats, KvStore, KvWrite,
+    TableBackup, dir_size,
 };
 use rocksdb::checkpoint::Checkpoint;
 use rocksdb::statistics::{StatsLevel, Ticker};
@@ -175,6 +175,7 @@ pub struct RocksStore {
     opts: RocksOptions,
     /// The options the DB was opened with; they own its statistics.
     rocks_opts: Options,
+    access: Access,
     db: DB,
 }
 
@@ -209,15 +210,26 @@ fn err(table: &str, e: rocksdb::Error) -> DbError {
 const WRITE_CHUNK_BYTES: usize = 32 << 20;
 
 impl RocksStore {
-    /// Opens (creating if needed) the instance for `table` in `dir`.
-    pub fn open(dir: &Path, table: &str, opts: &RocksOptions) -> DbResult<Self> {
-        let rocks_opts = opts.to_rocks();
-        let db = DB::open(&rocks_opts, dir).map_err(|e| err(table, e))?;
+    /// Opens the instance for `table` in `dir`: with [`Access::ReadWrite`],
+    /// creating it if needed; with [`Access::ReadOnly`], as RocksDB's
+    /// read-only instance (the WAL is replayed in memory, nothing is
+    /// flushed, compacted or created).
+    pub fn open(dir: &Path, table: &str, opts: &RocksOptions, access: Access) -> DbResult<Self> {
+        let mut rocks_opts = opts.to_rocks();
+        let db = match access {
+            Access::ReadWrite => DB::open(&rocks_opts, dir),
+            Access::ReadOnly => {
+                rocks_opts.create_if_missing(false);
+                DB::open_for_read_only(&rocks_opts, dir, false)
+            }
+        }
+        .map_err(|e| err(table, e))?;
         Ok(Self {
             table: table.to_string(),
             path: dir.to_path_buf(),
             opts: opts.clone(),
             rocks_opts,
+            access,
             db,
         })
     }
@@ -401,12 +413,18 @@ impl KvStore for RocksStore {
     }
 
     fn wait_for_background_work(&self) -> DbResult<()> {
+        if self.access == Access::ReadOnly {
+            return Ok(()); // a read-only instance runs no background work
+        }
         self.db
             .wait_for_compact(&WaitForCompactOptions::default())
             .map_err(|e| self.e(e))
     }
 
     fn close(&self) -> DbResult<()> {
+        if self.access == Access::ReadOnly {
+            return Ok(()); // nothing to flush
+        }
         let mut f = FlushOptions::default();
         f.set_wait(true);
         self.db.flush_opt(&f).map_err(|e| self.e(e))?;

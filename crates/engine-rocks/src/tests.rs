@@ -16,7 +16,8 @@ fn both_profiles_commit_read_scan_and_reopen() {
     for profile in [RocksProfile::FieldStudy, RocksProfile::Tuned] {
         let dir = tempfile::tempdir().expect("tempdir");
         {
-            let store = RocksStore::open(dir.path(), "ledgers", &small(profile)).expect("open");
+            let store = RocksStore::open(dir.path(), "ledgers", &small(profile), Access::ReadWrite)
+                .expect("open");
             let mut w = store.begin_write().expect("begin");
             for i in 0u32..1000 {
                 w.put(&i.to_be_bytes(), &[i as u8; 600]).expect("put");
@@ -27,7 +28,8 @@ fn both_profiles_commit_read_scan_and_reopen() {
                 assert_eq!(t.compact, std::time::Duration::ZERO);
             }
         }
-        let store = RocksStore::open(dir.path(), "ledgers", &small(profile)).expect("reopen");
+        let store = RocksStore::open(dir.path(), "ledgers", &small(profile), Access::ReadWrite)
+            .expect("reopen");
         assert_eq!(
             store.get(&5u32.to_be_bytes()).expect("get"),
             Some(vec![5u8; 600]),
@@ -47,8 +49,13 @@ fn both_profiles_commit_read_scan_and_reopen() {
 #[test]
 fn field_study_commit_compacts_to_one_level() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store =
-        RocksStore::open(dir.path(), "tx_data", &small(RocksProfile::FieldStudy)).expect("open");
+    let store = RocksStore::open(
+        dir.path(),
+        "tx_data",
+        &small(RocksProfile::FieldStudy),
+        Access::ReadWrite,
+    )
+    .expect("open");
     for batch in 0u32..3 {
         let mut w = store.begin_write().expect("begin");
         for i in 0u32..500 {
@@ -66,7 +73,8 @@ fn field_study_commit_compacts_to_one_level() {
 fn bytes_written_counts_flush_and_wal_then_background_work_drains() {
     for profile in [RocksProfile::FieldStudy, RocksProfile::Tuned] {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store = RocksStore::open(dir.path(), "tx_data", &small(profile)).expect("open");
+        let store = RocksStore::open(dir.path(), "tx_data", &small(profile), Access::ReadWrite)
+            .expect("open");
         let before = store.stats().expect("stats").bytes_written;
         assert_eq!(before, Some(0), "{profile:?}");
         let logical = 2000u64 * (4 + 1000);

@@ -1,5 +1,7 @@
 //! Command-line interface. Daemon flags mirror the config keys
-//! (`--db.path` sets `[db] path`); precedence is file < env < flags.
+//! (`--grpc.listen` sets `[grpc] listen`; the `[db]` keys are `--data-dir`,
+//! `--layout` and `--zstd-level` in every verb); precedence is file < env <
+//! flags.
 
 use std::path::PathBuf;
 
@@ -118,14 +120,17 @@ pub struct DaemonFlags {
     /// TOML config file (default: the embedded defaults).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// [db] path: data directory.
-    #[arg(long = "db.path", value_name = "DIR")]
+    /// Data directory ([db] path; also accepted as --db.path).
+    #[arg(long = "data-dir", alias = "db.path", value_name = "DIR")]
     pub db_path: Option<PathBuf>,
-    /// [db] layout of a new data dir.
-    #[arg(long = "db.layout", value_enum)]
+    /// Layout of a new data dir; an existing dir keeps the one it was
+    /// created with, and a different value is an error ([db] layout; also
+    /// --db.layout).
+    #[arg(long = "layout", alias = "db.layout", value_enum)]
     pub db_layout: Option<LayoutArg>,
-    /// [db] zstd_level.
-    #[arg(long = "db.zstd-level", value_name = "LEVEL")]
+    /// zstd level for tx and ledger records ([db] zstd_level; also
+    /// --db.zstd-level).
+    #[arg(long = "zstd-level", alias = "db.zstd-level", value_name = "LEVEL")]
     pub db_zstd_level: Option<i64>,
     /// [grpc] listen address.
     #[arg(long = "grpc.listen", value_name = "ADDR")]
@@ -225,8 +230,8 @@ pub enum ConfigCommand {
 /// An offline data dir and its engine sizing.
 #[derive(Debug, Args, Clone)]
 pub struct StoreArgs {
-    /// Data directory.
-    #[arg(long = "data-dir", value_name = "DIR")]
+    /// Data directory ([db] path; also accepted as --db.path).
+    #[arg(long = "data-dir", alias = "db.path", value_name = "DIR")]
     pub data_dir: PathBuf,
     #[command(flatten)]
     pub engines: EngineFlags,
@@ -311,11 +316,14 @@ pub struct IngestArgs {
     /// Ledgers per store batch.
     #[arg(long = "batch-ledgers", value_name = "N", default_value_t = 2000)]
     pub batch_ledgers: u32,
-    /// Layout of a new data dir; an existing dir must match.
-    #[arg(long, value_enum, default_value_t = LayoutArg::Hybrid)]
-    pub layout: LayoutArg,
-    /// zstd level for tx and ledger records.
-    #[arg(long = "zstd-level", value_name = "LEVEL", default_value_t = 3,
+    /// Layout of a new data dir (default: hybrid); an existing dir keeps
+    /// the one it was created with, and a different value is an error
+    /// ([db] layout; also --db.layout).
+    #[arg(long = "layout", alias = "db.layout", value_enum)]
+    pub layout: Option<LayoutArg>,
+    /// zstd level for tx and ledger records ([db] zstd_level; also
+    /// --db.zstd-level).
+    #[arg(long = "zstd-level", alias = "db.zstd-level", value_name = "LEVEL", default_value_t = 3,
           value_parser = clap::value_parser!(i32).range(1..=22))]
     pub zstd_level: i32,
     /// Append each batch report as a JSON line here (default: DIR/batch-reports.jsonl).

@@ -59,9 +59,24 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// Logs to stderr; RUST_LOG overrides `default_level`.
+/// libmdbx's own messages (target `libmdbx`: readahead decisions, meta
+/// page reads, one set per table at every open) are engine internals: they
+/// log at `warn` unless a directive names the target.
+fn log_directives(directives: &str) -> String {
+    if directives.contains("libmdbx") {
+        directives.to_string()
+    } else {
+        format!("{directives},libmdbx=warn")
+    }
+}
+
 pub fn init_logging(json: bool, default_level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    let directives = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| default_level.to_string());
+    let filter = tracing_subscriber::EnvFilter::try_new(log_directives(&directives))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(log_directives(default_level)));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use ledgerstore_backends::Backends;
 use ledgerstore_config::Config;
-use ledgerstore_db_api::Layout;
+use ledgerstore_db_api::{Access, Layout};
 use ledgerstore_store::{
-    DictOptions, IndexedOptions, Ledgerstore, Limits, StoreError, StoreOptions,
+    DictOptions, ExplicitPolicy, IndexedOptions, Ledgerstore, Limits, StoreError, StoreOptions,
 };
 
 use crate::cli::StoreArgs;
@@ -21,8 +21,8 @@ pub fn backends(cfg: &Config) -> Backends {
         (&mut b.mdbx_tx_index, cfg.mdbx.tx_index_page_size),
     ] {
         opts.page_size = page;
-        opts.max_size = cfg.mdbx.max_size_gib << 30;
-        opts.growth_step = cfg.mdbx.growth_step_mib << 20;
+        opts.max_size = cfg.mdbx.max_size_gib.map(|g| g << 30);
+        opts.growth_step = cfg.mdbx.growth_step_mib.map(|m| m << 20);
         opts.max_read_txn = std::time::Duration::from_millis(cfg.mdbx.max_read_txn_ms);
     }
     b.rocks_write_buffer_bytes = cfg.rocksdb.write_buffer_mb.map(|m| m << 20);
@@ -31,6 +31,8 @@ pub fn backends(cfg: &Config) -> Backends {
 
 /// The store options of the config.
 pub fn store_options(cfg: &Config, layout: Option<Layout>, create: bool) -> StoreOptions {
+    let seg = &cfg.segments;
+    let new_dir = IndexedOptions::default();
     StoreOptions {
         layout,
         create,
@@ -43,9 +45,14 @@ pub fn store_options(cfg: &Config, layout: Option<Layout>, create: bool) -> Stor
             ..Limits::default()
         },
         indexed: IndexedOptions {
-            range_ledgers: cfg.segments.range_ledgers,
-            merge_fanout: cfg.segments.merge_fanout,
-            merge_levels: cfg.segments.merge_levels,
+            range_ledgers: seg.range_ledgers.unwrap_or(new_dir.range_ledgers),
+            merge_fanout: seg.merge_fanout.unwrap_or(new_dir.merge_fanout),
+            merge_levels: seg.merge_levels.unwrap_or(new_dir.merge_levels),
+            explicit_policy: ExplicitPolicy {
+                range_ledgers: seg.range_ledgers,
+                merge_fanout: seg.merge_fanout,
+                merge_levels: seg.merge_levels,
+            },
             warm_bytes: cfg.segments.warm_mib << 20,
             filter_bytes: cfg.segments.filter_mib << 20,
             dict: cfg.dict.enabled.then_some(DictOptions {
@@ -56,6 +63,7 @@ pub fn store_options(cfg: &Config, layout: Option<Layout>, create: bool) -> Stor
             }),
         },
         offline: false,
+        engine_access: Access::ReadWrite,
         report_jsonl: Some(
             cfg.db
                 .report_jsonl
@@ -70,8 +78,24 @@ fn open(path: &Path, cfg: &Config, opts: StoreOptions) -> Result<Ledgerstore> {
         .with_context(|| format!("opening data dir {}", path.display()))
 }
 
-/// Opens an existing data dir for reading.
+/// Opens an existing data dir for reading: nothing in it is created or
+/// changed (engines read-only, no rollback, no segment work).
 pub fn existing(a: &StoreArgs) -> Result<Ledgerstore> {
+    let cfg = crate::config::offline(&a.engines)?;
+    let opts = StoreOptions {
+        create: false,
+        report_jsonl: None,
+        offline: true,
+        engine_access: Access::ReadOnly,
+        ..store_options(&cfg, None, false)
+    };
+    open(&a.data_dir, &cfg, opts)
+}
+
+/// Opens a stopped data dir for an offline backup: offline (no rollback,
+/// no segment work), but with read-write engines, because a RocksDB
+/// checkpoint needs them.
+pub fn for_backup(a: &StoreArgs) -> Result<Ledgerstore> {
     let cfg = crate::config::offline(&a.engines)?;
     let opts = StoreOptions {
         create: false,
@@ -87,7 +111,7 @@ pub fn existing(a: &StoreArgs) -> Result<Ledgerstore> {
 /// zstd level and report file.
 pub fn for_ingest(
     a: &StoreArgs,
-    layout: Layout,
+    layout: Option<Layout>,
     zstd_level: i32,
     report_jsonl: PathBuf,
 ) -> Result<Ledgerstore> {
@@ -95,7 +119,7 @@ pub fn for_ingest(
     let opts = StoreOptions {
         compression_level: zstd_level,
         report_jsonl: Some(report_jsonl),
-        ..store_options(&cfg, Some(layout), true)
+        ..store_options(&cfg, layout, true)
     };
     open(&a.data_dir, &cfg, opts)
 }

@@ -97,7 +97,7 @@ async fn crash_loop(layout: &str, mode: pb::IngestMode, kills: usize) -> Tally {
     };
     let mut rng = rand::rngs::StdRng::seed_from_u64(SEED ^ (kills as u64) ^ u64::from(live));
     let flags = [
-        "--db.layout",
+        "--layout",
         layout,
         "--ingest.bulk-batch-ledgers",
         "6",

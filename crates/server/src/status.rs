@@ -14,7 +14,10 @@ pub fn from_store(e: &StoreError) -> Status {
         StoreError::TooLarge { .. } | StoreError::DiskFull { .. } => Code::ResourceExhausted,
         StoreError::HashExists { .. } => Code::AlreadyExists,
         _ if e.is_storage_full() => Code::ResourceExhausted,
-        StoreError::LayoutMismatch { .. } | StoreError::DataDir { .. } => Code::FailedPrecondition,
+        StoreError::LayoutMismatch { .. }
+        | StoreError::SettingMismatch { .. }
+        | StoreError::DataDir { .. }
+        | StoreError::Db(DbError::CreationMismatch { .. }) => Code::FailedPrecondition,
         StoreError::Db(DbError::ReadTimeout { .. }) => Code::DeadlineExceeded,
         StoreError::WritesRefused { .. } | StoreError::Repairing { .. } => Code::Unavailable,
         StoreError::Db(_)

@@ -536,7 +536,12 @@ fn the_emulated_read_bound_refuses_a_large_read() {
         },
     };
     let kv = engines
-        .open_table(Layout::Hybrid, TableId::TxIndex, tmp.path())
+        .open_table(
+            Layout::Hybrid,
+            TableId::TxIndex,
+            tmp.path(),
+            ledgerstore_db_api::Access::ReadWrite,
+        )
         .expect("open");
     assert!(kv.multi_get(&[b"a", b"b"]).is_ok());
     let e = kv

@@ -74,6 +74,23 @@ pub enum StoreError {
         /// Layout asked for.
         requested: Layout,
     },
+    /// A setting the data dir was created with was asked for with another
+    /// value.
+    #[error(
+        "data dir {dir} was created with {setting} = {recorded}; it cannot be opened with \
+         {requested} (the setting is recorded at creation: leave it unset to use the \
+         recorded value)"
+    )]
+    SettingMismatch {
+        /// Data dir.
+        dir: PathBuf,
+        /// The setting, as its config key.
+        setting: &'static str,
+        /// The value recorded in the dir.
+        recorded: String,
+        /// The value asked for.
+        requested: String,
+    },
     /// The data dir is missing, held by another process, or not ours.
     #[error("data dir {dir}: {reason}")]
     DataDir {

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use ledgerstore_db_api::{EngineFactory, KvStore, Layout, TableId};
+use ledgerstore_db_api::{Access, EngineFactory, KvStore, Layout, TableId};
 
 mod backup;
 mod check;
@@ -34,7 +34,7 @@ pub use backup::{BACKUP_INFO, BackupInfo, read_backup_info, restore};
 pub use check::{CheckReport, MAX_LISTED_PROBLEMS};
 pub use datadir::{DataDir, Manifest, MarkState, TableTotals};
 pub use error::{StoreError, StoreResult};
-pub use indexed::{DictOptions, DictStats, IndexedOptions, SegmentStats};
+pub use indexed::{DictOptions, DictStats, ExplicitPolicy, IndexedOptions, SegmentStats};
 pub use ingest::IngestOutcome;
 pub use ledgerstore_segment::SegmentInfo;
 pub use read::LedgerRange;
@@ -70,6 +70,11 @@ pub struct StoreOptions {
     /// mark hides it from reads, and the next writer's open removes it),
     /// does not finish an interrupted segment drop, and refuses `ingest`.
     pub offline: bool,
+    /// How the engines open their tables. [`Access::ReadOnly`] (for
+    /// `stats`, `get`, `check`) changes no byte of any table's data files;
+    /// it needs `offline`. An offline backup keeps read-write engines,
+    /// because a RocksDB checkpoint needs them.
+    pub engine_access: Access,
 }
 
 impl Default for StoreOptions {
@@ -82,6 +87,7 @@ impl Default for StoreOptions {
             report_jsonl: None,
             indexed: IndexedOptions::default(),
             offline: false,
+            engine_access: Access::ReadWrite,
         }
     }
 }
@@ -143,12 +149,30 @@ impl Ledgerstore {
     /// Opens the store at `path`, rolling back anything above the mark that
     /// a crash left behind (unless `opts.offline`).
     pub fn open(path: &Path, opts: StoreOptions, engines: &dyn EngineFactory) -> StoreResult<Self> {
-        let dir = DataDir::open(path, opts.layout, opts.create)?;
+        if opts.engine_access == Access::ReadOnly && !opts.offline {
+            return Err(StoreError::DataDir {
+                dir: path.to_path_buf(),
+                reason: "read-only engines need an offline store (StoreOptions::offline)".into(),
+            });
+        }
+        let dir = DataDir::open(path, opts.layout, opts.create && !opts.offline)?;
         let layout = dir.manifest().layout;
-        let open = |t: TableId| engines.open_table(layout, t, &dir.table_path(t));
-        let ledgers: Arc<dyn KvStore> = Arc::from(open(TableId::Ledgers)?);
-        let tx_data = open(TableId::TxData)?;
+        if layout == Layout::Indexed {
+            // Before any engine opens, so a refused open changes nothing.
+            indexed::check_explicit_policy(
+                dir.path(),
+                &dir.path().join("segments"),
+                &opts.indexed.explicit_policy,
+            )?;
+        }
+        let open =
+            |t: TableId| engines.open_table(layout, t, &dir.table_path(t), opts.engine_access);
+        // The MDBX tables (the hash maps) open first: an MDBX open checks
+        // the recorded page size before it writes anything, so a refused
+        // open leaves every table as it was.
         let tx_index: Arc<dyn KvStore> = Arc::from(open(TableId::TxIndex)?);
+        let tx_data = open(TableId::TxData)?;
+        let ledgers: Arc<dyn KvStore> = Arc::from(open(TableId::Ledgers)?);
         let mark = match dir.read_mark()? {
             Some(m) => m,
             None => {

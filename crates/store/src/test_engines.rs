@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use ledgerstore_backends::Backends;
 use ledgerstore_db_api::{
-    CommitTiming, DbError, DbResult, EngineFactory, EngineKind, EngineStats, KvStore, KvWrite,
-    Layout, TableBackup, TableId,
+    Access, CommitTiming, DbError, DbResult, EngineFactory, EngineKind, EngineStats, KvStore,
+    KvWrite, Layout, TableBackup, TableId,
 };
 
 /// Faults a wrapped engine injects.
@@ -122,9 +122,15 @@ impl KvStore for FaultyStore {
 }
 
 impl EngineFactory for FaultyEngines {
-    fn open_table(&self, layout: Layout, id: TableId, path: &Path) -> DbResult<Box<dyn KvStore>> {
+    fn open_table(
+        &self,
+        layout: Layout,
+        id: TableId,
+        path: &Path,
+        access: Access,
+    ) -> DbResult<Box<dyn KvStore>> {
         Ok(Box::new(FaultyStore {
-            inner: self.inner.open_table(layout, id, path)?,
+            inner: self.inner.open_table(layout, id, path, access)?,
             id,
             faults: self.faults.clone(),
         }))

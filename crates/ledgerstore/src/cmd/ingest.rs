@@ -30,7 +30,12 @@ pub fn run(a: IngestArgs) -> Result<()> {
         .report_jsonl
         .clone()
         .unwrap_or_else(|| a.store.data_dir.join("batch-reports.jsonl"));
-    let store = open::for_ingest(&a.store, a.layout.into(), a.zstd_level, report_jsonl)?;
+    let store = open::for_ingest(
+        &a.store,
+        a.layout.map(Into::into),
+        a.zstd_level,
+        report_jsonl,
+    )?;
     match spec {
         None => synthetic(&a, store),
         Some(spec) => stellar(&a, &spec, store),

@@ -91,7 +91,7 @@ impl BackupLine<'_> {
 
 pub fn backup(a: BackupArgs) -> Result<()> {
     if let Some(dir) = &a.data_dir {
-        let store = open::existing(&StoreArgs {
+        let store = open::for_backup(&StoreArgs {
             data_dir: dir.clone(),
             engines: EngineFlags::default(),
         })?;

@@ -22,16 +22,10 @@ pub fn synth(seed: u64) -> Synth {
     ))
 }
 
-/// The binary, with the tests' small MDBX geometry as its environment
-/// default, so that a command opening a test's data dir without the engine
-/// flags keeps that geometry. (Reopening with another growth step makes MDBX
-/// resize the file to the new shrink threshold: 4 GiB a table with the
-/// defaults.)
+/// The binary. A data dir remembers its MDBX geometry, so commands that
+/// reopen a test's dir need no engine flags (issue 19).
 pub fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_ledgerstore"));
-    c.env("LEDGERSTORE_MDBX__MAX_SIZE_GIB", "1")
-        .env("LEDGERSTORE_MDBX__GROWTH_STEP_MIB", "4");
-    c
+    Command::new(env!("CARGO_BIN_EXE_ledgerstore"))
 }
 
 /// `ledgerstore ingest --synthetic` with the small shape and small engines.

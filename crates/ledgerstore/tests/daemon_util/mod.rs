@@ -47,7 +47,7 @@ impl Daemon {
                 "--metrics.listen",
                 "127.0.0.1:0",
             ])
-            .arg("--db.path")
+            .arg("--data-dir")
             .arg(dir)
             .args(small_engine_flags())
             .args(extra)

@@ -25,6 +25,7 @@ fn opts(offline: bool) -> StoreOptions {
             warm_bytes: 1 << 20,
             filter_bytes: 1 << 20,
             dict: None,
+            explicit_policy: Default::default(),
         },
         offline,
         ..StoreOptions::default()

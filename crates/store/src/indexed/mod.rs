@@ -31,6 +31,7 @@ pub(crate) mod segments;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use segments::check_explicit_policy;
 use segments::{Cold, SegmentSet, SetOpen};
 pub use segments::{MergePolicy, SegmentStats};
 
@@ -55,6 +56,21 @@ pub struct IndexedOptions {
     pub filter_bytes: u64,
     /// Dictionary training; None disables dictionaries.
     pub dict: Option<DictOptions>,
+    /// The policy fields the operator set explicitly. The three fields
+    /// above apply to a new dir only; an existing dir uses the policy it
+    /// recorded, and an explicit value that differs from it is an error.
+    pub explicit_policy: ExplicitPolicy,
+}
+
+/// Merge-policy settings given explicitly (None: not given).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExplicitPolicy {
+    /// `segments.range_ledgers`.
+    pub range_ledgers: Option<u32>,
+    /// `segments.merge_fanout`.
+    pub merge_fanout: Option<u32>,
+    /// `segments.merge_levels`.
+    pub merge_levels: Option<u32>,
 }
 
 impl Default for IndexedOptions {
@@ -66,6 +82,7 @@ impl Default for IndexedOptions {
             warm_bytes: 1 << 30,
             filter_bytes: 256 << 20,
             dict: Some(DictOptions::default()),
+            explicit_policy: ExplicitPolicy::default(),
         }
     }
 }

@@ -243,6 +243,41 @@ pub(crate) struct SegmentSet {
     pub(crate) paused: Mutex<Vec<&'static str>>,
 }
 
+/// Refuses a policy setting given explicitly that differs from the one
+/// recorded in `dir` (run before any engine opens, so a refused open
+/// changes nothing). A dir with no recorded policy accepts any.
+pub(crate) fn check_explicit_policy(
+    data_dir: &Path,
+    dir: &Path,
+    explicit: &super::ExplicitPolicy,
+) -> StoreResult<()> {
+    let Some(manifest) = Manifest::read(dir)? else {
+        return Ok(());
+    };
+    let r = manifest.policy;
+    for (setting, given, was) in [
+        (
+            "segments.range_ledgers",
+            explicit.range_ledgers,
+            r.range_ledgers,
+        ),
+        ("segments.merge_fanout", explicit.merge_fanout, r.fanout),
+        ("segments.merge_levels", explicit.merge_levels, r.levels),
+    ] {
+        if let Some(v) = given
+            && v != was
+        {
+            return Err(StoreError::SettingMismatch {
+                dir: data_dir.to_path_buf(),
+                setting,
+                recorded: was.to_string(),
+                requested: v.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
 impl SegmentSet {
     /// Opens `dir` (creating it when writable): reads the manifest (or,
     /// in a dir from an earlier release, lists the segment files), maps
@@ -277,13 +312,6 @@ impl SegmentSet {
                 (Manifest::new(legacy_policy(policy, &ranges), ranges), false)
             }
         };
-        if recorded && manifest.policy != policy {
-            tracing::info!(
-                recorded = ?manifest.policy,
-                configured = ?policy,
-                "the data dir's segment policy was recorded when it was created and is used"
-            );
-        }
         let checked = verified::load(&dir);
         let slots = manifest
             .ranges

@@ -295,9 +295,15 @@ async fn daemon_takes_raw_ledger_close_meta_and_serves_exact_xdr() {
             &["ledger 53312000", "tx_processing[0]", "Test SDF Network"],
         ),
         (
-            stellar_req(want.raw.clone(), "nonet"),
+            stellar_req(want.raw.clone(), "testnett"),
             Code::InvalidArgument,
-            &["stellar_network", "\"nonet\""],
+            &["stellar_network", "\"testnett\""],
+        ),
+        (
+            // Any other string is a passphrase: the wrong one is named.
+            stellar_req(want.raw.clone(), "Apply Load"),
+            Code::InvalidArgument,
+            &["ledger 53312000", "tx_processing[0]", "Apply Load"],
         ),
         (
             pb::IngestRequest {

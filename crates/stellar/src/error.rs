@@ -8,9 +8,10 @@ pub type StellarResult<T> = Result<T, StellarError>;
 /// What can go wrong turning Stellar input into ledgers.
 #[derive(Debug, thiserror::Error)]
 pub enum StellarError {
-    /// `--network` / `stellar.network` is neither a known name nor a passphrase.
+    /// `--network` / `stellar.network` is empty, or a near miss of a name.
     #[error(
-        "network: {0:?} is not a network name (pubnet, testnet, futurenet, standalone) or a passphrase"
+        "network: {0:?} is not a network name (pubnet, testnet, futurenet, standalone); a \
+         passphrase is any other non-empty string, e.g. \"Apply Load\""
     )]
     UnknownNetwork(String),
     /// Bytes that do not decode as the XDR type they should be.

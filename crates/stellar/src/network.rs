@@ -33,8 +33,12 @@ pub struct Network {
 
 impl Network {
     /// A network by name (`pubnet`, `public`, `mainnet`, `testnet`,
-    /// `futurenet`, `standalone`, any case) or by its full passphrase. A
-    /// passphrase is recognised by the ` ; ` every Stellar passphrase has.
+    /// `futurenet`, `standalone`, any case) or by its passphrase, which may
+    /// be any string (`Apply Load` and stellar-core's unit-test
+    /// `(V) (;,,;) (V)` are real ones). Refused: an empty string, and a
+    /// single word one or two edits from a name (a typo, not a network).
+    /// A wrong passphrase still fails loudly at the first ledger, whose
+    /// hashes then disagree with the results'.
     pub fn parse(s: &str) -> StellarResult<Self> {
         let t = s.trim();
         let lower = t.to_ascii_lowercase();
@@ -45,10 +49,16 @@ impl Network {
         if let Some((_, p)) = NAMED.iter().find(|(n, _)| *n == name) {
             return Ok(Self::from_passphrase(p));
         }
-        if t.contains(" ; ") {
-            return Ok(Self::from_passphrase(t));
+        let typo = !t.contains(char::is_whitespace)
+            && NAMED
+                .iter()
+                .map(|(n, _)| *n)
+                .chain(["public", "mainnet"])
+                .any(|n| edits(&lower, n) <= 2);
+        if t.is_empty() || typo {
+            return Err(StellarError::UnknownNetwork(s.to_string()));
         }
-        Err(StellarError::UnknownNetwork(s.to_string()))
+        Ok(Self::from_passphrase(t))
     }
 
     /// A network from its passphrase, as is.
@@ -93,6 +103,22 @@ impl fmt::Debug for Network {
     }
 }
 
+/// Levenshtein distance of two short ASCII strings.
+fn edits(a: &str, b: &str) -> usize {
+    let b = b.as_bytes();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.bytes().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,13 +134,19 @@ mod tests {
             ("standalone", STANDALONE),
             (STANDALONE, STANDALONE),
             ("My Net ; 2026", "My Net ; 2026"),
+            // Real passphrases without " ; " (issue 19).
+            ("Apply Load", "Apply Load"),
+            ("(V) (;,,;) (V)", "(V) (;,,;) (V)"),
+            ("privatenet-2026", "privatenet-2026"),
         ] {
             assert_eq!(Network::parse(s).expect(s).passphrase(), p);
         }
         assert_eq!(Network::parse("pubnet").expect("p").name(), Some("pubnet"));
         assert_eq!(Network::parse("x ; y").expect("c").name(), None);
-        let err = Network::parse("pubnett").expect_err("typo");
-        assert!(err.to_string().contains("\"pubnett\""), "{err}");
+        for typo in ["pubnett", "testnte", "futurnet", "mainet", ""] {
+            let err = Network::parse(typo).expect_err("typo");
+            assert!(err.to_string().contains(&format!("{typo:?}")), "{err}");
+        }
     }
 
     #[test]

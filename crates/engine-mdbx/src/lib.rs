@@ -145,15 +145,17 @@ impl MdbxStore {
     /// Opens the environment for `table` in `dir`: with
     /// [`Access::ReadWrite`], creating it if it is new.
     pub fn open(dir: &Path, table: &str, opts: &MdbxOptions, access: Access) -> DbResult<Self> {
-        let exists = dir.join(DATA_FILE).exists();
+        // A creation killed before MDBX wrote its first pages leaves an
+        // empty file: that environment is still new.
+        let exists = std::fs::metadata(dir.join(DATA_FILE)).is_ok_and(|m| m.len() > 0);
         let db = match (access, exists) {
-            (Access::ReadOnly, _) => open_env(dir, table, opts, None)?,
+            (Access::ReadOnly, _) => open_env(dir, opts, None).map_err(|e| err(table, e))?,
             (Access::ReadWrite, false) => {
                 std::fs::create_dir_all(dir).map_err(|source| DbError::Io {
                     context: format!("creating {}", dir.display()),
                     source,
                 })?;
-                open_env(dir, table, opts, Some(Geometry::create(opts)))?
+                open_env(dir, opts, Some(Geometry::create(opts))).map_err(|e| err(table, e))?
             }
             (Access::ReadWrite, true) => open_existing(dir, table, opts)?,
         };
@@ -226,10 +228,9 @@ impl Geometry {
 /// Opens the environment; `geometry` None opens it read-only.
 fn open_env(
     dir: &Path,
-    table: &str,
     opts: &MdbxOptions,
     geometry: Option<Geometry>,
-) -> DbResult<Database<NoWriteMap>> {
+) -> Result<Database<NoWriteMap>, libmdbx::Error> {
     let to_isize = |v: u64| isize::try_from(v).unwrap_or(isize::MAX);
     let mode = match geometry {
         None => Mode::ReadOnly,
@@ -253,7 +254,7 @@ fn open_env(
         no_rdahead: true,
         ..Default::default()
     };
-    Database::<NoWriteMap>::open_with_options(dir, options).map_err(|e| err(table, e))
+    Database::<NoWriteMap>::open_with_options(dir, options)
 }
 
 /// A page size given explicitly must be the one the environment has.
@@ -274,7 +275,21 @@ fn check_page_size(table: &str, opts: &MdbxOptions, recorded: usize) -> DbResult
 /// it (read through a read-only open first), except for the values given
 /// explicitly; a change is logged.
 fn open_existing(dir: &Path, table: &str, opts: &MdbxOptions) -> DbResult<Database<NoWriteMap>> {
-    let recorded = Geometry::of(&open_env(dir, table, opts, None)?, table)?;
+    let probe = match open_env(dir, opts, None) {
+        Ok(db) => db,
+        // No valid meta page: a creation killed before MDBX finished
+        // writing its first pages. It holds nothing: create it anew.
+        Err(libmdbx::Error::NoData) => {
+            tracing::warn!(
+                table,
+                "finishing an MDBX environment whose creation was interrupted"
+            );
+            return open_env(dir, opts, Some(Geometry::create(opts))).map_err(|e| err(table, e));
+        }
+        Err(e) => return Err(err(table, e)),
+    };
+    let recorded = Geometry::of(&probe, table)?;
+    drop(probe);
     check_page_size(table, opts, recorded.page_size.unwrap_or_default())?;
     let mut want = recorded;
     if let Some(max) = opts.max_size {
@@ -284,7 +299,7 @@ fn open_existing(dir: &Path, table: &str, opts: &MdbxOptions) -> DbResult<Databa
         want.growth_step = Some(grow);
         want.shrink_threshold = Some(grow.saturating_mul(4));
     }
-    let db = open_env(dir, table, opts, Some(want))?;
+    let db = open_env(dir, opts, Some(want)).map_err(|e| err(table, e))?;
     let now = Geometry::of(&db, table)?;
     if now != recorded {
         tracing::warn!(

@@ -261,3 +261,35 @@ fn an_explicit_geometry_change_is_applied() {
     let store = MdbxStore::open(dir.path(), "tx_data", &opts, Access::ReadWrite).expect("open");
     assert_eq!(geometry(&store), (2 << 30, 2 << 20));
 }
+
+/// Regression: a SIGKILL while MDBX created its file left an empty
+/// `mdbx.dat`, which the next open took for an existing environment
+/// ("No data available").
+#[test]
+fn an_empty_data_file_left_by_a_killed_creation_is_created_anew() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join(DATA_FILE), b"").expect("empty file");
+    std::fs::write(dir.path().join("mdbx.lck"), b"").expect("empty lock");
+    let store = open(dir.path());
+    let mut w = store.begin_write().expect("begin");
+    w.put(b"k", b"v").expect("put");
+    w.commit().expect("commit");
+    assert_eq!(store.get(b"k").expect("get").as_deref(), Some(&b"v"[..]));
+}
+
+/// Regression: a SIGKILL while MDBX wrote its first pages left a file with
+/// no valid meta page (8 KiB of a 12 KiB meta area); the read-only probe
+/// of an existing environment failed with "No data available".
+#[test]
+fn a_file_cut_inside_its_meta_pages_is_created_anew() {
+    let full = tempfile::tempdir().expect("tempdir");
+    drop(open(full.path()));
+    let bytes = std::fs::read(full.path().join(DATA_FILE)).expect("read");
+    let cut = tempfile::tempdir().expect("tempdir");
+    std::fs::write(cut.path().join(DATA_FILE), &bytes[..4096]).expect("cut");
+    let store = open(cut.path());
+    let mut w = store.begin_write().expect("begin");
+    w.put(b"k", b"v").expect("put");
+    w.commit().expect("commit");
+    assert_eq!(store.get(b"k").expect("get").as_deref(), Some(&b"v"[..]));
+}

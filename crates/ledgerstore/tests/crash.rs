@@ -23,7 +23,16 @@ const BATCH: u32 = 8;
 /// Runs one child and kills it after `delay`; returns the highest ledger it
 /// reported committed.
 fn run_and_kill(dir: &std::path::Path, layout: &str, delay: Duration) -> Option<u32> {
-    let mut child = ingest_cmd(dir, layout, LEDGERS_PER_RUN, BATCH, SEED)
+    let mut cmd = ingest_cmd(dir, layout, LEDGERS_PER_RUN, BATCH, SEED);
+    // indexed: 40-ledger ranges merged in pairs, so kills also land in the
+    // bulk CLI's segment builds and merges.
+    cmd.args([
+        "--segments.range-ledgers",
+        "40",
+        "--segments.merge-fanout",
+        "2",
+    ]);
+    let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -132,7 +141,7 @@ fn sigkill_at_random_instants_loses_no_committed_ledger() {
             .and_then(|s| s.parse().ok())
             .unwrap_or(20261122),
     );
-    for layout in ["hybrid", "rocksdb", "rocksdb-tuned"] {
+    for layout in ["hybrid", "rocksdb", "rocksdb-tuned", "indexed"] {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path().join("data");
         let started = Instant::now();

@@ -13,7 +13,8 @@
 //! Short form (CI): `CRASH_LOOP_KILLS` = 3 per layout and mode. Long form:
 //! `CRASH_LOOP_KILLS=50 cargo test --workspace --locked -- --nocapture
 //! crash_loop`, which prints the counts (docs/reliability.md has a run).
-//! `CRASH_LOOP_REPORT=FILE` also writes them as JSON.
+//! `CRASH_LOOP_REPORT=FILE` also writes them as JSON, and
+//! `CRASH_LOOP_LAYOUTS=indexed` runs one layout.
 
 mod common;
 mod daemon_util;
@@ -61,7 +62,12 @@ struct Tally {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn crash_loop_every_layout_bulk_and_live() {
     let mut all = Vec::new();
-    for layout in ["hybrid", "rocksdb", "rocksdb-tuned", "indexed"] {
+    // CRASH_LOOP_LAYOUTS=indexed,hybrid runs only those (default: all).
+    let only = std::env::var("CRASH_LOOP_LAYOUTS").unwrap_or_default();
+    for layout in ["hybrid", "rocksdb", "rocksdb-tuned", "indexed"]
+        .into_iter()
+        .filter(|l| only.is_empty() || only.split(',').any(|o| o.trim() == *l))
+    {
         for mode in [pb::IngestMode::Bulk, pb::IngestMode::Live] {
             let t = crash_loop(layout, mode, kills()).await;
             println!(

@@ -384,11 +384,11 @@ async fn daemon_takes_raw_ledger_close_meta_and_serves_exact_xdr() {
         "{m}"
     );
     assert!(
-        m.contains("ledgerstore_stellar_ledgers_total{result=\"refused\"} 3"),
+        m.contains("ledgerstore_stellar_ledgers_total{result=\"refused\"} 4"),
         "{m}"
     );
     assert!(
-        m.contains("ledgerstore_stellar_extract_seconds_count 5"),
+        m.contains("ledgerstore_stellar_extract_seconds_count 6"),
         "{m}"
     );
 }

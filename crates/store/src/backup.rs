@@ -81,7 +81,8 @@ impl Ledgerstore {
 
     fn backup_into(&self, dest: &Path) -> StoreResult<BackupInfo> {
         let started = Instant::now();
-        let out = DataDir::open(dest, Some(self.layout), true)?;
+        let policy = self.indexed.as_ref().map(|t| t.segments.policy());
+        let out = DataDir::open(dest, Some(self.layout), true, policy)?;
         for t in TableId::ALL {
             if let Some(parent) = out.table_path(t).parent() {
                 fs::create_dir_all(parent)
@@ -244,7 +245,7 @@ pub fn restore(backup: &Path, dest: &Path) -> StoreResult<BackupInfo> {
     }
     result?;
     // Validate the manifest and layout now, not at the next start.
-    let check = DataDir::open(dest, Some(info.layout), false)?;
+    let check = DataDir::open(dest, Some(info.layout), false, None)?;
     for t in TableId::ALL {
         let dir = dest.join(table_dir(info.layout, t));
         if !dir.is_dir() {

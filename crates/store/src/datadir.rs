@@ -20,6 +20,7 @@ use ledgerstore_db_api::{Layout, TableId};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{StoreError, StoreResult};
+use crate::indexed::MergePolicy;
 
 /// Current on-disk format of the data dir.
 pub const FORMAT_VERSION: u32 = 1;
@@ -37,11 +38,17 @@ pub struct Manifest {
     pub layout: Layout,
     /// Table name → engine directory, relative to the data dir.
     pub tables: BTreeMap<String, String>,
+    /// Layout `indexed`: the segment policy, recorded with the dir itself so
+    /// that it is fixed from the instant the dir exists (dirs from earlier
+    /// releases record it only in `segments/SEGMENTS`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments: Option<MergePolicy>,
 }
 
 impl Manifest {
-    /// The manifest of a new dir with `layout`.
-    pub fn new(layout: Layout) -> Self {
+    /// The manifest of a new dir with `layout` (and, for `indexed`, its
+    /// segment policy).
+    pub fn new(layout: Layout, segments: Option<MergePolicy>) -> Self {
         let tables = TableId::ALL
             .into_iter()
             .map(|t| (t.name().to_string(), table_dir(layout, t)))
@@ -50,6 +57,7 @@ impl Manifest {
             format: FORMAT_VERSION,
             layout,
             tables,
+            segments: segments.filter(|_| layout == Layout::Indexed),
         }
     }
 }
@@ -129,9 +137,15 @@ pub(crate) enum MarkFault {
 }
 
 impl DataDir {
-    /// Opens `path`, creating it with `layout` (or the default) if it is new.
-    /// Fails if it was created with a different layout than `layout`.
-    pub fn open(path: &Path, layout: Option<Layout>, create: bool) -> StoreResult<Self> {
+    /// Opens `path`, creating it with `layout` (or the default) and, for
+    /// `indexed`, the segment policy `segments` if it is new. Fails if it
+    /// was created with a different layout than `layout`.
+    pub fn open(
+        path: &Path,
+        layout: Option<Layout>,
+        create: bool,
+        segments: Option<MergePolicy>,
+    ) -> StoreResult<Self> {
         let dir_err = |reason: String| StoreError::DataDir {
             dir: path.to_path_buf(),
             reason,
@@ -186,7 +200,7 @@ impl DataDir {
                     "no {MANIFEST}: not a ledgerstore data dir"
                 )));
             }
-            let m = Manifest::new(layout.unwrap_or_default());
+            let m = Manifest::new(layout.unwrap_or_default(), segments);
             let json = serde_json::to_vec_pretty(&m)
                 .map_err(|e| dir_err(format!("encoding manifest: {e}")))?;
             write_atomic(path, MANIFEST, &json)?;
@@ -348,27 +362,27 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tempdir");
         let p = tmp.path().join("d");
         {
-            let d = DataDir::open(&p, Some(Layout::Rocksdb), true).expect("create");
+            let d = DataDir::open(&p, Some(Layout::Rocksdb), true, None).expect("create");
             assert_eq!(d.manifest().layout, Layout::Rocksdb);
             assert!(
-                DataDir::open(&p, None, true).is_err(),
+                DataDir::open(&p, None, true, None).is_err(),
                 "second opener is locked out"
             );
         }
-        let err = DataDir::open(&p, Some(Layout::Hybrid), true).expect_err("mismatch");
+        let err = DataDir::open(&p, Some(Layout::Hybrid), true, None).expect_err("mismatch");
         assert!(matches!(err, StoreError::LayoutMismatch { .. }), "{err}");
         assert!(
             err.to_string().contains("created with layout rocksdb"),
             "{err}"
         );
-        let d = DataDir::open(&p, None, false).expect("open with recorded layout");
+        let d = DataDir::open(&p, None, false, None).expect("open with recorded layout");
         assert_eq!(d.manifest().layout, Layout::Rocksdb);
     }
 
     #[test]
     fn mark_round_trips_and_starts_empty() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let d = DataDir::open(tmp.path(), None, true).expect("create");
+        let d = DataDir::open(tmp.path(), None, true, None).expect("create");
         let empty = d.read_mark().expect("read").expect("a new dir has a MARK");
         assert_eq!(empty.last, None);
         assert_eq!(empty.dict_version, Some(0));
@@ -399,13 +413,13 @@ mod tests {
     fn foreign_dirs_are_refused() {
         let tmp = tempfile::tempdir().expect("tempdir");
         fs::write(tmp.path().join("something"), b"x").expect("write");
-        let err = DataDir::open(tmp.path(), None, true).expect_err("foreign");
+        let err = DataDir::open(tmp.path(), None, true, None).expect_err("foreign");
         assert!(
             err.to_string().contains("not a ledgerstore data dir"),
             "{err}"
         );
         let missing = tmp.path().join("missing");
-        assert!(DataDir::open(&missing, None, false).is_err());
+        assert!(DataDir::open(&missing, None, false, None).is_err());
     }
 
     #[test]
@@ -415,9 +429,9 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tempdir");
         fs::write(tmp.path().join(LOCK), b"").expect("lock");
         fs::write(tmp.path().join(format!("{MANIFEST}.tmp")), b"{\"form").expect("tmp");
-        let err = DataDir::open(tmp.path(), None, false).expect_err("not created yet");
+        let err = DataDir::open(tmp.path(), None, false, None).expect_err("not created yet");
         assert!(err.to_string().contains("no ledgerstore.json"), "{err}");
-        let d = DataDir::open(tmp.path(), Some(Layout::Rocksdb), true).expect("create");
+        let d = DataDir::open(tmp.path(), Some(Layout::Rocksdb), true, None).expect("create");
         assert_eq!(d.manifest().layout, Layout::Rocksdb);
         assert!(d.read_mark().expect("read").is_some());
         assert!(!tmp.path().join(format!("{MANIFEST}.tmp")).exists());

@@ -34,7 +34,9 @@ pub use backup::{BACKUP_INFO, BackupInfo, read_backup_info, restore};
 pub use check::{CheckReport, MAX_LISTED_PROBLEMS};
 pub use datadir::{DataDir, Manifest, MarkState, TableTotals};
 pub use error::{StoreError, StoreResult};
-pub use indexed::{DictOptions, DictStats, ExplicitPolicy, IndexedOptions, SegmentStats};
+pub use indexed::{
+    DictOptions, DictStats, ExplicitPolicy, IndexedOptions, MergePolicy, SegmentStats,
+};
 pub use ingest::IngestOutcome;
 pub use ledgerstore_segment::SegmentInfo;
 pub use read::LedgerRange;
@@ -155,15 +157,33 @@ impl Ledgerstore {
                 reason: "read-only engines need an offline store (StoreOptions::offline)".into(),
             });
         }
-        let dir = DataDir::open(path, opts.layout, opts.create && !opts.offline)?;
+        let mut opts = opts;
+        let policy = MergePolicy {
+            range_ledgers: opts.indexed.range_ledgers,
+            fanout: opts.indexed.merge_fanout,
+            levels: opts.indexed.merge_levels,
+        };
+        let dir = DataDir::open(
+            path,
+            opts.layout,
+            opts.create && !opts.offline,
+            Some(policy),
+        )?;
         let layout = dir.manifest().layout;
         if layout == Layout::Indexed {
+            // Recorded in ledgerstore.json at creation (or, in a dir from an
+            // earlier release, in segments/SEGMENTS once segments opened).
+            let recorded = match dir.manifest().segments {
+                Some(p) => Some(p),
+                None => indexed::recorded_policy(&dir.path().join("segments"))?,
+            };
             // Before any engine opens, so a refused open changes nothing.
-            indexed::check_explicit_policy(
-                dir.path(),
-                &dir.path().join("segments"),
-                &opts.indexed.explicit_policy,
-            )?;
+            indexed::check_explicit_policy(dir.path(), recorded, &opts.indexed.explicit_policy)?;
+            if let Some(p) = recorded {
+                opts.indexed.range_ledgers = p.range_ledgers;
+                opts.indexed.merge_fanout = p.fanout;
+                opts.indexed.merge_levels = p.levels;
+            }
         }
         let open =
             |t: TableId| engines.open_table(layout, t, &dir.table_path(t), opts.engine_access);

@@ -31,9 +31,9 @@ pub(crate) mod segments;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use segments::check_explicit_policy;
 use segments::{Cold, SegmentSet, SetOpen};
 pub use segments::{MergePolicy, SegmentStats};
+pub(crate) use segments::{check_explicit_policy, recorded_policy};
 
 /// Dictionary entries read per scan at open.
 const DICT_SCAN: usize = 4;

@@ -243,18 +243,22 @@ pub(crate) struct SegmentSet {
     pub(crate) paused: Mutex<Vec<&'static str>>,
 }
 
+/// The policy `segments/SEGMENTS` in `dir` records, if any.
+pub(crate) fn recorded_policy(dir: &Path) -> StoreResult<Option<MergePolicy>> {
+    Ok(Manifest::read(dir)?.map(|m| m.policy))
+}
+
 /// Refuses a policy setting given explicitly that differs from the one
 /// recorded in `dir` (run before any engine opens, so a refused open
 /// changes nothing). A dir with no recorded policy accepts any.
 pub(crate) fn check_explicit_policy(
     data_dir: &Path,
-    dir: &Path,
+    recorded: Option<MergePolicy>,
     explicit: &super::ExplicitPolicy,
 ) -> StoreResult<()> {
-    let Some(manifest) = Manifest::read(dir)? else {
+    let Some(r) = recorded else {
         return Ok(());
     };
-    let r = manifest.policy;
     for (setting, given, was) in [
         (
             "segments.range_ledgers",

@@ -89,7 +89,7 @@ fn parse_layouts(
         let layout: Layout = part.parse().map_err(|_| BenchError::Knob {
             name,
             value: v.clone(),
-            expected: "a comma-separated list of hybrid, rocksdb, rocksdb-tuned",
+            expected: "a comma-separated list of hybrid, rocksdb, rocksdb-tuned, indexed",
         })?;
         if !out.contains(&layout) {
             out.push(layout);
@@ -99,6 +99,33 @@ fn parse_layouts(
 }
 
 /// True when `name` is set to 1/true/yes.
+/// Per-layout counts, e.g. `rocksdb:100,hybrid:150` (unset: none).
+pub fn layout_counts(name: &'static str) -> BenchResult<Vec<(Layout, u32)>> {
+    parse_layout_counts(name, var(name))
+}
+
+fn parse_layout_counts(name: &'static str, raw: Option<String>) -> BenchResult<Vec<(Layout, u32)>> {
+    let Some(v) = raw else {
+        return Ok(Vec::new());
+    };
+    let bad = || BenchError::Knob {
+        name,
+        value: v.clone(),
+        expected: "a comma-separated list of layout:count, e.g. rocksdb:100,hybrid:150",
+    };
+    let mut out = Vec::new();
+    for part in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (l, n) = part.split_once(':').ok_or_else(bad)?;
+        let layout: Layout = l.trim().parse().map_err(|_| bad())?;
+        let n: u32 = n.trim().parse().map_err(|_| bad())?;
+        if n == 0 {
+            return Err(bad());
+        }
+        out.push((layout, n));
+    }
+    Ok(out)
+}
+
 pub fn flag(name: &'static str) -> bool {
     matches!(
         var(name).as_deref().map(str::trim),
@@ -152,6 +179,20 @@ mod tests {
             parse_count("STUDY_BATCHES", s(" 7 "), 3, 1).expect("trimmed"),
             7
         );
+    }
+
+    #[test]
+    fn layout_counts_parse_and_refuse_by_name() {
+        let n = "STUDY_LAYOUT_BATCHES";
+        assert!(parse_layout_counts(n, None).expect("unset").is_empty());
+        assert_eq!(
+            parse_layout_counts(n, s("rocksdb:100, hybrid:150")).expect("two"),
+            vec![(Layout::Rocksdb, 100), (Layout::Hybrid, 150)]
+        );
+        for bad in ["rocksdb", "rocksdb:0", "nope:3", "hybrid:x"] {
+            let e = parse_layout_counts(n, s(bad)).expect_err(bad);
+            assert!(e.to_string().contains("STUDY_LAYOUT_BATCHES"), "{e}");
+        }
     }
 
     #[test]

@@ -93,8 +93,15 @@ pub fn run_study(cfg: &StudyConfig, log: &mut dyn FnMut(&str)) -> BenchResult<St
     files.push(layouts_csv);
     let png = cfg.out_dir.join("study.png");
     let subtitle = format!(
-        "{} batches x {} ledgers x {} tx",
-        cfg.batches, cfg.ledgers_per_batch, cfg.tx_per_ledger
+        "{} batches x {} ledgers x {} tx{}",
+        cfg.batches,
+        cfg.ledgers_per_batch,
+        cfg.tx_per_ledger,
+        if cfg.layout_batches.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", cfg.layout_batches_knob().trim())
+        }
     );
     let plot_error = match write_plot(&png, &runs, &subtitle) {
         Ok(()) => {
@@ -172,7 +179,14 @@ fn stored_vs_memory(layout: &str, disk_bytes: u64, mem: &MemLimit) -> String {
 const STORED_RATIO: f64 = 3.5;
 
 fn header(cfg: &StudyConfig, mem: &MemLimit) -> String {
-    let layouts: Vec<&str> = cfg.layouts.iter().map(|l| l.name()).collect();
+    let layouts: Vec<String> = cfg
+        .layouts
+        .iter()
+        .map(|&l| match cfg.batches_for(l) {
+            n if n == cfg.batches => l.name().to_string(),
+            n => format!("{} (only {n} batches: STUDY_LAYOUT_BATCHES)", l.name()),
+        })
+        .collect();
     let raw_gb = cfg.raw_bytes() as f64 / 1e9;
     let cache_gb = mem.effective_bytes() as f64 / 1e9;
     format!(

@@ -44,6 +44,10 @@ use crate::{BenchError, BenchResult, LAYOUTS, knobs};
 pub struct StudyConfig {
     /// Batches per layout (`STUDY_BATCHES`).
     pub batches: u32,
+    /// Fewer batches for some layouts (`STUDY_LAYOUT_BATCHES`, e.g.
+    /// `rocksdb:100,hybrid:150`): the slow ones out of cache, said in the
+    /// report's header.
+    pub layout_batches: Vec<(Layout, u32)>,
     /// Ledgers per batch (`STUDY_LEDGERS`; the field study used 2,000).
     pub ledgers_per_batch: u32,
     /// Transactions per ledger (`STUDY_TX`).
@@ -102,6 +106,7 @@ impl StudyConfig {
         let out_dir = knobs::get("STUDY_OUT", root.join("study"), "a directory path")?;
         Ok(Self {
             batches: small_u32("STUDY_BATCHES", 30, 1)?,
+            layout_batches: knobs::layout_counts("STUDY_LAYOUT_BATCHES")?,
             ledgers_per_batch: small_u32("STUDY_LEDGERS", 400, 1)?,
             tx_per_ledger: small_u32("STUDY_TX", 250, 0)?,
             tx_bytes: knobs::count("STUDY_TX_BYTES", 5_000, 8)? as usize,
@@ -142,14 +147,36 @@ impl StudyConfig {
         self.ledgers() * per_ledger
     }
 
+    /// Batches `layout` runs: `STUDY_BATCHES`, or its own count.
+    pub fn batches_for(&self, layout: Layout) -> u32 {
+        self.layout_batches
+            .iter()
+            .find(|(l, _)| *l == layout)
+            .map_or(self.batches, |(_, n)| *n)
+    }
+
+    /// `STUDY_LAYOUT_BATCHES=…` as given, or "" when unset.
+    pub(crate) fn layout_batches_knob(&self) -> String {
+        if self.layout_batches.is_empty() {
+            return String::new();
+        }
+        let parts: Vec<String> = self
+            .layout_batches
+            .iter()
+            .map(|(l, n)| format!("{}:{n}", l.name()))
+            .collect();
+        format!("STUDY_LAYOUT_BATCHES={} ", parts.join(","))
+    }
+
     /// The command that reproduces this configuration.
     pub fn command(&self) -> String {
         let layouts: Vec<&str> = self.layouts.iter().map(|l| l.name()).collect();
         format!(
-            "STUDY_BATCHES={} STUDY_LEDGERS={} STUDY_TX={} STUDY_TX_BYTES={} \
+            "{}STUDY_BATCHES={} STUDY_LEDGERS={} STUDY_TX={} STUDY_TX_BYTES={} \
              STUDY_LEDGER_BYTES={} STUDY_LAYOUTS={} STUDY_SEED={} STUDY_SEGMENT_LEDGERS={} \
              STUDY_MERGE_FANOUT={} STUDY_MERGE_LEVELS={} STUDY_MEM_EVERY_TXS={} \
              cargo bench --workspace -- study",
+            self.layout_batches_knob(),
             self.batches,
             self.ledgers_per_batch,
             self.tx_per_ledger,

@@ -83,12 +83,13 @@ fn ingest_batches(
         cfg.tx_bytes,
         cfg.ledger_bytes,
     ));
-    let per_batch_samples = cfg.lookups.div_ceil(cfg.batches) as usize;
+    let batches = cfg.batches_for(layout);
+    let per_batch_samples = cfg.lookups.div_ceil(batches) as usize;
     let mut checkpoints = MemCheckpoints::new(cfg.mem_every_txs);
     let mut hits = Vec::new();
     let mut written = bytes_written(store)?;
     let mut rows = Vec::new();
-    for b in 0..cfg.batches {
+    for b in 0..batches {
         let start = FIRST_LEDGER + b * cfg.ledgers_per_batch;
         let t = Instant::now();
         let batch = synth.batch(start, cfg.ledgers_per_batch);

@@ -11,6 +11,7 @@ fn tiny_study_runs_every_layout_and_writes_its_files() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let cfg = StudyConfig {
         batches: 4,
+        layout_batches: Vec::new(),
         ledgers_per_batch: 5,
         tx_per_ledger: 40,
         tx_bytes: 1_000,

@@ -71,7 +71,7 @@ pub struct Config {
 pub struct DbConfig {
     /// Data directory.
     pub path: PathBuf,
-    /// Layout. Unset: `hybrid` for a new data dir, and whatever an existing
+    /// Layout. Unset: `indexed` for a new data dir, and whatever an existing
     /// dir was created with. Set: an existing dir must match.
     pub layout: Option<Layout>,
     /// zstd level, 1..=22.

@@ -10,8 +10,9 @@ use crate::table::TableId;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Layout {
-    /// Ledgers in RocksDB; tx data and tx index in libmdbx (the default).
-    #[default]
+    /// Ledgers in RocksDB; tx data and tx index in libmdbx: the design the
+    /// degradation study measures. Flat while its B+trees fit in memory;
+    /// beyond that every insert reads a leaf from disk.
     Hybrid,
     /// All three in RocksDB, with the field study's exact setup: a flush and
     /// a forced CompactRange of every table after each batch.
@@ -22,7 +23,9 @@ pub enum Layout {
     /// Transactions in ledger order: ledgers and tx bodies (keyed by
     /// position, so writes are sequential) in RocksDB, the hash index of
     /// the open ledger range in libmdbx, and immutable minimal-perfect-hash
-    /// segments for closed ranges.
+    /// segments for closed ranges. The default for new data dirs: it won
+    /// the out-of-cache study (docs/benchmarks.md).
+    #[default]
     Indexed,
 }
 

@@ -316,7 +316,7 @@ pub struct IngestArgs {
     /// Ledgers per store batch.
     #[arg(long = "batch-ledgers", value_name = "N", default_value_t = 2000)]
     pub batch_ledgers: u32,
-    /// Layout of a new data dir (default: hybrid); an existing dir keeps
+    /// Layout of a new data dir (default: indexed); an existing dir keeps
     /// the one it was created with, and a different value is an error
     /// ([db] layout; also --db.layout).
     #[arg(long = "layout", alias = "db.layout", value_enum)]

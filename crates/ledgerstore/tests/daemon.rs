@@ -46,9 +46,10 @@ fn request(ledgers: Vec<ledgerstore_db_api::LedgerInput>) -> pb::IngestRequest {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_then_query_every_rpc_and_scrape_metrics() {
     let tmp = tempfile::tempdir().expect("tempdir");
+    // hybrid: the metrics below name its MDBX stores.
     let d = Daemon::start(
         &tmp.path().join("data"),
-        &["--ingest.bulk-batch-ledgers", "5"],
+        &["--layout", "hybrid", "--ingest.bulk-batch-ledgers", "5"],
     )
     .await;
     let o = push_cmd(&d, 12, &[]).output().expect("push");

@@ -210,7 +210,11 @@ fn serve_takes_data_dir_and_keeps_libmdbx_quiet() {
         assert!(serving, "{flag}: never SERVING");
         let o = child.wait_with_output().expect("wait");
         let err = String::from_utf8_lossy(&o.stderr);
-        assert!(dir.join("ledgerstore.json").exists(), "{flag}: no data dir");
+        let manifest = std::fs::read_to_string(dir.join("ledgerstore.json")).expect("data dir");
+        assert!(
+            manifest.contains("\"layout\": \"indexed\""),
+            "{flag}: a new dir gets the default layout, indexed: {manifest}"
+        );
         assert!(
             err.contains("INFO"),
             "{flag}: expected the daemon's own INFO lines: {err}"

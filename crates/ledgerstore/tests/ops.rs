@@ -43,7 +43,15 @@ async fn online_backup_during_ingest_restores_checks_clean_and_damage_is_named()
     let tmp = tempfile::tempdir().expect("tempdir");
     let mut d = Daemon::start(
         &tmp.path().join("data"),
-        &["--ingest.bulk-batch-ledgers", "10", "--ingest.token", TOKEN],
+        // hybrid: the damage below is written into its hash-keyed tables.
+        &[
+            "--layout",
+            "hybrid",
+            "--ingest.bulk-batch-ledgers",
+            "10",
+            "--ingest.token",
+            TOKEN,
+        ],
     )
     .await;
 

@@ -159,9 +159,9 @@ impl MdbxStore {
             }
             (Access::ReadWrite, true) => open_existing(dir, table, opts)?,
         };
-        let page_size = db.stat().map_err(|e| err(table, e))?.page_size();
+        let page_size = page_size_of(&db, table)?;
         check_page_size(table, opts, page_size as usize)?;
-        if !exists {
+        if !exists && access == Access::ReadWrite {
             // Create the main table up front so readers never see it missing.
             let txn = db.begin_rw_txn().map_err(|e| err(table, e))?;
             txn.create_table(None, TableFlags::empty())
@@ -214,7 +214,7 @@ impl Geometry {
     /// What an open environment runs with.
     fn of(db: &Database<NoWriteMap>, table: &str) -> DbResult<Self> {
         let g = db.info().map_err(|e| err(table, e))?.geometry();
-        let page = db.stat().map_err(|e| err(table, e))?.page_size();
+        let page = page_size_of(db, table)?;
         Ok(Self {
             min_size: Some(g.min_size()),
             max_size: Some(g.max_size()),
@@ -223,6 +223,18 @@ impl Geometry {
             page_size: Some(page as usize),
         })
     }
+}
+
+/// The environment's page size, from the main table's own stat: O(1).
+/// (`Database::stat`, `mdbx_env_stat_ex` without a transaction, walks
+/// every leaf of the main table looking for named tables, and our data is
+/// in the main table: on an 8 GB file beyond memory that read 31.8 GB and
+/// took 291 s in the out-of-cache study.)
+fn page_size_of(db: &Database<NoWriteMap>, table: &str) -> DbResult<u32> {
+    let txn = db.begin_ro_txn().map_err(|e| err(table, e))?;
+    let main = txn.open_table(None).map_err(|e| err(table, e))?;
+    let stat = txn.table_stat(&main).map_err(|e| err(table, e))?;
+    Ok(stat.page_size())
 }
 
 /// Opens the environment; `geometry` None opens it read-only.

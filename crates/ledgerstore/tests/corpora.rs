@@ -44,6 +44,17 @@ fn fixture(name: &str) -> Vec<u8> {
     bytes
 }
 
+/// A fixture file's ledgers, decoded under `passphrase`.
+fn decode_fixture(name: &str, passphrase: &str) -> Vec<LedgerInput> {
+    decode_file(
+        &fixture(name),
+        name,
+        &network(passphrase),
+        ReadLimits::default(),
+    )
+    .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
 fn network(passphrase: &str) -> Network {
     Network::parse(passphrase).expect("a passphrase")
 }
@@ -104,13 +115,7 @@ fn sha(b: &[u8]) -> String {
 #[test]
 fn twenty_pubnet_ledgers_of_2026_match_their_oracle() {
     let name = "FC3D4709--63092982-63093001.xdr.zst";
-    let ledgers = decode_file(
-        &fixture(name),
-        name,
-        &network("pubnet"),
-        ReadLimits::default(),
-    )
-    .expect("decode");
+    let ledgers = decode_fixture(name, "pubnet");
     let oracle: serde_json::Value =
         serde_json::from_slice(&fixture("FC3D4709--63092982-63093001.oracle.json"))
             .expect("oracle json");
@@ -202,13 +207,7 @@ fn pubnet_ledgers_of_every_protocol_era() {
 #[test]
 fn apply_load_ledgers_with_their_own_passphrase() {
     let name = "apply-load/load-test-ledgers-v28.xdr.zstd";
-    let ledgers = decode_file(
-        &fixture(name),
-        name,
-        &network("Apply Load"),
-        ReadLimits::default(),
-    )
-    .expect("decode");
+    let ledgers = decode_fixture(name, "Apply Load");
     assert_eq!(ledgers.len(), 30);
     assert_eq!(ledgers[0].seq, 10_048);
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -282,13 +281,7 @@ fn the_cli_takes_any_passphrase() {
         .args(common::small_engine_flags());
     let o = common::run(c);
     assert!(o.status.success(), "{}", common::stderr(&o));
-    let ledgers = decode_file(
-        &fixture("apply-load/load-test-ledgers-v28.xdr.zstd"),
-        "apply-load",
-        &network("Apply Load"),
-        ReadLimits::default(),
-    )
-    .expect("decode");
+    let ledgers = decode_fixture("apply-load/load-test-ledgers-v28.xdr.zstd", "Apply Load");
     let last = ledgers.last().expect("ledgers");
     let mut c = common::bin();
     c.args(["get", "tx", "--json"])

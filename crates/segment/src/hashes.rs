@@ -198,11 +198,20 @@ fn open_checked(
     let mut n8 = [0u8; 8];
     n8.copy_from_slice(&header[24..32]);
     let n = u64::from_le_bytes(n8);
-    let ledgers = u64::from(last - first) + 1;
-    let expected = HEADER_BYTES as u64 + 4 * (ledgers + 1) + 32 * n + 32;
-    if len != expected {
+    // The range is the caller's (from a file name or the manifest), so it
+    // may be empty; `n` is the file's, so it may be anything.
+    let Some(ledgers) = last.checked_sub(first).map(|d| u64::from(d) + 1) else {
         return Err(corrupt(format!(
-            "{len} bytes do not match {n} hashes over {ledgers} ledgers ({expected} expected)"
+            "asked for the empty range {first}..={last}"
+        )));
+    };
+    let expected = n
+        .checked_mul(32)
+        .and_then(|h| h.checked_add(HEADER_BYTES as u64 + 4 * (ledgers + 1) + 32));
+    if expected != Some(len) {
+        return Err(corrupt(format!(
+            "{len} bytes do not match {n} hashes over {ledgers} ledgers ({} expected)",
+            expected.map_or("more than 2^64".to_string(), |e| e.to_string())
         )));
     }
     Ok((file, header, n))

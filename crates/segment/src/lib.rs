@@ -230,9 +230,9 @@ fn ordinal_bits(n: usize) -> u32 {
     (usize::BITS - n.saturating_sub(1).leading_zeros()).max(1)
 }
 
-/// `at` rounded up to a multiple of [`PAGE`].
-fn page_align(at: usize) -> usize {
-    at.div_ceil(PAGE) * PAGE
+/// `at` rounded up to a multiple of [`PAGE`] (None past `usize::MAX`).
+fn page_align(at: usize) -> Option<usize> {
+    at.div_ceil(PAGE).checked_mul(PAGE)
 }
 
 /// The partition of `key` among `parts`: its high 64 bits scaled to
@@ -251,7 +251,10 @@ pub fn file_name(first: u32, last: u32) -> String {
 pub fn parse_file_name(name: &str) -> Option<(u32, u32)> {
     let rest = name.strip_prefix("seg-")?.strip_suffix(".idx")?;
     let (a, b) = rest.split_once('-')?;
-    if a.len() != 10 || b.len() != 10 {
+    // Ten digits each, as `file_name` writes them (`parse` alone would
+    // take a sign: `+000000001`).
+    let digits = |s: &str| s.len() == 10 && s.bytes().all(|c| c.is_ascii_digit());
+    if !digits(a) || !digits(b) {
         return None;
     }
     Some((a.parse().ok()?, b.parse().ok()?))

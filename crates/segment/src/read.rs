@@ -66,7 +66,7 @@ impl Geometry {
         let mph_end = HEADER_BYTES.checked_add(mph_bytes)?;
         let offsets_bytes = ledgers.checked_add(1)?.checked_mul(4)?;
         let (offsets_at, sample_at, slots, end) = if version == VERSION {
-            let offsets_at = page_align(mph_end);
+            let offsets_at = page_align(mph_end)?;
             let sample_at = offsets_at.checked_add(offsets_bytes)?;
             let at = sample_at.checked_add(4 * (ledgers + 1).div_ceil(OFFSET_BLOCK))?;
             let end = at.checked_add(packed(FINGERPRINT_BITS + ord_bits)?)?;
@@ -393,8 +393,15 @@ fn bits_at(map: &[u8], at: usize, i: usize, bits: u32) -> u64 {
 /// 1: one serialized MPH. Version 2: the partition count (`u64`), then per
 /// partition its keys and MPH bytes (`u64` each), then the MPHs in order.
 fn read_mphs(section: &[u8], version: u32, n: usize) -> Result<Vec<(usize, Mph)>, String> {
-    let read = |mut src: &[u8]| {
-        Mph::read_with_hasher(&mut src, ph::seedable_hash::BuildWyHash).map_err(|e| e.to_string())
+    let read = |blob: &[u8]| -> Result<Mph, String> {
+        let levels = mph_levels(blob)?;
+        let mut src = blob;
+        let mph = Mph::read_with_hasher(&mut src, ph::seedable_hash::BuildWyHash)
+            .map_err(|e| e.to_string())?;
+        if !src.is_empty() || mph.level_sizes() != levels.as_slice() {
+            return Err("the MPH does not read back as its sizes say".into());
+        }
+        Ok(mph)
     };
     if version == VERSION_U32_ORDINALS {
         return Ok(vec![(0, read(section)?)]);
@@ -431,6 +438,72 @@ fn read_mphs(section: &[u8], version: u32, n: usize) -> Result<Vec<(usize, Mph)>
         ));
     }
     Ok(out)
+}
+
+/// Bits per group and per group seed of [`Mph`] (`TwoToPowerBitsStatic`
+/// 4 and 2).
+const MPH_GROUP_BITS: usize = 16;
+const MPH_SEED_BITS: usize = 4;
+
+/// The level sizes (in groups) of a serialized [`Mph`], once its fields
+/// add up to exactly `blob.len()` and no level is empty. `ph` trusts what
+/// it reads: it sizes allocations from these fields, and its lookups index
+/// the arrays with unchecked reads, so a damaged or crafted MPH must be
+/// refused here, before it is deserialized. The layout (`GOFunction::write`):
+/// the group size (one byte, which `ph` checks), the level count and each
+/// level's size (binout `VByte`), the bit array (`16 × groups` bits as
+/// `u64`s), the seed size (one byte, checked by `ph`), and the group seeds
+/// (`4 × groups` bits as `u64`s).
+fn mph_levels(blob: &[u8]) -> Result<Vec<usize>, String> {
+    let mut at = 1;
+    let count = vbyte(blob, &mut at)?;
+    if count > blob.len() {
+        return Err(format!("{count} MPH levels in {} bytes", blob.len()));
+    }
+    let mut levels = Vec::with_capacity(count);
+    let mut groups = 0usize;
+    for level in 0..count {
+        let size = vbyte(blob, &mut at)?;
+        if size == 0 {
+            return Err(format!("MPH level {level} is empty"));
+        }
+        groups = groups
+            .checked_add(size)
+            .ok_or_else(|| "MPH level sizes overflow".to_string())?;
+        levels.push(size);
+    }
+    let words = |bits: usize| groups.checked_mul(bits).map(|b| b.div_ceil(64) * 8);
+    let need = words(MPH_GROUP_BITS)
+        .zip(words(MPH_SEED_BITS))
+        .and_then(|(array, seeds)| at.checked_add(array)?.checked_add(1)?.checked_add(seeds));
+    if need != Some(blob.len()) {
+        return Err(format!(
+            "an MPH of {count} levels and {groups} groups does not fill its {} bytes",
+            blob.len()
+        ));
+    }
+    Ok(levels)
+}
+
+/// One binout `VByte` integer at `*at`: 7 bits a byte, low first, while
+/// the high bit is set; a 9th byte holds its 8 bits whole.
+fn vbyte(blob: &[u8], at: &mut usize) -> Result<usize, String> {
+    let mut value = 0u64;
+    let mut shift = 0;
+    loop {
+        let byte = *blob.get(*at).ok_or_else(|| "truncated MPH".to_string())?;
+        *at += 1;
+        if shift == 56 {
+            value |= u64::from(byte) << 56;
+            break;
+        }
+        value |= u64::from(byte & 0x7F) << shift;
+        if byte < 0x80 {
+            break;
+        }
+        shift += 7;
+    }
+    usize::try_from(value).map_err(|e| e.to_string())
 }
 
 fn u32_at(b: &[u8], o: usize) -> u32 {

@@ -301,7 +301,7 @@ impl SegmentWriter {
         let end = HEADER_BYTES as u64 + mph_section;
         let pad = usize::try_from(end)
             .ok()
-            .map(|e| page_align(e) - e)
+            .and_then(|e| Some(page_align(e)? - e))
             .ok_or_else(|| {
                 SegmentError::Invalid(format!("an MPH section of {mph_section} bytes"))
             })?;

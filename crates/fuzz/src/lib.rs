@@ -1,0 +1,74 @@
+//! Fuzz targets for every parser that reads bytes it did not write.
+//!
+//! Each target is a plain function from bytes to nothing that panics only
+//! when the code under test breaks one of its own promises: a panic inside
+//! a parser, an allocation it cannot make, or an answer that contradicts
+//! what the input said (a decode that does not re-encode to its input, a
+//! lookup outside the segment's range, a validator that accepts what the
+//! rules refuse). Refusing bad input with an error is the expected outcome
+//! for most inputs and is not a failure.
+//!
+//! Two drivers run the same functions:
+//!
+//! - AFL++ through `cargo-afl` (the `fuzz/` package beside the workspace,
+//!   `scripts/fuzz.sh`): coverage-guided, on stable Rust, the long form
+//!   (≥ 10M executions per target) and a short form in CI.
+//! - The test suite (`tests/replay.rs`): every seed of [`seeds::seeds`],
+//!   every saved crash under `regressions/<target>/`, and a bounded set of
+//!   deterministic mutations of each seed.
+//!
+//! | target | reads | checks beyond "no panic" |
+//! |---|---|---|
+//! | `xdr` | a Stellar ledger file: zstd or plain, `LedgerCloseMetaBatch` or record-marked `LedgerCloseMeta` frames | every tx hash is 32 bytes; each ledger's raw XDR extracts again to the same ledger |
+//! | `codec` | tx and ledger records, tx bodies, zstd frames, table keys, file names | a decode re-encodes to exactly its input; a name parses only if it is the canonical name of what it parsed to |
+//! | `segment` | a segment file (`seg-*.idx`) or a hash list (`hashes-*.bin`) | every position a lookup returns is inside the segment's range; the heap fingerprint filter never changes an answer; a hash list read back is in position order and has the header's count |
+//! | `batch` | a batch of ledgers drawn from the bytes (`arbitrary`) | the validator accepts exactly the batches a reference implementation of the rules accepts, with the same plan |
+
+pub mod batch;
+pub mod codec;
+mod error;
+pub mod seeds;
+pub mod segment;
+pub mod xdr;
+
+pub use error::{FuzzError, FuzzResult};
+
+/// One fuzz target.
+#[derive(Debug, Clone, Copy)]
+pub struct Target {
+    /// Its name: the AFL binary, the corpus and the regressions folder.
+    pub name: &'static str,
+    /// What it reads.
+    pub reads: &'static str,
+    /// Runs one input.
+    pub run: fn(&[u8]),
+}
+
+/// Every target.
+pub const TARGETS: &[Target] = &[
+    Target {
+        name: "xdr",
+        reads: "Stellar ledger files (zstd or plain; batch or record-marked stream)",
+        run: xdr::run,
+    },
+    Target {
+        name: "codec",
+        reads: "tx and ledger records, tx bodies, zstd frames, keys and file names",
+        run: codec::run,
+    },
+    Target {
+        name: "segment",
+        reads: "segment files and hash lists",
+        run: segment::run,
+    },
+    Target {
+        name: "batch",
+        reads: "batches of ledgers for the batch validator",
+        run: batch::run,
+    },
+];
+
+/// The target called `name`.
+pub fn target(name: &str) -> Option<&'static Target> {
+    TARGETS.iter().find(|t| t.name == name)
+}

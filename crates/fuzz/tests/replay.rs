@@ -1,0 +1,177 @@
+//! The fuzz targets' short form in the test suite: each target's seeds
+//! (which must be inputs its parser accepts, or the corpus would start
+//! nowhere), every crash AFL++ saved that was since fixed
+//! (`regressions/<target>/`), and deterministic mutations of every seed.
+//! The coverage-guided runs are scripts/fuzz.sh.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+
+use ledgerstore_fuzz::seeds::{Seed, seeds};
+use ledgerstore_fuzz::xdr::PASSPHRASES;
+use ledgerstore_fuzz::{TARGETS, Target};
+use ledgerstore_segment::{Segment, hashes};
+use ledgerstore_stellar::{Network, ReadLimits, decode_file};
+
+/// Mutants run per seed.
+const MUTANTS: u64 = 150;
+
+fn all_seeds(t: &Target) -> Vec<Seed> {
+    let s = seeds(t.name).unwrap_or_else(|e| panic!("{}: seeds: {e}", t.name));
+    assert!(s.len() >= 5, "{}: only {} seeds", t.name, s.len());
+    s
+}
+
+/// Runs `input` through `t`, naming the input if the target panics.
+fn run(t: &Target, what: &str, input: &[u8]) {
+    if catch_unwind(AssertUnwindSafe(|| (t.run)(input))).is_err() {
+        let keep = std::env::temp_dir().join(format!("fuzz-failure-{}-{what}", t.name));
+        let _ = std::fs::write(&keep, input);
+        panic!(
+            "fuzz target {} failed on {what} ({} bytes, saved to {})",
+            t.name,
+            input.len(),
+            keep.display()
+        );
+    }
+}
+
+#[test]
+fn every_seed_runs_clean() {
+    for t in TARGETS {
+        for (name, bytes) in all_seeds(t) {
+            run(t, &name, &bytes);
+        }
+    }
+}
+
+/// The seeds are real inputs: the xdr seeds decode, the segment seeds
+/// open and answer the probes they were built with.
+#[test]
+fn seeds_are_accepted_inputs() {
+    for (name, bytes) in seeds("xdr").expect("xdr seeds") {
+        let network = Network::from_passphrase(PASSPHRASES[bytes[0] as usize]);
+        let ledgers = decode_file(&bytes[1..], &name, &network, ReadLimits::default())
+            .unwrap_or_else(|e| panic!("xdr seed {name}: {e}"));
+        assert!(!ledgers.is_empty(), "{name}");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut found = 0;
+    for (name, bytes) in seeds("segment").expect("segment seeds") {
+        let path = dir.path().join(&name);
+        std::fs::write(&path, &bytes[1..]).expect("write");
+        if bytes[0] == 0 {
+            let seg = Segment::open(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+            seg.verify().unwrap_or_else(|e| panic!("{name}: {e}"));
+            found += (0..ledgerstore_fuzz::segment::PROBES)
+                .filter(|&i| seg.lookup(&ledgerstore_fuzz::segment::probe(i)).is_some())
+                .count();
+        } else {
+            let (first, last) = (u32_at(&bytes[1..], 16), u32_at(&bytes[1..], 20));
+            hashes::read(&path, first, last).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+    // Every probe hash is indexed by exactly one seed segment.
+    assert_eq!(found, ledgerstore_fuzz::segment::PROBES as usize);
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn regressions_dir(target: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("regressions")
+        .join(target)
+}
+
+/// Every input AFL++ found a crash with stays fixed.
+#[test]
+fn saved_crashes_stay_fixed() {
+    let mut replayed = 0;
+    for t in TARGETS {
+        let dir = regressions_dir(t.name);
+        let entries = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e} (every target keeps a folder)", dir.display()));
+        for entry in entries {
+            let path = entry.expect("entry").path();
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if name.starts_with('.') || name.ends_with(".md") || path.is_dir() {
+                continue;
+            }
+            let bytes = std::fs::read(&path).expect("read");
+            run(t, &name, &bytes);
+            replayed += 1;
+        }
+    }
+    eprintln!("replayed {replayed} saved crashes");
+}
+
+/// A small deterministic mutator (bit flips, interesting values, cuts and
+/// splices), so the suite covers near-misses of every real format without
+/// the fuzzer installed.
+struct Mutator(u64);
+
+impl Mutator {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    fn mutate(&mut self, seed: &[u8]) -> Vec<u8> {
+        let mut b = seed.to_vec();
+        for _ in 0..=self.below(3) {
+            if b.is_empty() {
+                b.push(self.next() as u8);
+                continue;
+            }
+            let at = self.below(b.len());
+            match self.below(6) {
+                0 => b[at] ^= 1 << self.below(8),
+                1 => b[at] = [0, 1, 0x7F, 0x80, 0xFF][self.below(5)],
+                2 => {
+                    let v = [0u32, 1, 0x7FFF_FFFF, u32::MAX, b.len() as u32][self.below(5)];
+                    for (i, byte) in v.to_le_bytes().iter().enumerate() {
+                        if let Some(x) = b.get_mut(at + i) {
+                            *x = *byte;
+                        }
+                    }
+                }
+                3 => b.truncate(at),
+                4 => {
+                    let len = self.below(64).min(b.len() - at);
+                    let chunk = b[at..at + len].to_vec();
+                    let to = self.below(b.len());
+                    b.splice(to..to, chunk);
+                }
+                _ => {
+                    let end = (at + 1 + self.below(16)).min(b.len());
+                    b.drain(at..end);
+                }
+            }
+        }
+        b
+    }
+}
+
+#[test]
+fn mutated_seeds_run_clean() {
+    for t in TARGETS {
+        for (si, (name, bytes)) in all_seeds(t).into_iter().enumerate() {
+            let mut m = Mutator(0x2545_F491_4F6C_DD1D ^ ((si as u64 + 1) << 32));
+            for i in 0..MUTANTS {
+                let mutant = m.mutate(&bytes);
+                run(t, &format!("{name}-mutant-{i}"), &mutant);
+            }
+        }
+    }
+}

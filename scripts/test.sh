@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # The test command: setup, then every test of the workspace (unit tests next
 # to the code, integration tests of the real binary, the SIGKILL crash test),
-# on real RocksDB and real MDBX in temp dirs.
+# on real RocksDB and real MDBX in temp dirs, then a short coverage-guided
+# fuzz run of every parser of untrusted bytes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . scripts/env.sh
 cargo test --workspace --locked "$@"
+# The fuzz targets' short form under AFL++ (20 s each; the long form is
+# `scripts/fuzz.sh` with no arguments). Skipped when tests are filtered.
+if [ $# -eq 0 ]; then
+  bash scripts/fuzz.sh --seconds 20
+fi

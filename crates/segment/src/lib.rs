@@ -42,7 +42,10 @@
 //! over the whole `offsets` array.
 //!
 //! Opening a segment checks the header and that the sizes add up to the
-//! file's length (constant work); [`Segment::verify`] checks the SHA-256.
+//! file's length (constant work), and that each MPH's own fields (level
+//! sizes, bit array, seeds) fill its bytes exactly before `ph`, which
+//! trusts what it reads, deserializes it; [`Segment::verify`] checks the
+//! SHA-256.
 //!
 //! # Partitions
 //!

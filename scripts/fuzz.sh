@@ -96,7 +96,7 @@ done
 field() { sed -n "s/^$2 *: *//p" "$out/$1/default/fuzzer_stats"; }
 summary="$out/summary.md"
 {
-  echo "| target | executions | seconds | execs/s | corpus | edges | crashes | hangs |"
+  echo "| target | executions | seconds | execs/s | corpus | map coverage | crashes | hangs |"
   echo "|---|---|---|---|---|---|---|---|"
 } >"$summary"
 for t in "${targets[@]}"; do

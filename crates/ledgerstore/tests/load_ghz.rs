@@ -43,7 +43,10 @@ fn ghz_load_during_live_ingest_has_no_errors_and_bounded_memory() {
         assert!(c["p999_ms"].as_f64().is_some(), "{call}: {c}");
         // The daemon did the work: its CPU over the call, per request.
         let cpu = c["daemon_cpu_us_per_request"].as_f64().unwrap_or(0.0);
-        assert!(cpu > 0.0 && cpu < 1e6, "{call}: daemon CPU µs/request {cpu}");
+        assert!(
+            cpu > 0.0 && cpu < 1e6,
+            "{call}: daemon CPU µs/request {cpu}"
+        );
     }
     let (m0, m1): (u64, u64) = (
         s["mark_before"]

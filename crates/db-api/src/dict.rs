@@ -14,9 +14,9 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use zstd::zstd_safe::{self, CCtx, CDict, DCtx, DDict};
+use zstd::zstd_safe::{self, CCtx, CDict, DDict};
 
-use crate::codec::{frame_content_size, zstd_compress, zstd_decompress};
+use crate::codec::{decompress_frame, zstd_compress, zstd_decompress};
 use crate::error::{DbError, DbResult};
 
 /// The first bytes of a dictionary's key: ledger seq 0, then `D`. In the
@@ -30,7 +30,6 @@ const KEY_TAG: &[u8; 5] = b"\x00\x00\x00\x00D";
 
 thread_local! {
     static CCTX: RefCell<CCtx<'static>> = RefCell::new(CCtx::create());
-    static DCTX: RefCell<DCtx<'static>> = RefCell::new(DCtx::create());
 }
 
 /// One trained dictionary, prepared for compression at one level.
@@ -128,20 +127,7 @@ impl Dictionary {
 
     /// Decompresses a frame made by [`Dictionary::compress`].
     pub fn decompress(&self, frame: &[u8]) -> DbResult<Vec<u8>> {
-        let size = frame_content_size(frame)?;
-        let mut out = Vec::with_capacity(size);
-        DCTX.with(|d| {
-            d.borrow_mut()
-                .decompress_using_ddict(&mut out, frame, &self.ddict)
-                .map_err(zstd_err)
-        })?;
-        if out.len() != size {
-            return Err(DbError::Corrupt {
-                what: "zstd frame",
-                detail: format!("{} bytes decompressed, the frame says {size}", out.len()),
-            });
-        }
-        Ok(out)
+        decompress_frame(frame, Some(&self.ddict))
     }
 }
 

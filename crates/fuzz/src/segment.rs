@@ -31,30 +31,37 @@ fn probes() -> &'static [[u8; 32]] {
     })
 }
 
-/// A scratch directory for the one file under test (in `/dev/shm` when it
-/// exists: the target writes a file per input).
-fn scratch() -> &'static Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    DIR.get_or_init(|| {
+/// Where the one file under test goes: `/dev/shm` when it exists (the
+/// target writes a file per input), named for this process so parallel
+/// fuzzers do not collide. [`Scratch`] removes it after each input.
+fn scratch_path(name: &str) -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
         let shm = Path::new("/dev/shm");
-        let made = if shm.is_dir() {
-            tempfile::Builder::new()
-                .prefix("ledgerstore-fuzz-")
-                .tempdir_in(shm)
+        if shm.is_dir() {
+            shm.to_path_buf()
         } else {
-            tempfile::Builder::new()
-                .prefix("ledgerstore-fuzz-")
-                .tempdir()
-        };
-        made.expect("a scratch directory for the fuzz target")
-    })
-    .path()
+            std::env::temp_dir()
+        }
+    });
+    dir.join(format!("ledgerstore-fuzz-{}-{name}", std::process::id()))
 }
 
-fn write(name: &str, bytes: &[u8]) -> PathBuf {
-    let path = scratch().join(name);
-    std::fs::write(&path, bytes).expect("writing the input to the scratch directory");
-    path
+/// The input written to its scratch file, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn write(name: &str, bytes: &[u8]) -> Self {
+        let path = scratch_path(name);
+        std::fs::write(&path, bytes).expect("writing the input to a scratch file");
+        Self(path)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// Runs one input.
@@ -70,8 +77,8 @@ pub fn run(data: &[u8]) {
 }
 
 fn segment(bytes: &[u8]) {
-    let path = write("seg-0000000001-0000000001.idx", bytes);
-    let Ok(seg) = Segment::open(&path) else {
+    let file = Scratch::write("seg.idx", bytes);
+    let Ok(seg) = Segment::open(&file.0) else {
         return;
     };
     assert!(
@@ -115,9 +122,9 @@ fn hash_list(bytes: &[u8]) {
     let (Some(first), Some(last)) = (word(16), word(20)) else {
         return;
     };
-    let path = write(&hashes::file_name(1, 1), bytes);
-    let counted = hashes::count(&path, first, last);
-    let Ok(entries) = hashes::read(&path, first, last) else {
+    let file = Scratch::write("hashes.bin", bytes);
+    let counted = hashes::count(&file.0, first, last);
+    let Ok(entries) = hashes::read(&file.0, first, last) else {
         return;
     };
     assert_eq!(

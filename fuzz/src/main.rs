@@ -6,13 +6,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let names = || {
-        ledgerstore_fuzz::TARGETS
-            .iter()
-            .map(|t| t.name)
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let names = ledgerstore_fuzz::target_names;
     match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["seeds", target, dir] => match write_seeds(target, dir) {
             Ok(n) => {

@@ -22,8 +22,13 @@ pub enum FuzzError {
         detail: String,
     },
     /// No target has that name.
-    #[error("no fuzz target named {0:?}; the targets are xdr, codec, segment and batch")]
-    UnknownTarget(String),
+    #[error("no fuzz target named {name:?}; the targets are {targets}")]
+    UnknownTarget {
+        /// The name asked for.
+        name: String,
+        /// Every target's name.
+        targets: String,
+    },
     /// Building a seed segment failed.
     #[error(transparent)]
     Segment(#[from] ledgerstore_segment::SegmentError),

@@ -72,3 +72,12 @@ pub const TARGETS: &[Target] = &[
 pub fn target(name: &str) -> Option<&'static Target> {
     TARGETS.iter().find(|t| t.name == name)
 }
+
+/// The targets' names, comma-separated.
+pub fn target_names() -> String {
+    TARGETS
+        .iter()
+        .map(|t| t.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}

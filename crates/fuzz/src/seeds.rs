@@ -26,7 +26,10 @@ pub fn seeds(target: &str) -> FuzzResult<Vec<Seed>> {
         "codec" => codec(),
         "segment" => segment(),
         "batch" => Ok(batch()),
-        other => Err(FuzzError::UnknownTarget(other.to_string())),
+        other => Err(FuzzError::UnknownTarget {
+            name: other.to_string(),
+            targets: crate::target_names(),
+        }),
     }
 }
 
@@ -56,8 +59,9 @@ const ERA_LEDGERS: [&str; 6] = [
     "xlm-mint-bug-ledger-9710976",
 ];
 
-/// Unit-test streams taken from the archive, and the largest one taken.
+/// Unit-test streams taken from the archive.
 const STREAMS: usize = 16;
+/// The largest unit-test stream taken (smaller seeds fuzz faster).
 const MAX_STREAM_BYTES: usize = 16 << 10;
 
 /// The raw XDR of one early-era pubnet ledger.

@@ -205,6 +205,11 @@ pub struct QueryConfig {
     pub max_stream_ledgers: u32,
     /// Deadline of a unary query, milliseconds.
     pub timeout_ms: u64,
+    /// Single-key reads (GetTransaction, GetTransactionLedger) longer than
+    /// this many microseconds are slow. They run inline on the async workers
+    /// while under 1% of recent ones were slow, and on the blocking pool
+    /// otherwise. 0: always on the blocking pool.
+    pub inline_read_us: u64,
 }
 
 impl Default for QueryConfig {
@@ -213,6 +218,7 @@ impl Default for QueryConfig {
             max_batch_hashes: 1000,
             max_stream_ledgers: 100_000,
             timeout_ms: 10_000,
+            inline_read_us: 100,
         }
     }
 }
@@ -545,6 +551,13 @@ impl Config {
                 "query.timeout_ms",
                 self.query.timeout_ms,
                 "at least 1",
+            ));
+        }
+        if self.query.inline_read_us > 10_000 {
+            return Err(invalid(
+                "query.inline_read_us",
+                self.query.inline_read_us,
+                "0 (never inline) to 10000: a read that long stalls an async worker",
             ));
         }
         if let Err(e) = ledgerstore_stellar::Network::parse(&self.stellar.network) {

@@ -55,6 +55,82 @@ pub enum Command {
     Restore(RestoreArgs),
     /// gRPC health check of a running daemon; exits 0 when SERVING.
     Health(HealthArgs),
+    /// Load a running daemon's Query API with a light client: requests in
+    /// flight over several connections, closed-loop or at a fixed rate;
+    /// reports req/s, latency percentiles (HDR, corrected for coordinated
+    /// omission) and, with --pid, the daemon's CPU per request.
+    BenchQuery(BenchQueryArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchQueryArgs {
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    /// The call to make.
+    #[arg(long, value_enum, default_value_t = BenchCall::Get)]
+    pub call: BenchCall,
+    /// Requests in flight.
+    #[arg(long, value_name = "N", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub concurrency: u32,
+    /// TCP connections (HTTP/2) the requests are spread over.
+    #[arg(long, value_name = "N", default_value_t = 4,
+          value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub connections: u32,
+    /// Seconds of measured load.
+    #[arg(long, value_name = "S", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub seconds: u64,
+    /// Seconds of unmeasured load first (connections, caches, allocators).
+    #[arg(long = "warmup-seconds", value_name = "S", default_value_t = 1,
+          value_parser = clap::value_parser!(u64).range(0..=600))]
+    pub warmup_seconds: u64,
+    /// Requests per second, paced; each latency counts from the request's
+    /// scheduled start, so a stall is not hidden (coordinated omission).
+    /// 0: closed loop, each of the --concurrency requests sent as soon as
+    /// the previous one returns.
+    #[arg(long, value_name = "R", default_value_t = 0)]
+    pub rate: u64,
+    /// Hashes per BatchGetTransactions request.
+    #[arg(long = "batch-hashes", value_name = "N", default_value_t = 100,
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub batch_hashes: u32,
+    /// Ledgers, spread evenly over the store, whose transactions are the
+    /// hashes asked for (read with GetLedger before the load).
+    #[arg(long = "sample-ledgers", value_name = "N", default_value_t = 40,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub sample_ledgers: u32,
+    /// Ask for hashes the store does not hold (random ones) instead.
+    #[arg(long)]
+    pub misses: bool,
+    /// The daemon's process id: report its CPU time (utime + stime from
+    /// /proc/PID/stat) per request.
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<u32>,
+    /// Worker threads of the client's own runtime.
+    #[arg(long = "client-threads", value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub client_threads: u32,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BenchCall {
+    /// Query/GetTransaction.
+    Get,
+    /// Query/BatchGetTransactions (--batch-hashes a request).
+    Batch,
+    /// Query/GetTransactionLedger.
+    TxLedger,
+    /// Query/GetLedger with its raw bytes, of the sampled ledgers.
+    Ledger,
+    /// Query/StreamLedgers of 16 ledgers with raw bytes, from a sampled ledger.
+    Stream,
+    /// grpc.health.v1.Health/Check: an RPC that reads nothing, the
+    /// transport's own cost.
+    Health,
 }
 
 #[derive(Debug, Args)]
@@ -162,6 +238,9 @@ pub struct DaemonFlags {
     /// [query] max_batch_hashes.
     #[arg(long = "query.max-batch-hashes", value_name = "N")]
     pub query_max_batch_hashes: Option<i64>,
+    /// [query] inline_read_us (0: every read on the blocking pool).
+    #[arg(long = "query.inline-read-us", value_name = "US")]
+    pub query_inline_read_us: Option<i64>,
     /// [limits] max_ledger_bytes.
     #[arg(long = "limits.max-ledger-bytes", value_name = "BYTES")]
     pub limits_max_ledger_bytes: Option<i64>,

@@ -131,6 +131,12 @@ pub fn daemon(f: &DaemonFlags) -> Result<Config> {
     );
     push(
         &mut o,
+        "query.inline_read_us",
+        f.query_inline_read_us.as_ref(),
+        int,
+    );
+    push(
+        &mut o,
         "limits.max_ledger_bytes",
         f.limits_max_ledger_bytes.as_ref(),
         int,

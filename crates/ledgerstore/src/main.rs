@@ -37,6 +37,7 @@ fn run(args: cli::Cli) -> Result<()> {
         cli::Command::Backup(a) => cmd::ops::backup(a),
         cli::Command::Restore(a) => cmd::ops::restore(a),
         cli::Command::Health(a) => runtime()?.block_on(cmd::ops::health(a)),
+        cli::Command::BenchQuery(a) => cmd::bench_query::run(a),
     }
 }
 

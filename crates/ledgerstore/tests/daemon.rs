@@ -197,6 +197,19 @@ async fn push_then_query_every_rpc_and_scrape_metrics() {
     ] {
         assert!(m.contains(needle), "metrics lack {needle}:\n{m}");
     }
+    // Every single-key read (GetTransaction twice, GetTransactionLedger
+    // once) is counted once, inline or on the pool.
+    let reads: u64 = ["inline", "pool"]
+        .iter()
+        .map(|p| {
+            let key = format!("ledgerstore_query_reads_total{{placement=\"{p}\"}} ");
+            m.lines()
+                .find_map(|l| l.strip_prefix(key.as_str()))
+                .map_or(0, |v| v.trim().parse().expect("a count"))
+        })
+        .sum();
+    assert_eq!(reads, 3, "{m}");
+    assert!(m.contains("ledgerstore_query_slow_read_ratio "), "{m}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -22,6 +22,7 @@ mod admin;
 pub mod convert;
 mod ingest;
 pub mod metrics;
+mod placement;
 mod query;
 mod state;
 pub mod status;

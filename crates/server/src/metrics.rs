@@ -52,6 +52,8 @@ pub struct Metrics {
     segment_build_failed: IntGauge,
     dict_version: IntGauge,
     writes_refused: IntGauge,
+    query_reads: IntCounterVec,
+    query_slow_reads: prometheus::Gauge,
 }
 
 const GRPC_LABELS: [&str; 3] = ["grpc_type", "grpc_service", "grpc_method"];
@@ -262,6 +264,20 @@ impl Metrics {
                 "ledgerstore_writes_refused",
                 "1 when a MARK write failed and ingest is refused until the daemon restarts.",
             )?,
+            query_reads: counter(
+                &r,
+                "ledgerstore_query_reads_total",
+                "Single-key query reads by where they ran (inline on an async worker, or pool: the blocking pool).",
+                &["placement"],
+            )?,
+            query_slow_reads: {
+                let g = prometheus::Gauge::new(
+                    "ledgerstore_query_slow_read_ratio",
+                    "Moving ratio of single-key reads longer than query.inline_read_us; reads run inline while it is under 0.01.",
+                )?;
+                r.register(Box::new(g.clone()))?;
+                g
+            },
             stellar_ledgers: counter(
                 &r,
                 "ledgerstore_stellar_ledgers_total",
@@ -277,6 +293,13 @@ impl Metrics {
             )?,
             registry: r,
         })
+    }
+
+    /// One single-key query read ran `placement` ("inline" or "pool");
+    /// `slow_ratio` is the placer's moving ratio of slow reads after it.
+    pub fn query_read(&self, placement: &'static str, slow_ratio: f64) {
+        self.query_reads.with_label_values(&[placement]).inc();
+        self.query_slow_reads.set(slow_ratio);
     }
 
     /// Starts timing one RPC.

@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ledgerstore_proto::v1 as pb;
 use ledgerstore_store::{Ledgerstore, StoreError};
@@ -11,6 +11,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use crate::convert::{hash, ledger_out, status_out, tx_out};
+use crate::placement::ReadPlacer;
 use crate::state::AppState;
 use crate::status::{from_store, internal_join, unavailable};
 
@@ -21,12 +22,14 @@ const STREAM_CHUNK: usize = 16;
 /// Query service.
 pub struct QueryService {
     state: Arc<AppState>,
+    placer: Arc<ReadPlacer>,
 }
 
 impl QueryService {
     /// A service over `state`.
     pub fn new(state: Arc<AppState>) -> Self {
-        Self { state }
+        let placer = Arc::new(ReadPlacer::new(state.cfg.query.inline_read_us));
+        Self { state, placer }
     }
 
     fn mark_text(store: &Ledgerstore) -> String {
@@ -37,6 +40,42 @@ impl QueryService {
             })
     }
 
+    /// A single-key read: inline on this async worker while such reads are
+    /// rarely slow, else on the blocking pool (see `placement`). Either way its
+    /// time feeds the placer, and an answer later than `query.timeout_ms`
+    /// is DEADLINE_EXCEEDED.
+    async fn read<T, F>(&self, f: F) -> Result<T, Status>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Ledgerstore) -> Result<T, StoreError> + Send + 'static,
+    {
+        if !self.placer.inline() {
+            let placer = self.placer.clone();
+            let metrics = self.state.metrics.clone();
+            return self
+                .blocking(move |s| {
+                    let t = Instant::now();
+                    let r = f(s);
+                    placer.observe(t.elapsed());
+                    metrics.query_read("pool", placer.slow_ratio());
+                    r
+                })
+                .await;
+        }
+        let store = self.state.store()?;
+        let t = Instant::now();
+        let r = f(&store);
+        let took = t.elapsed();
+        self.placer.observe(took);
+        self.state
+            .metrics
+            .query_read("inline", self.placer.slow_ratio());
+        if took > self.timeout() {
+            return Err(self.deadline_exceeded());
+        }
+        r.map_err(|e| from_store(&e))
+    }
+
     /// Runs `f` on the blocking pool under the query deadline.
     async fn blocking<T, F>(&self, f: F) -> Result<T, Status>
     where
@@ -44,16 +83,23 @@ impl QueryService {
         F: FnOnce(&Ledgerstore) -> Result<T, StoreError> + Send + 'static,
     {
         let store = self.state.store()?;
-        let timeout = Duration::from_millis(self.state.cfg.query.timeout_ms);
         let task = tokio::task::spawn_blocking(move || f(&store));
-        match tokio::time::timeout(timeout, task).await {
+        match tokio::time::timeout(self.timeout(), task).await {
             Ok(Ok(r)) => r.map_err(|e| from_store(&e)),
             Ok(Err(j)) => Err(internal_join(j)),
-            Err(_) => Err(Status::deadline_exceeded(format!(
-                "query took longer than query.timeout_ms = {}",
-                self.state.cfg.query.timeout_ms
-            ))),
+            Err(_) => Err(self.deadline_exceeded()),
         }
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_millis(self.state.cfg.query.timeout_ms)
+    }
+
+    fn deadline_exceeded(&self) -> Status {
+        Status::deadline_exceeded(format!(
+            "query took longer than query.timeout_ms = {}",
+            self.state.cfg.query.timeout_ms
+        ))
     }
 
     async fn unary<T>(
@@ -77,7 +123,7 @@ impl pb::query_server::Query for QueryService {
         self.unary("GetTransaction", async {
             let h = hash("hash", &req.get_ref().hash)?;
             let found = self
-                .blocking(move |s| Ok(s.get_tx(&h)?.ok_or_else(|| Self::mark_text(s))))
+                .read(move |s| Ok(s.get_tx(&h)?.ok_or_else(|| Self::mark_text(s))))
                 .await?;
             match found {
                 Ok(rec) => Ok(tx_out(h, rec)),
@@ -135,7 +181,7 @@ impl pb::query_server::Query for QueryService {
         self.unary("GetTransactionLedger", async {
             let h = hash("hash", &req.get_ref().hash)?;
             let found = self
-                .blocking(move |s| Ok(s.get_tx_ledger(&h)?.ok_or_else(|| Self::mark_text(s))))
+                .read(move |s| Ok(s.get_tx_ledger(&h)?.ok_or_else(|| Self::mark_text(s))))
                 .await?;
             match found {
                 Ok(seq) => Ok(pb::TransactionLedger {

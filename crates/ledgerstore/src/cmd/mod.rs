@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod bench_query;
 pub mod get;
 pub mod ingest;
 pub mod ops;

@@ -177,6 +177,11 @@ impl Daemon {
     }
 
     /// The daemon's resident set size, KiB (from /proc).
+    /// The daemon's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).expect("running")
+    }
+
     pub fn rss_kib(&self) -> u64 {
         let pid = self.child.as_ref().map(|c| c.id()).expect("running");
         std::fs::read_to_string(format!("/proc/{pid}/status"))

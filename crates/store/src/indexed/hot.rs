@@ -26,6 +26,9 @@ use ledgerstore_db_api::{KvStore, TxHash, TxPos};
 
 use crate::error::{StoreError, StoreResult};
 
+/// Entries inserted per hold of the write lock (~1–2 ms).
+const INSERT_CHUNK: usize = 16_384;
+
 /// Entries read per scan when the map is rebuilt or a range is dropped.
 pub(crate) const SCAN_CHUNK: usize = 16_384;
 
@@ -126,14 +129,28 @@ impl HotMap {
         self.buckets.write().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Adds entries (a batch that is durable in the table).
+    /// Adds entries (a batch that is durable in the table). The write lock
+    /// is taken per chunk of `INSERT_CHUNK` entries, so a bulk batch (500K
+    /// entries) does not hold readers, which may run on the daemon's async
+    /// workers, for its whole insert.
     pub(crate) fn insert<'a>(&self, entries: impl IntoIterator<Item = (&'a [u8; 32], TxPos)>) {
         let state = RandomState::new();
+        let mut entries = entries.into_iter().peekable();
+        while entries.peek().is_some() {
+            self.insert_chunk(&state, entries.by_ref().take(INSERT_CHUNK));
+        }
+    }
+
+    fn insert_chunk<'a>(
+        &self,
+        state: &RandomState,
+        entries: impl Iterator<Item = (&'a [u8; 32], TxPos)>,
+    ) {
         let mut buckets = self.write();
         for (hash, pos) in entries {
             let b = buckets
                 .entry(pos.seq / self.range)
-                .or_insert_with(|| Bucket::new(&state));
+                .or_insert_with(|| Bucket::new(state));
             b.max_seq = b.max_seq.max(pos.seq);
             let packed = pack(pos);
             match b.by_prefix.entry(prefix(hash)) {

@@ -5,6 +5,14 @@ use clap::Parser;
 
 mod cli;
 mod cmd;
+
+/// jemalloc instead of glibc's malloc (reth and TiKV do the same): a
+/// ledger read allocates and frees ~200 KB buffers, which glibc serves with
+/// mmap and munmap (page faults, zeroing) per read, and its per-thread
+/// arenas grew the daemon to ~600 MB under StreamLedgers load
+/// (docs/benchmarks.md, "Daemon CPU per lookup").
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 mod config;
 mod open;
 

@@ -126,6 +126,20 @@ async fn cpu_window(
 
 /// Hashes (or ledger numbers) from ledgers spread evenly over the store.
 async fn sample(mut q: QueryClient<Channel>, a: &BenchQueryArgs) -> Result<Work> {
+    let asks_hashes = matches!(
+        a.call,
+        BenchCall::Get | BenchCall::Batch | BenchCall::TxLedger
+    );
+    if a.misses && !asks_hashes {
+        bail!("--misses applies to --call get, batch or tx-ledger");
+    }
+    if a.call == BenchCall::Health {
+        return Ok(Work {
+            hashes: Vec::new(),
+            seqs: Vec::new(),
+            last: 0,
+        });
+    }
     let st = q
         .get_status(pb::GetStatusRequest {})
         .await

@@ -13,7 +13,7 @@ use tonic::{Request, Response, Status};
 use crate::convert::{hash, ledger_out, status_out, tx_out};
 use crate::placement::ReadPlacer;
 use crate::state::AppState;
-use crate::status::{from_store, internal_join, unavailable};
+use crate::status::{from_store, internal_join, internal_panic, unavailable};
 
 const SERVICE: &str = "ledgerstore.v1.Query";
 /// Ledgers read per blocking step of StreamLedgers.
@@ -64,7 +64,10 @@ impl QueryService {
         }
         let store = self.state.store()?;
         let t = Instant::now();
-        let r = f(&store);
+        // A panic stays this request's INTERNAL, as on the pool, instead of
+        // taking down the connection's task.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&store)))
+            .map_err(|_| internal_panic())?;
         let took = t.elapsed();
         self.placer.observe(took);
         self.state

@@ -64,6 +64,12 @@ pub fn internal_join(e: tokio::task::JoinError) -> Status {
     Status::internal(format!("worker task failed: {e}"))
 }
 
+/// A read that panicked on an async worker: INTERNAL, as a panicked
+/// blocking task is, rather than a reset connection.
+pub fn internal_panic() -> Status {
+    Status::internal("worker task failed: the read panicked (see the daemon's log)")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -70,6 +70,10 @@ impl Plan {
 }
 
 async fn load(a: &BenchQueryArgs) -> Result<Report> {
+    // A --pid that is not running is an error before any load, not after.
+    if let Some(pid) = a.pid {
+        CpuClock::read(pid)?;
+    }
     let mut channels = Vec::with_capacity(a.connections as usize);
     for _ in 0..a.connections {
         channels.push(remote::channel(&a.remote).await?);

@@ -52,7 +52,9 @@ pub struct Metrics {
     segment_build_failed: IntGauge,
     dict_version: IntGauge,
     writes_refused: IntGauge,
-    query_reads: IntCounterVec,
+    /// `ledgerstore_query_reads_total` for `inline` and `pool`, resolved
+    /// once: they are counted on every lookup.
+    query_reads: [IntCounter; 2],
     query_slow_reads: prometheus::Gauge,
 }
 
@@ -264,12 +266,18 @@ impl Metrics {
                 "ledgerstore_writes_refused",
                 "1 when a MARK write failed and ingest is refused until the daemon restarts.",
             )?,
-            query_reads: counter(
-                &r,
-                "ledgerstore_query_reads_total",
-                "Single-key query reads by where they ran (inline on an async worker, or pool: the blocking pool).",
-                &["placement"],
-            )?,
+            query_reads: {
+                let c = counter(
+                    &r,
+                    "ledgerstore_query_reads_total",
+                    "Single-key query reads by where they ran (inline on an async worker, or pool: the blocking pool).",
+                    &["placement"],
+                )?;
+                [
+                    c.with_label_values(&["inline"]),
+                    c.with_label_values(&["pool"]),
+                ]
+            },
             query_slow_reads: {
                 let g = prometheus::Gauge::new(
                     "ledgerstore_query_slow_read_ratio",
@@ -295,10 +303,10 @@ impl Metrics {
         })
     }
 
-    /// One single-key query read ran `placement` ("inline" or "pool");
+    /// One single-key query read ran inline (or on the blocking pool);
     /// `slow_ratio` is the placer's moving ratio of slow reads after it.
-    pub fn query_read(&self, placement: &'static str, slow_ratio: f64) {
-        self.query_reads.with_label_values(&[placement]).inc();
+    pub fn query_read(&self, inline: bool, slow_ratio: f64) {
+        self.query_reads[usize::from(!inline)].inc();
         self.query_slow_reads.set(slow_ratio);
     }
 

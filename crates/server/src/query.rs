@@ -57,7 +57,7 @@ impl QueryService {
                     let t = Instant::now();
                     let r = f(s);
                     placer.observe(t.elapsed());
-                    metrics.query_read("pool", placer.slow_ratio());
+                    metrics.query_read(false, placer.slow_ratio());
                     r
                 })
                 .await;
@@ -72,7 +72,7 @@ impl QueryService {
         self.placer.observe(took);
         self.state
             .metrics
-            .query_read("inline", self.placer.slow_ratio());
+            .query_read(true, self.placer.slow_ratio());
         if took > self.timeout() {
             return Err(self.deadline_exceeded());
         }

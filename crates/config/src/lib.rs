@@ -14,6 +14,9 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use ledgerstore_db_api::Layout;
 use serde::{Deserialize, Serialize};
 
+mod lake;
+pub use lake::{FollowConfig, LakeConfig};
+
 /// Environment variable prefix.
 pub const ENV_PREFIX: &str = "LEDGERSTORE_";
 
@@ -63,6 +66,10 @@ pub struct Config {
     pub segments: SegmentsConfig,
     /// `[dict]`: trained zstd dictionaries for tx bodies (layout `indexed`).
     pub dict: DictConfig,
+    /// `[lake]`: how data lakes (object storage) are reached.
+    pub lake: LakeConfig,
+    /// `[follow]`: a data lake the daemon follows.
+    pub follow: FollowConfig,
 }
 
 /// `[db]`.
@@ -570,7 +577,7 @@ impl Config {
         if !matches!(self.log.format.as_str(), "text" | "json") {
             return Err(invalid("log.format", &self.log.format, "text or json"));
         }
-        Ok(())
+        lake::validate(&self.lake, &self.follow)
     }
 
     /// The effective config as TOML.

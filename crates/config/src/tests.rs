@@ -77,6 +77,30 @@ fn bad_values_name_the_key_and_the_expected_range() {
 
     let e = Config::load(Some(&dir.path().join("missing.toml")), &[]).expect_err("missing");
     assert!(e.to_string().contains("an existing TOML file"), "{e}");
+
+    for (toml, want) in [
+        (
+            "[lake]\ncredentials = \"iam\"\n",
+            "lake.credentials = iam: auto, anonymous, env or instance",
+        ),
+        (
+            "[lake]\nendpoint = \"127.0.0.1:7070\"\n",
+            "lake.endpoint = 127.0.0.1:7070: an http:// or https:// URL",
+        ),
+        ("[lake]\nread_ahead = 0\n", "lake.read_ahead = 0: 1 to 256"),
+        (
+            "[lake]\nbackoff_initial_ms = 500\nbackoff_max_ms = 100\n",
+            "lake.backoff_max_ms = 100: at least lake.backoff_initial_ms (500)",
+        ),
+        (
+            "[follow]\npoll_ms = 1\n",
+            "follow.poll_ms = 1: 10 to 3600000",
+        ),
+    ] {
+        std::fs::write(&file, toml).expect("write");
+        let e = Config::load(Some(&file), &[]).expect_err(toml).to_string();
+        assert!(e.contains(want), "{toml}: {e}");
+    }
 }
 
 #[test]

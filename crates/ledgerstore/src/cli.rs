@@ -8,6 +8,8 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use ledgerstore_db_api::Layout;
 
+pub use crate::cli_lake::{FollowFlags, LakeFlags};
+
 #[derive(Debug, Parser)]
 #[command(
     name = "ledgerstore",
@@ -254,6 +256,18 @@ pub struct DaemonFlags {
     /// [log] format: text or json.
     #[arg(long = "log.format", value_name = "FORMAT")]
     pub log_format: Option<String>,
+    /// [follow] lake: a data lake to follow (s3://, gs://, https:// or a
+    /// directory): caught up in bulk from the mark, then polled.
+    #[arg(long = "follow.lake", value_name = "URL|DIR")]
+    pub follow_lake: Option<String>,
+    /// [follow] from: the first ledger when the data dir is empty (0: the
+    /// lake's oldest).
+    #[arg(long = "follow.from", value_name = "SEQ")]
+    pub follow_from: Option<i64>,
+    #[command(flatten)]
+    pub follow: FollowFlags,
+    #[command(flatten)]
+    pub lake: LakeFlags,
     #[command(flatten)]
     pub engines: EngineFlags,
 }
@@ -324,9 +338,10 @@ pub struct SourceArgs {
     #[arg(long)]
     pub synthetic: bool,
     /// Real Stellar ledgers from a data lake in the SEP-54 layout (Galexie's):
-    /// partition folders of `hex(0xFFFFFFFF-seq)--seq[-end].xdr.zst` files.
-    #[arg(long = "stellar-datalake", value_name = "DIR")]
-    pub stellar_datalake: Option<PathBuf>,
+    /// s3://bucket/prefix, gs://bucket/prefix, https://host/path or a local
+    /// directory. Keys come from the lake's .config.json; see --lake.*.
+    #[arg(long = "stellar-datalake", value_name = "URL|DIR")]
+    pub stellar_datalake: Option<String>,
     /// Real Stellar ledgers from one file: a LedgerCloseMetaBatch (a data-lake
     /// file) or a record-marked LedgerCloseMeta stream, zstd or not.
     #[arg(long = "stellar-file", value_name = "FILE")]
@@ -348,11 +363,8 @@ pub struct StellarArgs {
     /// Last ledger to read, inclusive (default: the source's last).
     #[arg(long, value_name = "SEQ")]
     pub to: Option<u32>,
-    /// Files (or stream frames) fetched and decoded ahead of the writer, in
-    /// parallel.
-    #[arg(long = "read-ahead", value_name = "N", default_value_t = 8,
-          value_parser = clap::value_parser!(u16).range(1..=256))]
-    pub read_ahead: u16,
+    #[command(flatten)]
+    pub lake: LakeFlags,
 }
 
 /// Shape of the synthetic workload (deterministic from --seed).
@@ -408,9 +420,15 @@ pub struct IngestArgs {
     /// Append each batch report as a JSON line here (default: DIR/batch-reports.jsonl).
     #[arg(long = "report-jsonl", value_name = "PATH")]
     pub report_jsonl: Option<PathBuf>,
-    /// No progress bar.
+    /// No progress bar (for logs).
     #[arg(long)]
     pub no_progress: bool,
+    /// After the lake's newest ledger, keep polling it and commit each new
+    /// file as it appears (a data lake only; stop with Ctrl-C).
+    #[arg(long, conflicts_with = "to")]
+    pub follow: bool,
+    #[command(flatten)]
+    pub follow_flags: FollowFlags,
 }
 
 #[derive(Debug, Args)]

@@ -6,7 +6,7 @@ use ledgerstore_config::Config;
 use ledgerstore_db_api::Layout;
 use toml::Value;
 
-use crate::cli::{DaemonFlags, EngineFlags};
+use crate::cli::{DaemonFlags, EngineFlags, FollowFlags, LakeFlags};
 
 type Overrides = Vec<(&'static str, Value)>;
 
@@ -77,6 +77,40 @@ fn engine_overrides(e: &EngineFlags, o: &mut Overrides) {
         o,
         "segments.filter_mib",
         e.segments_filter_mib.as_ref(),
+        int,
+    );
+}
+
+fn lake_overrides(l: &LakeFlags, o: &mut Overrides) {
+    push(o, "lake.endpoint", l.endpoint.as_deref(), string);
+    push(o, "lake.region", l.region.as_deref(), string);
+    push(o, "lake.credentials", l.credentials.as_deref(), string);
+    if l.allow_http {
+        o.push(("lake.allow_http", Value::Boolean(true)));
+    }
+    push(
+        o,
+        "lake.request_timeout_ms",
+        l.request_timeout_ms.as_ref(),
+        int,
+    );
+    push(
+        o,
+        "lake.connect_timeout_ms",
+        l.connect_timeout_ms.as_ref(),
+        int,
+    );
+    push(o, "lake.max_retries", l.max_retries.as_ref(), int);
+    push(o, "lake.retry_timeout_ms", l.retry_timeout_ms.as_ref(), int);
+    push(o, "lake.read_ahead", l.read_ahead.as_ref(), int);
+}
+
+fn follow_overrides(f: &FollowFlags, o: &mut Overrides) {
+    push(o, "follow.poll_ms", f.poll_ms.as_ref(), int);
+    push(
+        o,
+        "follow.unreachable_after_ms",
+        f.unreachable_after_ms.as_ref(),
         int,
     );
 }
@@ -154,6 +188,10 @@ pub fn daemon(f: &DaemonFlags) -> Result<Config> {
         string,
     );
     push(&mut o, "log.format", f.log_format.as_deref(), string);
+    push(&mut o, "follow.lake", f.follow_lake.as_deref(), string);
+    push(&mut o, "follow.from", f.follow_from.as_ref(), int);
+    follow_overrides(&f.follow, &mut o);
+    lake_overrides(&f.lake, &mut o);
     engine_overrides(&f.engines, &mut o);
     Config::load(f.config.as_deref(), &o).context("loading the configuration")
 }
@@ -162,5 +200,15 @@ pub fn daemon(f: &DaemonFlags) -> Result<Config> {
 pub fn offline(e: &EngineFlags) -> Result<Config> {
     let mut o = Overrides::new();
     engine_overrides(e, &mut o);
+    Config::load(None, &o).context("loading the configuration")
+}
+
+/// Config for commands that read a data lake: defaults < env < flags.
+pub fn for_lake(l: &LakeFlags, f: Option<&FollowFlags>) -> Result<Config> {
+    let mut o = Overrides::new();
+    lake_overrides(l, &mut o);
+    if let Some(f) = f {
+        follow_overrides(f, &mut o);
+    }
     Config::load(None, &o).context("loading the configuration")
 }

@@ -4,6 +4,7 @@ use anyhow::Result;
 use clap::Parser;
 
 mod cli;
+mod cli_lake;
 mod cmd;
 
 /// jemalloc instead of glibc's malloc (reth and TiKV do the same): a
@@ -14,6 +15,7 @@ mod cmd;
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 mod config;
+mod lake;
 mod open;
 
 fn main() {

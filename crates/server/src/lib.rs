@@ -20,6 +20,7 @@ use tonic::transport::{Identity, Server, ServerTlsConfig};
 
 mod admin;
 pub mod convert;
+pub mod follow;
 mod ingest;
 pub mod metrics;
 mod placement;
@@ -27,6 +28,7 @@ mod query;
 mod state;
 pub mod status;
 
+pub use follow::{Follow, RequestCount};
 pub use metrics::Metrics;
 pub use state::AppState;
 
@@ -65,10 +67,12 @@ pub struct Bound {
 }
 
 /// Runs the daemon until `shutdown` resolves. `open` opens the stores (on
-/// a blocking thread); `on_bound` is told the bound addresses.
+/// a blocking thread); `follow`, when set, is the data lake to follow once
+/// they are open; `on_bound` is told the bound addresses.
 pub async fn serve<F>(
     cfg: Config,
     open: impl FnOnce() -> Result<Ledgerstore, StoreError> + Send + 'static,
+    follow: Option<Follow>,
     on_bound: impl FnOnce(Bound),
     shutdown: F,
 ) -> Result<(), ServeError>
@@ -174,12 +178,30 @@ where
         cfg.metrics.refresh_secs,
         stop_rx.clone(),
     ));
+    let follower = follow.map(|follow| {
+        tokio::spawn(
+            follow::Follower {
+                follow,
+                store: store.clone(),
+                cfg: cfg.clone(),
+                metrics: metrics.clone(),
+                health: health.clone(),
+                ingest_service: INGEST_SERVICE,
+                stop: stop_rx.clone(),
+            }
+            .run(),
+        )
+    });
 
     let mut stopping = stop_rx.clone();
     let _ = stopping.wait_for(|s| *s).await;
     set_health(&health, tonic_health::ServingStatus::NotServing).await;
     tracing::info!("shutting down: draining streams");
     let served = server.await;
+    if let Some(f) = follower {
+        // It commits the ledgers in hand before it returns.
+        let _ = f.await;
+    }
     tokio::task::spawn_blocking(move || store.close())
         .await
         .map_err(|j| ServeError::Config(format!("closing task failed: {j}")))??;
@@ -190,6 +212,9 @@ where
     }
 }
 
+const INGEST_SERVICE: &str =
+    <pb::ingest_server::IngestServer<ingest::IngestService> as tonic::server::NamedService>::NAME;
+
 /// Sets the overall status ("") and both services' status together.
 async fn set_health(
     health: &tonic_health::server::HealthReporter,
@@ -197,7 +222,7 @@ async fn set_health(
 ) {
     health.set_service_status("", status).await;
     for service in [
-        <pb::ingest_server::IngestServer<ingest::IngestService> as tonic::server::NamedService>::NAME,
+        INGEST_SERVICE,
         <pb::query_server::QueryServer<query::QueryService> as tonic::server::NamedService>::NAME,
     ] {
         health.set_service_status(service, status).await;

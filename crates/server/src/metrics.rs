@@ -452,6 +452,11 @@ impl Metrics {
             .set(i64::from(stats.writes_refused.is_some()));
     }
 
+    /// The registry, for metrics registered elsewhere (the follower's).
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
     /// The text exposition of every metric.
     pub fn render(&self) -> Vec<u8> {
         let mut out = Vec::new();

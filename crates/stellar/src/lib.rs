@@ -8,7 +8,9 @@
 //!   network passphrase and cross-checked against the result's.
 //! - [`file`]: batch files (`LedgerCloseMetaBatch`) and record-marked
 //!   streams, zstd or not.
-//! - [`lake`]: SEP-54 data lakes (Galexie's layout) through `object_store`.
+//! - [`lake`]: SEP-54 data lakes (Galexie's layout) behind any
+//!   `object_store`, read by the keys its `.config.json` implies.
+//! - [`follow`]: a lake read from a ledger on, then polled for new files.
 //! - [`source`]: any of those read and decoded ahead of the writer, in
 //!   parallel and in order, with bounded memory.
 //!
@@ -17,6 +19,7 @@
 pub mod error;
 pub mod extract;
 pub mod file;
+pub mod follow;
 pub mod lake;
 pub mod network;
 pub mod source;
@@ -24,6 +27,7 @@ pub mod source;
 pub use error::{StellarError, StellarResult};
 pub use extract::{extract, ledger_from_xdr};
 pub use file::{ReadLimits, Shape, decode_file};
-pub use lake::DataLake;
+pub use follow::{FollowEvent, follow};
+pub use lake::{DataLake, LakeFile, Listing, Schema};
 pub use network::Network;
 pub use source::{Chunk, Opened, SourceOptions, SourceSpec, open};

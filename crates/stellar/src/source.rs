@@ -16,14 +16,14 @@ use ledgerstore_db_api::LedgerInput;
 use crate::error::{StellarError, StellarResult};
 use crate::extract::ledger_from_xdr;
 use crate::file::{FrameReader, ReadLimits, Shape, decode_file, open_file};
-use crate::lake::DataLake;
+use crate::lake::{DataLake, LakeFile};
 use crate::network::Network;
 
 /// Where ledgers come from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum SourceSpec {
-    /// A SEP-54 data lake in a local directory.
-    DataLake(PathBuf),
+    /// A SEP-54 data lake (local, S3, GCS or HTTP).
+    DataLake(Arc<DataLake>),
     /// One file: a batch file or a record-marked stream, zstd or not.
     File(PathBuf),
 }
@@ -52,14 +52,19 @@ pub struct Chunk {
     pub ledgers: Vec<LedgerInput>,
     /// Bytes read from the source (compressed, for files).
     pub read_bytes: u64,
-    /// Time spent fetching and decoding it (on a worker).
-    pub fetch_decode: Duration,
+    /// Time spent fetching it (wall time: the network, or the disk).
+    pub fetch: Duration,
+    /// Time spent decompressing, decoding and checking it (on a blocking
+    /// worker, so about its CPU time).
+    pub decode: Duration,
 }
 
 /// An opened source: what it covers, and its chunks.
 pub struct Opened {
     /// A line saying what will be read.
     pub description: String,
+    /// The ledgers that will be read, when known before reading (lakes).
+    pub range: Option<(u32, u32)>,
     /// The chunks, in ledger order.
     pub chunks: BoxStream<'static, StellarResult<Chunk>>,
 }
@@ -73,58 +78,95 @@ impl std::fmt::Debug for Opened {
 /// Opens a source. Must run inside a tokio runtime.
 pub async fn open(spec: &SourceSpec, opts: SourceOptions) -> StellarResult<Opened> {
     let ahead = opts.read_ahead.max(1);
-    let (description, chunks) = match spec {
-        SourceSpec::DataLake(root) => open_lake(root, &opts, ahead).await?,
-        SourceSpec::File(path) => open_one_file(path, &opts, ahead).await?,
+    let (description, range, chunks) = match spec {
+        SourceSpec::DataLake(lake) => open_lake(lake, &opts, ahead).await?,
+        SourceSpec::File(path) => {
+            let (d, c) = open_one_file(path, &opts, ahead).await?;
+            (d, None, c)
+        }
     };
     Ok(Opened {
         description,
+        range,
         chunks: contiguous(chunks).boxed(),
     })
 }
 
 async fn open_lake(
-    root: &Path,
+    lake: &Arc<DataLake>,
     opts: &SourceOptions,
     ahead: usize,
-) -> StellarResult<(String, BoxStream<'static, StellarResult<Chunk>>)> {
-    let lake = Arc::new(DataLake::local(root)?);
+) -> StellarResult<(
+    String,
+    Option<(u32, u32)>,
+    BoxStream<'static, StellarResult<Chunk>>,
+)> {
     lake.check_network(&opts.network).await?;
-    let files = lake.select(opts.from, opts.to).await?;
-    let bytes: u64 = files.iter().map(|f| f.size).sum();
-    let description = match (files.first(), files.last()) {
-        (Some(a), Some(b)) => format!(
-            "data lake {}: {} files, ledgers {}..={}, {:.1} MB compressed",
-            lake.root(),
-            files.len(),
-            a.start.max(opts.from.unwrap_or(0)),
-            b.end.min(opts.to.unwrap_or(u32::MAX)),
-            bytes as f64 / 1e6
-        ),
-        _ => format!("data lake {}: nothing selected", lake.root()),
-    };
-    let (network, lim, from, to) = (opts.network.clone(), opts.limits, opts.from, opts.to);
-    let chunks = stream::iter(files)
-        .map(move |f| {
-            let (lake, network) = (lake.clone(), network.clone());
-            async move {
-                let t = Instant::now();
-                let at = format!("{}/{}", lake.root(), f.path);
-                let data = lake.read(&f).await?;
-                let read_bytes = data.len() as u64;
-                let unit = at.clone();
-                let ledgers = blocking(move || decode_file(&data, &at, &network, lim)).await?;
-                Ok(Chunk {
-                    unit,
-                    ledgers: in_range(ledgers, from, to),
-                    read_bytes,
-                    fetch_decode: t.elapsed(),
-                })
-            }
-        })
+    let plan = lake.plan(opts.from, opts.to).await?;
+    let bytes = plan
+        .bytes
+        .map(|b| format!(", {:.1} MB compressed", b as f64 / 1e6))
+        .unwrap_or_default();
+    let description = format!(
+        "data lake {}: {} files, ledgers {}..={}{bytes}",
+        lake.root(),
+        plan.files,
+        plan.first,
+        plan.last,
+    );
+    let (from, to) = (Some(plan.first), Some(plan.last));
+    let chunks = lake_chunks(lake, plan.iter, opts, from, to)
         .buffered(ahead)
         .boxed();
-    Ok((description, chunks))
+    Ok((description, Some((plan.first, plan.last)), chunks))
+}
+
+/// Each file fetched and decoded (not yet polled: the caller buffers).
+pub(crate) fn lake_chunks(
+    lake: &Arc<DataLake>,
+    files: impl Iterator<Item = LakeFile> + Send + 'static,
+    opts: &SourceOptions,
+    from: Option<u32>,
+    to: Option<u32>,
+) -> impl futures::Stream<Item = impl Future<Output = StellarResult<Chunk>> + Send + 'static>
++ Send
++ 'static {
+    let (lake, network, lim) = (Arc::clone(lake), opts.network.clone(), opts.limits);
+    stream::iter(files).map(move |f| {
+        let (lake, network) = (Arc::clone(&lake), network.clone());
+        async move {
+            let t = Instant::now();
+            let data = lake.read(&f).await?;
+            decode_chunk(&lake, &f, data, t.elapsed(), &network, lim, from, to).await
+        }
+    })
+}
+
+/// Decodes one fetched lake file on the blocking pool.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn decode_chunk(
+    lake: &DataLake,
+    f: &LakeFile,
+    data: bytes::Bytes,
+    fetch: Duration,
+    network: &Network,
+    lim: ReadLimits,
+    from: Option<u32>,
+    to: Option<u32>,
+) -> StellarResult<Chunk> {
+    let t = Instant::now();
+    let at = format!("{}/{}", lake.root(), f.path);
+    let read_bytes = data.len() as u64;
+    let unit = at.clone();
+    let network = network.clone();
+    let ledgers = blocking(move || decode_file(&data, &at, &network, lim)).await?;
+    Ok(Chunk {
+        unit,
+        ledgers: in_range(ledgers, from, to),
+        read_bytes,
+        fetch,
+        decode: t.elapsed(),
+    })
 }
 
 async fn open_one_file(
@@ -154,7 +196,8 @@ async fn open_one_file(
                     unit,
                     ledgers: in_range(ledgers, from, to),
                     read_bytes: n,
-                    fetch_decode: t.elapsed(),
+                    fetch: Duration::ZERO,
+                    decode: t.elapsed(),
                 })
             };
             Ok((description, stream::once(chunk).boxed()))
@@ -184,7 +227,8 @@ async fn open_one_file(
                             unit,
                             ledgers: in_range(vec![ledger], from, to),
                             read_bytes,
-                            fetch_decode: t.elapsed(),
+                            fetch: Duration::ZERO,
+                            decode: t.elapsed(),
                         })
                     }
                 })

@@ -2,11 +2,12 @@
 //! selection, read-ahead order, the manifest's network, and gaps.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use futures::StreamExt;
 use ledgerstore_stellar::file::maybe_decompress;
 use ledgerstore_stellar::{
-    Network, ReadLimits, SourceOptions, SourceSpec, StellarError, StellarResult, open,
+    DataLake, Network, ReadLimits, SourceOptions, SourceSpec, StellarError, StellarResult, open,
 };
 use stellar_xdr::{LedgerCloseMeta, LedgerCloseMetaBatch, Limits, ReadXdr, WriteXdr};
 
@@ -83,10 +84,10 @@ async fn lake_reads_in_order_within_the_range() {
     write_batch(dir.path(), 1010, 1012, &[1010, 1011, 1012]);
     std::fs::write(
         dir.path().join(".config.json"),
-        r#"{"networkPassphrase":"Test SDF Network ; September 2015","ledgersPerBatch":1}"#,
+        r#"{"networkPassphrase":"Test SDF Network ; September 2015"}"#,
     )
     .expect("manifest");
-    let spec = SourceSpec::DataLake(dir.path().to_path_buf());
+    let spec = SourceSpec::DataLake(Arc::new(DataLake::local(dir.path()).expect("lake")));
     assert_eq!(
         read_all(&spec, opts(None, None)).await.expect("all"),
         (1000..=1012).collect::<Vec<_>>()
@@ -118,7 +119,7 @@ async fn a_gap_between_files_is_refused_naming_both() {
     for s in [1000, 1001, 1003] {
         write_batch(dir.path(), s, s, &[s]);
     }
-    let spec = SourceSpec::DataLake(dir.path().to_path_buf());
+    let spec = SourceSpec::DataLake(Arc::new(DataLake::local(dir.path()).expect("lake")));
     let err = read_all(&spec, opts(None, None)).await.expect_err("gap");
     let msg = err.to_string();
     assert!(matches!(err, StellarError::Gap { .. }), "{msg}");
@@ -139,7 +140,7 @@ async fn a_file_whose_content_disagrees_with_its_name_is_refused() {
     let dir = tempfile::tempdir().expect("tmp");
     write_batch(dir.path(), 1000, 1000, &[1000]);
     write_batch(dir.path(), 1001, 1001, &[1005]);
-    let spec = SourceSpec::DataLake(dir.path().to_path_buf());
+    let spec = SourceSpec::DataLake(Arc::new(DataLake::local(dir.path()).expect("lake")));
     let err = read_all(&spec, opts(None, None))
         .await
         .expect_err("content");

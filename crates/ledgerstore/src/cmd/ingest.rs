@@ -9,22 +9,22 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
-use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use ledgerstore_db_api::LedgerInput;
-use ledgerstore_stellar::SourceSpec;
 use ledgerstore_store::Ledgerstore;
 use ledgerstore_synth::{Synth, SynthConfig};
 
 use crate::cli::{IngestArgs, SynthArgs};
-use crate::cmd::source::{open_stellar, resume_from, stellar_spec};
+use crate::cmd::source::stellar_spec;
 use crate::open;
 
 pub fn run(a: IngestArgs) -> Result<()> {
     ensure!(a.batch_ledgers >= 1, "--batch-ledgers must be at least 1");
-    let spec = stellar_spec(&a.source);
+    let cfg = crate::config::for_lake(&a.stellar.lake, Some(&a.follow_flags))?;
+    let spec = stellar_spec(&a.source, &cfg)?;
     if spec.is_none() {
         check_synth(&a.synth)?;
+        ensure!(!a.follow, "--follow needs --stellar-datalake");
     }
     let report_jsonl = a
         .report_jsonl
@@ -38,7 +38,7 @@ pub fn run(a: IngestArgs) -> Result<()> {
     )?;
     match spec {
         None => synthetic(&a, store),
-        Some(spec) => stellar(&a, &spec, store),
+        Some(src) => crate::cmd::ingest_stellar::run(&a, src, &cfg, store),
     }
 }
 
@@ -56,7 +56,7 @@ pub fn check_synth(s: &SynthArgs) -> Result<u32> {
 }
 
 /// Writes batches and prints their reports.
-struct Writer {
+pub(crate) struct Writer {
     store: Ledgerstore,
     progress: ProgressBar,
     committed: u64,
@@ -64,7 +64,7 @@ struct Writer {
 }
 
 impl Writer {
-    fn new(store: Ledgerstore, progress: ProgressBar) -> Self {
+    pub(crate) fn new(store: Ledgerstore, progress: ProgressBar) -> Self {
         Self {
             store,
             progress,
@@ -73,7 +73,7 @@ impl Writer {
         }
     }
 
-    fn write(&mut self, ledgers: &[LedgerInput], source: Duration) -> Result<()> {
+    pub(crate) fn write(&mut self, ledgers: &[LedgerInput], source: Duration) -> Result<()> {
         let out = self.store.ingest(ledgers, source)?;
         self.committed += out.committed as u64;
         self.progress.inc(ledgers.len() as u64);
@@ -86,7 +86,7 @@ impl Writer {
         Ok(())
     }
 
-    fn finish(self) -> Result<Option<u32>> {
+    pub(crate) fn finish(self) -> Result<Option<u32>> {
         self.progress.finish_and_clear();
         let mark = self.store.last_ledger();
         let secs = self.started.elapsed().as_secs_f64();
@@ -185,113 +185,6 @@ fn synthetic(a: &IngestArgs, store: Ledgerstore) -> Result<()> {
         .join()
         .map_err(|_| anyhow::anyhow!("the synthetic generator panicked"))?;
     w.finish()?;
-    Ok(())
-}
-
-/// What the Stellar source did, for the closing line.
-#[derive(Default)]
-struct SourceTally {
-    units: u64,
-    ledgers: u64,
-    txs: u64,
-    read_bytes: u64,
-    fetch_decode: Duration,
-    waited: Duration,
-}
-
-fn stellar(a: &IngestArgs, spec: &SourceSpec, store: Ledgerstore) -> Result<()> {
-    let from = resume_from(&a.stellar, store.last_ledger())?;
-    if let (Some(f), Some(t)) = (from, a.stellar.to)
-        && f > t
-    {
-        println!(
-            "nothing to do: ledgers through {} are durable in {}",
-            f - 1,
-            store.path().display()
-        );
-        return Ok(());
-    }
-    let rt = crate::runtime()?;
-    let (network, opened) = rt.block_on(open_stellar(spec, &a.stellar, from))?;
-    println!(
-        "ingesting {} (network {network}) into {} (layout {}, {} ledgers per batch)",
-        opened.description,
-        store.path().display(),
-        store.layout(),
-        a.batch_ledgers
-    );
-    let len = match (from, a.stellar.to) {
-        (Some(f), Some(t)) => Some(u64::from(t - f) + 1),
-        _ => None,
-    };
-    let mut w = Writer::new(store, progress(a.no_progress, len));
-    let (tx, mut rx) = tokio::sync::mpsc::channel(2);
-    let mut chunks = opened.chunks;
-    rt.spawn(async move {
-        while let Some(c) = chunks.next().await {
-            let stop = c.is_err();
-            if tx.send(c).await.is_err() || stop {
-                break;
-            }
-        }
-    });
-    let batch = a.batch_ledgers as usize;
-    let mut tally = SourceTally::default();
-    let mut pending: Vec<LedgerInput> = Vec::new();
-    let mut waited = Duration::ZERO;
-    let mut failure = None;
-    loop {
-        let t = Instant::now();
-        let next = rx.blocking_recv();
-        waited += t.elapsed();
-        match next {
-            None => break,
-            Some(Err(e)) => {
-                failure = Some(e);
-                break;
-            }
-            Some(Ok(chunk)) => {
-                tally.units += 1;
-                tally.ledgers += chunk.ledgers.len() as u64;
-                tally.txs += chunk
-                    .ledgers
-                    .iter()
-                    .map(|l| l.txs.len() as u64)
-                    .sum::<u64>();
-                tally.read_bytes += chunk.read_bytes;
-                tally.fetch_decode += chunk.fetch_decode;
-                pending.extend(chunk.ledgers);
-                while pending.len() >= batch {
-                    let rest = pending.split_off(batch);
-                    let full = std::mem::replace(&mut pending, rest);
-                    tally.waited += waited;
-                    w.write(&full, std::mem::take(&mut waited))?;
-                }
-            }
-        }
-    }
-    // What arrived before a source error is valid and in order: keep it.
-    if !pending.is_empty() {
-        tally.waited += waited;
-        w.write(&pending, waited)?;
-    }
-    let mark = w.finish()?;
-    println!(
-        "source: {} units, {} ledgers, {} txs, {:.1} MB read; fetch+decode {:.2}s on workers, \
-         writer waited {:.2}s",
-        tally.units,
-        tally.ledgers,
-        tally.txs,
-        tally.read_bytes as f64 / 1e6,
-        tally.fetch_decode.as_secs_f64(),
-        tally.waited.as_secs_f64()
-    );
-    if let Some(e) = failure {
-        let mark = mark.map_or("nothing is durable".into(), |m| {
-            format!("ledgers through {m} are durable")
-        });
-        bail!("the source stopped: {e} ({mark}; fix the source and rerun to resume)");
-    }
     Ok(())
 }
 

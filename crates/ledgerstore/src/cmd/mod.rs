@@ -3,6 +3,7 @@
 pub mod bench_query;
 pub mod get;
 pub mod ingest;
+pub mod ingest_stellar;
 pub mod ops;
 pub mod print;
 pub mod push;

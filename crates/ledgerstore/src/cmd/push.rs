@@ -28,7 +28,8 @@ pub async fn run(a: PushArgs) -> Result<()> {
         a.request_ledgers >= 1,
         "--request-ledgers must be at least 1"
     );
-    let spec = stellar_spec(&a.source);
+    let cfg = crate::config::for_lake(&a.stellar.lake, None)?;
+    let spec = stellar_spec(&a.source, &cfg)?.map(|s| s.spec);
     if spec.is_none() {
         check_synth(&a.synth)?;
     }
@@ -97,7 +98,7 @@ pub async fn run(a: PushArgs) -> Result<()> {
                 println!("nothing to do: the daemon holds ledgers through {}", f - 1);
                 return Ok(());
             }
-            let (network, opened) = open_stellar(&spec, &a.stellar, from).await?;
+            let (network, opened) = open_stellar(&spec, &a.stellar, &cfg, from).await?;
             println!(
                 "pushing {} (network {network}) to {} as raw LedgerCloseMeta ({:?} mode)",
                 opened.description, a.remote.endpoint, a.mode

@@ -1,6 +1,6 @@
 //! `ledgerstore serve` and `ledgerstore config show`.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::cli::ServeArgs;
 use crate::{config, open};
@@ -16,12 +16,14 @@ pub fn run(a: ServeArgs, log_json: bool) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    let follow = follow(&cfg)?;
     rt.block_on(async move {
         let opener = open::for_daemon(&cfg);
         let data_dir = cfg.db.path.clone();
         ledgerstore_server::serve(
             cfg,
             opener,
+            follow,
             |b| match b.metrics {
                 Some(m) => println!(
                     "ledgerstore serving gRPC on {} (metrics on http://{m}/metrics), data dir {}",
@@ -40,6 +42,23 @@ pub fn run(a: ServeArgs, log_json: bool) -> Result<()> {
         println!("ledgerstore stopped cleanly");
         Ok(())
     })
+}
+
+/// The lake of `[follow] lake`, opened (no request is made yet).
+fn follow(cfg: &ledgerstore_config::Config) -> Result<Option<ledgerstore_server::Follow>> {
+    if cfg.follow.lake.is_empty() {
+        return Ok(None);
+    }
+    let lake = crate::lake::open(&cfg.follow.lake, &cfg.lake)
+        .with_context(|| format!("follow.lake = {:?}", cfg.follow.lake))?;
+    let counters = lake.counters;
+    Ok(Some(ledgerstore_server::Follow {
+        lake: lake.lake,
+        requests: std::sync::Arc::new(move || {
+            let c = counters.get();
+            (c.attempts, c.failed)
+        }),
+    }))
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -1,0 +1,77 @@
+//! Flags of the `[lake]` and `[follow]` sections, shared by `ingest`,
+//! `push` and `serve` (one vocabulary: `--lake.<key>`, `--follow.<key>`).
+
+use clap::Args;
+
+/// `[lake]`: how object storage is reached.
+#[derive(Debug, Args, Clone, Default)]
+pub struct LakeFlags {
+    /// [lake] endpoint: an S3-compatible server's URL, or a GCS server's
+    /// base URL (default: the cloud's own).
+    #[arg(id = "lake.endpoint", long = "lake.endpoint", value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// [lake] region of an S3 bucket (the public pubnet lake: us-east-2).
+    #[arg(id = "lake.region", long = "lake.region", value_name = "REGION")]
+    pub region: Option<String>,
+    /// [lake] credentials: auto (the standard environment variables when
+    /// set, else anonymous), anonymous, env, or instance (the cloud SDK's
+    /// chain, which may ask an instance-metadata endpoint).
+    #[arg(
+        id = "lake.credentials",
+        long = "lake.credentials",
+        value_name = "MODE"
+    )]
+    pub credentials: Option<String>,
+    /// [lake] allow_http: allow plain http:// lakes and endpoints.
+    #[arg(id = "lake.allow-http", long = "lake.allow-http")]
+    pub allow_http: bool,
+    /// [lake] request_timeout_ms: longest one request may take.
+    #[arg(
+        id = "lake.request-timeout-ms",
+        long = "lake.request-timeout-ms",
+        value_name = "MS"
+    )]
+    pub request_timeout_ms: Option<i64>,
+    /// [lake] connect_timeout_ms.
+    #[arg(
+        id = "lake.connect-timeout-ms",
+        long = "lake.connect-timeout-ms",
+        value_name = "MS"
+    )]
+    pub connect_timeout_ms: Option<i64>,
+    /// [lake] max_retries of one request (5xx, 429, timeouts, resets).
+    #[arg(id = "lake.max-retries", long = "lake.max-retries", value_name = "N")]
+    pub max_retries: Option<i64>,
+    /// [lake] retry_timeout_ms: no retry starts later than this.
+    #[arg(
+        id = "lake.retry-timeout-ms",
+        long = "lake.retry-timeout-ms",
+        value_name = "MS"
+    )]
+    pub retry_timeout_ms: Option<i64>,
+    /// [lake] read_ahead: files fetched and decoded ahead of the writer, in
+    /// parallel (also --read-ahead).
+    #[arg(
+        id = "lake.read-ahead",
+        long = "lake.read-ahead",
+        alias = "read-ahead",
+        value_name = "N"
+    )]
+    pub read_ahead: Option<i64>,
+}
+
+/// `[follow]`: polling a lake for new files.
+#[derive(Debug, Args, Clone, Default)]
+pub struct FollowFlags {
+    /// [follow] poll_ms: pause between polls once caught up.
+    #[arg(id = "follow.poll-ms", long = "follow.poll-ms", value_name = "MS")]
+    pub poll_ms: Option<i64>,
+    /// [follow] unreachable_after_ms: the daemon's Ingest health turns
+    /// NOT_SERVING after the lake has failed this long.
+    #[arg(
+        id = "follow.unreachable-after-ms",
+        long = "follow.unreachable-after-ms",
+        value_name = "MS"
+    )]
+    pub unreachable_after_ms: Option<i64>,
+}

@@ -1,0 +1,259 @@
+//! `ledgerstore ingest` of real Stellar ledgers: a file, or a data lake
+//! read once (`--to`, or up to its newest ledger) or followed (`--follow`:
+//! then polled for new files, each committed as it arrives).
+//!
+//! The source runs ahead of the writer on a tokio runtime. Ledgers gather
+//! into `--batch-ledgers` batches; a followed lake also commits at once
+//! whenever it reaches the lake's newest ledger. A source error commits
+//! what arrived before it, then stops (a followed lake reports it and
+//! tries again after the poll interval).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use indicatif::{ProgressBar, ProgressStyle};
+use ledgerstore_config::Config;
+use ledgerstore_db_api::LedgerInput;
+use ledgerstore_objstore::RequestCounters;
+use ledgerstore_stellar::{DataLake, FollowEvent, SourceSpec};
+use ledgerstore_store::Ledgerstore;
+
+use crate::cli::IngestArgs;
+use crate::cmd::ingest::Writer;
+use crate::cmd::source::{Stellar, open_stellar, resume_from, source_options};
+
+/// What the Stellar source did, for the closing line.
+#[derive(Default)]
+struct SourceTally {
+    units: u64,
+    ledgers: u64,
+    txs: u64,
+    read_bytes: u64,
+    fetch: Duration,
+    decode: Duration,
+    waited: Duration,
+}
+
+pub(crate) fn run(a: &IngestArgs, src: Stellar, cfg: &Config, store: Ledgerstore) -> Result<()> {
+    let from = resume_from(&a.stellar, store.last_ledger())?;
+    if let (Some(f), Some(t)) = (from, a.stellar.to)
+        && f > t
+    {
+        println!(
+            "nothing to do: ledgers through {} are durable in {}",
+            f - 1,
+            store.path().display()
+        );
+        return Ok(());
+    }
+    let rt = crate::runtime()?;
+    let started = Instant::now();
+    let (events, len) = if a.follow {
+        let SourceSpec::DataLake(lake) = &src.spec else {
+            bail!("--follow needs --stellar-datalake (a file does not grow)");
+        };
+        let events = rt.block_on(open_follow(a, lake, cfg, from, store.path()))?;
+        (events, None)
+    } else {
+        let (network, opened) = rt.block_on(open_stellar(&src.spec, &a.stellar, cfg, from))?;
+        println!(
+            "ingesting {} (network {network}) into {} (layout {}, {} ledgers per batch)",
+            opened.description,
+            store.path().display(),
+            store.layout(),
+            a.batch_ledgers
+        );
+        let len = opened.range.map(|(f, l)| u64::from(l - f) + 1);
+        let events = opened
+            .chunks
+            .map(|c| match c {
+                Ok(chunk) => FollowEvent::Chunk {
+                    chunk,
+                    at_tip: false,
+                },
+                Err(e) => FollowEvent::Error(e),
+            })
+            .boxed();
+        (events, len)
+    };
+    let progress = progress(a.no_progress, len);
+    let mut w = Writer::new(store, progress.clone());
+    let (tx, mut rx) = tokio::sync::mpsc::channel(2);
+    let follow = a.follow;
+    rt.spawn(forward(events, tx, follow));
+    let batch = a.batch_ledgers as usize;
+    let mut tally = SourceTally::default();
+    let mut pending: Vec<LedgerInput> = Vec::new();
+    let mut waited = Duration::ZERO;
+    let mut failure = None;
+    let mut newest: Option<u32> = None;
+    loop {
+        let t = Instant::now();
+        let next = rx.blocking_recv();
+        waited += t.elapsed();
+        let (chunk, at_tip) = match next {
+            None => break,
+            Some(FollowEvent::Newest(n)) => {
+                newest = Some(n);
+                continue;
+            }
+            Some(FollowEvent::UpToDate) => continue,
+            Some(FollowEvent::Error(e)) if follow => {
+                progress.suspend(|| eprintln!("lake: {e}; trying again"));
+                continue;
+            }
+            Some(FollowEvent::Error(e)) => {
+                failure = Some(e);
+                break;
+            }
+            Some(FollowEvent::Chunk { chunk, at_tip }) => (chunk, at_tip),
+        };
+        tally.units += 1;
+        tally.ledgers += chunk.ledgers.len() as u64;
+        tally.txs += chunk
+            .ledgers
+            .iter()
+            .map(|l| l.txs.len() as u64)
+            .sum::<u64>();
+        tally.read_bytes += chunk.read_bytes;
+        tally.fetch += chunk.fetch;
+        tally.decode += chunk.decode;
+        pending.extend(chunk.ledgers);
+        while pending.len() >= batch || (at_tip && !pending.is_empty()) {
+            let rest = pending.split_off(batch.min(pending.len()));
+            let full = std::mem::replace(&mut pending, rest);
+            tally.waited += waited;
+            w.write(&full, std::mem::take(&mut waited))?;
+        }
+        let mbs = tally.read_bytes as f64 / 1e6 / started.elapsed().as_secs_f64().max(1e-9);
+        progress.set_message(match newest {
+            Some(n) => format!("{mbs:.1} MB/s, lake newest {n}"),
+            None => format!("{mbs:.1} MB/s"),
+        });
+    }
+    // What arrived before a source error is valid and in order: keep it.
+    if !pending.is_empty() {
+        tally.waited += waited;
+        w.write(&pending, waited)?;
+    }
+    let mark = w.finish()?;
+    println!(
+        "source: {} units, {} ledgers, {} txs, {:.1} MB read ({:.1} MB/s); fetch {:.2}s and \
+         decode {:.2}s on workers; writer waited {:.2}s{}",
+        tally.units,
+        tally.ledgers,
+        tally.txs,
+        tally.read_bytes as f64 / 1e6,
+        tally.read_bytes as f64 / 1e6 / started.elapsed().as_secs_f64().max(1e-9),
+        tally.fetch.as_secs_f64(),
+        tally.decode.as_secs_f64(),
+        tally.waited.as_secs_f64(),
+        requests(src.counters.as_deref()),
+    );
+    if let Some(e) = failure {
+        let mark = mark.map_or("nothing is durable".into(), |m| {
+            format!("ledgers through {m} are durable")
+        });
+        bail!("the source stopped: {e} ({mark}; fix the source and rerun to resume)");
+    }
+    Ok(())
+}
+
+fn requests(c: Option<&RequestCounters>) -> String {
+    match c.map(RequestCounters::get) {
+        Some(n) if n.attempts > 0 => format!(
+            "; {} HTTP requests, {} failed and retried",
+            n.attempts, n.failed
+        ),
+        _ => String::new(),
+    }
+}
+
+/// Passes events on until the receiver goes, or (following) until Ctrl-C.
+async fn forward(
+    mut events: BoxStream<'static, FollowEvent>,
+    tx: tokio::sync::mpsc::Sender<FollowEvent>,
+    follow: bool,
+) {
+    loop {
+        let ev = if follow {
+            tokio::select! {
+                ev = events.next() => ev,
+                _ = tokio::signal::ctrl_c() => {
+                    eprintln!("interrupted: committing what arrived, then stopping");
+                    return;
+                }
+            }
+        } else {
+            events.next().await
+        };
+        let Some(ev) = ev else { return };
+        let stop = !follow && matches!(ev, FollowEvent::Error(_));
+        if tx.send(ev).await.is_err() || stop {
+            return;
+        }
+    }
+}
+
+async fn open_follow(
+    a: &IngestArgs,
+    lake: &Arc<DataLake>,
+    cfg: &Config,
+    from: Option<u32>,
+    dir: &std::path::Path,
+) -> Result<BoxStream<'static, FollowEvent>> {
+    let spec = SourceSpec::DataLake(Arc::clone(lake));
+    let mut opts = source_options(&spec, &a.stellar, cfg, from).await?;
+    lake.check_network(&opts.network).await?;
+    let from = match from {
+        Some(f) => f,
+        None => {
+            let newest = lake.newest(None).await?;
+            let oldest = match newest {
+                Some(n) => lake.oldest(n).await?,
+                None => None,
+            };
+            oldest.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "data lake {} holds no ledgers yet: give --from to wait for one",
+                    lake.root()
+                )
+            })?
+        }
+    };
+    opts.from = Some(from);
+    println!(
+        "following data lake {} from ledger {from} (network {}) into {}; polling every {} ms \
+         once caught up; Ctrl-C stops",
+        lake.root(),
+        opts.network,
+        dir.display(),
+        cfg.follow.poll_ms
+    );
+    let poll = Duration::from_millis(cfg.follow.poll_ms);
+    Ok(ledgerstore_stellar::follow(Arc::clone(lake), opts, poll)?)
+}
+
+fn progress(no_progress: bool, len: Option<u64>) -> ProgressBar {
+    if no_progress {
+        return ProgressBar::hidden();
+    }
+    let (bar, template) = match len {
+        Some(n) => (
+            ProgressBar::new(n),
+            "{bar:40} {pos}/{len} ledgers {per_sec} {msg} eta {eta}",
+        ),
+        None => (
+            ProgressBar::new_spinner(),
+            "{spinner} {pos} ledgers {per_sec} {msg}",
+        ),
+    };
+    bar.set_style(
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}

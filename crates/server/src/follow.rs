@@ -1,0 +1,362 @@
+//! The daemon's lake follower (`[follow] lake`): from the mark on, the
+//! lake's files are read ahead, gathered into `ingest.bulk_batch_ledgers`
+//! batches while behind, and committed at once whenever the lake's newest
+//! ledger is reached; then the lake is polled every `follow.poll_ms`.
+//!
+//! - A failed round (after object_store's retries) is counted and retried
+//!   after the poll interval. Once the lake has failed for
+//!   `follow.unreachable_after_ms` without a success, the Ingest service's
+//!   health turns NOT_SERVING; it turns SERVING again at the next success.
+//!   Queries are not affected.
+//! - A batch the store refuses (disk full, say) is logged, and following
+//!   starts again from the mark after a backoff (the poll interval,
+//!   doubling up to a minute).
+//! - On shutdown the ledgers in hand are committed first.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use futures::StreamExt;
+use ledgerstore_config::Config;
+use ledgerstore_db_api::LedgerInput;
+use ledgerstore_stellar::{
+    DataLake, FollowEvent, Network, ReadLimits, SourceOptions, StellarError,
+};
+use ledgerstore_store::Ledgerstore;
+use prometheus::{IntCounter, IntGauge};
+use tokio::sync::watch;
+use tonic_health::ServingStatus;
+use tonic_health::server::HealthReporter;
+
+use crate::metrics::Metrics;
+
+/// HTTP attempts made to the lake so far, and how many failed (and were
+/// retried): read from the object store's counters by the binary.
+pub type RequestCount = Arc<dyn Fn() -> (u64, u64) + Send + Sync>;
+
+/// A lake to follow, opened by the binary (which picks the object store).
+pub struct Follow {
+    /// The lake.
+    pub lake: Arc<DataLake>,
+    /// Its request counters.
+    pub requests: RequestCount,
+}
+
+struct FollowMetrics {
+    latest: IntGauge,
+    lag_ledgers: IntGauge,
+    lag_seconds: IntGauge,
+    reachable: IntGauge,
+    errors: IntCounter,
+    requests: IntCounter,
+    failed_requests: IntCounter,
+}
+
+impl FollowMetrics {
+    fn new(m: &Metrics) -> prometheus::Result<Self> {
+        let r = m.registry();
+        let gauge = |name: &str, help: &str| -> prometheus::Result<IntGauge> {
+            let g = IntGauge::new(name, help)?;
+            r.register(Box::new(g.clone()))?;
+            Ok(g)
+        };
+        let counter = |name: &str, help: &str| -> prometheus::Result<IntCounter> {
+            let c = IntCounter::new(name, help)?;
+            r.register(Box::new(c.clone()))?;
+            Ok(c)
+        };
+        Ok(Self {
+            latest: gauge(
+                "ledgerstore_follow_lake_latest_ledger",
+                "The newest ledger the followed lake holds, as last seen.",
+            )?,
+            lag_ledgers: gauge(
+                "ledgerstore_follow_lag_ledgers",
+                "Ledgers the lake holds beyond the durable mark.",
+            )?,
+            lag_seconds: gauge(
+                "ledgerstore_follow_lag_seconds",
+                "Seconds between now and the close time of the newest committed ledger.",
+            )?,
+            reachable: gauge(
+                "ledgerstore_follow_lake_reachable",
+                "1 while the lake answers; 0 once it has failed for follow.unreachable_after_ms.",
+            )?,
+            errors: counter(
+                "ledgerstore_follow_errors_total",
+                "Follow rounds that failed (a request after its retries, or a file that does not decode).",
+            )?,
+            requests: counter(
+                "ledgerstore_follow_http_requests_total",
+                "HTTP requests sent to the lake, retries included.",
+            )?,
+            failed_requests: counter(
+                "ledgerstore_follow_http_retried_total",
+                "HTTP requests to the lake that failed with 5xx, 429 or in transport, and were retried (or given up on).",
+            )?,
+        })
+    }
+}
+
+/// Everything the follower task needs.
+pub(crate) struct Follower {
+    pub follow: Follow,
+    pub store: Arc<Ledgerstore>,
+    pub cfg: Arc<Config>,
+    pub metrics: Arc<Metrics>,
+    pub health: HealthReporter,
+    pub ingest_service: &'static str,
+    pub stop: watch::Receiver<bool>,
+}
+
+impl Follower {
+    /// Runs until shutdown.
+    pub(crate) async fn run(mut self) {
+        let fm = match FollowMetrics::new(&self.metrics) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::error!(error = %e, "follow metrics could not be registered; not following");
+                return;
+            }
+        };
+        fm.reachable.set(1);
+        let mut s = Session {
+            fm,
+            failing_since: None,
+            warned: None,
+            serving: true,
+            last_close: None,
+            seen: (0, 0),
+            pending: Vec::new(),
+        };
+        let mut backoff = self.poll();
+        loop {
+            match self.session(&mut s).await {
+                Ended::Stopped => return,
+                Ended::Refused => {
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = self.stop.wait_for(|s| *s) => return,
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(60));
+                }
+            }
+        }
+    }
+
+    fn poll(&self) -> Duration {
+        Duration::from_millis(self.cfg.follow.poll_ms)
+    }
+
+    /// Follows from the mark until shutdown or a refused batch.
+    async fn session(&mut self, s: &mut Session) -> Ended {
+        let lake = Arc::clone(&self.follow.lake);
+        let opts = loop {
+            match self.options().await {
+                Ok(o) => break o,
+                Err(e) => {
+                    self.failed(s, &e).await;
+                    tokio::select! {
+                        _ = tokio::time::sleep(self.poll()) => {}
+                        _ = self.stop.wait_for(|s| *s) => return Ended::Stopped,
+                    }
+                }
+            }
+        };
+        tracing::info!(lake = lake.root(), from = ?opts.from, network = %opts.network, "following the data lake");
+        let mut events = match ledgerstore_stellar::follow(lake, opts, self.poll()) {
+            Ok(e) => e,
+            Err(e) => {
+                self.failed(s, &e).await;
+                return Ended::Refused;
+            }
+        };
+        let batch = self.cfg.ingest.bulk_batch_ledgers as usize;
+        let mut stop = self.stop.clone();
+        loop {
+            let ev = tokio::select! {
+                ev = events.next() => Some(ev),
+                _ = stop.wait_for(|s| *s) => None,
+            };
+            let Some(ev) = ev else {
+                let _ = self.commit(s).await;
+                return Ended::Stopped;
+            };
+            self.count_requests(s);
+            match ev {
+                None => return Ended::Refused,
+                Some(FollowEvent::UpToDate) => {
+                    self.succeeded(s).await;
+                    if let Some(m) = self.store.last_ledger() {
+                        s.fm.latest.set(s.fm.latest.get().max(i64::from(m)));
+                    }
+                    self.lag(s, None);
+                }
+                Some(FollowEvent::Newest(n)) => {
+                    self.succeeded(s).await;
+                    s.fm.latest.set(i64::from(n));
+                    self.lag(s, Some(n));
+                }
+                Some(FollowEvent::Error(e)) => {
+                    self.failed(s, &e).await;
+                    // What arrived before the failure is whole and in order.
+                    if !self.commit(s).await {
+                        return Ended::Refused;
+                    }
+                }
+                Some(FollowEvent::Chunk { chunk, at_tip }) => {
+                    self.succeeded(s).await;
+                    s.pending.extend(chunk.ledgers);
+                    if (s.pending.len() >= batch || at_tip) && !self.commit(s).await {
+                        return Ended::Refused;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The network and the first ledger: after the mark, else
+    /// `follow.from`, else the lake's oldest.
+    async fn options(&self) -> Result<SourceOptions, StellarError> {
+        let lake = &self.follow.lake;
+        let network = match lake.manifest_passphrase().await? {
+            Some(p) => Network::from_passphrase(&p),
+            None => Network::parse(&self.cfg.stellar.network)?,
+        };
+        let from = match self.store.last_ledger() {
+            Some(m) => m.checked_add(1),
+            None if self.cfg.follow.from > 0 => Some(self.cfg.follow.from),
+            None => match lake.newest(None).await? {
+                Some(n) => lake.oldest(n).await?,
+                None => None,
+            },
+        };
+        let Some(from) = from else {
+            return Err(StellarError::Lake {
+                root: lake.root().to_string(),
+                detail: "holds no ledgers yet (set follow.from to wait for one)".into(),
+            });
+        };
+        Ok(SourceOptions {
+            network,
+            from: Some(from),
+            to: None,
+            read_ahead: usize::from(self.cfg.lake.read_ahead),
+            limits: ReadLimits::default(),
+        })
+    }
+
+    /// Commits the pending ledgers; false when the store refused them.
+    async fn commit(&self, s: &mut Session) -> bool {
+        if s.pending.is_empty() {
+            return true;
+        }
+        let ledgers = std::mem::take(&mut s.pending);
+        let close_time = ledgers.last().map_or(0, |l| l.close_time);
+        let store = Arc::clone(&self.store);
+        let t = Instant::now();
+        let out = tokio::task::spawn_blocking(move || store.ingest(&ledgers, Duration::ZERO)).await;
+        match out {
+            Ok(Ok(out)) => {
+                if let Some(r) = &out.report {
+                    self.metrics.batch(r, close_time);
+                }
+                s.last_close = Some(close_time);
+                self.lag(s, None);
+                tracing::debug!(mark = ?out.mark, committed = out.committed, seconds = t.elapsed().as_secs_f64(), "follow: batch committed");
+                true
+            }
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "follow: the store refused a batch; following again from the mark after a backoff");
+                false
+            }
+            Err(j) => {
+                tracing::error!(error = %j, "follow: the commit task failed");
+                false
+            }
+        }
+    }
+
+    fn lag(&self, s: &Session, newest: Option<u32>) {
+        let mark = self.store.last_ledger();
+        let newest = newest.or_else(|| u32::try_from(s.fm.latest.get()).ok());
+        if let (Some(n), Some(m)) = (newest, mark) {
+            s.fm.lag_ledgers.set(i64::from(n.saturating_sub(m)));
+        }
+        if let Some(c) = s.last_close {
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            s.fm.lag_seconds
+                .set(i64::try_from(now.saturating_sub(c)).unwrap_or(i64::MAX));
+        }
+    }
+
+    fn count_requests(&self, s: &mut Session) {
+        let (attempts, failed) = (self.follow.requests)();
+        s.fm.requests.inc_by(attempts.saturating_sub(s.seen.0));
+        s.fm.failed_requests.inc_by(failed.saturating_sub(s.seen.1));
+        s.seen = (attempts.max(s.seen.0), failed.max(s.seen.1));
+    }
+
+    async fn failed(&self, s: &mut Session, e: &StellarError) {
+        s.fm.errors.inc();
+        // A warning at the first failure and every 30 s of an outage;
+        // each retry round is logged at debug.
+        let now = Instant::now();
+        if s.warned
+            .is_none_or(|w| now.duration_since(w) >= Duration::from_secs(30))
+        {
+            s.warned = Some(now);
+            tracing::warn!(error = %e, errors = s.fm.errors.get(), "follow: the lake round failed; trying again every follow.poll_ms");
+        } else {
+            tracing::debug!(error = %e, "follow: the lake round failed");
+        }
+        let since = *s.failing_since.get_or_insert_with(Instant::now);
+        let limit = Duration::from_millis(self.cfg.follow.unreachable_after_ms);
+        if s.serving && since.elapsed() >= limit {
+            s.serving = false;
+            s.fm.reachable.set(0);
+            tracing::error!(
+                lake = self.follow.lake.root(),
+                failing_for_s = since.elapsed().as_secs_f64(),
+                "follow: the lake is unreachable; Ingest health is NOT_SERVING (queries still serve)"
+            );
+            if !*self.stop.borrow() {
+                self.health
+                    .set_service_status(self.ingest_service, ServingStatus::NotServing)
+                    .await;
+            }
+        }
+    }
+
+    async fn succeeded(&self, s: &mut Session) {
+        s.failing_since = None;
+        s.warned = None;
+        if !s.serving {
+            s.serving = true;
+            s.fm.reachable.set(1);
+            tracing::info!("follow: the lake answers again; Ingest health is SERVING");
+            if !*self.stop.borrow() {
+                self.health
+                    .set_service_status(self.ingest_service, ServingStatus::Serving)
+                    .await;
+            }
+        }
+    }
+}
+
+struct Session {
+    fm: FollowMetrics,
+    failing_since: Option<Instant>,
+    warned: Option<Instant>,
+    serving: bool,
+    last_close: Option<u64>,
+    seen: (u64, u64),
+    pending: Vec<LedgerInput>,
+}
+
+enum Ended {
+    Stopped,
+    Refused,
+}

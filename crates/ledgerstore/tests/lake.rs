@@ -156,6 +156,13 @@ fn http_lake_ingests_the_same_bytes_as_the_local_directory() {
     assert!(out.contains("0 failed and retried"), "{out}");
     assert_eq!(contents(&dir), want, "HTTP and local ingests differ");
     assert_check_passes(&dir);
+    // A re-run of the finished backfill has nothing new to read.
+    let out = ok(
+        &ingest(&dir, &server.url(), &["--lake.allow-http"], &[]),
+        "re-run",
+    );
+    assert!(out.contains("nothing new"), "{out}");
+    assert!(out.contains("done: 0 ledgers"), "{out}");
 
     // Plain http is refused unless asked for, naming the setting.
     let o = ingest(&tmp.path().join("refused"), &server.url(), &FROM, &[]);
@@ -522,6 +529,18 @@ fn s3_lake_ingests_the_same_bytes_and_wrong_keys_are_refused_naming_the_bucket()
         "{out}"
     );
     assert_eq!(contents(&dir), want, "S3 and local ingests differ");
+
+    // Keys are computed from .config.json: with the first ledger given, the
+    // whole run is the manifest, one listing (the newest ledger: the first
+    // key, since the reversed hex sorts newest first) and one GET a file.
+    let o = ingest(
+        &tmp.path().join("d3"),
+        "s3://lake/v1.1/pubnet",
+        &[&flags[..], &["--from", "63092982"]].concat(),
+        &S3_ENV,
+    );
+    let out = ok(&o, "ingest from S3 with --from");
+    assert!(out.contains("22 HTTP requests, 0 failed"), "{out}");
 
     // A wrong secret: refused before anything is read, naming the bucket.
     let bad = [

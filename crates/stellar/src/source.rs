@@ -107,18 +107,27 @@ async fn open_lake(
         .bytes
         .map(|b| format!(", {:.1} MB compressed", b as f64 / 1e6))
         .unwrap_or_default();
-    let description = format!(
-        "data lake {}: {} files, ledgers {}..={}{bytes}",
-        lake.root(),
-        plan.files,
-        plan.first,
-        plan.last,
-    );
+    let description = if plan.files == 0 {
+        format!(
+            "data lake {}: nothing new (it holds nothing from ledger {} on)",
+            lake.root(),
+            plan.first
+        )
+    } else {
+        format!(
+            "data lake {}: {} files, ledgers {}..={}{bytes}",
+            lake.root(),
+            plan.files,
+            plan.first,
+            plan.last,
+        )
+    };
     let (from, to) = (Some(plan.first), Some(plan.last));
     let chunks = lake_chunks(lake, plan.iter, opts, from, to)
         .buffered(ahead)
         .boxed();
-    Ok((description, Some((plan.first, plan.last)), chunks))
+    let range = (plan.files > 0).then_some((plan.first, plan.last));
+    Ok((description, range, chunks))
 }
 
 /// Each file fetched and decoded (not yet polled: the caller buffers).

@@ -72,6 +72,19 @@ pub struct Plan {
     pub iter: Box<dyn Iterator<Item = LakeFile> + Send>,
 }
 
+impl Plan {
+    /// Nothing to read: the lake holds nothing from `first` on.
+    fn empty(first: u32) -> Self {
+        Self {
+            first,
+            last: first.saturating_sub(1),
+            files: 0,
+            bytes: None,
+            iter: Box::new(std::iter::empty()),
+        }
+    }
+}
+
 impl std::fmt::Debug for Plan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -240,12 +253,26 @@ impl DataLake {
         let Some(schema) = self.schema().await?.cloned() else {
             return self.plan_listed(from, to).await;
         };
-        let newest = match to {
-            Some(t) => t,
-            None => self
-                .newest(from)
-                .await?
-                .ok_or_else(|| self.err("holds no batch files"))?,
+        let newest = match (to, from) {
+            (Some(t), _) => t,
+            (None, from) => match self.newest(from).await? {
+                Some(n) => n,
+                // Everything through the ledger before `from` was read: a
+                // re-run of a finished backfill has nothing new to read.
+                None if let Some(f) = from.filter(|f| *f > 0)
+                    && self.exists(&schema, f - 1).await? =>
+                {
+                    return Ok(Plan::empty(f));
+                }
+                None => {
+                    return Err(self.err(match from {
+                        Some(f) => {
+                            format!("holds no file for ledger {f}, nor for the one before it")
+                        }
+                        None => "holds no batch files".into(),
+                    }));
+                }
+            },
         };
         let first = match from {
             Some(f) => f,
@@ -255,9 +282,15 @@ impl DataLake {
                 .ok_or_else(|| self.err("holds no batch files"))?,
         };
         if newest < first {
-            return Err(self.err(format!(
-                "the newest ledger it holds is {newest}, before the first wanted, {first}"
-            )));
+            if u64::from(newest) + 1 == u64::from(first) && to.is_none() {
+                return Ok(Plan::empty(first));
+            }
+            return Err(self.err(match to {
+                Some(t) => format!("--to {t} is before the first ledger wanted, {first}"),
+                None => format!(
+                    "the newest ledger it holds is {newest}, before the first wanted, {first}"
+                ),
+            }));
         }
         let lpb = schema.ledgers_per_batch;
         let (a, b) = (schema.batch_start(first), schema.batch_start(newest));

@@ -22,6 +22,16 @@ pub struct LakeConfig {
     /// (the cloud SDK's default chain, which may ask an instance-metadata
     /// endpoint; only this mode ever does).
     pub credentials: String,
+    /// S3 access key id (with `secret_access_key_file`); empty: the
+    /// `AWS_ACCESS_KEY_ID` environment variable.
+    pub access_key_id: String,
+    /// A file holding the S3 secret access key (kept out of the config);
+    /// empty: the `AWS_SECRET_ACCESS_KEY` environment variable.
+    pub secret_access_key_file: String,
+    /// A GCS service-account key file (JSON); empty: the
+    /// `GOOGLE_SERVICE_ACCOUNT` / `GOOGLE_APPLICATION_CREDENTIALS`
+    /// environment variables.
+    pub service_account_file: String,
     /// Allow plain `http://` lakes and endpoints.
     pub allow_http: bool,
     /// Longest one request may take, ms.
@@ -47,6 +57,9 @@ impl Default for LakeConfig {
             endpoint: String::new(),
             region: String::new(),
             credentials: "auto".into(),
+            access_key_id: String::new(),
+            secret_access_key_file: String::new(),
+            service_account_file: String::new(),
             allow_http: false,
             request_timeout_ms: 30_000,
             connect_timeout_ms: 5_000,
@@ -97,6 +110,17 @@ pub(crate) fn validate(lake: &LakeConfig, follow: &FollowConfig) -> Result<(), C
             "lake.credentials",
             &lake.credentials,
             "auto, anonymous, env or instance",
+        ));
+    }
+    if lake.access_key_id.is_empty() != lake.secret_access_key_file.is_empty() {
+        return Err(invalid(
+            "lake.access_key_id",
+            if lake.access_key_id.is_empty() {
+                "unset, with secret_access_key_file set"
+            } else {
+                "set, without secret_access_key_file"
+            },
+            "both lake.access_key_id and lake.secret_access_key_file, or neither",
         ));
     }
     let e = &lake.endpoint;

@@ -96,6 +96,10 @@ fn bad_values_name_the_key_and_the_expected_range() {
             "[follow]\npoll_ms = 1\n",
             "follow.poll_ms = 1: 10 to 3600000",
         ),
+        (
+            "[lake]\naccess_key_id = \"AKIA\"\n",
+            "both lake.access_key_id and lake.secret_access_key_file, or neither",
+        ),
     ] {
         std::fs::write(&file, toml).expect("write");
         let e = Config::load(Some(&file), &[]).expect_err(toml).to_string();

@@ -22,6 +22,30 @@ pub struct LakeFlags {
         value_name = "MODE"
     )]
     pub credentials: Option<String>,
+    /// [lake] access_key_id of S3 (with --lake.secret-access-key-file;
+    /// default: AWS_ACCESS_KEY_ID).
+    #[arg(
+        id = "lake.access-key-id",
+        long = "lake.access-key-id",
+        value_name = "ID"
+    )]
+    pub access_key_id: Option<String>,
+    /// [lake] secret_access_key_file: a file holding the S3 secret (default:
+    /// AWS_SECRET_ACCESS_KEY).
+    #[arg(
+        id = "lake.secret-access-key-file",
+        long = "lake.secret-access-key-file",
+        value_name = "FILE"
+    )]
+    pub secret_access_key_file: Option<String>,
+    /// [lake] service_account_file: a GCS service-account key (default:
+    /// GOOGLE_SERVICE_ACCOUNT or GOOGLE_APPLICATION_CREDENTIALS).
+    #[arg(
+        id = "lake.service-account-file",
+        long = "lake.service-account-file",
+        value_name = "FILE"
+    )]
+    pub service_account_file: Option<String>,
     /// [lake] allow_http: allow plain http:// lakes and endpoints.
     #[arg(id = "lake.allow-http", long = "lake.allow-http")]
     pub allow_http: bool,

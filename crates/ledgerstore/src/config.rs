@@ -85,6 +85,19 @@ fn lake_overrides(l: &LakeFlags, o: &mut Overrides) {
     push(o, "lake.endpoint", l.endpoint.as_deref(), string);
     push(o, "lake.region", l.region.as_deref(), string);
     push(o, "lake.credentials", l.credentials.as_deref(), string);
+    push(o, "lake.access_key_id", l.access_key_id.as_deref(), string);
+    push(
+        o,
+        "lake.secret_access_key_file",
+        l.secret_access_key_file.as_deref(),
+        string,
+    );
+    push(
+        o,
+        "lake.service_account_file",
+        l.service_account_file.as_deref(),
+        string,
+    );
     if l.allow_http {
         o.push(("lake.allow_http", Value::Boolean(true)));
     }

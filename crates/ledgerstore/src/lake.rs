@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use ledgerstore_config::LakeConfig;
 use ledgerstore_objstore::{Credentials, Location, Options, RequestCounters};
 use ledgerstore_stellar::{DataLake, Listing};
@@ -27,10 +27,23 @@ pub fn options(c: &LakeConfig) -> Result<Options> {
     };
     let ms = Duration::from_millis;
     let some = |s: &str| (!s.is_empty()).then(|| s.to_string());
+    let s3_keys = if c.access_key_id.is_empty() {
+        None
+    } else {
+        let secret = std::fs::read_to_string(&c.secret_access_key_file).with_context(|| {
+            format!(
+                "lake.secret_access_key_file = {:?}",
+                c.secret_access_key_file
+            )
+        })?;
+        Some((c.access_key_id.clone(), secret.trim().to_string()))
+    };
     Ok(Options {
         endpoint: some(&c.endpoint),
         region: some(&c.region),
         credentials,
+        s3_keys,
+        gcs_service_account: some(&c.service_account_file),
         allow_http: c.allow_http,
         request_timeout: ms(c.request_timeout_ms),
         connect_timeout: ms(c.connect_timeout_ms),

@@ -572,4 +572,24 @@ fn s3_lake_ingests_the_same_bytes_and_wrong_keys_are_refused_naming_the_bucket()
         "{}",
         stderr(&o)
     );
+
+    // Keys from the configuration instead: the id, and the secret in a file.
+    let secret = tmp.path().join("secret");
+    std::fs::write(&secret, format!("{S3_SECRET}\n")).expect("secret");
+    let keys = [
+        "--lake.access-key-id",
+        S3_KEY,
+        "--lake.secret-access-key-file",
+        secret.to_str().expect("utf8"),
+        "--from",
+        "63093000",
+    ];
+    let o = ingest(
+        &d2,
+        "s3://lake/v1.1/pubnet",
+        &[&flags[..], &keys].concat(),
+        &[],
+    );
+    let out = ok(&o, "keys from the configuration");
+    assert!(out.contains("2 ledgers"), "{out}");
 }

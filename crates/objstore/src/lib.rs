@@ -2,9 +2,9 @@
 //! `gs://bucket/prefix`, `https://host/path`, a local directory) opened
 //! through `object_store`, rooted at its prefix.
 //!
-//! - **Credentials** ([`Credentials`]): `auto` signs with the standard
-//!   environment variables when they are set and reads anonymously
-//!   otherwise; `anonymous` never signs; `env` requires them; `instance`
+//! - **Credentials** ([`Credentials`]): `auto` signs with the configured
+//!   keys, else the standard environment variables, when they are set and
+//!   reads anonymously otherwise; `anonymous` never signs; `env` requires them; `instance`
 //!   is object_store's whole default chain, the only mode that may ask a
 //!   cloud instance-metadata endpoint.
 //! - **Timeouts and retries**: every request has a connect and a total
@@ -73,6 +73,12 @@ pub struct Options {
     pub region: Option<String>,
     /// Where credentials come from.
     pub credentials: Credentials,
+    /// S3 keys (access key id, secret) given by configuration; they win
+    /// over the environment variables.
+    pub s3_keys: Option<(String, String)>,
+    /// A GCS service-account key file given by configuration; it wins over
+    /// the environment variables.
+    pub gcs_service_account: Option<String>,
     /// Allow plain `http://` endpoints.
     pub allow_http: bool,
     /// Longest a request may take, connection included.
@@ -96,6 +102,8 @@ impl Default for Options {
             endpoint: None,
             region: None,
             credentials: Credentials::Auto,
+            s3_keys: None,
+            gcs_service_account: None,
             allow_http: false,
             request_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
@@ -239,7 +247,10 @@ fn s3_builder(
     if let Some(e) = &opts.endpoint {
         b = b.with_endpoint(e).with_allow_http(opts.allow_http);
     }
-    let keys = (env(AWS_KEY_VARS[0]), env(AWS_KEY_VARS[1]));
+    let keys = match &opts.s3_keys {
+        Some((id, secret)) => (Some(id.clone()), Some(secret.clone())),
+        None => (env(AWS_KEY_VARS[0]), env(AWS_KEY_VARS[1])),
+    };
     match (opts.credentials, keys) {
         (Credentials::Instance, _) => {}
         (Credentials::Anonymous, _) | (Credentials::Auto, (None, None)) => {
@@ -281,7 +292,10 @@ fn gcs_builder(
     if let Some(e) = &opts.endpoint {
         b = b.with_base_url(e);
     }
-    let key = GCS_KEY_VARS.iter().find_map(|v| env(v).map(|k| (*v, k)));
+    let key = match &opts.gcs_service_account {
+        Some(path) => Some(("lake.service_account_file", path.clone())),
+        None => GCS_KEY_VARS.iter().find_map(|v| env(v).map(|k| (*v, k))),
+    };
     match (opts.credentials, key) {
         (Credentials::Instance, _) => {}
         (Credentials::Anonymous, _) | (Credentials::Auto, None) => {

@@ -51,6 +51,7 @@ pub(crate) fn run(a: &IngestArgs, src: Stellar, cfg: &Config, store: Ledgerstore
     }
     let rt = crate::runtime()?;
     let started = Instant::now();
+    let mut lake_newest = None;
     let (events, len) = if a.follow {
         let SourceSpec::DataLake(lake) = &src.spec else {
             bail!("--follow needs --stellar-datalake (a file does not grow)");
@@ -67,6 +68,8 @@ pub(crate) fn run(a: &IngestArgs, src: Stellar, cfg: &Config, store: Ledgerstore
             a.batch_ledgers
         );
         let len = opened.range.map(|(f, l)| u64::from(l - f) + 1);
+        // Without --to, a lake is read to its newest ledger.
+        lake_newest = opened.range.filter(|_| a.stellar.to.is_none()).map(|r| r.1);
         let events = opened
             .chunks
             .map(|c| match c {
@@ -89,7 +92,7 @@ pub(crate) fn run(a: &IngestArgs, src: Stellar, cfg: &Config, store: Ledgerstore
     let mut pending: Vec<LedgerInput> = Vec::new();
     let mut waited = Duration::ZERO;
     let mut failure = None;
-    let mut newest: Option<u32> = None;
+    let mut newest: Option<u32> = lake_newest;
     loop {
         let t = Instant::now();
         let next = rx.blocking_recv();

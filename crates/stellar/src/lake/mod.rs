@@ -384,6 +384,16 @@ impl DataLake {
     /// as `.xdr.zstd` (older Galexie); whichever is found first fixes the
     /// extension of every later key.
     pub async fn try_read(&self, f: &LakeFile) -> StellarResult<Option<bytes::Bytes>> {
+        self.try_read_inner(f).await.map_err(|e| match e {
+            StellarError::Lake { root, detail } => StellarError::Lake {
+                root,
+                detail: format!("ledgers {}..={}: {detail}", f.start, f.end),
+            },
+            other => other,
+        })
+    }
+
+    async fn try_read_inner(&self, f: &LakeFile) -> StellarResult<Option<bytes::Bytes>> {
         let key = f.path.as_ref();
         let Some(short) = key.strip_suffix(".xdr.zst") else {
             return self.get(&f.path).await;

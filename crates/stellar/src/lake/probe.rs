@@ -106,8 +106,8 @@ impl DataLake {
             }
         }
         Err(self.err(
-            "cannot be listed, and holds no file for ledgers 0..=2: give --from (the first \
-             ledger to read)",
+            "cannot be listed, and holds no file for ledgers 0..=2: give the first ledger to \
+             read (--from, or follow.from for the daemon)",
         ))
     }
 

@@ -118,23 +118,27 @@ impl Writer {
     }
 }
 
-fn progress(no_progress: bool, len: Option<u64>) -> ProgressBar {
+/// The progress bar of an ingest: a bar when the length is known, else a
+/// spinner; `{msg}` carries the source's own figures (a lake's MB/s and
+/// newest ledger).
+pub(crate) fn progress(no_progress: bool, len: Option<u64>) -> ProgressBar {
     if no_progress {
         return ProgressBar::hidden();
     }
     let (bar, template) = match len {
         Some(n) => (
             ProgressBar::new(n),
-            "{bar:40} {pos}/{len} ledgers {per_sec} eta {eta}",
+            "{bar:40} {pos}/{len} ledgers {per_sec} {msg} eta {eta}",
         ),
         None => (
             ProgressBar::new_spinner(),
-            "{spinner} {pos} ledgers {per_sec}",
+            "{spinner} {pos} ledgers {per_sec} {msg}",
         ),
     };
     bar.set_style(
         ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    bar.enable_steady_tick(Duration::from_millis(200));
     bar
 }
 

@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use indicatif::{ProgressBar, ProgressStyle};
 use ledgerstore_config::Config;
 use ledgerstore_db_api::LedgerInput;
 use ledgerstore_objstore::RequestCounters;
@@ -22,7 +21,7 @@ use ledgerstore_stellar::{DataLake, FollowEvent, SourceSpec};
 use ledgerstore_store::Ledgerstore;
 
 use crate::cli::IngestArgs;
-use crate::cmd::ingest::Writer;
+use crate::cmd::ingest::{Writer, progress};
 use crate::cmd::source::{Stellar, open_stellar, resume_from, source_options};
 
 /// What the Stellar source did, for the closing line.
@@ -238,25 +237,4 @@ async fn open_follow(
     );
     let poll = Duration::from_millis(cfg.follow.poll_ms);
     Ok(ledgerstore_stellar::follow(Arc::clone(lake), opts, poll)?)
-}
-
-fn progress(no_progress: bool, len: Option<u64>) -> ProgressBar {
-    if no_progress {
-        return ProgressBar::hidden();
-    }
-    let (bar, template) = match len {
-        Some(n) => (
-            ProgressBar::new(n),
-            "{bar:40} {pos}/{len} ledgers {per_sec} {msg} eta {eta}",
-        ),
-        None => (
-            ProgressBar::new_spinner(),
-            "{spinner} {pos} ledgers {per_sec} {msg}",
-        ),
-    };
-    bar.set_style(
-        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar.enable_steady_tick(Duration::from_millis(200));
-    bar
 }

@@ -42,7 +42,7 @@ METRICS_PORT=$(free_port)
   --sidecar "$OUT/vgw-sidecar" --default-etag bench "$OUT/s3" >/dev/null 2>&1 &
 VGW=$!
 AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench-secret "$BIN" serve \
-  --data-dir "$OUT/data" --grpc.listen 127.0.0.1:0 --metrics.listen "127.0.0.1:$METRICS_PORT" \
+  --data-dir "$OUT/data" --grpc.listen 127.0.0.1:0 --jsonrpc.listen 127.0.0.1:0 --metrics.listen "127.0.0.1:$METRICS_PORT" \
   --follow.lake s3://lake/pubnet --lake.endpoint "http://127.0.0.1:$S3_PORT" --lake.allow-http \
   --follow.from 63092982 --follow.poll-ms "$POLL_MS" >"$OUT/daemon.log" 2>&1 &
 DAEMON=$!

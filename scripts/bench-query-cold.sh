@@ -62,7 +62,7 @@ run() { # call inline depth
   local call=$1 inline=$2 d=$3 log="$OUT/daemon-$1-$2-$3.log"
   sync; echo 3 > /proc/sys/vm/drop_caches
   bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' _ "$cg" \
-    "$BIN" serve --data-dir "$DATA" --grpc.listen 127.0.0.1:0 --metrics.listen 127.0.0.1:0 \
+    "$BIN" serve --data-dir "$DATA" --grpc.listen 127.0.0.1:0 --jsonrpc.listen 127.0.0.1:0 --metrics.listen 127.0.0.1:0 \
     --query.inline-read-us "$inline" > "$log" 2> "$OUT/daemon-$call-$inline-$d.err" &
   DAEMON=$!
   for _ in $(seq 1 1200); do grep -q "stores open" "$OUT/daemon-$call-$inline-$d.err" 2>/dev/null && break; sleep 0.05; done

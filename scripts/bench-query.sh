@@ -65,7 +65,7 @@ for layout in ${LAYOUTS//,/ }; do
   fi
   log="$OUT/daemon-$layout.log"
   # shellcheck disable=SC2086
-  "${ON_D[@]}" "$BIN" serve --data-dir "$data" --grpc.listen 127.0.0.1:0 \
+  "${ON_D[@]}" "$BIN" serve --data-dir "$data" --grpc.listen 127.0.0.1:0 --jsonrpc.listen 127.0.0.1:0 \
     --metrics.listen 127.0.0.1:0 ${BQ_EXTRA:-} > "$log" 2> "$OUT/daemon-$layout.err" &
   DAEMON=$!
   for _ in $(seq 1 600); do grep -q "gRPC on" "$log" 2>/dev/null && break; sleep 0.05; done

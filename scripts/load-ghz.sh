@@ -62,7 +62,7 @@ if [ "$have" -lt "$LEDGERS" ]; then
 fi
 
 # 2. The daemon on free loopback ports.
-"$BIN" serve --data-dir "$DATA" --grpc.listen 127.0.0.1:0 --metrics.listen 127.0.0.1:0 \
+"$BIN" serve --data-dir "$DATA" --grpc.listen 127.0.0.1:0 --jsonrpc.listen 127.0.0.1:0 --metrics.listen 127.0.0.1:0 \
   > "$OUT/daemon.log" 2> "$OUT/daemon.err" &
 DAEMON=$!
 PUSH=

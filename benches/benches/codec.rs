@@ -29,6 +29,7 @@ fn codec(c: &mut Criterion) {
         seq: ledger.seq,
         close_time: ledger.close_time,
         tx_hashes: &hashes,
+        aliases: &[],
         raw: &ledger.raw,
     };
 

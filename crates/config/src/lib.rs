@@ -70,6 +70,8 @@ pub struct Config {
     pub lake: LakeConfig,
     /// `[follow]`: a data lake the daemon follows.
     pub follow: FollowConfig,
+    /// `[jsonrpc]`: the Stellar RPC (JSON-RPC 2.0) endpoint.
+    pub jsonrpc: JsonRpcConfig,
 }
 
 /// `[db]`.
@@ -316,6 +318,67 @@ impl Default for StellarConfig {
     }
 }
 
+/// `[jsonrpc]`: a JSON-RPC 2.0 endpoint speaking stellar-rpc's read
+/// methods (getTransaction, getTransactions, getLedgers, getLatestLedger,
+/// getHealth, getNetwork, getVersionInfo) on its own listener.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct JsonRpcConfig {
+    /// Serve it.
+    pub enabled: bool,
+    /// Listen address (`POST /`). stellar-rpc's port, on loopback.
+    pub listen: String,
+    /// Largest request body, bytes (stellar-rpc: 512 KiB).
+    pub max_request_bytes: u32,
+    /// Largest response body, bytes.
+    pub max_response_bytes: u32,
+    /// Calls in one JSON-RPC batch request.
+    pub max_batch_calls: u32,
+    /// Concurrent HTTP connections.
+    pub max_connections: u32,
+}
+
+impl JsonRpcConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if !(1024..=16 << 20).contains(&self.max_request_bytes) {
+            return Err(invalid(
+                "jsonrpc.max_request_bytes",
+                self.max_request_bytes,
+                "1024 to 16777216 (stellar-rpc uses 524288)",
+            ));
+        }
+        if self.max_response_bytes < 1 << 20 {
+            return Err(invalid(
+                "jsonrpc.max_response_bytes",
+                self.max_response_bytes,
+                "at least 1048576 (a getLedgers page holds whole ledgers)",
+            ));
+        }
+        for (key, v) in [
+            ("jsonrpc.max_batch_calls", self.max_batch_calls),
+            ("jsonrpc.max_connections", self.max_connections),
+        ] {
+            if v == 0 {
+                return Err(invalid(key, v, "at least 1"));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Default for JsonRpcConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            listen: "127.0.0.1:8000".into(),
+            max_request_bytes: 512 << 10,
+            max_response_bytes: 64 << 20,
+            max_batch_calls: 100,
+            max_connections: 1000,
+        }
+    }
+}
+
 /// `[segments]`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -460,6 +523,7 @@ impl Config {
         for (key, addr) in [
             ("grpc.listen", &self.grpc.listen),
             ("metrics.listen", &self.metrics.listen),
+            ("jsonrpc.listen", &self.jsonrpc.listen),
         ] {
             if addr.parse::<SocketAddr>().is_err() {
                 return Err(invalid(
@@ -483,6 +547,7 @@ impl Config {
                 "at least 1024",
             ));
         }
+        self.jsonrpc.validate()?;
         let i = &self.ingest;
         if i.bulk_batch_ledgers == 0 || i.bulk_batch_ledgers > 100_000 {
             return Err(invalid(

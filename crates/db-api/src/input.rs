@@ -13,6 +13,9 @@ pub struct TxInput {
     pub result: Vec<u8>,
     /// Meta bytes.
     pub meta: Vec<u8>,
+    /// A second hash the transaction is found by (Stellar: a fee bump's
+    /// inner transaction hash); 32 bytes, distinct from every other hash.
+    pub alias: Option<Vec<u8>>,
 }
 
 impl TxInput {

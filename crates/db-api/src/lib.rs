@@ -30,7 +30,7 @@ pub use engine::{
 pub use error::{DbError, DbResult};
 pub use input::{LedgerInput, TxInput};
 pub use layout::Layout;
-pub use records::{LedgerRecord, LedgerRecordRef, TxRecord, TxRecordRef};
+pub use records::{Alias, LedgerRecord, LedgerRecordRef, TxRecord, TxRecordRef};
 pub use table::{Ledgers, Table, TableId, TxBodies, TxData, TxHash, TxHotIndex, TxIndex, TxPos};
 
 /// Total size of the regular files under `path` (0 when it does not exist).

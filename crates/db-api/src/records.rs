@@ -8,6 +8,12 @@
 //!
 //! `LedgerRecord` v1:
 //! `[1u8][seq u32][close_time u64][tx_count u32][tx_count × 32-byte hash][raw]`.
+//!
+//! `LedgerRecord` v2, written when a ledger has aliases (second hashes its
+//! transactions are found by: a Stellar fee bump's inner hash):
+//! `[2u8][seq u32][close_time u64][tx_count u32][tx_count × 32-byte hash]
+//! [alias_count u32][alias_count × (index u32, 32-byte hash)][raw]`, the
+//! aliases in ascending `index`.
 
 use crate::codec::{Compress, Decompress, Reader, put_bytes, zstd_compress, zstd_decompress};
 use crate::error::{DbError, DbResult};
@@ -15,6 +21,18 @@ use crate::table::TxHash;
 
 const TX_RECORD_V1: u8 = 1;
 const LEDGER_RECORD_V1: u8 = 1;
+const LEDGER_RECORD_V2: u8 = 2;
+
+/// A second hash a transaction is found by (Stellar: the inner
+/// transaction's hash of a fee bump), naming the transaction by its apply
+/// index in the ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Alias<H> {
+    /// Apply index of the transaction it names.
+    pub index: u32,
+    /// The alias hash.
+    pub hash: H,
+}
 
 /// A transaction as stored in `tx_data`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,6 +172,8 @@ pub struct LedgerRecord {
     pub close_time: u64,
     /// Hashes of the ledger's transactions, in apply order.
     pub tx_hashes: Vec<TxHash>,
+    /// Second hashes of some of them, in ascending index.
+    pub aliases: Vec<Alias<TxHash>>,
     /// Raw ledger bytes, exactly as ingested.
     pub raw: Vec<u8>,
 }
@@ -167,6 +187,8 @@ pub struct LedgerRecordRef<'a, H> {
     pub close_time: u64,
     /// Hashes, in apply order (each 32 bytes; the validator checks).
     pub tx_hashes: &'a [H],
+    /// Aliases, in ascending index.
+    pub aliases: &'a [Alias<H>],
     /// Raw ledger bytes.
     pub raw: &'a [u8],
 }
@@ -175,12 +197,24 @@ impl<H: AsRef<[u8]>> LedgerRecordRef<'_, H> {
     /// Encodes the record (uncompressed).
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.raw_len());
-        out.push(LEDGER_RECORD_V1);
+        let v2 = !self.aliases.is_empty();
+        out.push(if v2 {
+            LEDGER_RECORD_V2
+        } else {
+            LEDGER_RECORD_V1
+        });
         out.extend_from_slice(&self.seq.to_be_bytes());
         out.extend_from_slice(&self.close_time.to_be_bytes());
         out.extend_from_slice(&(self.tx_hashes.len() as u32).to_be_bytes());
         for h in self.tx_hashes {
             out.extend_from_slice(h.as_ref());
+        }
+        if v2 {
+            out.extend_from_slice(&(self.aliases.len() as u32).to_be_bytes());
+            for a in self.aliases {
+                out.extend_from_slice(&a.index.to_be_bytes());
+                out.extend_from_slice(a.hash.as_ref());
+            }
         }
         put_bytes(&mut out, self.raw);
         out
@@ -192,7 +226,11 @@ impl<H: AsRef<[u8]>> Compress for LedgerRecordRef<'_, H> {
         zstd_compress(&self.encode(), level)
     }
     fn raw_len(&self) -> usize {
-        1 + 4 + 8 + 4 + 32 * self.tx_hashes.len() + 4 + self.raw.len()
+        let aliases = match self.aliases.len() {
+            0 => 0,
+            n => 4 + 36 * n,
+        };
+        1 + 4 + 8 + 4 + 32 * self.tx_hashes.len() + aliases + 4 + self.raw.len()
     }
 }
 
@@ -203,8 +241,23 @@ impl LedgerRecord {
             seq: self.seq,
             close_time: self.close_time,
             tx_hashes: &self.tx_hashes,
+            aliases: &self.aliases,
             raw: &self.raw,
         }
+    }
+
+    /// Every hash the ledger's transactions are found by, in position
+    /// order: the apply-order hashes, then the aliases (layout `indexed`
+    /// stores the `k`-th alias at index `tx_hashes.len() + k`).
+    pub fn lookup_hashes(&self) -> impl Iterator<Item = &TxHash> {
+        self.tx_hashes
+            .iter()
+            .chain(self.aliases.iter().map(|a| &a.hash))
+    }
+
+    /// How many hashes [`Self::lookup_hashes`] yields.
+    pub fn lookup_count(&self) -> usize {
+        self.tx_hashes.len() + self.aliases.len()
     }
 
     /// Encodes the record (uncompressed).
@@ -215,16 +268,17 @@ impl LedgerRecord {
     /// Decodes an uncompressed record.
     pub fn decode(bytes: &[u8]) -> DbResult<Self> {
         let mut r = Reader::new("ledger record", bytes);
-        match r.u8()? {
-            LEDGER_RECORD_V1 => {}
+        let v2 = match r.u8()? {
+            LEDGER_RECORD_V1 => false,
+            LEDGER_RECORD_V2 => true,
             version => {
                 return Err(DbError::UnsupportedVersion {
                     what: "ledger record",
                     version,
-                    supported: "1",
+                    supported: "1, 2",
                 });
             }
-        }
+        };
         let seq = r.u32()?;
         let close_time = r.u64()?;
         let count = r.u32()? as usize;
@@ -236,15 +290,49 @@ impl LedgerRecord {
             .chunks_exact(32)
             .filter_map(TxHash::from_slice)
             .collect();
+        let aliases = if v2 {
+            decode_aliases(&mut r, count)?
+        } else {
+            Vec::new()
+        };
         let raw = r.bytes()?;
         r.finish()?;
         Ok(LedgerRecord {
             seq,
             close_time,
             tx_hashes,
+            aliases,
             raw,
         })
     }
+}
+
+/// The alias list of a v2 record: at least one, ascending index, each
+/// naming one of the `txs` transactions.
+fn decode_aliases(r: &mut Reader<'_>, txs: usize) -> DbResult<Vec<Alias<TxHash>>> {
+    let corrupt = |detail: String| DbError::Corrupt {
+        what: "ledger record",
+        detail,
+    };
+    let count = r.u32()? as usize;
+    if count == 0 || count > txs {
+        return Err(corrupt(format!(
+            "{count} aliases for {txs} transactions (expected 1 to {txs})"
+        )));
+    }
+    let mut out: Vec<Alias<TxHash>> = Vec::with_capacity(count);
+    for _ in 0..count {
+        let index = r.u32()?;
+        let hash = TxHash::from_slice(r.take(32)?)
+            .ok_or_else(|| corrupt("alias hash is not 32 bytes".into()))?;
+        if index as usize >= txs || out.last().is_some_and(|a| a.index >= index) {
+            return Err(corrupt(format!(
+                "alias index {index} is out of order or not below {txs}"
+            )));
+        }
+        out.push(Alias { index, hash });
+    }
+    Ok(out)
 }
 
 impl Compress for LedgerRecord {
@@ -291,11 +379,62 @@ mod tests {
             seq: 42,
             close_time: 9,
             tx_hashes: vec![TxHash([9; 32]), TxHash([1; 32])],
+            aliases: Vec::new(),
             raw: vec![5; 4096],
         };
         assert_eq!(rec.encode().len(), rec.raw_len());
+        assert_eq!(rec.encode()[0], 1, "no aliases: still v1");
         let back = LedgerRecord::decompress(&rec.compress(1).expect("c")).expect("d");
         assert_eq!(back, rec);
+    }
+
+    #[test]
+    fn ledger_record_with_aliases_is_v2_and_round_trips() {
+        let rec = LedgerRecord {
+            seq: 42,
+            close_time: 9,
+            tx_hashes: vec![TxHash([9; 32]), TxHash([1; 32]), TxHash([3; 32])],
+            aliases: vec![
+                Alias {
+                    index: 0,
+                    hash: TxHash([7; 32]),
+                },
+                Alias {
+                    index: 2,
+                    hash: TxHash([8; 32]),
+                },
+            ],
+            raw: vec![5; 100],
+        };
+        let bytes = rec.encode();
+        assert_eq!(bytes[0], 2);
+        assert_eq!(bytes.len(), rec.raw_len());
+        assert_eq!(LedgerRecord::decode(&bytes).expect("decode"), rec);
+        let keys: Vec<u8> = rec.lookup_hashes().map(|h| h.0[0]).collect();
+        assert_eq!(keys, [9, 1, 3, 7, 8]);
+        // Out of order, or naming no transaction: corrupt, never misread.
+        for bad in [
+            vec![
+                Alias {
+                    index: 2,
+                    hash: TxHash([7; 32]),
+                },
+                Alias {
+                    index: 0,
+                    hash: TxHash([8; 32]),
+                },
+            ],
+            vec![Alias {
+                index: 3,
+                hash: TxHash([7; 32]),
+            }],
+        ] {
+            let r = LedgerRecord {
+                aliases: bad,
+                ..rec.clone()
+            };
+            assert!(LedgerRecord::decode(&r.encode()).is_err());
+        }
     }
 
     #[test]
@@ -314,6 +453,7 @@ mod tests {
             seq: 1,
             close_time: 1,
             tx_hashes: vec![TxHash([1; 32])],
+            aliases: Vec::new(),
             raw: vec![1],
         }
         .encode();

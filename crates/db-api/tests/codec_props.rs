@@ -50,6 +50,7 @@ fn ledger_record() -> impl Strategy<Value = LedgerRecord> {
             seq,
             close_time,
             tx_hashes: hashes.into_iter().map(TxHash).collect(),
+            aliases: Vec::new(),
             raw,
         })
 }

@@ -85,6 +85,7 @@ fn draw_tx(u: &mut Unstructured<'_>) -> Result<TxInput> {
         envelope: body()?,
         result: body()?,
         meta: body()?,
+        alias: None,
     })
 }
 

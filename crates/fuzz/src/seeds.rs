@@ -167,6 +167,7 @@ fn codec() -> FuzzResult<Vec<Seed>> {
         seq: ledger.seq,
         close_time: ledger.close_time,
         tx_hashes: &hashes,
+        aliases: &[],
         raw: &ledger.raw,
     }
     .encode();

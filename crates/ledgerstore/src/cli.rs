@@ -225,6 +225,12 @@ pub struct DaemonFlags {
     /// [metrics] listen address of /metrics.
     #[arg(long = "metrics.listen", value_name = "ADDR")]
     pub metrics_listen: Option<String>,
+    /// [jsonrpc] listen address of the Stellar RPC (JSON-RPC) endpoint.
+    #[arg(long = "jsonrpc.listen", value_name = "ADDR")]
+    pub jsonrpc_listen: Option<String>,
+    /// [jsonrpc] enabled: serve the Stellar RPC endpoint (true or false).
+    #[arg(long = "jsonrpc.enabled", value_name = "BOOL")]
+    pub jsonrpc_enabled: Option<bool>,
     /// [ingest] token: bearer token required by the Ingest service.
     #[arg(long = "ingest.token", value_name = "TOKEN")]
     pub ingest_token: Option<String>,

@@ -151,6 +151,15 @@ pub fn daemon(f: &DaemonFlags) -> Result<Config> {
         f.metrics_listen.as_deref(),
         string,
     );
+    push(
+        &mut o,
+        "jsonrpc.listen",
+        f.jsonrpc_listen.as_deref(),
+        string,
+    );
+    push(&mut o, "jsonrpc.enabled", f.jsonrpc_enabled.as_ref(), |b| {
+        Value::Boolean(*b)
+    });
     push(&mut o, "ingest.token", f.ingest_token.as_deref(), string);
     push(
         &mut o,

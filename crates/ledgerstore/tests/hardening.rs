@@ -169,6 +169,7 @@ fn serve_takes_data_dir_and_keeps_libmdbx_quiet() {
             .env_remove("RUST_LOG")
             .args(["serve", "--grpc.listen", "127.0.0.1:0"])
             .args(["--metrics.listen", "127.0.0.1:0"])
+            .args(["--jsonrpc.listen", "127.0.0.1:0"])
             .arg(flag)
             .arg(&dir)
             .args(common::small_engine_flags())

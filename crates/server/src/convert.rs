@@ -1,6 +1,6 @@
 //! Protobuf ↔ store types, shared by the services and the clients.
 
-use ledgerstore_db_api::{LedgerInput, LedgerRecord, TxHash, TxInput, TxRecord};
+use ledgerstore_db_api::{Alias, LedgerInput, LedgerRecord, TxHash, TxInput, TxRecord};
 use ledgerstore_proto::v1 as pb;
 use ledgerstore_store::{BatchReport, StoreStats};
 use tonic::Status;
@@ -21,6 +21,7 @@ pub fn ledger_in(l: pb::Ledger) -> LedgerInput {
                 envelope: t.envelope,
                 result: t.result,
                 meta: t.meta,
+                alias: (!t.alias.is_empty()).then_some(t.alias),
             })
             .collect(),
     }
@@ -45,6 +46,7 @@ pub fn ledger_pb(l: LedgerInput) -> pb::Ledger {
                 envelope: t.envelope,
                 result: t.result,
                 meta: t.meta,
+                alias: t.alias.unwrap_or_default(),
             })
             .collect(),
     }
@@ -72,6 +74,16 @@ pub fn ledger_from_pb(l: pb::LedgerRecord) -> LedgerRecord {
             .iter()
             .filter_map(|h| TxHash::from_slice(h))
             .collect(),
+        aliases: l
+            .aliases
+            .iter()
+            .filter_map(|a| {
+                Some(Alias {
+                    index: a.index,
+                    hash: TxHash::from_slice(&a.hash)?,
+                })
+            })
+            .collect(),
         raw: l.raw,
     }
 }
@@ -96,6 +108,14 @@ pub fn ledger_out(l: LedgerRecord, omit_raw: bool) -> pb::LedgerRecord {
         close_time: l.close_time,
         raw: if omit_raw { Vec::new() } else { l.raw },
         tx_hashes: l.tx_hashes.into_iter().map(|h| h.0.to_vec()).collect(),
+        aliases: l
+            .aliases
+            .into_iter()
+            .map(|a| pb::TransactionAlias {
+                index: a.index,
+                hash: a.hash.0.to_vec(),
+            })
+            .collect(),
     }
 }
 

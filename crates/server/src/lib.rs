@@ -64,6 +64,8 @@ pub struct Bound {
     pub grpc: SocketAddr,
     /// Prometheus `/metrics`, when enabled.
     pub metrics: Option<SocketAddr>,
+    /// The Stellar RPC (JSON-RPC) endpoint, when enabled.
+    pub jsonrpc: Option<SocketAddr>,
 }
 
 /// Runs the daemon until `shutdown` resolves. `open` opens the stores (on
@@ -94,6 +96,12 @@ where
         let addr = local_addr(&l, &cfg.metrics.listen)?;
         tokio::spawn(metrics::serve(l, metrics.clone(), stop_rx.clone()));
         Some(addr)
+    } else {
+        None
+    };
+
+    let jsonrpc = if cfg.jsonrpc.enabled {
+        Some(start_jsonrpc(&cfg, state.clone(), &metrics).await?)
     } else {
         None
     };
@@ -146,6 +154,7 @@ where
     on_bound(Bound {
         grpc: grpc_addr,
         metrics: metrics_addr,
+        jsonrpc: jsonrpc.as_ref().map(|(a, _)| *a),
     });
 
     // Signals flip the stop flag; the server then drains.
@@ -198,6 +207,11 @@ where
     set_health(&health, tonic_health::ServingStatus::NotServing).await;
     tracing::info!("shutting down: draining streams");
     let served = server.await;
+    if let Some((_, handle)) = jsonrpc {
+        // Calls in flight finish; new connections are refused.
+        let _ = handle.stop();
+        handle.stopped().await;
+    }
     if let Some(f) = follower {
         // It commits the ledgers in hand before it returns.
         let _ = f.await;
@@ -209,6 +223,47 @@ where
     match served {
         Ok(r) => r.map_err(ServeError::from),
         Err(j) => Err(ServeError::Config(format!("server task failed: {j}"))),
+    }
+}
+
+/// Binds and starts the Stellar RPC endpoint; it finds the store through
+/// `state` once it is open.
+async fn start_jsonrpc(
+    cfg: &Config,
+    state: Arc<AppState>,
+    metrics: &Metrics,
+) -> Result<(SocketAddr, ledgerstore_jsonrpc::ServerHandle), ServeError> {
+    let passphrase = ledgerstore_stellar::Network::parse(&cfg.stellar.network)
+        .map_err(|e| ServeError::Config(format!("stellar.network: {e}")))?
+        .passphrase()
+        .to_string();
+    let j = &cfg.jsonrpc;
+    let settings = ledgerstore_jsonrpc::Settings {
+        passphrase,
+        timeout: Duration::from_millis(cfg.query.timeout_ms),
+        max_request_bytes: j.max_request_bytes,
+        max_response_bytes: j.max_response_bytes,
+        max_batch_calls: j.max_batch_calls,
+        max_connections: j.max_connections,
+        version: ledgerstore_jsonrpc::VersionInfo::current(),
+    };
+    let rpc_metrics = ledgerstore_jsonrpc::RpcMetrics::new(metrics.registry())
+        .map_err(|e| ServeError::Config(format!("jsonrpc metrics: {e}")))?;
+    ledgerstore_jsonrpc::serve(&j.listen, settings, RpcStore(state), rpc_metrics)
+        .await
+        .map_err(|source| ServeError::Bind {
+            what: "JSON-RPC",
+            addr: j.listen.clone(),
+            source,
+        })
+}
+
+/// The Stellar RPC's way to the store: the same as the gRPC services'.
+struct RpcStore(Arc<AppState>);
+
+impl ledgerstore_jsonrpc::StoreAccess for RpcStore {
+    fn store(&self) -> Result<Arc<Ledgerstore>, String> {
+        self.0.store().map_err(|s| s.message().to_string())
     }
 }
 

@@ -13,9 +13,12 @@
 //! What is stored per transaction, as exact XDR:
 //! - envelope: `TransactionEnvelope`;
 //! - result: `TransactionResultPair` (hash + `TransactionResult`);
-//! - meta: `TransactionMeta` (`txApplyProcessing`). The fee changes
-//!   (`feeProcessing`, `postTxApplyFeeProcessing`) stay in the ledger's raw
-//!   `LedgerCloseMeta`, which is stored whole.
+//! - meta: `TransactionMeta` (`txApplyProcessing`);
+//! - alias (fee bumps only): the inner transaction's hash, a second key the
+//!   transaction is found by.
+//!
+//! The fee changes (`feeProcessing`, `postTxApplyFeeProcessing`) stay in
+//! the ledger's raw `LedgerCloseMeta`, which is stored whole.
 
 use std::collections::HashMap;
 
@@ -158,11 +161,26 @@ pub fn extract(
                 hex(&hash)
             )));
         };
+        // A fee bump is found by its inner transaction's hash too, as
+        // stellar-rpc finds it.
+        let alias = match env {
+            TransactionEnvelope::TxFeeBump(fb) => Some(
+                fb.tx
+                    .inner_tx
+                    .hash(network_id)
+                    .map_err(|e| {
+                        StellarError::xdr(format!("ledger {seq} tx {index}"), "inner tx", e)
+                    })?
+                    .to_vec(),
+            ),
+            TransactionEnvelope::TxV0(_) | TransactionEnvelope::Tx(_) => None,
+        };
         txs.push(TxInput {
             hash: hash.to_vec(),
             envelope: to_xdr(env, seq, index, "envelope")?,
             result: to_xdr(pair, seq, index, "result")?,
             meta: to_xdr(meta, seq, index, "meta")?,
+            alias,
         });
     }
     Ok(LedgerInput {

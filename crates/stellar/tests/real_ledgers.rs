@@ -245,3 +245,34 @@ fn limits_stop_oversize_input() {
         "{err}"
     );
 }
+
+/// Every fee bump of the 20 consecutive 2026 pubnet ledgers gets its inner
+/// transaction's hash as its alias (what stellar-rpc finds it by too), as
+/// the independent oracle gives it; no other transaction has one.
+#[test]
+fn fee_bumps_carry_their_inner_hash_as_the_oracle_gives_it() {
+    let name = "FC3D4709--63092982-63093001";
+    let bytes = std::fs::read(data(&format!("{name}.xdr.zst"))).expect("fixture");
+    let ledgers = decode_file(&bytes, name, &net("pubnet"), ReadLimits::default()).expect(name);
+    let oracle: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(data(&format!("{name}.oracle.json"))).expect("oracle"),
+    )
+    .expect("oracle json");
+    let want = oracle["txs"].as_array().expect("txs");
+    let got: Vec<_> = ledgers.iter().flat_map(|l| &l.txs).collect();
+    assert_eq!(got.len(), want.len());
+    let mut bumps = 0;
+    for (t, w) in got.iter().zip(want) {
+        assert_eq!(hex::encode(&t.hash), w["hash"]);
+        match (&t.alias, w["inner_hash"].as_str()) {
+            (Some(a), Some(inner)) => {
+                assert_eq!(hex::encode(a), inner);
+                assert_eq!(w["fee_bump"], true);
+                bumps += 1;
+            }
+            (None, None) => assert_eq!(w["fee_bump"], false),
+            (a, i) => panic!("{}: alias {a:?}, oracle inner hash {i:?}", w["hash"]),
+        }
+    }
+    assert_eq!(bumps, 598);
+}

@@ -40,8 +40,12 @@ pub struct CheckReport {
     pub mark: Option<u32>,
     /// Ledger records read.
     pub ledgers: u64,
-    /// Hashes listed by ledger records (each one verified in both tables).
+    /// Transactions listed by ledger records (each one verified in both
+    /// tables).
     pub txs: u64,
+    /// Aliases listed by ledger records (a fee bump's inner hash), each
+    /// verified like a transaction's hash.
+    pub aliases: u64,
     /// Entries in `tx_index`.
     pub tx_index_entries: u64,
     /// Entries in `tx_data`.
@@ -96,7 +100,7 @@ impl Ledgerstore {
             self.check_indexed_tables(&residue, &mut r)?;
             return Ok(r);
         }
-        let listed = r.txs;
+        let listed = r.txs + r.aliases;
         r.tx_index_entries = self.check_hash_table(TableId::TxIndex, listed, &residue, &mut r)?;
         r.tx_data_entries = self.check_hash_table(TableId::TxData, listed, &residue, &mut r)?;
         if mark.txs != r.txs {
@@ -135,8 +139,8 @@ impl Ledgerstore {
                 break;
             };
             from = after(last_key);
-            // (hash, ledger, index) of every listed tx in this chunk.
-            let mut listed: Vec<(TxHash, u32, u32)> = Vec::new();
+            // Every hash listed in this chunk: transactions and aliases.
+            let mut listed: Vec<Listed> = Vec::new();
             for (key, value) in &chunk {
                 let Ok(seq) = u32::decode(key) else {
                     r.problem(format!(
@@ -172,11 +176,18 @@ impl Ledgerstore {
                 if rec.seq != seq {
                     r.problem(format!("ledgers[{seq}]: record says seq {}", rec.seq));
                 }
+                let n = rec.tx_hashes.len();
+                r.txs += n as u64;
+                r.aliases += rec.aliases.len() as u64;
                 for (i, h) in rec.tx_hashes.iter().enumerate() {
-                    listed.push((*h, seq, u32::try_from(i).unwrap_or(u32::MAX)));
+                    let i = u32::try_from(i).unwrap_or(u32::MAX);
+                    listed.push(Listed::new(*h, seq, i, i));
+                }
+                for (k, a) in rec.aliases.iter().enumerate() {
+                    let pos = u32::try_from(n + k).unwrap_or(u32::MAX);
+                    listed.push(Listed::new(a.hash, seq, pos, a.index));
                 }
             }
-            r.txs += listed.len() as u64;
             self.check_listed(&mut listed, r)?;
         }
         if last_seen != mark.last {
@@ -189,20 +200,17 @@ impl Ledgerstore {
     }
 
     /// Checks that the listed hashes resolve in both hash tables.
-    fn check_listed(
-        &self,
-        listed: &mut [(TxHash, u32, u32)],
-        r: &mut CheckReport,
-    ) -> StoreResult<()> {
+    fn check_listed(&self, listed: &mut [Listed], r: &mut CheckReport) -> StoreResult<()> {
         if self.indexed.is_some() {
             return self.check_listed_indexed(listed, r);
         }
-        listed.sort_unstable_by_key(|(h, _, _)| *h);
-        let keys: Vec<&[u8]> = listed.iter().map(|(h, _, _)| &h.0[..]).collect();
+        listed.sort_unstable_by_key(|l| l.hash);
+        let keys: Vec<&[u8]> = listed.iter().map(|l| &l.hash.0[..]).collect();
         let index = self.tx_index.multi_get(&keys)?;
         let data = self.tx_data.multi_get(&keys)?;
-        for (((h, seq, i), ix), dv) in listed.iter().zip(index).zip(data) {
-            let at = format!("listed by ledgers[{seq}] at index {i}");
+        for ((l, ix), dv) in listed.iter().zip(index).zip(data) {
+            let (h, seq, i) = (&l.hash, &l.seq, &l.index);
+            let at = l.at();
             match ix.as_deref().map(u32::decompress) {
                 None => r.problem(format!("tx_index: {h} is missing ({at})")),
                 Some(Err(e)) => r.problem(format!("tx_index: {h}: {e}")),
@@ -292,7 +300,7 @@ impl Ledgerstore {
                     let set = match self.ledgers.get(&seq.to_be_bytes())? {
                         Some(b) => LedgerRecord::decompress(&b)
                             .ok()
-                            .map(|rec| rec.tx_hashes.into_iter().collect()),
+                            .map(|rec| rec.lookup_hashes().copied().collect()),
                         None => None,
                     };
                     owners.entry(seq).or_insert(set)
@@ -309,11 +317,47 @@ impl Ledgerstore {
     }
 }
 
+/// A hash a ledger record lists: a transaction's, or an alias naming one.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Listed {
+    pub hash: TxHash,
+    pub seq: u32,
+    /// Its position in the ledger (layout `indexed` keys bodies by it): the
+    /// apply index, or `n + k` for the `k`-th alias of `n` transactions.
+    pub pos: u32,
+    /// The apply index of the transaction it finds.
+    pub index: u32,
+}
+
+impl Listed {
+    fn new(hash: TxHash, seq: u32, pos: u32, index: u32) -> Self {
+        Self {
+            hash,
+            seq,
+            pos,
+            index,
+        }
+    }
+
+    /// Where a problem's hash came from.
+    pub(crate) fn at(&self) -> String {
+        if self.pos == self.index {
+            format!("listed by ledgers[{}] at index {}", self.seq, self.index)
+        } else {
+            format!(
+                "listed by ledgers[{}] as an alias of index {} (position {})",
+                self.seq, self.index, self.pos
+            )
+        }
+    }
+}
+
 /// What an interrupted batch left above the mark, as the ledger records
 /// above it list it.
 #[derive(Default)]
 pub(crate) struct Residue {
-    /// Ledger seq → transactions its record lists.
+    /// Ledger seq → positions its record lists (transactions, then
+    /// aliases).
     pub(crate) ledgers: HashMap<u32, u32>,
     /// Every hash those records list.
     pub(crate) hashes: HashSet<TxHash>,
@@ -325,8 +369,8 @@ impl Residue {
         match LedgerRecord::decompress(value) {
             Ok(rec) => {
                 self.ledgers
-                    .insert(seq, u32::try_from(rec.tx_hashes.len()).unwrap_or(u32::MAX));
-                self.hashes.extend(rec.tx_hashes);
+                    .insert(seq, u32::try_from(rec.lookup_count()).unwrap_or(u32::MAX));
+                self.hashes.extend(rec.lookup_hashes().copied());
             }
             // Rollback refuses a record it cannot read, so this one would
             // block the next writer's open.

@@ -5,8 +5,8 @@ use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use ledgerstore_db_api::{
-    Compress, DbError, DictSet, KvStore, LedgerInput, LedgerRecordRef, TableId, TxBody, TxHash,
-    TxPos, TxRecordRef,
+    Alias, Compress, DbError, DictSet, KvStore, LedgerInput, LedgerRecordRef, TableId, TxBody,
+    TxHash, TxPos, TxRecordRef,
 };
 use rayon::prelude::*;
 
@@ -227,14 +227,15 @@ impl Ledgerstore {
     /// Refuses hashes that are already stored: overwriting one would repoint
     /// a committed transaction, and rolling back would delete it.
     fn check_hashes_not_stored(&self, new: &[LedgerInput]) -> StoreResult<()> {
-        let mut hashes: Vec<(&[u8], usize, usize)> = new
+        // (hash or alias, ledger, tx, which of the two)
+        let mut hashes: Vec<(&[u8], usize, usize, &'static str)> = new
             .iter()
             .enumerate()
             .flat_map(|(li, l)| {
-                l.txs
-                    .iter()
-                    .enumerate()
-                    .map(move |(ti, t)| (&t.hash[..], li, ti))
+                l.txs.iter().enumerate().flat_map(move |(ti, t)| {
+                    std::iter::once((&t.hash[..], li, ti, "hash"))
+                        .chain(t.alias.as_deref().map(|a| (a, li, ti, "alias")))
+                })
             })
             .collect();
         hashes.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
@@ -245,12 +246,12 @@ impl Ledgerstore {
         for chunk in hashes.chunks(crate::MAINTENANCE_READ_KEYS) {
             let keys: Vec<&[u8]> = chunk.iter().map(|h| h.0).collect();
             let found = self.tx_index.multi_get(&keys)?;
-            for (&(hash, li, ti), value) in chunk.iter().zip(found) {
+            for (&(hash, li, ti, key), value) in chunk.iter().zip(found) {
                 let Some(v) = value else { continue };
                 let ledger = <u32 as ledgerstore_db_api::Decompress>::decompress(&v)?;
                 if last.is_some_and(|l| ledger <= l) {
                     return Err(StoreError::HashExists {
-                        field: format!("ledgers[{li}].transactions[{ti}].hash"),
+                        field: format!("ledgers[{li}].transactions[{ti}].{key}"),
                         hash: hex::encode(hash),
                         ledger,
                     });
@@ -422,6 +423,33 @@ fn tx_parts<'a>(
     Ok((hash, TxRecordRef::of(l, i as u32, t)))
 }
 
+/// The 32-byte alias of `t`, if it has one.
+fn alias_hash(t: &ledgerstore_db_api::TxInput) -> StoreResult<Option<TxHash>> {
+    match &t.alias {
+        None => Ok(None),
+        Some(a) => TxHash::from_slice(a)
+            .map(Some)
+            .ok_or_else(|| StoreError::InvalidBatch {
+                field: "alias".into(),
+                reason: "must be 32 bytes".into(),
+            }),
+    }
+}
+
+/// The aliases of `l` as its ledger record lists them.
+fn aliases_of(l: &LedgerInput) -> Vec<Alias<&[u8]>> {
+    l.txs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| {
+            t.alias.as_deref().map(|hash| Alias {
+                index: i as u32,
+                hash,
+            })
+        })
+        .collect()
+}
+
 /// `dicts` is Some for the `indexed` layout: tx bodies are keyed by
 /// position and compressed with its current dictionary.
 fn prepare(new: &[LedgerInput], level: i32, dicts: Option<&DictSet>) -> StoreResult<Prepared> {
@@ -429,10 +457,12 @@ fn prepare(new: &[LedgerInput], level: i32, dicts: Option<&DictSet>) -> StoreRes
         .par_iter()
         .map(|l| {
             let hashes: Vec<&[u8]> = l.txs.iter().map(|t| &t.hash[..]).collect();
+            let aliases = aliases_of(l);
             let rec = LedgerRecordRef {
                 seq: l.seq,
                 close_time: l.close_time,
                 tx_hashes: &hashes,
+                aliases: &aliases,
                 raw: &l.raw,
             };
             Ok::<_, DbError>((l.seq.to_be_bytes(), rec.compress(level)?, rec.raw_len()))
@@ -441,7 +471,7 @@ fn prepare(new: &[LedgerInput], level: i32, dicts: Option<&DictSet>) -> StoreRes
     if let Some(dicts) = dicts {
         return prepare_indexed(new, ledgers, level, dicts);
     }
-    let txs: Vec<(TxHash, Vec<u8>, usize, u32)> = new
+    let mut txs: Vec<(TxHash, Vec<u8>, usize, u32)> = new
         .par_iter()
         .flat_map_iter(|l| l.txs.iter().enumerate().map(move |(i, t)| (l, i, t)))
         .map(|(l, i, t)| {
@@ -449,6 +479,20 @@ fn prepare(new: &[LedgerInput], level: i32, dicts: Option<&DictSet>) -> StoreRes
             Ok::<_, StoreError>((hash, rec.compress(level)?, rec.raw_len(), l.seq))
         })
         .collect::<Result<_, _>>()?;
+    // An alias is a second key to the same compressed record, in both hash
+    // tables.
+    let mut at = 0;
+    let mut copies = Vec::new();
+    for l in new {
+        for t in &l.txs {
+            if let Some(alias) = alias_hash(t)? {
+                let (_, v, raw, seq) = &txs[at];
+                copies.push((alias, v.clone(), *raw, *seq));
+            }
+            at += 1;
+        }
+    }
+    txs.extend(copies);
     // Raw and stored sizes both count key + value, so ratios compare like
     // with like.
     let ledgers = Entries {
@@ -484,7 +528,7 @@ fn prepare_indexed(
     level: i32,
     dicts: &DictSet,
 ) -> StoreResult<Prepared> {
-    let txs: Vec<(TxHash, TxPos, Vec<u8>, usize)> = new
+    let mut txs: Vec<(TxHash, TxPos, Vec<u8>, usize)> = new
         .par_iter()
         .flat_map_iter(|l| l.txs.iter().enumerate().map(move |(i, t)| (l, i, t)))
         .map(|(l, i, t)| {
@@ -497,6 +541,30 @@ fn prepare_indexed(
             Ok::<_, StoreError>((hash, pos, body.to_bytes(), 8 + 36 + rec.raw_len()))
         })
         .collect::<Result<_, _>>()?;
+    // The k-th alias of a ledger of n transactions is a copy of its
+    // transaction's body, under the alias hash, at position n + k: segments
+    // and the hot index then key it like any transaction, and a lookup
+    // confirms it against the body's own hash.
+    let mut at = 0;
+    let mut copies = Vec::new();
+    for l in new {
+        let mut k = 0;
+        for t in &l.txs {
+            if let Some(alias) = alias_hash(t)? {
+                let (_, _, body, raw) = &txs[at];
+                let mut copy = body.clone();
+                copy[..32].copy_from_slice(&alias.0);
+                let pos = TxPos {
+                    seq: l.seq,
+                    index: (l.txs.len() + k) as u32,
+                };
+                copies.push((alias, pos, copy, *raw));
+                k += 1;
+            }
+            at += 1;
+        }
+    }
+    txs.extend(copies);
     let ledgers = Entries {
         raw_bytes: ledgers.iter().map(|l| 4 + l.2 as u64).sum(),
         pairs: ledgers.into_iter().map(|(k, v, _)| (k, v)).collect(),

@@ -401,6 +401,8 @@ fn visible_end(mark: &MarkState) -> u64 {
 }
 
 #[cfg(test)]
+mod alias_tests;
+#[cfg(test)]
 mod backup_tests;
 #[cfg(test)]
 mod durability_tests;

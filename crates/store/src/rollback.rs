@@ -43,8 +43,10 @@ impl Ledgerstore {
                         "ledger record above the mark cannot be read for rollback: {e}"
                     ))
                 })?;
+                // Aliases too: hash keys in the hash tables, positions after
+                // the transactions' in `indexed`.
                 if self.indexed.is_some() {
-                    body_keys.extend((0..rec.tx_hashes.len()).map(|i| {
+                    body_keys.extend((0..rec.lookup_count()).map(|i| {
                         TxPos {
                             seq: rec.seq,
                             index: i as u32,
@@ -53,7 +55,7 @@ impl Ledgerstore {
                         .to_vec()
                     }));
                 }
-                hashes.extend(rec.tx_hashes);
+                hashes.extend(rec.lookup_hashes().copied());
                 ledger_keys.push(key);
             }
             match last_seq.checked_add(1) {

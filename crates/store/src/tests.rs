@@ -217,6 +217,7 @@ pub(crate) fn plant_residue(store: &Ledgerstore, ledgers: &[LedgerInput]) {
             seq: ledger.seq,
             close_time: ledger.close_time,
             tx_hashes: &hashes,
+            aliases: &[],
             raw: &ledger.raw,
         };
         w.put(&ledger.seq.to_be_bytes(), &rec.compress(3).expect("c"))

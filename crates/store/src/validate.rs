@@ -2,8 +2,9 @@
 //!
 //! Rules: ledger seqs are contiguous and ascending; the first new ledger is
 //! the mark + 1 (any start while the store is empty); ledgers at or below
-//! the mark are skipped (acknowledged, never rewritten); every hash is 32
-//! bytes and unique within the batch; no record is empty or over its limit.
+//! the mark are skipped (acknowledged, never rewritten); every hash and
+//! alias is 32 bytes and unique within the batch (an alias is a hash too);
+//! no record is empty or over its limit.
 
 use std::collections::HashMap;
 
@@ -104,7 +105,12 @@ pub fn validate(batch: &[LedgerInput], last: Option<u32>, limits: &Limits) -> St
             got: next.seq,
         });
     }
-    let mut seen: HashMap<TxHash, (usize, usize)> = HashMap::new();
+    // hash or alias → (ledger, tx, is alias): where it was first seen
+    let mut seen: HashMap<TxHash, (usize, usize, bool)> = HashMap::new();
+    let name = |(l, t, alias): (usize, usize, bool)| {
+        let key = if alias { "alias" } else { "hash" };
+        format!("ledgers[{l}].transactions[{t}].{key}")
+    };
     let mut txs = 0usize;
     for (li, ledger) in batch.iter().enumerate().skip(skipped) {
         check_ledger(li, ledger, limits)?;
@@ -133,11 +139,24 @@ pub fn validate(batch: &[LedgerInput], last: Option<u32>, limits: &Limits) -> St
                     "bytes",
                 ));
             }
-            if let Some((pl, pt)) = seen.insert(hash, (li, ti)) {
-                return Err(invalid(
-                    format!("{}.hash", field()),
-                    format!("duplicate of ledgers[{pl}].transactions[{pt}].hash ({hash})"),
-                ));
+            let alias = match &tx.alias {
+                None => None,
+                Some(a) => Some(TxHash::from_slice(a).ok_or_else(|| {
+                    invalid(
+                        format!("{}.alias", field()),
+                        format!("must be 32 bytes, got {}", a.len()),
+                    )
+                })?),
+            };
+            for (key, at) in
+                std::iter::once((hash, (li, ti, false))).chain(alias.map(|a| (a, (li, ti, true))))
+            {
+                if let Some(prev) = seen.insert(key, at) {
+                    return Err(invalid(
+                        name(at),
+                        format!("duplicate of {} ({key})", name(prev)),
+                    ));
+                }
             }
         }
         txs += ledger.txs.len();
@@ -180,6 +199,7 @@ mod tests {
             envelope: vec![1],
             result: vec![2],
             meta: vec![3],
+            alias: None,
         }
     }
 

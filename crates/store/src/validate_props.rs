@@ -35,6 +35,7 @@ fn tx() -> impl Strategy<Value = TxInput> {
             envelope,
             result,
             meta,
+            alias: None,
         })
 }
 

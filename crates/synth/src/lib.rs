@@ -206,6 +206,7 @@ impl Synth {
             envelope,
             result,
             meta,
+            alias: None,
         }
     }
 

@@ -24,17 +24,20 @@ pub fn run(a: ServeArgs, log_json: bool) -> Result<()> {
             cfg,
             opener,
             follow,
-            |b| match b.metrics {
-                Some(m) => println!(
-                    "ledgerstore serving gRPC on {} (metrics on http://{m}/metrics), data dir {}",
+            |b| {
+                let metrics = b
+                    .metrics
+                    .map(|m| format!(" (metrics on http://{m}/metrics)"))
+                    .unwrap_or_default();
+                let jsonrpc = b
+                    .jsonrpc
+                    .map(|j| format!(", Stellar RPC on http://{j}/"))
+                    .unwrap_or_default();
+                println!(
+                    "ledgerstore serving gRPC on {}{metrics}{jsonrpc}, data dir {}",
                     b.grpc,
                     data_dir.display()
-                ),
-                None => println!(
-                    "ledgerstore serving gRPC on {}, data dir {}",
-                    b.grpc,
-                    data_dir.display()
-                ),
+                )
             },
             shutdown_signal(),
         )

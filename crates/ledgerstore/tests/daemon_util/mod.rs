@@ -16,6 +16,8 @@ pub struct Daemon {
     child: Option<Child>,
     pub grpc: String,
     pub metrics: String,
+    /// The Stellar RPC endpoint, `http://127.0.0.1:PORT/`.
+    pub jsonrpc: String,
     pub dir: PathBuf,
     out: Arc<Mutex<String>>,
     /// The CA (the server's own cert) when the daemon serves TLS.
@@ -45,6 +47,8 @@ impl Daemon {
                 "--grpc.listen",
                 "127.0.0.1:0",
                 "--metrics.listen",
+                "127.0.0.1:0",
+                "--jsonrpc.listen",
                 "127.0.0.1:0",
             ])
             .arg("--data-dir")
@@ -77,6 +81,7 @@ impl Daemon {
             .expect("daemon printed its addresses");
         let grpc = between(&line, "gRPC on ", " ").expect("grpc addr");
         let metrics = between(&line, "metrics on http://", "/metrics").expect("metrics addr");
+        let jsonrpc = between(&line, "Stellar RPC on ", ",").expect("jsonrpc addr");
         let tls_ca = extra
             .iter()
             .position(|a| *a == "--grpc.tls-cert")
@@ -88,6 +93,7 @@ impl Daemon {
             grpc: format!("{scheme}://{grpc}"),
             tls_ca,
             metrics,
+            jsonrpc,
             dir: dir.to_path_buf(),
             out,
         }

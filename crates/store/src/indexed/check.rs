@@ -9,17 +9,17 @@
 //! outside what the ledgers list, and each segment must hold exactly the
 //! txs its range lists.
 
-use ledgerstore_db_api::{Decompress, Dictionary, TxBody, TxHash, TxPos};
+use ledgerstore_db_api::{Decompress, Dictionary, TxBody, TxPos};
 
 use super::hot::parse_entry;
 use crate::Ledgerstore;
-use crate::check::{CheckReport, Residue, scan_all};
+use crate::check::{CheckReport, Listed, Residue, scan_all};
 use crate::error::StoreResult;
 
 impl Ledgerstore {
     pub(crate) fn check_listed_indexed(
         &self,
-        listed: &mut [(TxHash, u32, u32)],
+        listed: &mut [Listed],
         r: &mut CheckReport,
     ) -> StoreResult<()> {
         let tier = self.tier()?;
@@ -37,9 +37,10 @@ impl Ledgerstore {
         let hot_map = &tier.segments.hot_map;
         // Position order: the bodies and the hot index are read in key
         // order.
-        listed.sort_unstable_by_key(|(_, seq, i)| (*seq, *i));
-        for (h, seq, i) in listed.iter() {
-            let at = format!("listed by ledgers[{seq}] at index {i}");
+        listed.sort_unstable_by_key(|l| (l.seq, l.pos));
+        for l in listed.iter() {
+            let (h, seq, i) = (&l.hash, &l.seq, &l.pos);
+            let at = l.at();
             let want = TxPos {
                 seq: *seq,
                 index: *i,
@@ -88,7 +89,7 @@ impl Ledgerstore {
                     Ok((bh, _)) if bh != *h => r.problem(format!(
                         "tx_bodies: ledger {seq} index {i} holds {bh}, the ledger lists {h}"
                     )),
-                    Ok((_, rec)) if rec.ledger_seq != *seq || rec.index != *i => {
+                    Ok((_, rec)) if rec.ledger_seq != *seq || rec.index != l.index => {
                         r.problem(format!(
                             "tx_bodies: ledger {seq} index {i}: record says ledger {} index {}",
                             rec.ledger_seq, rec.index
@@ -164,10 +165,11 @@ impl Ledgerstore {
         r.above_mark += pending;
         r.tx_data_entries = bodies;
         r.tx_index_entries = hot;
-        if bodies != r.txs {
+        if bodies != r.txs + r.aliases {
             r.problem(format!(
-                "tx_bodies: holds {bodies} bodies, the ledger records list {}",
-                r.txs
+                "tx_bodies: holds {bodies} bodies, the ledger records list {} transactions and \
+                 {} aliases",
+                r.txs, r.aliases
             ));
         }
         self.check_segment_files(r)?;

@@ -279,17 +279,18 @@ impl Ledgerstore {
     /// `hashes` are `(hash, ledger i, tx i)`.
     pub(crate) fn check_hashes_not_indexed(
         &self,
-        hashes: &[(&[u8], usize, usize)],
+        hashes: &[(&[u8], usize, usize, &'static str)],
     ) -> StoreResult<()> {
         let tier = self.tier()?;
-        let exists = |hash: &[u8], li: usize, ti: usize, seq: u32| StoreError::HashExists {
-            field: format!("ledgers[{li}].transactions[{ti}].hash"),
+        let exists = |hash: &[u8], field: String, seq: u32| StoreError::HashExists {
+            field,
             hash: hex::encode(hash),
             ledger: seq,
         };
-        for &(hash, li, ti) in hashes {
+        for &(hash, li, ti, key) in hashes {
+            let field = || format!("ledgers[{li}].transactions[{ti}].{key}");
             let h = TxHash::from_slice(hash).ok_or_else(|| StoreError::InvalidBatch {
-                field: format!("ledgers[{li}].transactions[{ti}].hash"),
+                field: field(),
                 reason: "must be 32 bytes".into(),
             })?;
             if let Some(pos) = self.hot_position(&h)? {
@@ -297,12 +298,12 @@ impl Ledgerstore {
                 // residue that the rollback before this batch removed or
                 // will remove.
                 if self.is_visible(pos.seq) {
-                    return Err(exists(hash, li, ti, pos.seq));
+                    return Err(exists(hash, field(), pos.seq));
                 }
                 continue;
             }
             if let Some((pos, _)) = self.confirm(&h, tier.segments.lookup(&h.0))? {
-                return Err(exists(hash, li, ti, pos.seq));
+                return Err(exists(hash, field(), pos.seq));
             }
         }
         Ok(())

@@ -499,7 +499,8 @@ impl SegmentSet {
         Ok(v.len() as u64)
     }
 
-    /// The hashes that the ledger records of `first..=last` list.
+    /// The hashes that the ledger records of `first..=last` list
+    /// (transactions and aliases), at their positions.
     fn hashes_in_ledgers(&self, first: u32, last: u32) -> StoreResult<Vec<([u8; 32], TxPos)>> {
         let mut out = Vec::new();
         let mut next = first;
@@ -516,7 +517,8 @@ impl SegmentSet {
                         rec.seq
                     )));
                 }
-                for (index, h) in rec.tx_hashes.iter().enumerate() {
+                // Aliases at n + k, where ingest stored their bodies.
+                for (index, h) in rec.lookup_hashes().enumerate() {
                     let index = u32::try_from(index).map_err(|_| {
                         StoreError::Corrupt(format!("ledger {} lists too many txs", rec.seq))
                     })?;

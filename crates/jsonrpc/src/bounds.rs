@@ -1,0 +1,82 @@
+//! The range the store holds, with close times, as every response
+//! reports it (`latestLedger`, `oldestLedger` and their close times).
+//!
+//! A close time needs the ledger record (one zstd frame of ~1.4 MB raw),
+//! so the two ends are cached by seq: the oldest rarely changes, the
+//! latest once per ledger, and a lookup must not decompress two ledgers.
+
+use std::sync::Mutex;
+
+use ledgerstore_store::Ledgerstore;
+
+use crate::error::{RpcError, RpcResult};
+
+/// One end of the range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct End {
+    pub seq: u32,
+    /// Unix seconds.
+    pub close_time: u64,
+    /// The header's `ledgerVersion`.
+    pub protocol_version: u32,
+}
+
+/// The range held now.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Range {
+    pub oldest: End,
+    pub latest: End,
+}
+
+impl Range {
+    /// Ledgers held (`ledgerRetentionWindow`).
+    pub(crate) fn len(&self) -> u32 {
+        self.latest.seq - self.oldest.seq + 1
+    }
+}
+
+/// Cache of the two ends.
+#[derive(Debug, Default)]
+pub(crate) struct Bounds {
+    oldest: Mutex<Option<End>>,
+    latest: Mutex<Option<End>>,
+}
+
+impl Bounds {
+    /// The range of `store` as of its durable mark. An empty store is an
+    /// error: stellar-rpc answers nothing before its first ledger either.
+    pub(crate) fn get(&self, store: &Ledgerstore) -> RpcResult<Range> {
+        let mark = store.mark();
+        let (Some(first), Some(last)) = (mark.first, mark.last) else {
+            return Err(RpcError::Unavailable(
+                "the store holds no ledgers yet: ingest some first".into(),
+            ));
+        };
+        Ok(Range {
+            oldest: end(&self.oldest, store, first)?,
+            latest: end(&self.latest, store, last)?,
+        })
+    }
+}
+
+fn end(slot: &Mutex<Option<End>>, store: &Ledgerstore, seq: u32) -> RpcResult<End> {
+    if let Ok(g) = slot.lock()
+        && let Some(e) = *g
+        && e.seq == seq
+    {
+        return Ok(e);
+    }
+    let rec = store.get_ledger(seq)?.ok_or_else(|| {
+        RpcError::Internal(format!("ledger {seq} is inside the mark but not stored"))
+    })?;
+    let header = crate::xdr::ledger_header(&rec)?.entry.header;
+    let e = End {
+        seq,
+        close_time: rec.close_time,
+        protocol_version: header.ledger_version,
+    };
+    if let Ok(mut g) = slot.lock() {
+        *g = Some(e);
+    }
+    Ok(e)
+}

@@ -1,0 +1,77 @@
+//! The one mapping from failures to JSON-RPC error objects.
+//!
+//! Codes follow stellar-rpc: a bad parameter (hash, cursor, xdrFormat,
+//! unknown field) is -32602 (invalid params); a request outside what this
+//! instance holds (`startLedger` out of range, a limit above the maximum,
+//! both `startLedger` and `cursor`) is -32600 (invalid request); anything
+//! the store or the stored data fails at is -32603 (internal error), with
+//! a message that says why.
+
+use jsonrpsee::types::ErrorObjectOwned;
+use ledgerstore_store::StoreError;
+
+/// JSON-RPC 2.0 "invalid request".
+pub const INVALID_REQUEST: i32 = -32600;
+/// JSON-RPC 2.0 "invalid params".
+pub const INVALID_PARAMS: i32 = -32602;
+/// JSON-RPC 2.0 "internal error".
+pub const INTERNAL_ERROR: i32 = -32603;
+
+/// Why a call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RpcError {
+    /// A parameter is malformed: its name and what is expected.
+    #[error("{0}")]
+    InvalidParams(String),
+    /// A well-formed request this instance cannot answer (out of range).
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// The store is opening or shutting down.
+    #[error("{0}")]
+    Unavailable(String),
+    /// The call outlived `query.timeout_ms`.
+    #[error("the request took longer than {0} ms (query.timeout_ms)")]
+    Timeout(u64),
+    /// The store failed.
+    #[error("storage error: {0}")]
+    Store(#[from] StoreError),
+    /// Stored data is not what a Stellar method can serve: synthetic
+    /// ledgers, or XDR that does not decode.
+    #[error("{0}")]
+    NotStellar(String),
+    /// A bug: a task panicked or failed to join.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl RpcError {
+    /// The JSON-RPC error code.
+    pub fn code(&self) -> i32 {
+        match self {
+            Self::InvalidParams(_) => INVALID_PARAMS,
+            Self::InvalidRequest(_) => INVALID_REQUEST,
+            Self::Unavailable(_)
+            | Self::Timeout(_)
+            | Self::Store(_)
+            | Self::NotStellar(_)
+            | Self::Internal(_) => INTERNAL_ERROR,
+        }
+    }
+
+    pub(crate) fn params(msg: impl Into<String>) -> Self {
+        Self::InvalidParams(msg.into())
+    }
+
+    pub(crate) fn request(msg: impl Into<String>) -> Self {
+        Self::InvalidRequest(msg.into())
+    }
+}
+
+impl From<RpcError> for ErrorObjectOwned {
+    fn from(e: RpcError) -> Self {
+        ErrorObjectOwned::owned(e.code(), e.to_string(), None::<()>)
+    }
+}
+
+/// Result of a method.
+pub type RpcResult<T> = Result<T, RpcError>;

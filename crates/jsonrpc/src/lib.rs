@@ -1,0 +1,125 @@
+//! Stellar RPC: a JSON-RPC 2.0 endpoint (`POST /`) that speaks
+//! stellar-rpc's read methods over the whole history the store holds, so
+//! stellar-rpc's own clients (the official SDKs, the Stellar Laboratory)
+//! can use ledgerstore as a full-history backend.
+//!
+//! Methods: `getTransaction`, `getTransactions`, `getLedgers`,
+//! `getLatestLedger`, `getHealth`, `getNetwork`, `getVersionInfo`. Response
+//! shapes follow stellar-rpc v28 (go-stellar-sdk `protocols/rpc`) field for
+//! field, including which fields are strings and which numbers.
+//!
+//! The transport is `jsonrpsee`'s server (HTTP only): named params, batch
+//! requests, a request size limit (HTTP 413 past it) and a connection
+//! limit. Reads run on tokio's blocking pool under the same deadline as
+//! the gRPC queries (`query.timeout_ms`). Errors map to JSON-RPC codes in
+//! one place ([`error`]).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use jsonrpsee::server::{BatchRequestConfig, Server, ServerConfig};
+use ledgerstore_store::Ledgerstore;
+
+mod bounds;
+pub mod error;
+mod methods;
+mod metrics;
+mod params;
+mod xdr;
+
+pub use error::{RpcError, RpcResult};
+pub use jsonrpsee::server::ServerHandle;
+pub use metrics::RpcMetrics;
+
+use crate::bounds::Bounds;
+
+/// Where the methods find the store: the daemon opens it after the
+/// listener is bound, and withdraws it during shutdown.
+pub trait StoreAccess: Send + Sync + 'static {
+    /// The open store, or why there is none right now.
+    fn store(&self) -> Result<Arc<Ledgerstore>, String>;
+}
+
+/// What the endpoint needs besides the store.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The network's passphrase (`getNetwork`).
+    pub passphrase: String,
+    /// Deadline of one call's reads.
+    pub timeout: Duration,
+    /// Largest request body, bytes.
+    pub max_request_bytes: u32,
+    /// Largest response body, bytes.
+    pub max_response_bytes: u32,
+    /// Calls in one batch.
+    pub max_batch_calls: u32,
+    /// Concurrent connections.
+    pub max_connections: u32,
+    /// `getVersionInfo`.
+    pub version: VersionInfo,
+}
+
+/// What `getVersionInfo` reports.
+#[derive(Debug, Clone)]
+pub struct VersionInfo {
+    /// ledgerstore's version.
+    pub version: String,
+    /// The commit it was built from ("" when unknown).
+    pub commit_hash: String,
+    /// When it was built (RFC 3339, "" when unknown).
+    pub build_timestamp: String,
+}
+
+impl VersionInfo {
+    /// This build's: the crate version, and the commit and time recorded
+    /// by the build script.
+    pub fn current() -> Self {
+        Self {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            commit_hash: env!("LEDGERSTORE_COMMIT").to_string(),
+            build_timestamp: env!("LEDGERSTORE_BUILD_TIME").to_string(),
+        }
+    }
+}
+
+/// The state every method shares.
+pub(crate) struct Ctx {
+    pub access: Box<dyn StoreAccess>,
+    pub settings: Settings,
+    pub metrics: RpcMetrics,
+    pub bounds: Bounds,
+}
+
+impl Ctx {
+    pub(crate) fn store(&self) -> RpcResult<Arc<Ledgerstore>> {
+        self.access.store().map_err(RpcError::Unavailable)
+    }
+}
+
+/// Binds `listen` and serves until the returned handle is stopped.
+pub async fn serve(
+    listen: &str,
+    settings: Settings,
+    access: impl StoreAccess,
+    metrics: RpcMetrics,
+) -> std::io::Result<(SocketAddr, ServerHandle)> {
+    let cfg = ServerConfig::builder()
+        .http_only()
+        .max_request_body_size(settings.max_request_bytes)
+        .max_response_body_size(settings.max_response_bytes)
+        .max_connections(settings.max_connections)
+        .set_batch_request_config(BatchRequestConfig::Limit(settings.max_batch_calls))
+        .set_tcp_no_delay(true)
+        .build();
+    let server = Server::builder().set_config(cfg).build(listen).await?;
+    let addr = server.local_addr()?;
+    let ctx = Ctx {
+        access: Box::new(access),
+        settings,
+        metrics,
+        bounds: Bounds::default(),
+    };
+    let module = methods::module(ctx);
+    Ok((addr, server.start(module)))
+}

@@ -1,0 +1,54 @@
+//! Per-method metrics, named like the gRPC ones
+//! (`grpc_server_handled_total`, `grpc_server_handling_seconds`).
+
+use std::time::Instant;
+
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+
+use crate::error::RpcResult;
+
+/// Counters and timings of every call, by method.
+#[derive(Debug, Clone)]
+pub struct RpcMetrics {
+    handled: IntCounterVec,
+    seconds: HistogramVec,
+}
+
+impl RpcMetrics {
+    /// Registers the families in `r`.
+    pub fn new(r: &Registry) -> prometheus::Result<Self> {
+        let handled = IntCounterVec::new(
+            Opts::new(
+                "jsonrpc_server_handled_total",
+                "Stellar RPC (JSON-RPC) calls completed, by method and JSON-RPC error code \
+                 (0: success).",
+            ),
+            &["method", "code"],
+        )?;
+        let seconds = HistogramVec::new(
+            HistogramOpts::new(
+                "jsonrpc_server_handling_seconds",
+                "Time from a Stellar RPC call's start to its answer, by method.",
+            )
+            .buckets(prometheus::exponential_buckets(0.0001, 4.0, 11)?),
+            &["method"],
+        )?;
+        r.register(Box::new(handled.clone()))?;
+        r.register(Box::new(seconds.clone()))?;
+        Ok(Self { handled, seconds })
+    }
+
+    /// Records one call of `method` that started at `start`.
+    pub(crate) fn record<T>(&self, method: &str, start: Instant, out: &RpcResult<T>) {
+        let code = match out {
+            Ok(_) => 0,
+            Err(e) => e.code(),
+        };
+        self.handled
+            .with_label_values(&[method, &code.to_string()])
+            .inc();
+        self.seconds
+            .with_label_values(&[method])
+            .observe(start.elapsed().as_secs_f64());
+    }
+}

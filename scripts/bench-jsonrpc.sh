@@ -183,7 +183,7 @@ for layout in ${LAYOUTS//,/ }; do
   fi
   if [ "$have" -lt "$LAST" ]; then
     echo "bench-jsonrpc: $layout: ingesting $FIXTURE.xdr.zst" >&2
-    "$BIN" ingest --no-progress --data-dir "$data" --layout "$layout" \
+    "$BIN" ingest --no-progress --data-dir "$data" --layout "$layout" --network pubnet \
       --stellar-file "$FIXTURE.xdr.zst" > "$OUT/ingest-$layout.log" 2>&1 \
       || { cat "$OUT/ingest-$layout.log" >&2; exit 1; }
   fi
@@ -301,7 +301,7 @@ for layout, info in lays.items():
            "|---|---|---|---|---|---|"]
     for p in NAMES:
         x = m[p]
-        rc = fmt(r_cpu, ".2f") + " (CPU/req)" if p == "jsonrpc" else "1"
+        rc = fmt(r_cpu, ".2f") + " (CPU/req)" if p == "jsonrpc" else "1.00"
         md.append(f"| {NAMES[p]} | {fmt(x['rps'], ',.0f')} | {fmt(x['p50_ms'], '.2f')} | "
                   f"{fmt(x['p99_ms'], '.2f')} | {fmt(x['daemon_cpu_us_per_request'], '.1f')} | {rc} |")
     md += ["",
@@ -328,7 +328,7 @@ for layout, info in lays.items():
     md += ["", "```", info.get("hey_command", ""), info.get("ghz_command", ""), "```", ""]
     summary["layouts"][layout] = {**info, "median": m, "ratio_jsonrpc_over_grpc": {
         f: ratio(j[f], g[f]) for f in ("rps", "p50_ms", "p99_ms", "daemon_cpu_us_per_request")}}
-open(f"{out}/summary.md", "w").write("\n".join(md))
+open(f"{out}/summary.md", "w").write("\n".join(md) + "\n")
 json.dump(summary, open(f"{out}/summary.json", "w"), indent=1)
 print("\n".join(md))
 if bad:

@@ -9,7 +9,7 @@ mod common;
 mod daemon_util;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use daemon_util::Daemon;
 
@@ -26,29 +26,9 @@ fn testdata(name: &str) -> PathBuf {
 /// (venv python, node_modules) from `scripts/sdk-clients.sh`. `None`
 /// outside CI when it cannot install them (no node, say).
 fn sdks() -> Option<(PathBuf, PathBuf)> {
-    let o = Command::new("bash")
-        .arg(root().join("scripts/sdk-clients.sh"))
-        .stderr(Stdio::inherit())
-        .output();
-    let o = match o {
-        Ok(o) if o.status.success() => o,
-        other => {
-            assert!(
-                std::env::var("CI").is_err(),
-                "CI must install the Stellar SDKs: {other:?}"
-            );
-            eprintln!("SKIPPED: scripts/sdk-clients.sh failed: {other:?}");
-            return None;
-        }
-    };
-    let text = String::from_utf8_lossy(&o.stdout).to_string();
-    let find = |k: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{k}=")))
-            .map(PathBuf::from)
-            .unwrap_or_else(|| panic!("sdk-clients.sh printed no {k}=: {text}"))
-    };
-    Some((find("python"), find("node_modules")))
+    let mut p = common::installed("sdk-clients.sh", &["python", "node_modules"])?;
+    let node_modules = p.pop()?;
+    Some((p.pop()?, node_modules))
 }
 
 fn show(what: &str, o: &Output) -> String {

@@ -81,6 +81,36 @@ pub fn go_tool_available(tool: &str, version_flag: &str) -> bool {
     false
 }
 
+/// Runs `scripts/<script>` (an installer that prints `key=PATH` lines) and
+/// returns the paths of `keys`, in order. `None` outside CI when it fails
+/// (a tool it needs is missing); in CI a failure is a test failure.
+pub fn installed(script: &str, keys: &[&str]) -> Option<Vec<std::path::PathBuf>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let o = Command::new("bash")
+        .arg(root.join("scripts").join(script))
+        .stderr(std::process::Stdio::inherit())
+        .output();
+    let o = match o {
+        Ok(o) if o.status.success() => o,
+        other => {
+            assert!(
+                std::env::var("CI").is_err(),
+                "CI must install what scripts/{script} installs: {other:?}"
+            );
+            eprintln!("SKIPPED: scripts/{script} failed: {other:?}");
+            return None;
+        }
+    };
+    let text = String::from_utf8_lossy(&o.stdout);
+    let find = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}=")))
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| panic!("scripts/{script} printed no {k}=: {text}"))
+    };
+    Some(keys.iter().map(|k| find(k)).collect())
+}
+
 pub fn run(mut c: Command) -> Output {
     c.output().expect("spawn ledgerstore")
 }

@@ -173,30 +173,9 @@ pub fn wait_listening(port: u16, what: &str) {
 /// The Go-installed servers, by `scripts/lake-servers.sh` (installs them
 /// when missing). `None` outside CI when Go is missing.
 pub fn go_servers() -> Option<(PathBuf, PathBuf)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let o = Command::new("bash")
-        .arg(root.join("scripts/lake-servers.sh"))
-        .stderr(Stdio::inherit())
-        .output();
-    let o = match o {
-        Ok(o) if o.status.success() => o,
-        other => {
-            assert!(
-                std::env::var("CI").is_err(),
-                "CI must install versitygw and fake-gcs-server: {other:?}"
-            );
-            eprintln!("SKIPPED: scripts/lake-servers.sh failed: {other:?}");
-            return None;
-        }
-    };
-    let text = String::from_utf8_lossy(&o.stdout);
-    let find = |k: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{k}=")))
-            .map(PathBuf::from)
-            .unwrap_or_else(|| panic!("lake-servers.sh printed no {k}=: {text}"))
-    };
-    Some((find("versitygw"), find("fake-gcs-server")))
+    let mut p = crate::common::installed("lake-servers.sh", &["versitygw", "fake-gcs-server"])?;
+    let gcs = p.pop()?;
+    Some((p.pop()?, gcs))
 }
 
 /// fake-gcs-server on a free port, over HTTP, in memory, seeded with every

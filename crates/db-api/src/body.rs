@@ -6,6 +6,11 @@
 //! dictionary version names the trained zstd dictionary the frame was
 //! compressed with; 0 means none. Dictionaries are never deleted, so
 //! every record stays readable after retraining.
+//!
+//! An alias body (a second hash a transaction is found by: a Stellar fee
+//! bump's inner hash) has dictionary version [`ALIAS_BODY`] and, as its
+//! frame, the 4-byte BE apply index of the transaction it names in the
+//! same ledger: 40 bytes instead of a second copy of the record.
 
 use crate::codec::{Compress, Decompress};
 use crate::dict::DictSet;
@@ -14,6 +19,10 @@ use crate::records::TxRecord;
 use crate::table::TxHash;
 
 const HEADER: usize = 32 + 4;
+
+/// The dictionary version of an alias body. Trained versions count up
+/// from 1 and never reach it.
+pub const ALIAS_BODY: u32 = u32::MAX;
 
 /// A stored transaction body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +50,36 @@ impl TxBody {
             dict_version,
             frame,
         })
+    }
+
+    /// The body of an alias `hash` naming the `index`-th transaction of
+    /// the same ledger.
+    pub fn alias(hash: TxHash, index: u32) -> Self {
+        Self {
+            hash,
+            dict_version: ALIAS_BODY,
+            frame: index.to_be_bytes().to_vec(),
+        }
+    }
+
+    /// The apply index an alias body names; None for a transaction's own
+    /// body.
+    pub fn alias_of(&self) -> DbResult<Option<u32>> {
+        if self.dict_version != ALIAS_BODY {
+            return Ok(None);
+        }
+        let index: [u8; 4] = self
+            .frame
+            .as_slice()
+            .try_into()
+            .map_err(|_| DbError::Corrupt {
+                what: "tx body",
+                detail: format!(
+                    "an alias body holds {} bytes, not a 4-byte index",
+                    self.frame.len()
+                ),
+            })?;
+        Ok(Some(u32::from_be_bytes(index)))
     }
 
     /// Decompresses and decodes the record.

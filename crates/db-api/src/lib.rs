@@ -21,7 +21,7 @@ pub mod layout;
 pub mod records;
 pub mod table;
 
-pub use body::TxBody;
+pub use body::{ALIAS_BODY, TxBody};
 pub use codec::{Compress, Decode, Decompress, Encode};
 pub use dict::{DictSet, Dictionary};
 pub use engine::{

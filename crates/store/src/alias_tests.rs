@@ -115,6 +115,18 @@ fn aliases_resolve_in_every_layout_through_segments_check_and_backup() {
                 assert!(!segs.segments.is_empty(), "segments were built");
             }
             assert_found(&store, &all, &format!("{layout}"));
+            if layout == Layout::Indexed {
+                // An alias costs a 40-byte body, not a second record.
+                let l = &all[0];
+                let pos = ledgerstore_db_api::TxPos {
+                    seq: l.seq,
+                    index: l.txs.len() as u32,
+                };
+                let body = store.table(TableId::TxData).get(&pos.to_bytes());
+                let body = body.expect("raw get").expect("the first alias's body");
+                assert_eq!(body.len(), 40);
+                assert_eq!(&body[..32], l.txs[1].alias.as_deref().expect("alias"));
+            }
             assert_clean(&store, 18 * 7, aliases, &format!("{layout}"));
             store.backup(&tmp.path().join("backup")).expect("backup");
         }

@@ -541,30 +541,24 @@ fn prepare_indexed(
             Ok::<_, StoreError>((hash, pos, body.to_bytes(), 8 + 36 + rec.raw_len()))
         })
         .collect::<Result<_, _>>()?;
-    // The k-th alias of a ledger of n transactions is a copy of its
-    // transaction's body, under the alias hash, at position n + k: segments
-    // and the hot index then key it like any transaction, and a lookup
-    // confirms it against the body's own hash.
-    let mut at = 0;
-    let mut copies = Vec::new();
+    // The k-th alias of a ledger of n transactions is an alias body (the
+    // alias hash and the index it names) at position n + k: segments and
+    // the hot index then key it like any transaction, and a lookup
+    // confirms it against the body's own hash, then reads the body named.
     for l in new {
         let mut k = 0;
-        for t in &l.txs {
+        for (i, t) in l.txs.iter().enumerate() {
             if let Some(alias) = alias_hash(t)? {
-                let (_, _, body, raw) = &txs[at];
-                let mut copy = body.clone();
-                copy[..32].copy_from_slice(&alias.0);
                 let pos = TxPos {
                     seq: l.seq,
                     index: (l.txs.len() + k) as u32,
                 };
-                copies.push((alias, pos, copy, *raw));
+                let body = TxBody::alias(alias, i as u32).to_bytes();
+                txs.push((alias, pos, body, 8 + 40));
                 k += 1;
             }
-            at += 1;
         }
     }
-    txs.extend(copies);
     let ledgers = Entries {
         raw_bytes: ledgers.iter().map(|l| 4 + l.2 as u64).sum(),
         pairs: ledgers.into_iter().map(|(k, v, _)| (k, v)).collect(),

@@ -82,17 +82,28 @@ impl Ledgerstore {
                 None => r.problem(format!(
                     "tx_bodies: no body at ledger {seq} index {i} ({h})"
                 )),
-                Some(b) => match TxBody::decompress(&b)
-                    .and_then(|body| Ok((body.hash, body.record(&dicts)?)))
-                {
+                Some(b) => match TxBody::decompress(&b).and_then(|body| {
+                    // An alias names its transaction's index; that body is
+                    // checked as the ledger lists it.
+                    Ok(match body.alias_of()? {
+                        Some(index) => (body.hash, None, index),
+                        None => {
+                            let rec = body.record(&dicts)?;
+                            (body.hash, Some(rec.ledger_seq), rec.index)
+                        }
+                    })
+                }) {
                     Err(e) => r.problem(format!("tx_bodies: ledger {seq} index {i}: {e}")),
-                    Ok((bh, _)) if bh != *h => r.problem(format!(
+                    Ok((bh, _, _)) if bh != *h => r.problem(format!(
                         "tx_bodies: ledger {seq} index {i} holds {bh}, the ledger lists {h}"
                     )),
-                    Ok((_, rec)) if rec.ledger_seq != *seq || rec.index != l.index => {
+                    Ok((_, ledger, index))
+                        if ledger.is_some_and(|s| s != *seq) || index != l.index =>
+                    {
                         r.problem(format!(
-                            "tx_bodies: ledger {seq} index {i}: record says ledger {} index {}",
-                            rec.ledger_seq, rec.index
+                            "tx_bodies: ledger {seq} index {i}: the body says ledger {} index \
+                             {index} ({at})",
+                            ledger.unwrap_or(*seq)
                         ))
                     }
                     Ok(_) => {}

@@ -155,6 +155,9 @@ fn sample(
                 continue; // a dictionary key (they sort below ledger 1)
             };
             let body = TxBody::decompress(v)?;
+            if body.alias_of()?.is_some() {
+                continue; // an alias: no record of its own
+            }
             out.push(dicts.decompress(body.dict_version, &body.frame)?);
             through = pos.seq;
         }

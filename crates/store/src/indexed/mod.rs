@@ -15,8 +15,8 @@
 
 use std::sync::{Arc, RwLock};
 
+use ledgerstore_db_api::{ALIAS_BODY, DictSet, KvStore, TxBody, TxHash, TxPos, TxRecord};
 use ledgerstore_db_api::{Decompress, Dictionary};
-use ledgerstore_db_api::{DictSet, KvStore, TxBody, TxHash, TxPos, TxRecord};
 use serde::Serialize;
 
 use crate::Ledgerstore;
@@ -260,7 +260,10 @@ impl Ledgerstore {
             if let Some(bytes) = self.tx_data.get(&pos.to_bytes())? {
                 let body = TxBody::decompress(&bytes)?;
                 if body.hash == *hash {
-                    return Ok(Some((pos, body)));
+                    return match body.alias_of()? {
+                        None => Ok(Some((pos, body))),
+                        Some(index) => self.aliased_body(pos, index).map(Some),
+                    };
                 }
             }
         }
@@ -272,6 +275,29 @@ impl Ledgerstore {
             }),
             None => Ok(None),
         }
+    }
+
+    /// The body an alias body at `at` names: the `index`-th transaction of
+    /// the same ledger.
+    fn aliased_body(&self, at: TxPos, index: u32) -> StoreResult<(TxPos, TxBody)> {
+        let pos = TxPos { seq: at.seq, index };
+        let body = match self.tx_data.get(&pos.to_bytes())? {
+            Some(bytes) => TxBody::decompress(&bytes)?,
+            None => {
+                return Err(StoreError::Corrupt(format!(
+                    "tx_bodies: the alias at ledger {} index {} names index {index}, which \
+                     holds no body",
+                    at.seq, at.index
+                )));
+            }
+        };
+        if body.alias_of()?.is_some() {
+            return Err(StoreError::Corrupt(format!(
+                "tx_bodies: the alias at ledger {} index {} names another alias",
+                at.seq, at.index
+            )));
+        }
+        Ok((pos, body))
     }
 
     /// Refuses hashes already committed (layout `indexed`): the hot map
@@ -362,9 +388,12 @@ impl Ledgerstore {
         for ((_, i), stored) in first.iter().zip(bodies) {
             let body = stored.map(|b| TxBody::decompress(&b)).transpose()?;
             out[*i] = match body {
-                Some(b) if b.hash == hashes[*i] => Some(b.record(&dicts)?),
-                // A fingerprint false positive (or an older segment): the
-                // slow path tries every candidate.
+                Some(b) if b.hash == hashes[*i] && b.dict_version != ALIAS_BODY => {
+                    Some(b.record(&dicts)?)
+                }
+                // A fingerprint false positive (or an older segment), or an
+                // alias: the slow path tries every candidate and follows an
+                // alias to its transaction.
                 _ => self.get_tx_indexed(&hashes[*i])?,
             };
         }

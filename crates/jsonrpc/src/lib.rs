@@ -39,6 +39,18 @@ use crate::bounds::Bounds;
 pub trait StoreAccess: Send + Sync + 'static {
     /// The open store, or why there is none right now.
     fn store(&self) -> Result<Arc<Ledgerstore>, String>;
+
+    /// Whether the next point lookup (`getTransaction` and the calls that
+    /// read only the range held) should run inline on the async worker
+    /// rather than on the blocking pool: the daemon answers with its gRPC
+    /// placer, which runs reads inline while they are rarely slow and
+    /// saves two thread wake-ups a lookup. Default: never.
+    fn read_inline(&self) -> bool {
+        false
+    }
+
+    /// Tells the placer how long one store read took.
+    fn observe_read(&self, _took: Duration, _inline: bool) {}
 }
 
 /// What the endpoint needs besides the store.
@@ -94,6 +106,26 @@ pub(crate) struct Ctx {
 impl Ctx {
     pub(crate) fn store(&self) -> RpcResult<Arc<Ledgerstore>> {
         self.access.store().map_err(RpcError::Unavailable)
+    }
+}
+
+thread_local! {
+    /// Whether this thread runs a call inline (on an async worker) rather
+    /// than on the blocking pool: what [`Ctx::timed_read`] reports.
+    static INLINE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+impl Ctx {
+    /// Runs one store read and tells the placer how long it took.
+    pub(crate) fn timed_read<T>(
+        &self,
+        f: impl FnOnce() -> Result<T, ledgerstore_store::StoreError>,
+    ) -> RpcResult<T> {
+        let t = std::time::Instant::now();
+        let r = f();
+        self.access
+            .observe_read(t.elapsed(), INLINE.with(std::cell::Cell::get));
+        Ok(r?)
     }
 }
 

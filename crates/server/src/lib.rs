@@ -100,8 +100,14 @@ where
         None
     };
 
+    let placer = Arc::new(placement::ReadPlacer::new(cfg.query.inline_read_us));
     let jsonrpc = if cfg.jsonrpc.enabled {
-        Some(start_jsonrpc(&cfg, state.clone(), &metrics).await?)
+        let access = RpcStore {
+            state: state.clone(),
+            placer: placer.clone(),
+            metrics: metrics.clone(),
+        };
+        Some(start_jsonrpc(&cfg, access, &metrics).await?)
     } else {
         None
     };
@@ -121,9 +127,10 @@ where
         pb::ingest_server::IngestServer::new(ingest::IngestService::new(state.clone(), token))
             .max_decoding_message_size(max_msg)
             .max_encoding_message_size(max_msg);
-    let query_svc = pb::query_server::QueryServer::new(query::QueryService::new(state.clone()))
-        .max_decoding_message_size(max_msg)
-        .max_encoding_message_size(max_msg);
+    let query_svc =
+        pb::query_server::QueryServer::new(query::QueryService::new(state.clone(), placer))
+            .max_decoding_message_size(max_msg)
+            .max_encoding_message_size(max_msg);
 
     let mut builder = Server::builder()
         .max_concurrent_streams(Some(cfg.grpc.max_concurrent_streams))
@@ -230,7 +237,7 @@ where
 /// `state` once it is open.
 async fn start_jsonrpc(
     cfg: &Config,
-    state: Arc<AppState>,
+    access: RpcStore,
     metrics: &Metrics,
 ) -> Result<(SocketAddr, ledgerstore_jsonrpc::ServerHandle), ServeError> {
     let passphrase = ledgerstore_stellar::Network::parse(&cfg.stellar.network)
@@ -249,7 +256,7 @@ async fn start_jsonrpc(
     };
     let rpc_metrics = ledgerstore_jsonrpc::RpcMetrics::new(metrics.registry())
         .map_err(|e| ServeError::Config(format!("jsonrpc metrics: {e}")))?;
-    ledgerstore_jsonrpc::serve(&j.listen, settings, RpcStore(state), rpc_metrics)
+    ledgerstore_jsonrpc::serve(&j.listen, settings, access, rpc_metrics)
         .await
         .map_err(|source| ServeError::Bind {
             what: "JSON-RPC",
@@ -258,12 +265,26 @@ async fn start_jsonrpc(
         })
 }
 
-/// The Stellar RPC's way to the store: the same as the gRPC services'.
-struct RpcStore(Arc<AppState>);
+/// The Stellar RPC's way to the store, and its read placement: the same
+/// as the gRPC services'.
+struct RpcStore {
+    state: Arc<AppState>,
+    placer: Arc<placement::ReadPlacer>,
+    metrics: Arc<Metrics>,
+}
 
 impl ledgerstore_jsonrpc::StoreAccess for RpcStore {
     fn store(&self) -> Result<Arc<Ledgerstore>, String> {
-        self.0.store().map_err(|s| s.message().to_string())
+        self.state.store().map_err(|s| s.message().to_string())
+    }
+
+    fn read_inline(&self) -> bool {
+        self.placer.inline()
+    }
+
+    fn observe_read(&self, took: Duration, inline: bool) {
+        self.placer.observe(took);
+        self.metrics.query_read(inline, self.placer.slow_ratio());
     }
 }
 

@@ -26,9 +26,9 @@ pub struct QueryService {
 }
 
 impl QueryService {
-    /// A service over `state`.
-    pub fn new(state: Arc<AppState>) -> Self {
-        let placer = Arc::new(ReadPlacer::new(state.cfg.query.inline_read_us));
+    /// A service over `state`; `placer` is shared with the Stellar RPC
+    /// endpoint's lookups, which read the same store.
+    pub fn new(state: Arc<AppState>, placer: Arc<ReadPlacer>) -> Self {
         Self { state, placer }
     }
 

@@ -61,7 +61,7 @@ pub(super) fn get_transaction(ctx: &Ctx, params: &Params<'_>) -> RpcResult<Value
     let range = ctx.bounds.get(&store)?;
     let mut out = Map::new();
     range_fields(&mut out, &range, "CloseTime", true);
-    match store.get_tx(&hash)? {
+    match ctx.timed_read(|| store.get_tx(&hash))? {
         None => {
             // stellar-rpc's NOT_FOUND carries the details' zero values.
             out.insert("status".into(), "NOT_FOUND".into());

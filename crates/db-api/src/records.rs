@@ -388,22 +388,20 @@ mod tests {
         assert_eq!(back, rec);
     }
 
+    fn alias(index: u32, byte: u8) -> Alias<TxHash> {
+        Alias {
+            index,
+            hash: TxHash([byte; 32]),
+        }
+    }
+
     #[test]
     fn ledger_record_with_aliases_is_v2_and_round_trips() {
         let rec = LedgerRecord {
             seq: 42,
             close_time: 9,
             tx_hashes: vec![TxHash([9; 32]), TxHash([1; 32]), TxHash([3; 32])],
-            aliases: vec![
-                Alias {
-                    index: 0,
-                    hash: TxHash([7; 32]),
-                },
-                Alias {
-                    index: 2,
-                    hash: TxHash([8; 32]),
-                },
-            ],
+            aliases: vec![alias(0, 7), alias(2, 8)],
             raw: vec![5; 100],
         };
         let bytes = rec.encode();
@@ -413,22 +411,7 @@ mod tests {
         let keys: Vec<u8> = rec.lookup_hashes().map(|h| h.0[0]).collect();
         assert_eq!(keys, [9, 1, 3, 7, 8]);
         // Out of order, or naming no transaction: corrupt, never misread.
-        for bad in [
-            vec![
-                Alias {
-                    index: 2,
-                    hash: TxHash([7; 32]),
-                },
-                Alias {
-                    index: 0,
-                    hash: TxHash([8; 32]),
-                },
-            ],
-            vec![Alias {
-                index: 3,
-                hash: TxHash([7; 32]),
-            }],
-        ] {
+        for bad in [vec![alias(2, 7), alias(0, 8)], vec![alias(3, 7)]] {
             let r = LedgerRecord {
                 aliases: bad,
                 ..rec.clone()

@@ -46,8 +46,9 @@ impl Bounds {
     /// The range of `store` as of its durable mark. An empty store is an
     /// error: stellar-rpc answers nothing before its first ledger either.
     pub(crate) fn get(&self, store: &Ledgerstore) -> RpcResult<Range> {
-        let mark = store.mark();
-        let (Some(first), Some(last)) = (mark.first, mark.last) else {
+        // The last first: a mark that has a last ledger has a first one.
+        let last = store.last_ledger();
+        let (Some(first), Some(last)) = (store.first_ledger(), last) else {
             return Err(RpcError::Unavailable(
                 "the store holds no ledgers yet: ingest some first".into(),
             ));

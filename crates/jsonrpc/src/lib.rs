@@ -10,9 +10,12 @@
 //!
 //! The transport is `jsonrpsee`'s server (HTTP only): named params, batch
 //! requests, a request size limit (HTTP 413 past it) and a connection
-//! limit. Reads run on tokio's blocking pool under the same deadline as
-//! the gRPC queries (`query.timeout_ms`). Errors map to JSON-RPC codes in
-//! one place ([`error`]).
+//! limit. Point lookups (`getTransaction`, and the calls that read only
+//! the held range) run inline on the async worker while the daemon's read
+//! placer, shared with the gRPC lookups, says reads are fast; everything
+//! else runs on tokio's blocking pool, under the same deadline as the gRPC
+//! queries (`query.timeout_ms`). Errors map to JSON-RPC codes in one place
+//! ([`error`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;

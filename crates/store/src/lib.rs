@@ -279,6 +279,15 @@ impl Ledgerstore {
             .unwrap_or_else(|p| p.into_inner().clone())
     }
 
+    /// The first ledger ever committed (None while empty), without
+    /// copying the mark: read on every Stellar RPC lookup.
+    pub fn first_ledger(&self) -> Option<u32> {
+        match self.mark.read() {
+            Ok(m) => m.first,
+            Err(p) => p.into_inner().first,
+        }
+    }
+
     /// The last durable ledger (None while empty).
     pub fn last_ledger(&self) -> Option<u32> {
         match self.visible_end.load(Ordering::Acquire) {

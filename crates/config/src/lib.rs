@@ -14,7 +14,9 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use ledgerstore_db_api::Layout;
 use serde::{Deserialize, Serialize};
 
+mod cold;
 mod lake;
+pub use cold::{ColdConfig, ReplicaConfig};
 pub use lake::{FollowConfig, LakeConfig};
 
 /// Environment variable prefix.
@@ -72,6 +74,10 @@ pub struct Config {
     pub follow: FollowConfig,
     /// `[jsonrpc]`: the Stellar RPC (JSON-RPC 2.0) endpoint.
     pub jsonrpc: JsonRpcConfig,
+    /// `[cold]`: publishing closed ranges to object storage.
+    pub cold: ColdConfig,
+    /// `[replica]`: serving what a writer published, read-only.
+    pub replica: ReplicaConfig,
 }
 
 /// `[db]`.
@@ -548,6 +554,8 @@ impl Config {
             ));
         }
         self.jsonrpc.validate()?;
+        self.cold.validate()?;
+        self.replica.validate(&self.cold)?;
         let i = &self.ingest;
         if i.bulk_batch_ledgers == 0 || i.bulk_batch_ledgers > 100_000 {
             return Err(invalid(

@@ -153,7 +153,12 @@ impl DictSet {
         self.dicts.keys().next_back().map_or(1, |v| v + 1)
     }
 
-    /// Versions and sizes, oldest first.
+    /// Every dictionary, oldest first.
+    pub fn all(&self) -> impl Iterator<Item = &Arc<Dictionary>> {
+        self.dicts.values()
+    }
+
+    /// Every version with its size in bytes, oldest first.
     pub fn versions(&self) -> Vec<(u32, usize)> {
         self.dicts
             .values()

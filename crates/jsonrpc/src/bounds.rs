@@ -7,7 +7,7 @@
 
 use std::sync::Mutex;
 
-use ledgerstore_store::Ledgerstore;
+use ledgerstore_store::Reader;
 
 use crate::error::{RpcError, RpcResult};
 
@@ -45,7 +45,7 @@ pub(crate) struct Bounds {
 impl Bounds {
     /// The range of `store` as of its durable mark. An empty store is an
     /// error: stellar-rpc answers nothing before its first ledger either.
-    pub(crate) fn get(&self, store: &Ledgerstore) -> RpcResult<Range> {
+    pub(crate) fn get(&self, store: &dyn Reader) -> RpcResult<Range> {
         // The last first: a mark that has a last ledger has a first one.
         let last = store.last_ledger();
         let (Some(first), Some(last)) = (store.first_ledger(), last) else {
@@ -60,7 +60,7 @@ impl Bounds {
     }
 }
 
-fn end(slot: &Mutex<Option<End>>, store: &Ledgerstore, seq: u32) -> RpcResult<End> {
+fn end(slot: &Mutex<Option<End>>, store: &dyn Reader, seq: u32) -> RpcResult<End> {
     if let Ok(g) = slot.lock()
         && let Some(e) = *g
         && e.seq == seq

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jsonrpsee::server::{BatchRequestConfig, Server, ServerConfig};
-use ledgerstore_store::Ledgerstore;
+use ledgerstore_store::Reader;
 
 mod bounds;
 pub mod error;
@@ -40,8 +40,8 @@ use crate::bounds::Bounds;
 /// Where the methods find the store: the daemon opens it after the
 /// listener is bound, and withdraws it during shutdown.
 pub trait StoreAccess: Send + Sync + 'static {
-    /// The open store, or why there is none right now.
-    fn store(&self) -> Result<Arc<Ledgerstore>, String>;
+    /// The open store (or read replica), or why there is none right now.
+    fn store(&self) -> Result<Arc<dyn Reader>, String>;
 
     /// Whether the next point lookup (`getTransaction` and the calls that
     /// read only the range held) should run inline on the async worker
@@ -107,7 +107,7 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
-    pub(crate) fn store(&self) -> RpcResult<Arc<Ledgerstore>> {
+    pub(crate) fn store(&self) -> RpcResult<Arc<dyn Reader>> {
         self.access.store().map_err(RpcError::Unavailable)
     }
 }

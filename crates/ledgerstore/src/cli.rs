@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use ledgerstore_db_api::Layout;
 
-pub use crate::cli_lake::{FollowFlags, LakeFlags};
+pub use crate::cli_lake::{ColdFlags, FollowFlags, LakeFlags};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -43,6 +43,10 @@ pub enum Command {
     Get(GetCommand),
     /// Per-store statistics: keys, bytes on disk, levels or pages, compression.
     Stats(StatsArgs),
+    /// Publish the closed ranges of a stopped data dir (layout indexed) to
+    /// [cold] store: one round, as the daemon runs them, then evict what
+    /// [cold] keep_local_ranges allows.
+    Publish(ServeArgs),
     /// Fetch a transaction from a running daemon.
     Tx(RemoteTxArgs),
     /// Fetch a ledger from a running daemon.
@@ -274,6 +278,8 @@ pub struct DaemonFlags {
     pub follow: FollowFlags,
     #[command(flatten)]
     pub lake: LakeFlags,
+    #[command(flatten)]
+    pub cold: ColdFlags,
     #[command(flatten)]
     pub engines: EngineFlags,
 }

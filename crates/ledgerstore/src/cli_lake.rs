@@ -99,3 +99,34 @@ pub struct FollowFlags {
     )]
     pub unreachable_after_ms: Option<i64>,
 }
+
+/// `[cold]` and `[replica]`: publishing closed ranges to object storage,
+/// and serving them from read replicas (both reach the store with the
+/// `--lake.*` settings).
+#[derive(Debug, Args, Clone, Default)]
+pub struct ColdFlags {
+    /// [cold] store: publish closed ranges (layout indexed) to this object
+    /// store (s3://bucket/prefix, gs://bucket/prefix, or a directory).
+    #[arg(long = "cold.store", value_name = "URL|DIR")]
+    pub cold_store: Option<String>,
+    /// [cold] publish_interval_ms: time between publish rounds.
+    #[arg(long = "cold.publish-interval-ms", value_name = "MS")]
+    pub cold_publish_interval_ms: Option<i64>,
+    /// [cold] keep_local_ranges: published base ranges kept on local disk,
+    /// newest first (0: all); older ones are served from the object store.
+    #[arg(long = "cold.keep-local-ranges", value_name = "N")]
+    pub cold_keep_local_ranges: Option<i64>,
+    /// [replica] store: serve, read-only, what a writer published there
+    /// (also --replica.store).
+    #[arg(long = "replica", alias = "replica.store", value_name = "URL|DIR")]
+    pub replica_store: Option<String>,
+    /// [replica] cache_dir: the replica's disk cache (emptied at start).
+    #[arg(long = "replica.cache-dir", value_name = "DIR")]
+    pub replica_cache_dir: Option<std::path::PathBuf>,
+    /// [replica] cache_mb: the disk cache's bound.
+    #[arg(long = "replica.cache-mb", value_name = "MiB")]
+    pub replica_cache_mb: Option<i64>,
+    /// [replica] poll_ms: time between looks for a newer manifest.
+    #[arg(long = "replica.poll-ms", value_name = "MS")]
+    pub replica_poll_ms: Option<i64>,
+}

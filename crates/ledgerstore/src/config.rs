@@ -6,7 +6,7 @@ use ledgerstore_config::Config;
 use ledgerstore_db_api::Layout;
 use toml::Value;
 
-use crate::cli::{DaemonFlags, EngineFlags, FollowFlags, LakeFlags};
+use crate::cli::{ColdFlags, DaemonFlags, EngineFlags, FollowFlags, LakeFlags};
 
 type Overrides = Vec<(&'static str, Value)>;
 
@@ -128,6 +128,26 @@ fn follow_overrides(f: &FollowFlags, o: &mut Overrides) {
     );
 }
 
+fn cold_overrides(c: &ColdFlags, o: &mut Overrides) {
+    push(o, "cold.store", c.cold_store.as_deref(), string);
+    push(
+        o,
+        "cold.publish_interval_ms",
+        c.cold_publish_interval_ms.as_ref(),
+        int,
+    );
+    push(
+        o,
+        "cold.keep_local_ranges",
+        c.cold_keep_local_ranges.as_ref(),
+        int,
+    );
+    push(o, "replica.store", c.replica_store.as_deref(), string);
+    push(o, "replica.cache_dir", c.replica_cache_dir.as_deref(), path);
+    push(o, "replica.cache_mb", c.replica_cache_mb.as_ref(), int);
+    push(o, "replica.poll_ms", c.replica_poll_ms.as_ref(), int);
+}
+
 /// The daemon's effective config.
 pub fn daemon(f: &DaemonFlags) -> Result<Config> {
     let mut o = Overrides::new();
@@ -214,6 +234,7 @@ pub fn daemon(f: &DaemonFlags) -> Result<Config> {
     push(&mut o, "follow.from", f.follow_from.as_ref(), int);
     follow_overrides(&f.follow, &mut o);
     lake_overrides(&f.lake, &mut o);
+    cold_overrides(&f.cold, &mut o);
     engine_overrides(&f.engines, &mut o);
     Config::load(f.config.as_deref(), &o).context("loading the configuration")
 }

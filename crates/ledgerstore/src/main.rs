@@ -5,6 +5,7 @@ use clap::Parser;
 
 mod cli;
 mod cli_lake;
+mod cold;
 mod cmd;
 
 /// jemalloc instead of glibc's malloc (reth and TiKV do the same): a
@@ -41,6 +42,7 @@ fn run(args: cli::Cli) -> Result<()> {
         cli::Command::Get(g) => cmd::get::run(g),
         cli::Command::Stats(a) => cmd::stats::run(a),
         cli::Command::Push(a) => runtime()?.block_on(cmd::push::run(a)),
+        cli::Command::Publish(a) => cmd::publish::run(a),
         cli::Command::Tx(a) => runtime()?.block_on(cmd::remote::tx(a)),
         cli::Command::Ledger(a) => runtime()?.block_on(cmd::remote::ledger(a)),
         cli::Command::Check(a) => cmd::ops::check(a),

@@ -2,7 +2,7 @@
 
 use ledgerstore_db_api::{Alias, LedgerInput, LedgerRecord, TxHash, TxInput, TxRecord};
 use ledgerstore_proto::v1 as pb;
-use ledgerstore_store::{BatchReport, StoreStats};
+use ledgerstore_store::{BatchReport, ReplicaStatus, StoreStats};
 use tonic::Status;
 
 use crate::status::bad_hash;
@@ -150,6 +150,40 @@ pub fn report_out(r: &BatchReport) -> pb::BatchReport {
 }
 
 /// Store statistics as the API returns them.
+/// A read replica's GetStatus.
+pub fn replica_status_out(r: &ReplicaStatus) -> pb::Status {
+    pb::Status {
+        layout: "replica".into(),
+        has_durable_ledger: r.published_mark.is_some(),
+        durable_ledger: r.published_mark.unwrap_or(0),
+        first_ledger: r.first_ledger.unwrap_or(0),
+        ledgers: match (r.first_ledger, r.published_mark) {
+            (Some(a), Some(b)) => u64::from(b) - u64::from(a) + 1,
+            _ => 0,
+        },
+        transactions: r.txs,
+        version: env!("CARGO_PKG_VERSION").into(),
+        replica: Some(pb::ReplicaStatus {
+            store: r.store.clone(),
+            manifest_version: r.manifest_version,
+            manifest_age_seconds: r.manifest_age_s,
+            packs: r.packs,
+            segments: r.segments,
+            cache_bytes: r.cache_bytes,
+            cache_limit_bytes: r.cache_limit_bytes,
+            cache_hits: r.cache_hits,
+            cache_misses: r.cache_misses,
+            cache_evictions: r.cache_evictions,
+            object_gets: r.object_gets,
+            object_get_bytes: r.object_get_bytes,
+            lookups: r.lookups,
+            follow_error: r.follow_error.clone().unwrap_or_default(),
+        }),
+        ..pb::Status::default()
+    }
+}
+
+/// A store's GetStatus.
 pub fn status_out(s: &StoreStats, last: Option<&BatchReport>) -> pb::Status {
     pb::Status {
         layout: s.layout.into(),
@@ -195,5 +229,6 @@ pub fn status_out(s: &StoreStats, last: Option<&BatchReport>) -> pb::Status {
             .segments
             .as_ref()
             .map_or_else(Vec::new, |seg| seg.repairing.clone()),
+        replica: None,
     }
 }

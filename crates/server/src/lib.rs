@@ -22,13 +22,17 @@ mod admin;
 pub mod convert;
 pub mod follow;
 mod ingest;
+mod cold_metrics;
 pub mod metrics;
+mod publish;
 mod placement;
 mod query;
 mod state;
 pub mod status;
 
 pub use follow::{Follow, RequestCount};
+pub use ledgerstore_cold::Replica;
+pub use publish::Publish;
 pub use metrics::Metrics;
 pub use state::AppState;
 
@@ -68,13 +72,34 @@ pub struct Bound {
     pub jsonrpc: Option<SocketAddr>,
 }
 
-/// Runs the daemon until `shutdown` resolves. `open` opens the stores (on
-/// a blocking thread); `follow`, when set, is the data lake to follow once
-/// they are open; `on_bound` is told the bound addresses.
+/// Opens a data dir's stores (on a blocking thread).
+pub type Opener = Box<dyn FnOnce() -> Result<Ledgerstore, StoreError> + Send + 'static>;
+
+/// What the daemon serves.
+pub enum Serving {
+    /// A data dir: the writer.
+    Store {
+        /// Opens its stores.
+        open: Opener,
+        /// A data lake to follow once they are open.
+        follow: Option<Follow>,
+        /// Where to publish closed ranges, if anywhere.
+        publish: Option<Publish>,
+    },
+    /// A read replica of the ranges a writer published.
+    Replica {
+        /// The replica (its cache is open; it follows once serving).
+        replica: Arc<Replica>,
+        /// How often it looks for a newer manifest.
+        poll: Duration,
+    },
+}
+
+/// Runs the daemon until `shutdown` resolves; `on_bound` is told the bound
+/// addresses.
 pub async fn serve<F>(
     cfg: Config,
-    open: impl FnOnce() -> Result<Ledgerstore, StoreError> + Send + 'static,
-    follow: Option<Follow>,
+    serving: Serving,
     on_bound: impl FnOnce(Bound),
     shutdown: F,
 ) -> Result<(), ServeError>
@@ -87,7 +112,15 @@ where
         .map_err(|e| ServeError::Config(e.to_string()))?;
     let metrics = Arc::new(Metrics::new().map_err(|e| ServeError::Config(e.to_string()))?);
     let (stop_tx, stop_rx) = watch::channel(false);
-    let state = Arc::new(AppState::new(cfg.clone(), metrics.clone(), stop_rx.clone()));
+    let state = Arc::new(match &serving {
+        Serving::Store { .. } => AppState::new(cfg.clone(), metrics.clone(), stop_rx.clone()),
+        Serving::Replica { replica, .. } => AppState::new_replica(
+            cfg.clone(),
+            metrics.clone(),
+            stop_rx.clone(),
+            replica.location().to_string(),
+        ),
+    });
 
     let grpc_listener = bind("gRPC", &cfg.grpc.listen).await?;
     let grpc_addr = local_addr(&grpc_listener, &cfg.grpc.listen)?;
@@ -171,6 +204,57 @@ where
         let _ = stop_signal.send(true);
     });
 
+    let run = Running {
+        cfg,
+        state,
+        metrics,
+        health,
+        server,
+        jsonrpc,
+        stop_tx,
+        stop_rx,
+    };
+    match serving {
+        Serving::Store {
+            open,
+            follow,
+            publish,
+        } => run.store(open, follow, publish).await,
+        Serving::Replica { replica, poll } => run.replica(replica, poll).await,
+    }
+}
+
+/// The daemon once its listeners are bound.
+struct Running {
+    cfg: Arc<Config>,
+    state: Arc<AppState>,
+    metrics: Arc<Metrics>,
+    health: tonic_health::server::HealthReporter,
+    server: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
+    jsonrpc: Option<(SocketAddr, ledgerstore_jsonrpc::ServerHandle)>,
+    stop_tx: watch::Sender<bool>,
+    stop_rx: watch::Receiver<bool>,
+}
+
+impl Running {
+    /// Serves a data dir: opens it, follows a lake and publishes if asked,
+    /// and closes it at shutdown.
+    async fn store(
+        self,
+        open: Opener,
+        follow: Option<Follow>,
+        publish: Option<Publish>,
+    ) -> Result<(), ServeError> {
+    let Running {
+        cfg,
+        state,
+        metrics,
+        health,
+        server,
+        jsonrpc,
+        stop_tx,
+        stop_rx,
+    } = self;
     let opened = tokio::task::spawn_blocking(open).await;
     let store = match opened {
         Ok(Ok(s)) => Arc::new(s),
@@ -209,6 +293,10 @@ where
         )
     });
 
+    let publisher = publish.map(|p| {
+        tokio::spawn(p.run(store.clone(), metrics.clone(), stop_rx.clone()))
+    });
+
     let mut stopping = stop_rx.clone();
     let _ = stopping.wait_for(|s| *s).await;
     set_health(&health, tonic_health::ServingStatus::NotServing).await;
@@ -218,6 +306,12 @@ where
         // Calls in flight finish; new connections are refused.
         let _ = handle.stop();
         handle.stopped().await;
+    }
+    if let Some(p) = publisher {
+        // A round cut short leaves the previous manifest valid; the next
+        // start redoes it.
+        p.abort();
+        let _ = p.await;
     }
     if let Some(f) = follower {
         // It commits the ledgers in hand before it returns.
@@ -230,6 +324,56 @@ where
     match served {
         Ok(r) => r.map_err(ServeError::from),
         Err(j) => Err(ServeError::Config(format!("server task failed: {j}"))),
+    }
+    }
+
+    /// Serves a read replica: follows the manifest until shutdown.
+    async fn replica(self, replica: Arc<Replica>, poll: Duration) -> Result<(), ServeError> {
+        let Running {
+            cfg,
+            state,
+            metrics,
+            health,
+            server,
+            jsonrpc,
+            stop_tx: _stop_tx,
+            stop_rx,
+        } = self;
+        if let Err(e) = replica.refresh().await {
+            tracing::warn!(error = %e, "the first manifest read failed; retrying while serving");
+        }
+        state.set_reader(replica.clone());
+        let rm = cold_metrics::ReplicaMetrics::new(metrics.registry())
+            .map_err(|e| ServeError::Config(format!("replica metrics: {e}")))?;
+        rm.refresh(&replica.figures());
+        set_health(&health, tonic_health::ServingStatus::Serving).await;
+        tracing::info!(store = replica.location(), mark = ?ledgerstore_store::Reader::last_ledger(&*replica), "replica serving");
+        let follower = tokio::spawn(replica.clone().follow(poll, stop_rx.clone()));
+        let (r, m, mut stop) = (replica.clone(), rm, stop_rx.clone());
+        let secs = cfg.metrics.refresh_secs.max(1);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(secs));
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => m.refresh(&r.figures()),
+                    _ = stop.changed() => return,
+                }
+            }
+        });
+        let mut stopping = stop_rx.clone();
+        let _ = stopping.wait_for(|s| *s).await;
+        set_health(&health, tonic_health::ServingStatus::NotServing).await;
+        tracing::info!("shutting down: draining streams");
+        let served = server.await;
+        if let Some((_, handle)) = jsonrpc {
+            let _ = handle.stop();
+            handle.stopped().await;
+        }
+        let _ = follower.await;
+        match served {
+            Ok(r) => r.map_err(ServeError::from),
+            Err(j) => Err(ServeError::Config(format!("server task failed: {j}"))),
+        }
     }
 }
 
@@ -274,12 +418,12 @@ struct RpcStore {
 }
 
 impl ledgerstore_jsonrpc::StoreAccess for RpcStore {
-    fn store(&self) -> Result<Arc<Ledgerstore>, String> {
-        self.state.store().map_err(|s| s.message().to_string())
+    fn store(&self) -> Result<Arc<dyn ledgerstore_store::Reader>, String> {
+        self.state.reader().map_err(|s| s.message().to_string())
     }
 
     fn read_inline(&self) -> bool {
-        self.placer.inline()
+        self.placer.inline() && self.state.reader().is_ok_and(|r| !r.reads_may_block())
     }
 
     fn observe_read(&self, took: Duration, inline: bool) {

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ledgerstore_proto::v1 as pb;
-use ledgerstore_store::{Ledgerstore, StoreError};
+use ledgerstore_store::{Reader, ReaderStatus, StoreError};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use crate::convert::{hash, ledger_out, status_out, tx_out};
+use crate::convert::{hash, ledger_out, replica_status_out, status_out, tx_out};
 use crate::placement::ReadPlacer;
 use crate::state::AppState;
 use crate::status::{from_store, internal_join, internal_panic, unavailable};
@@ -32,14 +32,6 @@ impl QueryService {
         Self { state, placer }
     }
 
-    fn mark_text(store: &Ledgerstore) -> String {
-        store
-            .last_ledger()
-            .map_or("the store is empty".into(), |l| {
-                format!("durable mark: ledger {l}")
-            })
-    }
-
     /// A single-key read: inline on this async worker while such reads are
     /// rarely slow, else on the blocking pool (see `placement`). Either way its
     /// time feeds the placer, and an answer later than `query.timeout_ms`
@@ -47,9 +39,10 @@ impl QueryService {
     async fn read<T, F>(&self, f: F) -> Result<T, Status>
     where
         T: Send + 'static,
-        F: FnOnce(&Ledgerstore) -> Result<T, StoreError> + Send + 'static,
+        F: FnOnce(&dyn Reader) -> Result<T, StoreError> + Send + 'static,
     {
-        if !self.placer.inline() {
+        let store = self.state.reader()?;
+        if !self.placer.inline() || store.reads_may_block() {
             let placer = self.placer.clone();
             let metrics = self.state.metrics.clone();
             return self
@@ -62,11 +55,10 @@ impl QueryService {
                 })
                 .await;
         }
-        let store = self.state.store()?;
         let t = Instant::now();
         // A panic stays this request's INTERNAL, as on the pool, instead of
         // taking down the connection's task.
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&store)))
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&*store)))
             .map_err(|_| internal_panic())?;
         let took = t.elapsed();
         self.placer.observe(took);
@@ -83,10 +75,10 @@ impl QueryService {
     async fn blocking<T, F>(&self, f: F) -> Result<T, Status>
     where
         T: Send + 'static,
-        F: FnOnce(&Ledgerstore) -> Result<T, StoreError> + Send + 'static,
+        F: FnOnce(&dyn Reader) -> Result<T, StoreError> + Send + 'static,
     {
-        let store = self.state.store()?;
-        let task = tokio::task::spawn_blocking(move || f(&store));
+        let store = self.state.reader()?;
+        let task = tokio::task::spawn_blocking(move || f(&*store));
         match tokio::time::timeout(self.timeout(), task).await {
             Ok(Ok(r)) => r.map_err(|e| from_store(&e)),
             Ok(Err(j)) => Err(internal_join(j)),
@@ -126,7 +118,7 @@ impl pb::query_server::Query for QueryService {
         self.unary("GetTransaction", async {
             let h = hash("hash", &req.get_ref().hash)?;
             let found = self
-                .read(move |s| Ok(s.get_tx(&h)?.ok_or_else(|| Self::mark_text(s))))
+                .read(move |s| Ok(s.get_tx(&h)?.ok_or_else(|| s.mark_text())))
                 .await?;
             match found {
                 Ok(rec) => Ok(tx_out(h, rec)),
@@ -184,7 +176,7 @@ impl pb::query_server::Query for QueryService {
         self.unary("GetTransactionLedger", async {
             let h = hash("hash", &req.get_ref().hash)?;
             let found = self
-                .read(move |s| Ok(s.get_tx_ledger(&h)?.ok_or_else(|| Self::mark_text(s))))
+                .read(move |s| Ok(s.get_tx_ledger(&h)?.ok_or_else(|| s.mark_text())))
                 .await?;
             match found {
                 Ok(seq) => Ok(pb::TransactionLedger {
@@ -206,7 +198,7 @@ impl pb::query_server::Query for QueryService {
         self.unary("GetLedger", async {
             let pb::GetLedgerRequest { seq, omit_raw } = *req.get_ref();
             let found = self
-                .blocking(move |s| Ok(s.get_ledger(seq)?.ok_or_else(|| Self::mark_text(s))))
+                .blocking(move |s| Ok(s.get_ledger(seq)?.ok_or_else(|| s.mark_text())))
                 .await?;
             match found {
                 Ok(l) => Ok(ledger_out(l, omit_raw)),
@@ -244,7 +236,7 @@ impl pb::query_server::Query for QueryService {
                 u64::from(start) + u64::from(max) - 1
             )))
         } else {
-            self.state.store()
+            self.state.reader()
         };
         let store = match check {
             Ok(s) => s,
@@ -270,8 +262,10 @@ impl pb::query_server::Query for QueryService {
     ) -> Result<Response<pb::Status>, Status> {
         self.unary("GetStatus", async {
             self.blocking(|s| {
-                let stats = s.stats()?;
-                Ok(status_out(&stats, s.last_report().as_ref()))
+                Ok(match s.status()? {
+                    ReaderStatus::Store(stats, last) => status_out(&stats, last.as_ref()),
+                    ReaderStatus::Replica(r) => replica_status_out(&r),
+                })
             })
             .await
         })
@@ -281,7 +275,7 @@ impl pb::query_server::Query for QueryService {
 
 async fn stream_range(
     state: Arc<AppState>,
-    store: Arc<Ledgerstore>,
+    store: Arc<dyn Reader>,
     start: u32,
     end: u32,
     omit_raw: bool,
@@ -299,9 +293,7 @@ async fn stream_range(
         }
         let s = store.clone();
         let chunk = tokio::task::spawn_blocking(move || {
-            s.ledgers(from, end, STREAM_CHUNK)
-                .take(STREAM_CHUNK)
-                .collect::<Result<Vec<_>, _>>()
+            s.ledger_chunk(from, end, STREAM_CHUNK)
         })
         .await;
         let ledgers = match chunk {

@@ -3,7 +3,7 @@
 use std::sync::{Arc, OnceLock};
 
 use ledgerstore_config::Config;
-use ledgerstore_store::Ledgerstore;
+use ledgerstore_store::{Ledgerstore, Reader};
 use tokio::sync::{Semaphore, watch};
 use tonic::Status;
 
@@ -13,6 +13,10 @@ use crate::status::unavailable;
 /// What every service shares.
 pub struct AppState {
     store: OnceLock<Arc<Ledgerstore>>,
+    /// What the query APIs read: the store, or a replica's published ranges.
+    reader: OnceLock<Arc<dyn Reader>>,
+    /// Set on a read replica: the store location it follows.
+    replica_of: Option<String>,
     /// Effective configuration.
     pub cfg: Arc<Config>,
     /// Metrics.
@@ -29,19 +33,62 @@ impl AppState {
         Self {
             ingest_streams: Arc::new(Semaphore::new(cfg.ingest.max_streams)),
             store: OnceLock::new(),
+            reader: OnceLock::new(),
+            replica_of: None,
             cfg,
             metrics,
             shutdown,
         }
     }
 
-    /// Publishes the opened store.
+    /// State of a read replica of `location`: it has no store, and its
+    /// write services refuse.
+    pub fn new_replica(
+        cfg: Arc<Config>,
+        metrics: Arc<Metrics>,
+        shutdown: watch::Receiver<bool>,
+        location: String,
+    ) -> Self {
+        Self {
+            replica_of: Some(location),
+            ..Self::new(cfg, metrics, shutdown)
+        }
+    }
+
+    /// Publishes the opened store (it also answers the query APIs).
     pub fn set_store(&self, store: Arc<Ledgerstore>) {
+        let _ = self.reader.set(store.clone());
         let _ = self.store.set(store);
     }
 
-    /// The store, or UNAVAILABLE while opening or shutting down.
+    /// Publishes what the query APIs read (a replica's).
+    pub fn set_reader(&self, reader: Arc<dyn Reader>) {
+        let _ = self.reader.set(reader);
+    }
+
+    /// What the query APIs read, or UNAVAILABLE while opening or shutting
+    /// down.
+    pub fn reader(&self) -> Result<Arc<dyn Reader>, Status> {
+        if self.shutting_down() {
+            return Err(unavailable(
+                "ledgerstore is shutting down; retry on the restarted daemon",
+            ));
+        }
+        self.reader
+            .get()
+            .cloned()
+            .ok_or_else(|| unavailable("ledgerstore is still opening its stores; retry shortly"))
+    }
+
+    /// The store, or UNAVAILABLE while opening or shutting down;
+    /// FAILED_PRECONDITION on a read replica, which has none.
     pub fn store(&self) -> Result<Arc<Ledgerstore>, Status> {
+        if let Some(location) = &self.replica_of {
+            return Err(Status::failed_precondition(format!(
+                "this daemon is a read replica of {location}: it serves the published ranges and \
+                 takes no writes; send ingest and backups to the writer"
+            )));
+        }
         if self.shutting_down() {
             return Err(unavailable(
                 "ledgerstore is shutting down; retry on the restarted daemon",

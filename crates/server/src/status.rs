@@ -19,7 +19,10 @@ pub fn from_store(e: &StoreError) -> Status {
         | StoreError::DataDir { .. }
         | StoreError::Db(DbError::CreationMismatch { .. }) => Code::FailedPrecondition,
         StoreError::Db(DbError::ReadTimeout { .. }) => Code::DeadlineExceeded,
-        StoreError::WritesRefused { .. } | StoreError::Repairing { .. } => Code::Unavailable,
+        StoreError::WritesRefused { .. }
+        | StoreError::Repairing { .. }
+        | StoreError::Remote { .. } => Code::Unavailable,
+        StoreError::RemoteDamaged { .. } => Code::DataLoss,
         StoreError::Db(_)
         | StoreError::Segment(_)
         | StoreError::Io { .. }

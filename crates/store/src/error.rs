@@ -143,6 +143,25 @@ pub enum StoreError {
     /// Stored data contradicts itself.
     #[error("corrupt store: {0}")]
     Corrupt(String),
+    /// An object of the published cold tier could not be read (the object
+    /// store is unreachable or refused): retry, or ask the writer.
+    #[error("object {object}: {detail}")]
+    Remote {
+        /// The object's key, under the store's location.
+        object: String,
+        /// What failed.
+        detail: String,
+    },
+    /// An object of the published cold tier is missing or does not match
+    /// what the manifest records (size, checksum, format): the range it
+    /// holds cannot serve until it is published again.
+    #[error("object {object} is missing or damaged: {detail}")]
+    RemoteDamaged {
+        /// The object's key, under the store's location.
+        object: String,
+        /// What is wrong.
+        detail: String,
+    },
 }
 
 impl StoreError {

@@ -25,6 +25,7 @@ pub mod error;
 mod indexed;
 mod ingest;
 mod read;
+pub mod reader;
 pub mod report;
 mod rollback;
 mod stats;
@@ -35,11 +36,13 @@ pub use check::{CheckReport, MAX_LISTED_PROBLEMS};
 pub use datadir::{DataDir, Manifest, MarkState, TableTotals};
 pub use error::{StoreError, StoreResult};
 pub use indexed::{
+    ClosedRanges, ClosedSegment,
     DictOptions, DictStats, ExplicitPolicy, IndexedOptions, MergePolicy, SegmentStats,
 };
 pub use ingest::IngestOutcome;
 pub use ledgerstore_segment::SegmentInfo;
 pub use read::LedgerRange;
+pub use reader::{Reader, ReaderStatus, ReplicaStatus, ledger_iter};
 pub use report::{BatchReport, JsonLinesSink, StoreTiming};
 pub use stats::{StoreStats, TableStats};
 pub use validate::Limits;

@@ -14,7 +14,7 @@ pub(super) struct NoParams {}
 pub(super) fn get_health(ctx: &Ctx, params: &Params<'_>) -> RpcResult<Value> {
     named::<NoParams>(params)?;
     let store = ctx.store()?;
-    let r = ctx.bounds.get(&store)?;
+    let r = ctx.bounds.get(&*store)?;
     Ok(json!({
         "status": "healthy",
         "latestLedger": r.latest.seq,
@@ -28,7 +28,7 @@ pub(super) fn get_health(ctx: &Ctx, params: &Params<'_>) -> RpcResult<Value> {
 pub(super) fn get_network(ctx: &Ctx, params: &Params<'_>) -> RpcResult<Value> {
     named::<NoParams>(params)?;
     let store = ctx.store()?;
-    let r = ctx.bounds.get(&store)?;
+    let r = ctx.bounds.get(&*store)?;
     Ok(json!({
         "passphrase": ctx.settings.passphrase,
         "protocolVersion": r.latest.protocol_version,
@@ -41,7 +41,7 @@ pub(super) fn get_version_info(ctx: &Ctx, params: &Params<'_>) -> RpcResult<Valu
     // method never fails.
     let protocol = ctx
         .store()
-        .and_then(|s| ctx.bounds.get(&s))
+        .and_then(|s| ctx.bounds.get(&*s))
         .map_or(0, |r| r.latest.protocol_version);
     let v = &ctx.settings.version;
     Ok(json!({

@@ -26,7 +26,7 @@ fn metadata(out: &mut Map<String, Value>, rec: &LedgerRecord, format: Format) ->
 pub(super) fn get_latest_ledger(ctx: &Ctx, params: &Params<'_>) -> RpcResult<Value> {
     named::<NoParams>(params)?;
     let store = ctx.store()?;
-    let range = ctx.bounds.get(&store)?;
+    let range = ctx.bounds.get(&*store)?;
     let rec = store.get_ledger(range.latest.seq)?.ok_or_else(|| {
         RpcError::Internal(format!(
             "ledger {} is inside the mark but not stored",
@@ -52,7 +52,7 @@ pub(super) fn get_latest_ledger(ctx: &Ctx, params: &Params<'_>) -> RpcResult<Val
 pub(super) fn get_ledgers(ctx: &Ctx, params: &Params<'_>) -> RpcResult<Value> {
     let page = named::<Paged>(params)?.page(LIMITS)?;
     let store = ctx.store()?;
-    let range = ctx.bounds.get(&store)?;
+    let range = ctx.bounds.get(&*store)?;
     let (oldest, latest) = (range.oldest.seq, range.latest.seq);
     let first = match page.start {
         Start::Ledger(s) if s < oldest || s > latest => {
@@ -76,7 +76,7 @@ pub(super) fn get_ledgers(ctx: &Ctx, params: &Params<'_>) -> RpcResult<Value> {
         Start::Ledger(s) => s.saturating_sub(1).to_string(),
     };
     if first <= latest {
-        for rec in store.ledgers(first, last, 4) {
+        for rec in ledgerstore_store::ledger_iter(&*store, first, last, 4) {
             let rec = rec?;
             ledgers.push(ledger_info(&rec, page.format)?);
             cursor = rec.seq.to_string();

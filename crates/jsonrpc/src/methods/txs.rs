@@ -1,7 +1,7 @@
 //! `getTransaction` and `getTransactions`.
 
 use jsonrpsee::types::Params;
-use ledgerstore_store::Ledgerstore;
+use ledgerstore_store::{Reader, ledger_iter};
 use serde_json::{Map, Value};
 
 use super::render::tx_details;
@@ -58,7 +58,7 @@ pub(super) fn get_transaction(ctx: &Ctx, params: &Params<'_>) -> RpcResult<Value
     let format = Format::parse(p.xdr_format.as_deref())?;
     let hash = tx_hash(&p.hash)?;
     let store = ctx.store()?;
-    let range = ctx.bounds.get(&store)?;
+    let range = ctx.bounds.get(&*store)?;
     let mut out = Map::new();
     range_fields(&mut out, &range, "CloseTime", true);
     match ctx.timed_read(|| store.get_tx(&hash))? {
@@ -86,7 +86,7 @@ pub(super) fn get_transaction(ctx: &Ctx, params: &Params<'_>) -> RpcResult<Value
 pub(super) fn get_transactions(ctx: &Ctx, params: &Params<'_>) -> RpcResult<Value> {
     let page = named::<Paged>(params)?.page(LIMITS)?;
     let store = ctx.store()?;
-    let range = ctx.bounds.get(&store)?;
+    let range = ctx.bounds.get(&*store)?;
     let (oldest, latest) = (range.oldest.seq, range.latest.seq);
     // (first ledger, application orders to skip in it)
     let (first, skip) = match page.start {
@@ -104,7 +104,7 @@ pub(super) fn get_transactions(ctx: &Ctx, params: &Params<'_>) -> RpcResult<Valu
         },
     };
     let items = if first <= latest {
-        page_txs(&store, first, skip, latest, page.limit, page.format)?
+        page_txs(&*store, first, skip, latest, page.limit, page.format)?
     } else {
         Vec::new()
     };
@@ -134,7 +134,7 @@ pub(super) fn get_transactions(ctx: &Ctx, params: &Params<'_>) -> RpcResult<Valu
 /// Up to `limit` transactions from ledger `first` (after application
 /// order `skip` in it) through `last`, in order: (ledger, order, JSON).
 fn page_txs(
-    store: &Ledgerstore,
+    store: &dyn Reader,
     first: u32,
     skip: u32,
     last: u32,
@@ -142,7 +142,7 @@ fn page_txs(
     format: Format,
 ) -> RpcResult<Vec<(u32, u32, Value)>> {
     let mut items = Vec::with_capacity(limit);
-    for ledger in store.ledgers(first, last, LEDGER_CHUNK) {
+    for ledger in ledger_iter(store, first, last, LEDGER_CHUNK) {
         let ledger = ledger?;
         let from = if ledger.seq == first {
             skip as usize

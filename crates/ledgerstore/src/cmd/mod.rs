@@ -6,6 +6,7 @@ pub mod ingest;
 pub mod ingest_stellar;
 pub mod ops;
 pub mod print;
+pub mod publish;
 pub mod push;
 pub mod remote;
 pub mod serve;

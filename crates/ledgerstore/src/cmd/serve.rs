@@ -16,14 +16,31 @@ pub fn run(a: ServeArgs, log_json: bool) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let follow = follow(&cfg)?;
+    let serving = if cfg.replica.store.is_empty() {
+        ledgerstore_server::Serving::Store {
+            open: Box::new(open::for_daemon(&cfg)),
+            follow: follow(&cfg)?,
+            publish: crate::cold::publisher(&cfg)?,
+        }
+    } else {
+        ledgerstore_server::Serving::Replica {
+            replica: crate::cold::replica(&cfg, rt.handle().clone())?,
+            poll: std::time::Duration::from_millis(cfg.replica.poll_ms),
+        }
+    };
+    let serves = if cfg.replica.store.is_empty() {
+        format!("data dir {}", cfg.db.path.display())
+    } else {
+        format!(
+            "read replica of {}, cache {}",
+            cfg.replica.store,
+            cfg.replica.cache_dir.display()
+        )
+    };
     rt.block_on(async move {
-        let opener = open::for_daemon(&cfg);
-        let data_dir = cfg.db.path.clone();
         ledgerstore_server::serve(
             cfg,
-            opener,
-            follow,
+            serving,
             |b| {
                 let metrics = b
                     .metrics
@@ -34,9 +51,8 @@ pub fn run(a: ServeArgs, log_json: bool) -> Result<()> {
                     .map(|j| format!(", Stellar RPC on http://{j}/"))
                     .unwrap_or_default();
                 println!(
-                    "ledgerstore serving gRPC on {}{metrics}{jsonrpc}, data dir {}",
-                    b.grpc,
-                    data_dir.display()
+                    "ledgerstore serving gRPC on {}{metrics}{jsonrpc}, {serves}",
+                    b.grpc
                 )
             },
             shutdown_signal(),

@@ -23,6 +23,7 @@ use crate::Ledgerstore;
 use crate::error::{StoreError, StoreResult};
 
 pub(crate) mod check;
+mod closed;
 pub(crate) mod dict;
 pub(crate) mod hot;
 #[cfg(test)]
@@ -31,6 +32,7 @@ pub(crate) mod segments;
 #[cfg(test)]
 mod tests;
 
+pub use closed::{ClosedRanges, ClosedSegment};
 use segments::{Cold, SegmentSet, SetOpen};
 pub use segments::{MergePolicy, SegmentStats};
 pub(crate) use segments::{check_explicit_policy, recorded_policy};

@@ -1,0 +1,27 @@
+//! The published cold tier (ARCHITECTURE.md, "Published ranges"): object
+//! storage as ledgerstore's distributed tier, with one writer and any
+//! number of stateless readers.
+//!
+//! - [`publish`]: the writer uploads each closed base range of an
+//!   `indexed` store as a pack, the segment files of the current tiling and
+//!   the dictionaries, then creates the next manifest version with a
+//!   conditional put.
+//! - [`Replica`]: a read replica follows the newest manifest and answers
+//!   the query APIs ([`ledgerstore_store::Reader`]) for the published
+//!   ranges, through a bounded disk cache ([`DiskCache`]).
+//! - [`Remote`]: the object store, with every read counted.
+
+mod cache;
+mod error;
+pub mod failpoint;
+mod publish;
+mod remote;
+mod replica;
+#[cfg(test)]
+mod tests;
+
+pub use cache::{CacheFigures, DiskCache};
+pub use error::{ColdError, ColdResult};
+pub use publish::{PublishReport, publish};
+pub use remote::Remote;
+pub use replica::Replica;

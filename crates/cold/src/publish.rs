@@ -1,0 +1,261 @@
+//! The writer's side: publish the closed ranges of an `indexed` store.
+//!
+//! One round ([`publish`]): read the newest manifest; check it continues
+//! this data dir's history; for each closed base range it does not list,
+//! write a pack to a local temp file and upload it; upload the segment
+//! files of the current tiling and the dictionaries it lacks; then create
+//! the next manifest version, conditionally. Objects are content-addressed
+//! and uploaded before the manifest that names them, so a crash at any
+//! step leaves the previous manifest whole and valid, and the next round
+//! redoes what is missing (an object already there with the same size is
+//! not uploaded again).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ledgerstore_pack::manifest::{dict_key, pack_key, segment_key};
+use ledgerstore_pack::{DictRef, Manifest, Object, PackRef, PackWriter, SegmentRef};
+use ledgerstore_store::{ClosedRanges, Ledgerstore};
+
+use crate::error::{ColdError, ColdResult};
+use crate::failpoint;
+use crate::remote::Remote;
+
+/// What one round did.
+#[derive(Debug, Clone, Default)]
+pub struct PublishReport {
+    /// The manifest version created (None: nothing new to publish).
+    pub version: Option<u64>,
+    /// The published mark after the round.
+    pub mark: Option<u32>,
+    /// Base ranges packed and published this round.
+    pub packs: Vec<(u32, u32)>,
+    /// Objects uploaded, and their bytes.
+    pub uploaded: u64,
+    /// Bytes uploaded.
+    pub uploaded_bytes: u64,
+    /// Objects already present (a round redone after a crash).
+    pub skipped: u64,
+    /// Wall time of the round.
+    pub took: Duration,
+}
+
+/// Publishes what `store` has closed and `remote` lacks. `work` is a
+/// directory for packs being written (emptied first).
+pub async fn publish(
+    store: Arc<Ledgerstore>,
+    remote: &Remote,
+    work: &Path,
+) -> ColdResult<PublishReport> {
+    let t = Instant::now();
+    let s = Arc::clone(&store);
+    let closed = blocking(move || s.closed_ranges().map_err(ColdError::from)).await?;
+    let prev = remote.newest_manifest().await?;
+    let mut report = PublishReport {
+        mark: prev.as_ref().map(|m| m.mark),
+        ..PublishReport::default()
+    };
+    let Some(last) = closed.last() else {
+        return Ok(report);
+    };
+    check_continues(prev.as_ref(), &closed, remote.location())?;
+    if prev.as_ref().is_some_and(|m| m.mark >= last) {
+        report.took = t.elapsed();
+        return Ok(report);
+    }
+    if let Some(s) = closed.segments.iter().find(|s| s.file.is_err()) {
+        return Err(ColdError::NotReady(format!(
+            "ledgers {}..={} are being repaired locally; publishing waits for the rebuild",
+            s.first, s.last
+        )));
+    }
+    let _ = std::fs::remove_dir_all(work);
+    std::fs::create_dir_all(work).map_err(ColdError::io(format!("create {}", work.display())))?;
+
+    let mut packs: Vec<PackRef> = prev.as_ref().map(|m| m.packs.clone()).unwrap_or_default();
+    for &(first, end) in closed.base.iter().skip(packs.len()) {
+        let s = Arc::clone(&store);
+        let path = work.join(format!("pack-{first:010}-{end:010}.tmp"));
+        let p = path.clone();
+        let info = blocking(move || write_pack(&s, &p, first, end)).await?;
+        let key = pack_key(first, end, &info.sha256);
+        upload(remote, &key, &path, info.header.size, &mut report).await?;
+        let _ = std::fs::remove_file(&path);
+        packs.push(PackRef {
+            first,
+            last: end,
+            bodies: info.header.bodies,
+            object: Object {
+                key,
+                size: info.header.size,
+                sha256: info.sha256,
+            },
+        });
+        report.packs.push((first, end));
+        failpoint::point("publish.after_pack").await;
+    }
+
+    let mut segments = Vec::new();
+    for seg in &closed.segments {
+        let reuse = prev
+            .iter()
+            .flat_map(|m| &m.segments)
+            .find(|r| (r.first, r.last) == (seg.first, seg.last));
+        if let Some(r) = reuse {
+            segments.push(r.clone());
+            continue;
+        }
+        let path: PathBuf = seg.file.clone().map_err(ColdError::NotReady)?;
+        let p = path.clone();
+        let sha = blocking(move || Ok(ledgerstore_pack::sha256_file(&p)?)).await?;
+        let size = std::fs::metadata(&path)
+            .map_err(ColdError::io(format!("stat {}", path.display())))?
+            .len();
+        let key = segment_key(seg.first, seg.last, &sha);
+        upload(remote, &key, &path, size, &mut report).await?;
+        segments.push(SegmentRef {
+            first: seg.first,
+            last: seg.last,
+            object: Object {
+                key,
+                size,
+                sha256: sha,
+            },
+        });
+    }
+
+    let mut dicts = Vec::new();
+    for (version, bytes) in &closed.dicts {
+        let sha = ledgerstore_pack::sha256(bytes);
+        let key = dict_key(*version, &sha);
+        let size = bytes.len() as u64;
+        if remote.has(&key, size).await? {
+            report.skipped += 1;
+        } else {
+            let path = work.join(format!("dict-{version}.tmp"));
+            std::fs::write(&path, bytes).map_err(ColdError::io(format!("write {}", path.display())))?;
+            remote.upload(&key, &path).await?;
+            report.uploaded += 1;
+            report.uploaded_bytes += size;
+        }
+        dicts.push(DictRef {
+            version: *version,
+            object: Object { key, size, sha256: sha },
+        });
+    }
+
+    let first = packs.first().map_or(0, |p| p.first);
+    let manifest = Manifest {
+        format: ledgerstore_pack::manifest::FORMAT,
+        version: prev.as_ref().map_or(1, |m| m.version + 1),
+        created_unix_ms: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64),
+        writer: writer_name(&store),
+        range_ledgers: closed.policy.range_ledgers,
+        first,
+        mark: last,
+        packs,
+        segments,
+        dicts,
+    };
+    manifest
+        .validate()
+        .map_err(|e| ColdError::Diverged(format!("the manifest this round built: {e}")))?;
+    failpoint::point("publish.before_manifest").await;
+    remote.create_manifest(&manifest).await?;
+    tracing::info!(version = manifest.version, mark = last, "published");
+    failpoint::point("publish.after_manifest").await;
+    let _ = std::fs::remove_dir_all(work);
+    report.version = Some(manifest.version);
+    report.mark = Some(last);
+    report.took = t.elapsed();
+    Ok(report)
+}
+
+/// The published history must be a prefix of this dir's closed ranges.
+fn check_continues(prev: Option<&Manifest>, closed: &ClosedRanges, location: &str) -> ColdResult<()> {
+    let Some(m) = prev else { return Ok(()) };
+    let last = closed.last().unwrap_or(0);
+    let diverged = |why: String| {
+        ColdError::Diverged(format!(
+            "{location} holds manifest {} (ledgers {}..={}) that this data dir does not continue: \
+             {why}. One store has one writer; publish this data dir to another location",
+            m.version, m.first, m.mark
+        ))
+    };
+    if m.range_ledgers != closed.policy.range_ledgers {
+        return Err(diverged(format!(
+            "its ranges are {} ledgers, this dir's {}",
+            m.range_ledgers, closed.policy.range_ledgers
+        )));
+    }
+    if m.mark > last {
+        return Err(diverged(format!("this dir has closed ledgers only up to {last}")));
+    }
+    for (p, b) in m.packs.iter().zip(&closed.base) {
+        if (p.first, p.last) != *b {
+            return Err(diverged(format!(
+                "it publishes {}..={} where this dir has {}..={}",
+                p.first, p.last, b.0, b.1
+            )));
+        }
+    }
+    Ok(())
+}
+
+async fn upload(
+    remote: &Remote,
+    key: &str,
+    path: &Path,
+    size: u64,
+    report: &mut PublishReport,
+) -> ColdResult<()> {
+    if remote.has(key, size).await? {
+        report.skipped += 1;
+        return Ok(());
+    }
+    remote.upload(key, path).await?;
+    report.uploaded += 1;
+    report.uploaded_bytes += size;
+    Ok(())
+}
+
+/// Writes the pack of ledgers `first..=last` from the store's own bytes.
+fn write_pack(
+    store: &Ledgerstore,
+    path: &Path,
+    first: u32,
+    last: u32,
+) -> ColdResult<ledgerstore_pack::PackInfo> {
+    let mut w = PackWriter::create(path, first, last)?;
+    for seq in first..=last {
+        let (record, n) = store.stored_ledger(seq)?.ok_or_else(|| {
+            ColdError::NotReady(format!(
+                "ledger {seq} of the closed range {first}..={last} is not stored"
+            ))
+        })?;
+        let bodies = store.stored_bodies(seq, n)?;
+        w.push_ledger(seq, &record, &bodies)?;
+    }
+    Ok(w.finish()?)
+}
+
+fn writer_name(store: &Ledgerstore) -> String {
+    let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+    format!(
+        "{} pid {} {}",
+        host.trim(),
+        std::process::id(),
+        store.path().display()
+    )
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> ColdResult<T> + Send + 'static,
+) -> ColdResult<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ColdError::Task(e.to_string()))?
+}

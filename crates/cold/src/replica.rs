@@ -1,0 +1,473 @@
+//! A stateless read replica: it follows the newest manifest of a store
+//! and answers lookups for the published ranges from the objects, through
+//! a bounded disk cache ([`DiskCache`]).
+//!
+//! A transaction lookup probes the manifest's segments newest first (each
+//! segment file is fetched whole once, checked against its SHA-256, and
+//! memory-mapped from the cache), then reads the candidate's body from its
+//! range's pack: the ledger table page, the body table page, and the body,
+//! each one ranged GET on a miss, each entry checked against its CRC-32.
+//! The body records its hash, which confirms the candidate, as in the
+//! writer's own store.
+//!
+//! A damaged or missing object fails only the lookups that need it, with
+//! an error naming it; a lookup that finds its answer in another range is
+//! answered.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ledgerstore_db_api::{Decompress, DictSet, Dictionary, LedgerRecord, TxBody, TxHash, TxPos};
+use ledgerstore_db_api::TxRecord;
+use ledgerstore_pack::format::{BODY_PAGE, HEADER, LEDGER_PAGE};
+use ledgerstore_pack::{Header, LedgerEntry, Manifest, PackRef, SegmentRef, body_at};
+use ledgerstore_segment::Segment;
+use ledgerstore_store::{Reader, ReaderStatus, ReplicaStatus, StoreResult};
+use tokio::sync::watch;
+
+use crate::cache::{CacheFigures, DiskCache};
+use crate::error::{ColdError, ColdResult};
+use crate::remote::Remote;
+
+/// The manifest a replica serves, with its dictionaries.
+#[derive(Default)]
+struct View {
+    manifest: Option<Manifest>,
+    dicts: Arc<DictSet>,
+}
+
+/// A read replica.
+pub struct Replica {
+    remote: Arc<Remote>,
+    cache: DiskCache,
+    rt: tokio::runtime::Handle,
+    view: RwLock<Arc<View>>,
+    /// Pack headers by key (keys are content-addressed: never stale).
+    headers: Mutex<HashMap<String, Header>>,
+    /// Mapped segments by key, while the cache holds their files.
+    segments: Mutex<HashMap<String, Arc<Segment>>>,
+    lookups: AtomicU64,
+    follow_error: Mutex<Option<String>>,
+}
+
+impl std::fmt::Debug for Replica {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replica")
+            .field("store", &self.remote.location())
+            .field("cache", &self.cache)
+            .finish()
+    }
+}
+
+impl Replica {
+    /// A replica of `remote` with `cache`. Its blocking reads run their
+    /// requests on `rt`, the runtime that must also drive
+    /// [`Replica::follow`].
+    pub fn new(remote: Arc<Remote>, cache: DiskCache, rt: tokio::runtime::Handle) -> Arc<Self> {
+        Arc::new(Self {
+            remote,
+            cache,
+            rt,
+            view: RwLock::new(Arc::new(View::default())),
+            headers: Mutex::new(HashMap::new()),
+            segments: Mutex::new(HashMap::new()),
+            lookups: AtomicU64::new(0),
+            follow_error: Mutex::new(None),
+        })
+    }
+
+    fn view(&self) -> Arc<View> {
+        match self.view.read() {
+            Ok(v) => Arc::clone(&v),
+            Err(p) => Arc::clone(&p.into_inner()),
+        }
+    }
+
+    /// The location it follows.
+    pub fn location(&self) -> &str {
+        self.remote.location()
+    }
+
+    /// The manifest served now.
+    pub fn manifest(&self) -> Option<Manifest> {
+        self.view().manifest.clone()
+    }
+
+    /// Loads the newest manifest if it is newer than the one served.
+    /// Returns its version when it changed.
+    pub async fn refresh(&self) -> ColdResult<Option<u64>> {
+        let held = self.view();
+        let current = held.manifest.as_ref().map(|m| m.version);
+        let Some(v) = self.remote.newest(current).await? else {
+            return Ok(None);
+        };
+        let m = self.remote.manifest(v).await?;
+        let mut dicts = DictSet::default();
+        for d in &m.dicts {
+            if let Some(have) = held.dicts.all().find(|h| h.version() == d.version) {
+                dicts.insert(Dictionary::from_bytes(d.version, have.bytes().to_vec(), 3));
+                continue;
+            }
+            let bytes = self.remote.get(&d.object.key).await?;
+            let sha = ledgerstore_pack::sha256(&bytes);
+            if bytes.len() as u64 != d.object.size || sha != d.object.sha256 {
+                return Err(ColdError::damaged(
+                    &d.object.key,
+                    format!(
+                        "{} bytes with SHA-256 {sha}; the manifest records {} bytes with SHA-256 {}",
+                        bytes.len(),
+                        d.object.size,
+                        d.object.sha256
+                    ),
+                ));
+            }
+            dicts.insert(Dictionary::from_bytes(d.version, bytes.to_vec(), 3));
+        }
+        tracing::info!(version = v, mark = m.mark, "serving manifest");
+        let next = Arc::new(View {
+            manifest: Some(m),
+            dicts: Arc::new(dicts),
+        });
+        match self.view.write() {
+            Ok(mut g) => *g = next,
+            Err(p) => *p.into_inner() = next,
+        }
+        Ok(Some(v))
+    }
+
+    /// Polls for newer manifests every `poll` until `shutdown` turns true.
+    /// A failed poll is logged and shown in `stats`; the manifest held
+    /// keeps serving.
+    pub async fn follow(self: Arc<Self>, poll: Duration, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            let r = self.refresh().await;
+            let err = r.err().map(|e| e.to_string());
+            if let Some(e) = &err {
+                tracing::warn!(error = %e, "following the manifest failed; serving the one held");
+            }
+            *self.follow_error.lock().unwrap_or_else(|p| p.into_inner()) = err;
+            tokio::select! {
+                _ = tokio::time::sleep(poll) => {}
+                _ = shutdown.changed() => {}
+            }
+            if *shutdown.borrow() {
+                return;
+            }
+        }
+    }
+
+    /// Cache figures.
+    pub fn cache(&self) -> CacheFigures {
+        self.cache.figures()
+    }
+
+    /// Runs an object-store request on the replica's runtime and waits for
+    /// it (called from blocking threads only: see [`Reader::reads_may_block`]).
+    fn block<T: Send + 'static>(
+        &self,
+        f: impl Future<Output = ColdResult<T>> + Send + 'static,
+    ) -> ColdResult<T> {
+        futures::executor::block_on(self.rt.spawn(f)).map_err(|e| ColdError::Task(e.to_string()))?
+    }
+
+    /// Bytes `range` of object `key`, through the cache entry `name`.
+    fn piece(&self, name: String, key: &str, range: Range<u64>) -> ColdResult<Vec<u8>> {
+        if let Some(b) = self.cache.get(&name) {
+            return Ok(b);
+        }
+        let (remote, k) = (Arc::clone(&self.remote), key.to_string());
+        let bytes = self.block(async move { remote.get_range(&k, range).await })?;
+        self.cache.put(&name, &bytes)?;
+        Ok(bytes.to_vec())
+    }
+
+    /// The mapped segment of `r`, fetched whole into the cache if needed.
+    fn segment(&self, r: &SegmentRef) -> ColdResult<Arc<Segment>> {
+        let key = &r.object.key;
+        let name = format!("seg/{key}");
+        let held = self.cache.touch(&name);
+        {
+            let mut segs = self.segments.lock().unwrap_or_else(|p| p.into_inner());
+            match segs.get(key) {
+                Some(s) if held => return Ok(Arc::clone(s)),
+                Some(_) => {
+                    segs.remove(key);
+                }
+                None => {}
+            }
+        }
+        let path = self.cache.path(&name);
+        let part = path.with_extension("part");
+        let (remote, o, p) = (Arc::clone(&self.remote), r.object.clone(), part.clone());
+        self.block(async move { remote.download(&o.key, o.size, &o.sha256, &p).await })?;
+        std::fs::rename(&part, &path).map_err(ColdError::io(format!("rename {}", path.display())))?;
+        let seg = Segment::open(&path).map_err(|e| ColdError::damaged(key, e.to_string()))?;
+        if (seg.first(), seg.last()) != (r.first, r.last) {
+            return Err(ColdError::damaged(
+                key,
+                format!(
+                    "a segment of ledgers {}..={}; the manifest lists it for {}..={}",
+                    seg.first(),
+                    seg.last(),
+                    r.first,
+                    r.last
+                ),
+            ));
+        }
+        let seg = Arc::new(seg);
+        self.segments
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.clone(), Arc::clone(&seg));
+        self.cache.adopt(&name, r.object.size);
+        Ok(seg)
+    }
+
+    fn header(&self, p: &PackRef) -> ColdResult<Header> {
+        let key = &p.object.key;
+        if let Some(h) = self.headers.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
+            return Ok(*h);
+        }
+        let (remote, k) = (Arc::clone(&self.remote), key.clone());
+        let bytes = self.block(async move { remote.get_range(&k, 0..HEADER).await })?;
+        let h = Header::parse(&bytes).map_err(|e| ColdError::damaged(key, e.to_string()))?;
+        if (h.first, h.last, h.size, h.bodies) != (p.first, p.last, p.object.size, p.bodies) {
+            return Err(ColdError::damaged(
+                key,
+                format!(
+                    "its header says ledgers {}..={}, {} bodies, {} bytes; the manifest says \
+                     {}..={}, {} bodies, {} bytes",
+                    h.first, h.last, h.bodies, h.size, p.first, p.last, p.bodies, p.object.size
+                ),
+            ));
+        }
+        self.headers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key.clone(), h);
+        Ok(h)
+    }
+
+    fn ledger_entry(&self, p: &PackRef, h: &Header, seq: u32) -> ColdResult<LedgerEntry> {
+        let key = &p.object.key;
+        let i = u64::from(seq - p.first);
+        let page = i / LEDGER_PAGE;
+        let bytes = self.piece(format!("lt/{key}/{page}"), key, h.ledger_page(page))?;
+        LedgerEntry::at(&bytes, i % LEDGER_PAGE).map_err(|e| ColdError::damaged(key, e.to_string()))
+    }
+
+    /// The stored body at `pos`, if the ledger has one there.
+    fn body(&self, m: &Manifest, pos: TxPos) -> ColdResult<Option<TxBody>> {
+        let Some(p) = m.pack_of(pos.seq) else {
+            return Ok(None);
+        };
+        let key = &p.object.key;
+        let h = self.header(p)?;
+        let le = self.ledger_entry(p, &h, pos.seq)?;
+        if pos.index >= le.bodies {
+            return Ok(None);
+        }
+        let o = u64::from(le.first_body) + u64::from(pos.index);
+        let damaged = |e: String| {
+            ColdError::damaged(key, format!("ledger {} body {}: {e}", pos.seq, pos.index))
+        };
+        let page = o / BODY_PAGE;
+        let table = self.piece(format!("bt/{key}/{page}"), key, h.body_page(page))?;
+        let e = body_at(&table, o % BODY_PAGE).map_err(|e| damaged(e.to_string()))?;
+        let range = h.data_range(&e).map_err(|e| damaged(e.to_string()))?;
+        let bytes = self.piece(format!("b/{key}/{o}"), key, range)?;
+        e.check(&bytes).map_err(|e| damaged(e.to_string()))?;
+        TxBody::decompress(&bytes)
+            .map(Some)
+            .map_err(|e| damaged(e.to_string()))
+    }
+
+    /// The confirmed position and body of `hash`: every segment that
+    /// yields a candidate, newest first. A failure is answered only if no
+    /// other range confirms the hash.
+    fn find(&self, hash: &TxHash) -> ColdResult<Option<(TxPos, TxBody, Arc<DictSet>)>> {
+        self.lookups.fetch_add(1, Ordering::Relaxed);
+        let view = self.view();
+        let Some(m) = &view.manifest else {
+            return Ok(None);
+        };
+        let mut failed = None;
+        for r in m.segments.iter().rev() {
+            let found = self.segment(r).and_then(|seg| match seg.lookup(&hash.0) {
+                Some(pos) => self.confirm(m, hash, pos),
+                None => Ok(None),
+            });
+            match found {
+                Ok(Some((pos, body))) => return Ok(Some((pos, body, Arc::clone(&view.dicts)))),
+                Ok(None) => {}
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        failed.map_or(Ok(None), Err)
+    }
+
+    fn confirm(&self, m: &Manifest, hash: &TxHash, pos: TxPos) -> ColdResult<Option<(TxPos, TxBody)>> {
+        let Some(body) = self.body(m, pos)? else {
+            return Ok(None);
+        };
+        if body.hash != *hash {
+            return Ok(None);
+        }
+        let key = || m.pack_of(pos.seq).map(|p| p.object.key.clone()).unwrap_or_default();
+        let Some(index) = body.alias_of().map_err(|e| ColdError::damaged(&key(), e.to_string()))?
+        else {
+            return Ok(Some((pos, body)));
+        };
+        let at = TxPos { seq: pos.seq, index };
+        match self.body(m, at)? {
+            Some(b) if b.dict_version != ledgerstore_db_api::ALIAS_BODY => Ok(Some((at, b))),
+            _ => Err(ColdError::damaged(
+                &key(),
+                format!(
+                    "the alias at ledger {} index {} names index {index}, which holds no \
+                     transaction",
+                    pos.seq, pos.index
+                ),
+            )),
+        }
+    }
+
+    fn ledger(&self, m: &Manifest, seq: u32) -> ColdResult<Option<LedgerRecord>> {
+        let Some(p) = m.pack_of(seq) else {
+            return Ok(None);
+        };
+        let key = &p.object.key;
+        let h = self.header(p)?;
+        let le = self.ledger_entry(p, &h, seq)?;
+        let damaged = |e: String| ColdError::damaged(key, format!("ledger {seq}: {e}"));
+        let range = h.data_range(&le.record).map_err(|e| damaged(e.to_string()))?;
+        let bytes = self.piece(format!("l/{key}/{seq}"), key, range)?;
+        le.record.check(&bytes).map_err(|e| damaged(e.to_string()))?;
+        LedgerRecord::decompress(&bytes)
+            .map(Some)
+            .map_err(|e| damaged(e.to_string()))
+    }
+
+    /// Figures for GetStatus and `/metrics`.
+    pub fn figures(&self) -> ReplicaStatus {
+        let view = self.view();
+        let m = view.manifest.as_ref();
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let c = self.cache.figures();
+        let (gets, get_bytes) = self.remote.reads();
+        ReplicaStatus {
+            store: self.remote.location().to_string(),
+            manifest_version: m.map_or(0, |m| m.version),
+            manifest_age_s: m.map_or(0.0, |m| {
+                now_ms.saturating_sub(m.created_unix_ms) as f64 / 1000.0
+            }),
+            first_ledger: m.map(|m| m.first),
+            published_mark: m.map(|m| m.mark),
+            txs: m.map_or(0, Manifest::bodies),
+            packs: m.map_or(0, |m| m.packs.len() as u64),
+            segments: m.map_or(0, |m| m.segments.len() as u64),
+            cache_bytes: c.bytes,
+            cache_limit_bytes: c.limit,
+            cache_hits: c.hits,
+            cache_misses: c.misses,
+            cache_evictions: c.evictions,
+            object_gets: gets,
+            object_get_bytes: get_bytes,
+            lookups: self.lookups.load(Ordering::Relaxed),
+            follow_error: self
+                .follow_error
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+        }
+    }
+}
+
+impl Reader for Replica {
+    fn get_tx(&self, hash: &TxHash) -> StoreResult<Option<TxRecord>> {
+        match self.find(hash)? {
+            Some((pos, body, dicts)) => {
+                let key = self
+                    .manifest()
+                    .and_then(|m| m.pack_of(pos.seq).map(|p| p.object.key.clone()))
+                    .unwrap_or_default();
+                body.record(&dicts)
+                    .map(Some)
+                    .map_err(|e| ColdError::damaged(&key, format!("ledger {}: {e}", pos.seq)).into())
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn get_tx_ledger(&self, hash: &TxHash) -> StoreResult<Option<u32>> {
+        Ok(self.find(hash)?.map(|(pos, _, _)| pos.seq))
+    }
+
+    fn batch_get_txs(&self, hashes: &[TxHash]) -> StoreResult<Vec<Option<TxRecord>>> {
+        hashes.iter().map(|h| self.get_tx(h)).collect()
+    }
+
+    fn get_ledger(&self, seq: u32) -> StoreResult<Option<LedgerRecord>> {
+        self.lookups.fetch_add(1, Ordering::Relaxed);
+        let view = self.view();
+        match &view.manifest {
+            Some(m) => Ok(self.ledger(m, seq)?),
+            None => Ok(None),
+        }
+    }
+
+    fn ledger_chunk(&self, from: u32, end: u32, max: usize) -> StoreResult<Vec<LedgerRecord>> {
+        let view = self.view();
+        let Some(m) = &view.manifest else {
+            return Ok(Vec::new());
+        };
+        let (from, end) = (from.max(m.first), end.min(m.mark));
+        let mut out = Vec::new();
+        let mut seq = from;
+        while seq <= end && out.len() < max {
+            self.lookups.fetch_add(1, Ordering::Relaxed);
+            out.extend(self.ledger(m, seq)?);
+            seq += 1;
+        }
+        Ok(out)
+    }
+
+    fn first_ledger(&self) -> Option<u32> {
+        self.view().manifest.as_ref().map(|m| m.first)
+    }
+
+    fn last_ledger(&self) -> Option<u32> {
+        self.view().manifest.as_ref().map(|m| m.mark)
+    }
+
+    fn mark_text(&self) -> String {
+        match &self.view().manifest {
+            Some(m) => format!(
+                "published mark: ledger {} (manifest {} of {}); newer ledgers are on the writer",
+                m.mark,
+                m.version,
+                self.remote.location()
+            ),
+            None => format!(
+                "nothing is published at {} yet; ask the writer",
+                self.remote.location()
+            ),
+        }
+    }
+
+    fn reads_may_block(&self) -> bool {
+        true
+    }
+
+    fn status(&self) -> StoreResult<ReaderStatus> {
+        Ok(ReaderStatus::Replica(self.figures()))
+    }
+}

@@ -1,0 +1,202 @@
+//! Publish and replica reads on a real `indexed` store (RocksDB + MDBX in a
+//! temp dir) against object_store's local-filesystem store. The same flows
+//! against a real S3 server, across processes and with SIGKILLs, are in
+//! `crates/ledgerstore/tests/replica.rs`.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ledgerstore_backends::Backends;
+use ledgerstore_db_api::{Layout, TxHash};
+use ledgerstore_store::{
+    DictOptions, IndexedOptions, Ledgerstore, Reader, StoreError, StoreOptions,
+};
+use ledgerstore_synth::{Synth, SynthConfig};
+use object_store::local::LocalFileSystem;
+
+use crate::{ColdError, DiskCache, Remote, Replica, publish};
+
+fn open(dir: &Path) -> Arc<Ledgerstore> {
+    let opts = StoreOptions {
+        layout: Some(Layout::Indexed),
+        indexed: IndexedOptions {
+            range_ledgers: 10,
+            merge_fanout: 2,
+            merge_levels: 1,
+            dict: Some(DictOptions {
+                train_after_txs: 60,
+                samples: 60,
+                max_bytes: 4 << 10,
+                retrain_every_txs: 0,
+            }),
+            ..IndexedOptions::default()
+        },
+        ..StoreOptions::default()
+    };
+    Arc::new(Ledgerstore::open(dir, opts, &Backends::for_tests()).expect("open store"))
+}
+
+fn ingest(store: &Ledgerstore, s: &Synth, first: u32, last: u32) {
+    for seq in (first..=last).step_by(5) {
+        let n = 5.min(last - seq + 1);
+        store.ingest(&s.batch(seq, n), Duration::ZERO).expect("ingest");
+    }
+    store.wait_for_segments().expect("segments");
+}
+
+fn remote(dir: &Path) -> Arc<Remote> {
+    let fs = LocalFileSystem::new_with_prefix(dir).expect("local store");
+    Arc::new(Remote::new(Arc::new(fs), dir.display().to_string()))
+}
+
+fn replica(rt: &tokio::runtime::Runtime, r: &Arc<Remote>, cache: &Path, bytes: u64) -> Arc<Replica> {
+    let cache = DiskCache::open(cache, bytes).expect("cache");
+    let rep = Replica::new(Arc::clone(r), cache, rt.handle().clone());
+    rt.block_on(rep.refresh()).expect("refresh");
+    rep
+}
+
+/// Every transaction and ledger of `first..=last` reads back from the
+/// replica exactly as from the store.
+fn assert_same(store: &Ledgerstore, rep: &Replica, s: &Synth, first: u32, last: u32) {
+    for seq in first..=last {
+        let l = s.ledger(seq);
+        for tx in &l.txs {
+            let h = TxHash::from_slice(&tx.hash).expect("hash");
+            let want = store.get_tx(&h).expect("store").expect("in store");
+            assert_eq!(Reader::get_tx(rep, &h).expect("replica"), Some(want), "ledger {seq}");
+            assert_eq!(Reader::get_tx_ledger(rep, &h).expect("ledger"), Some(seq));
+        }
+        assert_eq!(
+            Reader::get_ledger(rep, seq).expect("replica ledger"),
+            store.get_ledger(seq).expect("store ledger")
+        );
+    }
+}
+
+#[test]
+fn published_ranges_read_back_exactly_through_a_replica_and_follow_new_manifests() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (data, bucket) = (tmp.path().join("data"), tmp.path().join("bucket"));
+    std::fs::create_dir_all(&bucket).expect("bucket");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let s = Synth::new(SynthConfig::small(11, 8));
+    let store = open(&data);
+    ingest(&store, &s, 1, 45);
+    let r = remote(&bucket);
+    let work = data.join("publish");
+
+    let rep = replica(&rt, &r, &tmp.path().join("c0"), 1 << 30);
+    assert_eq!(Reader::last_ledger(&*rep), None);
+    assert!(Reader::mark_text(&*rep).contains("nothing is published"));
+
+    let first = rt.block_on(publish(Arc::clone(&store), &r, &work)).expect("publish");
+    assert_eq!(first.version, Some(1));
+    assert_eq!(first.packs, vec![(1, 9), (10, 19), (20, 29), (30, 39)]);
+    assert_eq!(first.mark, Some(39));
+    let again = rt.block_on(publish(Arc::clone(&store), &r, &work)).expect("again");
+    assert_eq!((again.version, again.uploaded), (None, 0));
+
+    assert_eq!(rt.block_on(rep.refresh()).expect("follow"), Some(1));
+    let m = rep.manifest().expect("manifest");
+    assert!(!m.dicts.is_empty(), "the synthetic history trains a dictionary");
+    assert_eq!((Reader::first_ledger(&*rep), Reader::last_ledger(&*rep)), (Some(1), Some(39)));
+    assert_same(&store, &rep, &s, 1, 39);
+    let newer = TxHash::from_slice(&s.ledger(40).txs[0].hash).expect("hash");
+    assert_eq!(Reader::get_tx(&*rep, &newer).expect("newer"), None);
+    assert!(Reader::mark_text(&*rep).contains("published mark: ledger 39 (manifest 1"));
+    assert_eq!(Reader::get_ledger(&*rep, 40).expect("ledger 40"), None);
+    let chunk = Reader::ledger_chunk(&*rep, 35, 60, 100).expect("chunk");
+    assert_eq!(chunk.iter().map(|l| l.seq).collect::<Vec<_>>(), (35..=39).collect::<Vec<_>>());
+
+    // A warm lookup fetches nothing.
+    let h = TxHash::from_slice(&s.ledger(12).txs[3].hash).expect("hash");
+    let before = r.reads();
+    Reader::get_tx(&*rep, &h).expect("warm").expect("found");
+    assert_eq!(r.reads(), before);
+
+    ingest(&store, &s, 46, 62);
+    let second = rt.block_on(publish(Arc::clone(&store), &r, &work)).expect("second");
+    assert_eq!((second.version, second.packs.clone()), (Some(2), vec![(40, 49), (50, 59)]));
+    assert_eq!(rt.block_on(rep.refresh()).expect("follow"), Some(2));
+    assert_same(&store, &rep, &s, 1, 59);
+    let m = rep.manifest().expect("manifest");
+    assert!(
+        m.segments.iter().any(|seg| seg.last - seg.first + 1 == 20),
+        "a merged window is published: {:?}",
+        m.segments.iter().map(|s| (s.first, s.last)).collect::<Vec<_>>()
+    );
+
+    // A tiny cache evicts all the time; answers stay exact.
+    let tiny = replica(&rt, &r, &tmp.path().join("c1"), 4 << 10);
+    assert_same(&store, &tiny, &s, 1, 59);
+    let f = tiny.cache();
+    assert!(f.evictions > 0 && f.bytes <= 4 << 10, "{f:?}");
+
+    // One writer: a second writer's manifest of the same version conflicts.
+    let e = rt.block_on(r.create_manifest(&m)).expect_err("exists");
+    assert!(matches!(e, ColdError::Conflict { .. }), "{e}");
+}
+
+#[test]
+fn a_damaged_or_missing_object_fails_only_the_lookups_that_need_it_naming_it() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (data, bucket) = (tmp.path().join("data"), tmp.path().join("bucket"));
+    std::fs::create_dir_all(&bucket).expect("bucket");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let s = Synth::new(SynthConfig::small(12, 6));
+    let store = open(&data);
+    ingest(&store, &s, 1, 42);
+    let r = remote(&bucket);
+    rt.block_on(publish(Arc::clone(&store), &r, &data.join("publish"))).expect("publish");
+    let m = rt.block_on(r.newest_manifest()).expect("read").expect("published");
+
+    // In the pack of 10..=19, flip a byte of one body's CRC and of
+    // ledger 12's.
+    let pack = &m.pack_of(15).expect("pack").object.key;
+    let path = bucket.join(pack);
+    let mut bytes = std::fs::read(&path).expect("pack");
+    let h = ledgerstore_pack::Header::parse(&bytes).expect("header");
+    bytes[(h.body_table + 16 * 7 + 13) as usize] ^= 0x5a;
+    bytes[(h.ledger_table + 24 * 2 + 13) as usize] ^= 0x5a;
+    std::fs::write(&path, &bytes).expect("damage");
+    // Remove the pack of 20..=29.
+    let gone = m.pack_of(25).expect("pack").object.key.clone();
+    std::fs::remove_file(bucket.join(&gone)).expect("remove");
+
+    let rep = replica(&rt, &r, &tmp.path().join("c"), 1 << 30);
+    let mut damaged = 0;
+    for seq in 10..=19 {
+        for tx in &s.ledger(seq).txs {
+            let h = TxHash::from_slice(&tx.hash).expect("hash");
+            match Reader::get_tx(&*rep, &h) {
+                Ok(Some(rec)) => assert_eq!(Some(rec), store.get_tx(&h).expect("store")),
+                Err(StoreError::RemoteDamaged { object, detail }) => {
+                    assert_eq!(&object, pack, "{detail}");
+                    damaged += 1;
+                }
+                other => panic!("ledger {seq}: {other:?}"),
+            }
+        }
+    }
+    assert_eq!(damaged, 1, "the flipped CRC fails its body, and only it");
+    match Reader::get_ledger(&*rep, 12) {
+        Err(StoreError::RemoteDamaged { object, detail }) => {
+            assert_eq!(&object, pack);
+            assert!(detail.contains("ledger 12: ") && detail.contains("CRC-32"), "{detail}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let h = TxHash::from_slice(&s.ledger(25).txs[0].hash).expect("hash");
+    match Reader::get_tx(&*rep, &h) {
+        Err(StoreError::RemoteDamaged { object, detail }) => {
+            assert_eq!(object, gone);
+            assert!(detail.contains("not found"), "{detail}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Other ranges keep serving.
+    assert_same(&store, &rep, &s, 1, 9);
+    assert_same(&store, &rep, &s, 30, 31);
+}

@@ -1,0 +1,99 @@
+//! `[cold]`: a writer publishes closed ranges to object storage, and
+//! `[replica]`: a read replica serves what a writer published. Both reach
+//! object storage with `[lake]`'s settings (endpoint, region, credentials,
+//! timeouts, retries).
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{ConfigError, invalid};
+
+/// `[cold]` (layout `indexed`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ColdConfig {
+    /// Where closed ranges are published: `s3://bucket/prefix`,
+    /// `gs://bucket/prefix`, or a directory. Empty: nothing is published.
+    pub store: String,
+    /// Time between publish rounds, ms. A round publishes every range
+    /// closed since the last one.
+    pub publish_interval_ms: u64,
+    /// Published base ranges whose ledgers and bodies stay on local disk,
+    /// newest first (0: keep everything). Older published ranges are
+    /// evicted from the data dir and served through the object store.
+    pub keep_local_ranges: u32,
+}
+
+impl Default for ColdConfig {
+    fn default() -> Self {
+        Self {
+            store: String::new(),
+            publish_interval_ms: 30_000,
+            keep_local_ranges: 0,
+        }
+    }
+}
+
+/// `[replica]`: serve the ranges a writer published, read-only.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReplicaConfig {
+    /// The store a writer publishes to (its `[cold] store`). Empty: this
+    /// daemon is not a replica.
+    pub store: String,
+    /// The disk cache's directory (emptied at start; created if missing;
+    /// a non-empty directory that is not a cache is refused).
+    pub cache_dir: PathBuf,
+    /// The disk cache's bound, MiB: segment files, pack table pages,
+    /// ledgers and bodies, least recently used evicted first.
+    pub cache_mb: u64,
+    /// Time between looks for a newer manifest, ms.
+    pub poll_ms: u64,
+}
+
+impl Default for ReplicaConfig {
+    fn default() -> Self {
+        Self {
+            store: String::new(),
+            cache_dir: PathBuf::from("./ledgerstore-replica-cache"),
+            cache_mb: 10_240,
+            poll_ms: 5_000,
+        }
+    }
+}
+
+impl ColdConfig {
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
+        if self.publish_interval_ms < 100 {
+            return Err(invalid(
+                "cold.publish_interval_ms",
+                self.publish_interval_ms,
+                "at least 100",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl ReplicaConfig {
+    pub(crate) fn validate(&self, cold: &ColdConfig) -> Result<(), ConfigError> {
+        if self.cache_mb == 0 {
+            return Err(invalid("replica.cache_mb", 0, "at least 1"));
+        }
+        if self.poll_ms < 100 {
+            return Err(invalid("replica.poll_ms", self.poll_ms, "at least 100"));
+        }
+        if !self.store.is_empty() && !cold.store.is_empty() {
+            return Err(invalid(
+                "replica.store",
+                &self.store,
+                "empty while cold.store is set: a replica has no data dir to publish",
+            ));
+        }
+        if !self.store.is_empty() && self.cache_dir.as_os_str().is_empty() {
+            return Err(invalid("replica.cache_dir", "\"\"", "a directory"));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,53 @@
+//! `ledgerstore publish`: one publish round over a stopped data dir, as
+//! the daemon's publisher runs them (`[cold]`).
+
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+
+use crate::cli::ServeArgs;
+use crate::{config, open};
+
+pub fn run(a: ServeArgs) -> Result<()> {
+    let cfg = config::daemon(&a.flags)?;
+    if cfg.cold.store.is_empty() {
+        bail!("cold.store is not set: name the object store to publish to (--cold.store URL)");
+    }
+    if !cfg.db.path.join("ledgerstore.json").exists() {
+        bail!(
+            "data dir {}: not a ledgerstore data dir (no ledgerstore.json)",
+            cfg.db.path.display()
+        );
+    }
+    let remote = crate::cold::remote("cold.store", &cfg.cold.store, &cfg)?;
+    let store = Arc::new(open::for_daemon(&cfg)().with_context(|| {
+        format!("opening data dir {}", cfg.db.path.display())
+    })?);
+    // Ranges the mark has closed get their segments first.
+    store.wait_for_segments()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let work = cfg.db.path.join("publish");
+    let r = rt.block_on(ledgerstore_cold::publish(Arc::clone(&store), &remote, &work));
+    store.close()?;
+    let r = r?;
+    let location = &cfg.cold.store;
+    match (r.version, r.mark) {
+        (Some(v), Some(mark)) => println!(
+            "published manifest {v} to {location}: ledgers up to {mark}, {} new range(s) {:?}, \
+             {} object(s) uploaded ({:.1} MiB), {} already there, in {:.1} s",
+            r.packs.len(),
+            r.packs,
+            r.uploaded,
+            r.uploaded_bytes as f64 / (1 << 20) as f64,
+            r.skipped,
+            r.took.as_secs_f64()
+        ),
+        (None, Some(mark)) => {
+            println!("nothing new to publish: {location} already holds ledgers up to {mark}")
+        }
+        _ => println!("nothing to publish: no ledger range of this data dir is closed yet"),
+    }
+    Ok(())
+}

@@ -1,0 +1,40 @@
+//! The published cold tier as the binary sets it up: the object store of
+//! `[cold] store` or `[replica] store`, reached with `[lake]`'s settings.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use ledgerstore_cold::{DiskCache, Remote, Replica};
+use ledgerstore_config::Config;
+use ledgerstore_server::Publish;
+
+/// The store at `location`, opened with `[lake]`'s settings (no request
+/// is made yet).
+pub fn remote(key: &str, location: &str, cfg: &Config) -> Result<Arc<Remote>> {
+    let opened = ledgerstore_objstore::open(location, &crate::lake::options(&cfg.lake)?)
+        .with_context(|| format!("{key} = {location:?}"))?;
+    Ok(Arc::new(Remote::new(opened.store, location)))
+}
+
+/// The daemon's publisher, when `[cold] store` is set.
+pub fn publisher(cfg: &Config) -> Result<Option<Publish>> {
+    if cfg.cold.store.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Publish {
+        remote: remote("cold.store", &cfg.cold.store, cfg)?,
+        interval: Duration::from_millis(cfg.cold.publish_interval_ms),
+        work: cfg.db.path.join("publish"),
+    }))
+}
+
+/// A read replica of `[replica] store`, its cache opened (emptied); its
+/// reads run their requests on `rt`.
+pub fn replica(cfg: &Config, rt: tokio::runtime::Handle) -> Result<Arc<Replica>> {
+    let r = &cfg.replica;
+    let remote = remote("replica.store", &r.store, cfg)?;
+    let cache = DiskCache::open(&r.cache_dir, r.cache_mb << 20)
+        .with_context(|| format!("replica.cache_dir = {}", r.cache_dir.display()))?;
+    Ok(Replica::new(remote, cache, rt))
+}

@@ -1,0 +1,14 @@
+//! The published cold tier's formats (ARCHITECTURE.md, "Published
+//! ranges"): the pack of one closed base range ([`format`]) and the
+//! manifest that lists published objects ([`manifest`]). Bytes only: the
+//! object-store traffic is `ledgerstore-cold`'s.
+
+mod error;
+pub mod format;
+pub mod manifest;
+#[cfg(test)]
+mod tests;
+
+pub use error::{PackError, PackResult};
+pub use format::{Entry, Header, LedgerEntry, PackInfo, PackWriter, body_at, sha256, sha256_file};
+pub use manifest::{DictRef, Manifest, Object, PackRef, SegmentRef};

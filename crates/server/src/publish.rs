@@ -1,0 +1,65 @@
+//! The writer's publisher: a background task that publishes closed ranges
+//! to object storage every `cold.publish_interval_ms` (see
+//! `ledgerstore_cold::publish`). A failed round is logged, counted, and
+//! retried at the next interval; the previous manifest stays valid.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ledgerstore_cold::Remote;
+use ledgerstore_store::Ledgerstore;
+use tokio::sync::watch;
+
+use crate::cold_metrics::PublishMetrics;
+use crate::metrics::Metrics;
+
+/// Where and how often to publish.
+pub struct Publish {
+    /// The object store.
+    pub remote: Arc<Remote>,
+    /// Time between rounds.
+    pub interval: Duration,
+    /// Packs are written here before upload (`<data dir>/publish`).
+    pub work: PathBuf,
+}
+
+impl Publish {
+    pub(crate) async fn run(
+        self,
+        store: Arc<Ledgerstore>,
+        metrics: Arc<Metrics>,
+        mut stop: watch::Receiver<bool>,
+    ) {
+        let m = match PublishMetrics::new(metrics.registry()) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                tracing::warn!(error = %e, "publish metrics unavailable");
+                None
+            }
+        };
+        loop {
+            let r = ledgerstore_cold::publish(Arc::clone(&store), &self.remote, &self.work).await;
+            match &r {
+                Ok(rep) if rep.version.is_some() => tracing::info!(
+                    version = ?rep.version,
+                    mark = ?rep.mark,
+                    packs = rep.packs.len(),
+                    uploaded_bytes = rep.uploaded_bytes,
+                    seconds = rep.took.as_secs_f64(),
+                    "published closed ranges to {}",
+                    self.remote.location()
+                ),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "publishing failed; retrying next round"),
+            }
+            if let Some(m) = &m {
+                m.round(r.as_ref().map_err(|_| ()));
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(self.interval) => {}
+                _ = stop.changed() => return,
+            }
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! What a publisher reads from an `indexed` store: the closed ranges (the
+//! ranges `segments/SEGMENTS` lists), their segment files, the
+//! dictionaries, and the stored bytes of ledgers and bodies as they are
+//! on disk (already compressed), so a published copy is byte for byte the
+//! store's own.
+
+use std::path::PathBuf;
+
+use ledgerstore_db_api::{Decompress, LedgerRecord, TxPos};
+
+use super::MergePolicy;
+use crate::Ledgerstore;
+use crate::error::{StoreError, StoreResult};
+
+/// The closed part of an `indexed` store, as it is now.
+#[derive(Debug, Clone)]
+pub struct ClosedRanges {
+    /// The merge policy recorded in the dir.
+    pub policy: MergePolicy,
+    /// The base ranges the listed segments cover, oldest first (the first
+    /// one starts at the store's first ledger).
+    pub base: Vec<(u32, u32)>,
+    /// The listed segments, oldest first.
+    pub segments: Vec<ClosedSegment>,
+    /// Every dictionary version committed data may use: (version, bytes).
+    pub dicts: Vec<(u32, Vec<u8>)>,
+}
+
+/// One listed range.
+#[derive(Debug, Clone)]
+pub struct ClosedSegment {
+    /// First ledger.
+    pub first: u32,
+    /// Last ledger.
+    pub last: u32,
+    /// Its segment file, or why it cannot serve now (being repaired).
+    pub file: Result<PathBuf, String>,
+}
+
+impl ClosedRanges {
+    /// The last closed ledger (None: no range is closed yet).
+    pub fn last(&self) -> Option<u32> {
+        self.segments.last().map(|s| s.last)
+    }
+}
+
+impl Ledgerstore {
+    /// The closed ranges of an `indexed` store (an error names the layout
+    /// otherwise: only `indexed` has immutable ranges to publish).
+    pub fn closed_ranges(&self) -> StoreResult<ClosedRanges> {
+        let tier = self.indexed.as_ref().ok_or_else(|| StoreError::DataDir {
+            dir: self.path().to_path_buf(),
+            reason: format!(
+                "layout {} has no closed ranges to publish; only layout indexed does",
+                self.layout
+            ),
+        })?;
+        let policy = tier.segments.policy();
+        let slots = tier.segments.slots();
+        let segments: Vec<ClosedSegment> = slots
+            .iter()
+            .map(|s| ClosedSegment {
+                first: s.first,
+                last: s.last,
+                file: match &s.seg {
+                    Some(seg) => Ok(seg.path().to_path_buf()),
+                    None => Err(s.broken.clone().unwrap_or_default()),
+                },
+            })
+            .collect();
+        let base = match (self.first_ledger(), segments.last()) {
+            (Some(first), Some(last)) => policy.base_ranges(first, last.last),
+            _ => Vec::new(),
+        };
+        let in_use = tier.dict_version_in_use(&self.mark());
+        let dicts = tier
+            .dicts()
+            .all()
+            .filter(|d| d.version() <= in_use)
+            .map(|d| (d.version(), d.bytes().to_vec()))
+            .collect();
+        Ok(ClosedRanges {
+            policy,
+            base,
+            segments,
+            dicts,
+        })
+    }
+
+    /// A committed ledger's stored value (zstd of its `LedgerRecord`), and
+    /// the number of bodies it has (transactions plus aliases).
+    pub fn stored_ledger(&self, seq: u32) -> StoreResult<Option<(Vec<u8>, u32)>> {
+        if !self.is_visible(seq) {
+            return Ok(None);
+        }
+        let Some(bytes) = self.ledgers.get(&seq.to_be_bytes())? else {
+            return Ok(None);
+        };
+        let rec = LedgerRecord::decompress(&bytes)?;
+        let n = u32::try_from(rec.lookup_count())
+            .map_err(|_| StoreError::Corrupt(format!("ledger {seq}: too many transactions")))?;
+        Ok(Some((bytes, n)))
+    }
+
+    /// The stored bodies of a committed ledger of `count` bodies
+    /// (`tx_bodies` values, positions `0..count`), in position order.
+    pub fn stored_bodies(&self, seq: u32, count: u32) -> StoreResult<Vec<Vec<u8>>> {
+        self.tier()?;
+        let from = TxPos { seq, index: 0 }.to_bytes();
+        let rows = if count == 0 {
+            Vec::new()
+        } else {
+            self.tx_data.scan(&from, count as usize)?
+        };
+        let mut out = Vec::with_capacity(rows.len());
+        for (i, (k, v)) in rows.into_iter().enumerate() {
+            let want = TxPos {
+                seq,
+                index: i as u32,
+            };
+            if TxPos::from_bytes(&k) != Some(want) {
+                return Err(StoreError::Corrupt(format!(
+                    "tx_bodies: ledger {seq} lists {count} bodies, but position {} holds none",
+                    i
+                )));
+            }
+            out.push(v);
+        }
+        if out.len() != count as usize {
+            return Err(StoreError::Corrupt(format!(
+                "tx_bodies: ledger {seq} lists {count} bodies, but {} are stored",
+                out.len()
+            )));
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,164 @@
+//! [`Reader`]: what the query APIs (gRPC Query, Stellar RPC) read. A local
+//! [`Ledgerstore`] is one; a read replica of the ranges a writer published
+//! to object storage (`ledgerstore-cold`) is another. Both answer with the
+//! store's own types and errors, so the mapping to status codes stays in
+//! one place per API.
+
+use ledgerstore_db_api::{LedgerRecord, TxHash, TxRecord};
+use serde::Serialize;
+
+use crate::error::StoreResult;
+use crate::{BatchReport, Ledgerstore, StoreStats};
+
+/// Read access to committed history. Nothing above the reader's mark (a
+/// store's durable mark, a replica's published mark) is ever returned.
+pub trait Reader: Send + Sync + 'static {
+    /// A transaction by hash (or by a fee bump's inner hash).
+    fn get_tx(&self, hash: &TxHash) -> StoreResult<Option<TxRecord>>;
+    /// The ledger that holds a transaction.
+    fn get_tx_ledger(&self, hash: &TxHash) -> StoreResult<Option<u32>>;
+    /// Many transactions; answers in the order of `hashes`.
+    fn batch_get_txs(&self, hashes: &[TxHash]) -> StoreResult<Vec<Option<TxRecord>>>;
+    /// A ledger by seq.
+    fn get_ledger(&self, seq: u32) -> StoreResult<Option<LedgerRecord>>;
+    /// Up to `max` ledgers of `from..=end` that exist, ascending.
+    fn ledger_chunk(&self, from: u32, end: u32, max: usize) -> StoreResult<Vec<LedgerRecord>>;
+    /// The oldest ledger held.
+    fn first_ledger(&self) -> Option<u32>;
+    /// The newest ledger held (the mark).
+    fn last_ledger(&self) -> Option<u32>;
+    /// The mark, for "not found" messages: what a client that missed
+    /// should know (a replica names its published mark and the writer).
+    fn mark_text(&self) -> String;
+    /// True when a point read may wait on the network: it must never run
+    /// inline on an async worker.
+    fn reads_may_block(&self) -> bool {
+        false
+    }
+    /// Figures for GetStatus.
+    fn status(&self) -> StoreResult<ReaderStatus>;
+}
+
+/// What [`Reader::status`] reports.
+#[derive(Debug, Clone)]
+pub enum ReaderStatus {
+    /// A local store.
+    Store(Box<StoreStats>, Option<BatchReport>),
+    /// A read replica.
+    Replica(ReplicaStatus),
+}
+
+/// A read replica's figures (GetStatus, `/metrics`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ReplicaStatus {
+    /// The object-store location it follows.
+    pub store: String,
+    /// The manifest version it serves (0: none published yet).
+    pub manifest_version: u64,
+    /// Seconds since that manifest was written.
+    pub manifest_age_s: f64,
+    /// The first and last published ledgers.
+    pub first_ledger: Option<u32>,
+    /// The published mark.
+    pub published_mark: Option<u32>,
+    /// Transactions in the published ranges.
+    pub txs: u64,
+    /// Published ranges (packs) and segments.
+    pub packs: u64,
+    /// Segments listed by the manifest.
+    pub segments: u64,
+    /// Bytes in the disk cache now, and its bound.
+    pub cache_bytes: u64,
+    /// The cache's bound (`replica.cache_mb`).
+    pub cache_limit_bytes: u64,
+    /// Cache hits and misses (each miss is one GET).
+    pub cache_hits: u64,
+    /// Cache misses.
+    pub cache_misses: u64,
+    /// Entries evicted to stay under the bound.
+    pub cache_evictions: u64,
+    /// Object reads (GETs and ranged GETs) and their bytes.
+    pub object_gets: u64,
+    /// Bytes those reads fetched.
+    pub object_get_bytes: u64,
+    /// Lookups answered (transactions, ledgers).
+    pub lookups: u64,
+    /// The last failure to follow the manifest, if the latest poll failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub follow_error: Option<String>,
+}
+
+impl Reader for Ledgerstore {
+    fn get_tx(&self, hash: &TxHash) -> StoreResult<Option<TxRecord>> {
+        Ledgerstore::get_tx(self, hash)
+    }
+
+    fn get_tx_ledger(&self, hash: &TxHash) -> StoreResult<Option<u32>> {
+        Ledgerstore::get_tx_ledger(self, hash)
+    }
+
+    fn batch_get_txs(&self, hashes: &[TxHash]) -> StoreResult<Vec<Option<TxRecord>>> {
+        Ledgerstore::batch_get_txs(self, hashes)
+    }
+
+    fn get_ledger(&self, seq: u32) -> StoreResult<Option<LedgerRecord>> {
+        Ledgerstore::get_ledger(self, seq)
+    }
+
+    fn ledger_chunk(&self, from: u32, end: u32, max: usize) -> StoreResult<Vec<LedgerRecord>> {
+        self.ledgers(from, end, max).take(max).collect()
+    }
+
+    fn first_ledger(&self) -> Option<u32> {
+        Ledgerstore::first_ledger(self)
+    }
+
+    fn last_ledger(&self) -> Option<u32> {
+        Ledgerstore::last_ledger(self)
+    }
+
+    fn mark_text(&self) -> String {
+        self.last_ledger()
+            .map_or("the store is empty".into(), |l| {
+                format!("durable mark: ledger {l}")
+            })
+    }
+
+    fn status(&self) -> StoreResult<ReaderStatus> {
+        Ok(ReaderStatus::Store(
+            Box::new(self.stats()?),
+            self.last_report(),
+        ))
+    }
+}
+
+/// Ledgers `start..=end` of any reader, `chunk` at a time, ascending.
+pub fn ledger_iter(
+    reader: &dyn Reader,
+    start: u32,
+    end: u32,
+    chunk: usize,
+) -> impl Iterator<Item = StoreResult<LedgerRecord>> + '_ {
+    let chunk = chunk.max(1);
+    let mut next = (start <= end).then_some(start);
+    let mut buf = std::collections::VecDeque::new();
+    std::iter::from_fn(move || {
+        if buf.is_empty() {
+            let from = next?;
+            match reader.ledger_chunk(from, end, chunk) {
+                Ok(got) => {
+                    next = match got.last() {
+                        Some(l) if got.len() == chunk && l.seq < end => Some(l.seq + 1),
+                        _ => None,
+                    };
+                    buf.extend(got);
+                }
+                Err(e) => {
+                    next = None;
+                    return Some(Err(e));
+                }
+            }
+        }
+        buf.pop_front().map(Ok)
+    })
+}

@@ -46,6 +46,8 @@ pub struct DiskCache {
     hits: AtomicU64,
     misses: AtomicU64,
     evictions: AtomicU64,
+    /// Names writes in progress apart.
+    writes: AtomicU64,
 }
 
 impl std::fmt::Debug for DiskCache {
@@ -92,6 +94,7 @@ impl DiskCache {
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
         })
     }
 
@@ -128,7 +131,8 @@ impl DiskCache {
     /// Stores an entry's bytes, then evicts down to the bound.
     pub fn put(&self, name: &str, bytes: &[u8]) -> ColdResult<()> {
         let path = self.path(name);
-        let tmp = self.dir.join(format!(".tmp-{}", name.replace('/', "~")));
+        let n = self.writes.fetch_add(1, Ordering::Relaxed);
+        let tmp = self.dir.join(format!(".tmp{n}-{}", name.replace('/', "~")));
         fs::write(&tmp, bytes).map_err(ColdError::io(format!("write {}", tmp.display())))?;
         fs::rename(&tmp, &path).map_err(ColdError::io(format!("rename {}", path.display())))?;
         self.adopt(name, bytes.len() as u64);

@@ -60,6 +60,21 @@ pub async fn publish(
         return Ok(report);
     };
     check_continues(prev.as_ref(), &closed, remote.location())?;
+    if let Some(m) = &prev {
+        let s = Arc::clone(&store);
+        let at = m.mark;
+        let mine = blocking(move || Ok(s.stored_ledger(at)?.map(|(b, _)| ledgerstore_pack::sha256(&b))))
+            .await?;
+        if mine.as_deref() != Some(m.mark_record_sha256.as_str()) {
+            return Err(ColdError::Diverged(format!(
+                "{} holds manifest {} whose ledger {at} is not this data dir's ledger {at}: \
+                 another writer's history. One store has one writer; publish this data dir to \
+                 another location",
+                remote.location(),
+                m.version
+            )));
+        }
+    }
     if prev.as_ref().is_some_and(|m| m.mark >= last) {
         report.took = t.elapsed();
         return Ok(report);
@@ -146,6 +161,14 @@ pub async fn publish(
     }
 
     let first = packs.first().map_or(0, |p| p.first);
+    let s = Arc::clone(&store);
+    let mark_record_sha256 = blocking(move || {
+        let (bytes, _) = s
+            .stored_ledger(last)?
+            .ok_or_else(|| ColdError::NotReady(format!("ledger {last} is not stored")))?;
+        Ok(ledgerstore_pack::sha256(&bytes))
+    })
+    .await?;
     let manifest = Manifest {
         format: ledgerstore_pack::manifest::FORMAT,
         version: prev.as_ref().map_or(1, |m| m.version + 1),
@@ -156,6 +179,7 @@ pub async fn publish(
         range_ledgers: closed.policy.range_ledgers,
         first,
         mark: last,
+        mark_record_sha256,
         packs,
         segments,
         dicts,

@@ -187,6 +187,12 @@ impl Remote {
                 .await
                 .map_err(ColdError::io(format!("write {}", dest.display())))?;
         }
+        // tokio's File writes on a blocking thread: wait for the last one
+        // before the file is renamed and mapped.
+        tokio::io::AsyncWriteExt::flush(&mut file)
+            .await
+            .map_err(ColdError::io(format!("write {}", dest.display())))?;
+        drop(file);
         self.count(n as usize);
         let got = hex::encode(h.finalize());
         if n != size || got != sha256 {

@@ -51,6 +51,9 @@ pub struct Replica {
     /// Mapped segments by key, while the cache holds their files.
     segments: Mutex<HashMap<String, Arc<Segment>>>,
     lookups: AtomicU64,
+    /// Names downloads in progress apart (two lookups may fetch the same
+    /// segment at once).
+    downloads: AtomicU64,
     follow_error: Mutex<Option<String>>,
 }
 
@@ -76,6 +79,7 @@ impl Replica {
             headers: Mutex::new(HashMap::new()),
             segments: Mutex::new(HashMap::new()),
             lookups: AtomicU64::new(0),
+            downloads: AtomicU64::new(0),
             follow_error: Mutex::new(None),
         })
     }
@@ -201,9 +205,14 @@ impl Replica {
             }
         }
         let path = self.cache.path(&name);
-        let part = path.with_extension("part");
+        let n = self.downloads.fetch_add(1, Ordering::Relaxed);
+        let part = path.with_extension(format!("part{n}"));
         let (remote, o, p) = (Arc::clone(&self.remote), r.object.clone(), part.clone());
-        self.block(async move { remote.download(&o.key, o.size, &o.sha256, &p).await })?;
+        let fetched = self.block(async move { remote.download(&o.key, o.size, &o.sha256, &p).await });
+        if let Err(e) = fetched {
+            let _ = std::fs::remove_file(&part);
+            return Err(e);
+        }
         std::fs::rename(&part, &path).map_err(ColdError::io(format!("rename {}", path.display())))?;
         let seg = Segment::open(&path).map_err(|e| ColdError::damaged(key, e.to_string()))?;
         if (seg.first(), seg.last()) != (r.first, r.last) {

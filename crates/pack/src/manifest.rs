@@ -116,6 +116,9 @@ pub struct Manifest {
     pub first: u32,
     /// The published mark: the last published ledger.
     pub mark: u32,
+    /// SHA-256 of the mark's stored ledger record: a writer checks that
+    /// its own history holds the same ledger before it publishes more.
+    pub mark_record_sha256: String,
     /// Packs, oldest first, contiguous from `first` to `mark`.
     pub packs: Vec<PackRef>,
     /// Segments, oldest first, tiling `first..=mark`.

@@ -122,6 +122,7 @@ fn manifest() -> Manifest {
         range_ledgers: 100,
         first: 2,
         mark: 299,
+        mark_record_sha256: "cd".repeat(32),
         packs: vec![
             PackRef { first: 2, last: 99, bodies: 5, object: object("packs/a") },
             PackRef { first: 100, last: 199, bodies: 6, object: object("packs/b") },

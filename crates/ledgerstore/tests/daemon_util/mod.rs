@@ -251,6 +251,18 @@ impl Daemon {
         (status.is_some_and(|s| s.success()), out)
     }
 
+    /// Waits (bounded) until the daemon's stdout holds `text`.
+    pub fn wait_printed(&self, text: &str, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if self.out.lock().is_ok_and(|o| o.contains(text)) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
     /// GET /metrics over plain HTTP/1.1.
     pub fn metrics_text(&self) -> String {
         use std::io::{Read, Write};

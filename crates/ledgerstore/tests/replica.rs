@@ -1,0 +1,415 @@
+//! The published cold tier against a real S3 server (versitygw on
+//! loopback, checking SigV4): `ledgerstore publish` and the daemon's
+//! publisher upload packs, segments and dictionaries, then a manifest;
+//! `ledgerstore serve --replica` processes serve them. Every answer is
+//! compared with the writer's own, byte for byte.
+
+mod common;
+mod daemon_util;
+mod lake_util;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use daemon_util::Daemon;
+use ledgerstore_proto::v1 as pb;
+use serde_json::{Value, json};
+
+use crate::common::{bin, run, stderr, stdout};
+use crate::lake_util::{S3_KEY, S3_SECRET, go_servers, s3_server};
+
+const S3_ENV: [(&str, &str); 2] = [
+    ("AWS_ACCESS_KEY_ID", S3_KEY),
+    ("AWS_SECRET_ACCESS_KEY", S3_SECRET),
+];
+const FIXTURE: &str = "FC3D4709--63092982-63093001";
+/// The last ledger of the fixture's closed ranges (5-ledger base ranges).
+const PUBLISHED: u32 = 63_092_999;
+
+fn testdata(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../stellar/testdata")
+        .join(name)
+}
+
+/// The S3 flags of a versitygw at `endpoint`.
+fn s3_flags(endpoint: &str) -> Vec<String> {
+    vec![
+        "--lake.endpoint".into(),
+        endpoint.into(),
+        "--lake.allow-http".into(),
+    ]
+}
+
+fn publish(dir: &Path, store: &str, endpoint: &str) -> std::process::Output {
+    let mut c = bin();
+    c.args(["publish", "--data-dir"])
+        .arg(dir)
+        .args(["--cold.store", store])
+        .args(s3_flags(endpoint))
+        .args(common::small_engine_flags())
+        .envs(S3_ENV);
+    run(c)
+}
+
+async fn replica(store: &str, endpoint: &str, cache: &Path, cache_mb: u32) -> Daemon {
+    let cache_mb = cache_mb.to_string();
+    let mut args = vec![
+        "--replica",
+        store,
+        "--replica.poll-ms",
+        "200",
+        "--replica.cache-mb",
+        &cache_mb,
+    ];
+    let flags = s3_flags(endpoint);
+    args.extend(flags.iter().map(String::as_str));
+    let cache = cache.display().to_string();
+    args.extend(["--replica.cache-dir", &cache]);
+    // The data dir the helper passes is not used by a replica.
+    let unused = Path::new(&cache).with_extension("unused");
+    Daemon::start_with_env(&unused, &args, &S3_ENV).await
+}
+
+/// Versitygw serving `root`, with an empty bucket `cold`.
+fn s3(versitygw: &Path, root: &Path) -> lake_util::Server {
+    std::fs::create_dir_all(root.join("cold")).expect("bucket");
+    s3_server(versitygw, root)
+}
+
+fn oracle_hashes() -> Vec<(String, u32)> {
+    let text =
+        std::fs::read_to_string(testdata(&format!("{FIXTURE}.oracle.json"))).expect("oracle");
+    let v: Value = serde_json::from_str(&text).expect("json");
+    v["txs"]
+        .as_array()
+        .expect("txs")
+        .iter()
+        .map(|t| {
+            let seq = t["ledger"].as_u64().expect("ledger") as u32;
+            (t["hash"].as_str().expect("hash").to_string(), seq)
+        })
+        .collect()
+}
+
+async fn batch(d: &Daemon, hashes: &[Vec<u8>]) -> pb::BatchGetTransactionsResponse {
+    d.query()
+        .await
+        .batch_get_transactions(pb::BatchGetTransactionsRequest {
+            hashes: hashes.to_vec(),
+        })
+        .await
+        .expect("batch")
+        .into_inner()
+}
+
+async fn get_tx(d: &Daemon, hash: &[u8]) -> Result<pb::TransactionRecord, tonic::Status> {
+    d.query()
+        .await
+        .get_transaction(pb::GetTransactionRequest {
+            hash: hash.to_vec(),
+        })
+        .await
+        .map(|r| r.into_inner())
+}
+
+fn curl(url: &str, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let o = std::process::Command::new("curl")
+        .args(["-sS", "-X", "POST", "-H", "Content-Type: application/json"])
+        .args(["--data-binary", &body.to_string(), url])
+        .output()
+        .expect("curl (installed by scripts/setup.sh)");
+    serde_json::from_slice(&o.stdout).expect("json-rpc response")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
+    let Some((versitygw, _)) = go_servers() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = tmp.path().join("writer");
+    let o = run({
+        let mut c = bin();
+        c.args(["ingest", "--no-progress", "--layout", "indexed", "--data-dir"])
+            .arg(&dir)
+            .args(common::small_engine_flags())
+            .args(["--segments.range-ledgers", "5", "--segments.merge-fanout", "2"])
+            .args(["--segments.merge-levels", "1"])
+            .args(["--network", "pubnet", "--stellar-file"])
+            .arg(testdata(&format!("{FIXTURE}.xdr.zst")));
+        c
+    });
+    assert!(o.status.success(), "ingest: {}", stderr(&o));
+    let server = s3(&versitygw, &tmp.path().join("s3"));
+    let (endpoint, store) = (server.url(), "s3://cold/pubnet");
+
+    let o = publish(&dir, store, &endpoint);
+    assert!(o.status.success(), "publish: {}", stderr(&o));
+    assert!(
+        stdout(&o).contains(&format!("published manifest 1 to {store}: ledgers up to {PUBLISHED}, 4 new range(s)")),
+        "{}",
+        stdout(&o)
+    );
+    let o = publish(&dir, store, &endpoint);
+    assert!(
+        stdout(&o).contains(&format!("nothing new to publish: {store} already holds ledgers up to {PUBLISHED}")),
+        "{}",
+        stdout(&o)
+    );
+
+    let writer = Daemon::start(&dir, &[]).await;
+    let big = replica(store, &endpoint, &tmp.path().join("cache-a"), 256).await;
+    let tiny = replica(store, &endpoint, &tmp.path().join("cache-b"), 1).await;
+
+    // Every published transaction, through both replicas, equals the
+    // writer's answer byte for byte.
+    let all = oracle_hashes();
+    let published: Vec<Vec<u8>> = all
+        .iter()
+        .filter(|(_, seq)| *seq <= PUBLISHED)
+        .map(|(h, _)| hex::decode(h).expect("hex"))
+        .collect();
+    assert!(published.len() > 4_000, "{}", published.len());
+    for chunk in published.chunks(500) {
+        let want = batch(&writer, chunk).await;
+        assert!(want.results.iter().all(|r| r.found));
+        assert_eq!(batch(&big, chunk).await, want);
+        assert_eq!(batch(&tiny, chunk).await, want);
+    }
+    for seq in 63_092_982..=PUBLISHED {
+        let req = pb::GetLedgerRequest { seq, omit_raw: false };
+        let want = writer.query().await.get_ledger(req).await.expect("writer").into_inner();
+        let got = big.query().await.get_ledger(req).await.expect("replica").into_inner();
+        assert_eq!(got, want, "ledger {seq}");
+    }
+
+    // Newer ledgers: NOT_FOUND, naming the published mark.
+    let (newer, seq) = all.iter().find(|(_, s)| *s > PUBLISHED).expect("newer");
+    let e = get_tx(&big, &hex::decode(newer).expect("hex")).await.expect_err("unpublished");
+    assert_eq!(e.code(), tonic::Code::NotFound, "{e:?}");
+    assert!(
+        e.message().contains(&format!("published mark: ledger {PUBLISHED} (manifest 1 of {store})")),
+        "{}",
+        e.message()
+    );
+    assert!(get_tx(&writer, &hex::decode(newer).expect("hex")).await.is_ok(), "ledger {seq}");
+    let e = big
+        .query()
+        .await
+        .get_ledger(pb::GetLedgerRequest { seq: PUBLISHED + 1, omit_raw: true })
+        .await
+        .expect_err("unpublished ledger");
+    assert_eq!(e.code(), tonic::Code::NotFound);
+
+    // Replicas refuse writes, naming the writer's role.
+    let (_, end) = big.ingest_stream(None, vec![]).await;
+    let end = end.expect("refused");
+    assert_eq!(end.code(), tonic::Code::FailedPrecondition, "{end:?}");
+    assert!(end.message().contains("read replica of s3://cold/pubnet"), "{}", end.message());
+
+    // Stellar RPC on a replica answers as the writer does for published
+    // transactions, and reports the published range.
+    let tx_fields = ["status", "envelopeXdr", "resultXdr", "resultMetaXdr", "ledger", "createdAt", "applicationOrder", "feeBump"];
+    for (h, _) in all.iter().filter(|(_, s)| *s <= PUBLISHED).step_by(97) {
+        let w = curl(&writer.jsonrpc, "getTransaction", json!({"hash": h}));
+        let r = curl(&big.jsonrpc, "getTransaction", json!({"hash": h}));
+        for f in tx_fields {
+            assert_eq!(r["result"][f], w["result"][f], "{h}: {f}");
+        }
+        assert!(matches!(r["result"]["status"].as_str(), Some("SUCCESS" | "FAILED")), "{r}");
+    }
+    let latest = curl(&big.jsonrpc, "getLatestLedger", json!({}));
+    assert_eq!(latest["result"]["sequence"], PUBLISHED, "{latest}");
+    let w = curl(&writer.jsonrpc, "getLedgers", json!({"startLedger": 63_092_983, "pagination": {"limit": 3}}));
+    let r = curl(&big.jsonrpc, "getLedgers", json!({"startLedger": 63_092_983, "pagination": {"limit": 3}}));
+    assert_eq!(r["result"]["ledgers"], w["result"]["ledgers"]);
+
+    // Status and metrics: the manifest, the cache, and what was fetched.
+    let st = big.status().await;
+    assert_eq!((st.layout.as_str(), st.durable_ledger), ("replica", PUBLISHED));
+    let rs = st.replica.expect("replica status");
+    assert_eq!((rs.manifest_version, rs.packs, rs.segments), (1, 4, 2));
+    assert!(rs.object_gets > 0 && rs.cache_hits > 0 && rs.lookups > 0, "{rs:?}");
+    let small = tiny.status().await.replica.expect("replica status");
+    assert!(small.cache_evictions > 0 && small.cache_bytes <= 1 << 20, "{small:?}");
+    let m = big.metrics_text();
+    assert!(m.contains("ledgerstore_replica_manifest_version 1"), "{m}");
+    assert!(m.contains("ledgerstore_replica_object_gets_total"), "{m}");
+
+    // A corrupt and a missing pack: a fresh replica names each object;
+    // the other ranges keep serving.
+    let bucket = tmp.path().join("s3/cold/pubnet/packs");
+    let mut packs: Vec<PathBuf> = std::fs::read_dir(&bucket)
+        .expect("packs")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    packs.sort();
+    assert_eq!(packs.len(), 4);
+    let name = |p: &Path| format!("packs/{}", p.file_name().expect("name").to_string_lossy());
+    let (corrupt, missing) = (name(&packs[1]), name(&packs[2]));
+    let mut bytes = std::fs::read(&packs[1]).expect("pack");
+    let h = ledgerstore_pack::Header::parse(&bytes).expect("header");
+    for i in 0..h.bodies {
+        bytes[(h.body_table + 16 * i + 13) as usize] ^= 0xff; // every body's CRC
+    }
+    std::fs::write(&packs[1], &bytes).expect("corrupt");
+    std::fs::remove_file(&packs[2]).expect("remove");
+    let fresh = replica(store, &endpoint, &tmp.path().join("cache-c"), 64).await;
+    let in_range = |lo: u32, hi: u32| {
+        all.iter()
+            .find(|(_, s)| (lo..=hi).contains(s))
+            .map(|(h, _)| hex::decode(h).expect("hex"))
+            .expect("a tx in range")
+    };
+    let e = get_tx(&fresh, &in_range(63_092_985, 63_092_989)).await.expect_err("corrupt");
+    assert_eq!(e.code(), tonic::Code::DataLoss, "{e:?}");
+    assert!(e.message().contains(&corrupt) && e.message().contains("CRC-32"), "{}", e.message());
+    let e = get_tx(&fresh, &in_range(63_092_990, 63_092_994)).await.expect_err("missing");
+    assert_eq!(e.code(), tonic::Code::DataLoss, "{e:?}");
+    assert!(e.message().contains(&missing) && e.message().contains("not found"), "{}", e.message());
+    for (lo, hi) in [(63_092_982, 63_092_984), (63_092_995, PUBLISHED)] {
+        let h = in_range(lo, hi);
+        assert_eq!(get_tx(&fresh, &h).await.expect("other ranges serve"), get_tx(&writer, &h).await.expect("writer"));
+    }
+}
+
+/// Synthetic ledgers with 10-ledger base ranges.
+fn ingest_synth(dir: &Path, ledgers: u32) {
+    let mut c = common::ingest_cmd(dir, "indexed", ledgers, 5, 21);
+    c.args(["--segments.range-ledgers", "10", "--segments.merge-levels", "0"]);
+    let o = run(c);
+    assert!(o.status.success(), "ingest: {}", stderr(&o));
+}
+
+fn manifests(root: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(root.join("cold/crash/manifest"))
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+async fn writer_at(dir: &Path, endpoint: &str, failpoint: Option<&str>) -> Daemon {
+    let flags = s3_flags(endpoint);
+    let mut args = vec!["--cold.store", "s3://cold/crash", "--cold.publish-interval-ms", "200"];
+    args.extend(flags.iter().map(String::as_str));
+    let mut env = S3_ENV.to_vec();
+    if let Some(f) = failpoint {
+        env.push(("LEDGERSTORE_FAILPOINT", f));
+    }
+    Daemon::start_with_env(dir, &args, &env).await
+}
+
+async fn wait_version(d: &Daemon, version: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let v = d.status().await.replica.map_or(0, |r| r.manifest_version);
+        if v == version {
+            return;
+        }
+        assert!(Instant::now() < deadline, "replica still at manifest {v}, want {version}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_killed_mid_publish_leaves_the_last_manifest_serving_and_finishes_on_restart() {
+    let Some((versitygw, _)) = go_servers() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (dir, root) = (tmp.path().join("writer"), tmp.path().join("s3"));
+    let server = s3(&versitygw, &root);
+    let endpoint = server.url();
+    let endpoint = endpoint.as_str().to_string();
+    let s = common::synth(21);
+    let hash = |seq: u32| s.ledger(seq).txs[3].hash.clone();
+
+    ingest_synth(&dir, 25);
+    let o = publish(&dir, "s3://cold/crash", &endpoint);
+    assert!(stdout(&o).contains("published manifest 1"), "{}{}", stdout(&o), stderr(&o));
+    let rep = replica("s3://cold/crash", &endpoint, &tmp.path().join("cache"), 64).await;
+    wait_version(&rep, 1).await;
+    ingest_synth_more(&dir, 26, 45);
+
+    // Killed after uploading the packs, before the manifest.
+    let mut w = writer_at(&dir, &endpoint, Some("publish.before_manifest")).await;
+    assert!(w.wait_printed("failpoint publish.before_manifest reached", Duration::from_secs(60)));
+    w.kill();
+    assert_eq!(manifests(&root), vec!["00000000000000000001.json"]);
+    let packs = std::fs::read_dir(root.join("cold/crash/packs")).expect("packs").count();
+    assert_eq!(packs, 4, "the round uploaded 20..=29 and 30..=39 before it died");
+    let e = get_tx(&rep, &hash(25)).await.expect_err("not published");
+    assert!(e.message().contains("published mark: ledger 19 (manifest 1"), "{}", e.message());
+    assert_eq!(get_tx(&rep, &hash(15)).await.expect("v1 serves").envelope, s.ledger(15).txs[3].envelope);
+
+    // Restarted: the round is redone (packs already there are not uploaded
+    // again) and the manifest is created; killed right after it.
+    let mut w = writer_at(&dir, &endpoint, Some("publish.after_manifest")).await;
+    assert!(w.wait_printed("failpoint publish.after_manifest reached", Duration::from_secs(60)));
+    w.kill();
+    assert_eq!(manifests(&root).len(), 2);
+    wait_version(&rep, 2).await;
+    for seq in [5, 25, 35, 39] {
+        let got = get_tx(&rep, &hash(seq)).await.expect("published");
+        assert_eq!((got.ledger_seq, got.envelope), (seq, s.ledger(seq).txs[3].envelope.clone()));
+    }
+
+    // Restarted without a failpoint: nothing new, so no new manifest.
+    let mut w = writer_at(&dir, &endpoint, None).await;
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert_eq!(manifests(&root).len(), 2);
+    let m = w.metrics_text();
+    assert!(m.contains("ledgerstore_publish_rounds_total{result=\"idle\"}"), "{m}");
+    let (clean, _) = w.terminate();
+    assert!(clean);
+    common::assert_check_passes(&dir);
+    // One store, one writer: another history is refused by name, and a
+    // manifest version that exists cannot be created again (versitygw
+    // answers If-None-Match: * with 412).
+    let other = tmp.path().join("other");
+    let c = {
+        let mut c = common::ingest_cmd(&other, "indexed", 45, 5, 99);
+        c.args(["--segments.range-ledgers", "10", "--segments.merge-levels", "0"]);
+        c
+    };
+    assert!(run(c).status.success());
+    let o = publish(&other, "s3://cold/crash", &endpoint);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("another writer's history"), "{}", stderr(&o));
+    assert_eq!(manifests(&root).len(), 2);
+    let ep = endpoint.clone();
+    let conflict = tokio::task::spawn_blocking(move || {
+        let opts = ledgerstore_objstore::Options {
+            endpoint: Some(ep),
+            allow_http: true,
+            s3_keys: Some((S3_KEY.into(), S3_SECRET.into())),
+            ..ledgerstore_objstore::Options::default()
+        };
+        let opened = ledgerstore_objstore::open("s3://cold/crash", &opts).expect("open");
+        let remote = ledgerstore_cold::Remote::new(opened.store, "s3://cold/crash");
+        let rt = tokio::runtime::Runtime::new().expect("rt");
+        rt.block_on(async {
+            let m = remote.newest_manifest().await.expect("read").expect("published");
+            remote.create_manifest(&m).await.expect_err("exists")
+        })
+    })
+    .await
+    .expect("task");
+    assert!(matches!(conflict, ledgerstore_cold::ColdError::Conflict { .. }), "{conflict}");
+
+    // A replica restarted with an empty cache serves again.
+    drop(rep);
+    let again = replica("s3://cold/crash", &endpoint, &tmp.path().join("cache"), 64).await;
+    assert_eq!(get_tx(&again, &hash(35)).await.expect("served").ledger_seq, 35);
+}
+
+/// Appends ledgers `from..=to` of the same synthetic chain (a run
+/// continues from the mark).
+fn ingest_synth_more(dir: &Path, from: u32, to: u32) {
+    let c = common::ingest_cmd(dir, "indexed", to - from + 1, 5, 21);
+    let o = run(c);
+    assert!(o.status.success(), "ingest: {}", stderr(&o));
+}

@@ -17,6 +17,7 @@ pub mod failpoint;
 mod publish;
 mod remote;
 mod replica;
+mod tiered;
 #[cfg(test)]
 mod tests;
 
@@ -25,3 +26,4 @@ pub use error::{ColdError, ColdResult};
 pub use publish::{PublishReport, publish};
 pub use remote::Remote;
 pub use replica::Replica;
+pub use tiered::{Tiered, evict};

@@ -200,3 +200,61 @@ fn a_damaged_or_missing_object_fails_only_the_lookups_that_need_it_naming_it() {
     assert_same(&store, &rep, &s, 1, 9);
     assert_same(&store, &rep, &s, 30, 31);
 }
+
+#[test]
+fn evicted_ranges_leave_the_data_dir_and_are_served_through_the_published_store() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (data, bucket) = (tmp.path().join("data"), tmp.path().join("bucket"));
+    std::fs::create_dir_all(&bucket).expect("bucket");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let s = Synth::new(SynthConfig::small(13, 6));
+    let store = open(&data);
+    ingest(&store, &s, 1, 45);
+    let r = remote(&bucket);
+    rt.block_on(publish(Arc::clone(&store), &r, &data.join("publish"))).expect("publish");
+    let hash = |seq: u32, i: usize| TxHash::from_slice(&s.ledger(seq).txs[i].hash).expect("hash");
+    let before: Vec<_> = (1..=45)
+        .map(|seq| (store.get_tx(&hash(seq, 2)).expect("get"), store.get_ledger(seq).expect("ledger")))
+        .collect();
+
+    let cold = replica(&rt, &r, &tmp.path().join("c"), 1 << 30);
+    let n = rt.block_on(crate::evict(Arc::clone(&store), &cold, 1)).expect("evict");
+    assert_eq!(n, 29, "ledgers 1..=29 leave; the newest published range 30..=39 stays");
+    assert_eq!(store.evicted().map(|e| e.below), Some(30));
+    assert_eq!(store.get_tx(&hash(15, 2)).expect("local"), None);
+    assert_eq!(store.get_ledger(15).expect("local"), None);
+    // Exact without the bodies: the hash lists stay.
+    assert_eq!(store.get_tx_ledger(&hash(15, 2)).expect("ledger of"), Some(15));
+    let dup = s.batch(46, 1);
+    let mut dup = dup;
+    dup[0].txs[0].hash = s.ledger(7).txs[1].hash.clone();
+    match store.ingest(&dup, Duration::ZERO) {
+        Err(StoreError::HashExists { ledger, .. }) => assert_eq!(ledger, 7),
+        other => panic!("a hash of an evicted range is still refused: {other:?}"),
+    }
+
+    let tiered = crate::Tiered {
+        store: Arc::clone(&store),
+        cold: Arc::clone(&cold),
+    };
+    for (seq, (tx, ledger)) in (1..=45).zip(&before) {
+        assert_eq!(&Reader::get_tx(&tiered, &hash(seq, 2)).expect("tiered"), tx, "ledger {seq}");
+        assert_eq!(&Reader::get_ledger(&tiered, seq).expect("tiered"), ledger, "ledger {seq}");
+    }
+    let chunk = Reader::ledger_chunk(&tiered, 27, 33, 100).expect("chunk");
+    assert_eq!(chunk.iter().map(|l| l.seq).collect::<Vec<_>>(), (27..=33).collect::<Vec<_>>());
+    let batch = Reader::batch_get_txs(&tiered, &[hash(3, 0), hash(40, 1), hash(33, 4)]).expect("batch");
+    assert!(batch.iter().all(Option::is_some));
+
+    let report = store.check().expect("check");
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert_eq!(report.evicted_below, Some(30));
+    drop((tiered, store));
+    let store = open(&data);
+    assert_eq!(store.evicted().map(|e| e.below), Some(30));
+    assert_eq!(store.get_tx_ledger(&hash(15, 2)).expect("after reopen"), Some(15));
+    let e = store.evict_below(35, "elsewhere").expect_err("not a range start");
+    assert!(e.to_string().contains("does not start a closed base range"), "{e}");
+    let e = store.evict_below(40, "elsewhere").expect_err("another store");
+    assert!(e.to_string().contains(&format!("published at {}", bucket.display())), "{e}");
+}

@@ -17,15 +17,23 @@ pub fn remote(key: &str, location: &str, cfg: &Config) -> Result<Arc<Remote>> {
     Ok(Arc::new(Remote::new(opened.store, location)))
 }
 
-/// The daemon's publisher, when `[cold] store` is set.
-pub fn publisher(cfg: &Config) -> Result<Option<Publish>> {
+/// The daemon's publisher, when `[cold] store` is set, with the replica
+/// of its own store that serves evicted ranges (its cache is
+/// `<data dir>/cold-cache`, bounded by `replica.cache_mb`).
+pub fn publisher(cfg: &Config, rt: tokio::runtime::Handle) -> Result<Option<Publish>> {
     if cfg.cold.store.is_empty() {
         return Ok(None);
     }
+    let remote = remote("cold.store", &cfg.cold.store, cfg)?;
+    let dir = cfg.db.path.join("cold-cache");
+    let cache = DiskCache::open(&dir, cfg.replica.cache_mb << 20)
+        .with_context(|| format!("the writer's cache {}", dir.display()))?;
     Ok(Some(Publish {
-        remote: remote("cold.store", &cfg.cold.store, cfg)?,
+        cold: Replica::new(Arc::clone(&remote), cache, rt),
+        remote,
         interval: Duration::from_millis(cfg.cold.publish_interval_ms),
         work: cfg.db.path.join("publish"),
+        keep_local_ranges: cfg.cold.keep_local_ranges,
     }))
 }
 

@@ -276,3 +276,31 @@ pub fn scan(
     }
     Ok(n)
 }
+
+/// The hash at `pos` in the hash list at `path` (covering `first..=last`),
+/// or None if its ledger has no transaction there: three small reads, no
+/// checksum (a confirmation of a segment candidate, like a body's hash;
+/// [`verify`] and the scrub check the whole file).
+pub fn hash_at(path: &Path, first: u32, last: u32, pos: TxPos) -> SegmentResult<Option<[u8; 32]>> {
+    use std::os::unix::fs::FileExt;
+    if pos.seq < first || pos.seq > last {
+        return Ok(None);
+    }
+    let (file, _, n) = open_checked(path, first, last)?;
+    let io = SegmentError::io(path, "reading");
+    let ledgers = u64::from(last - first) + 1;
+    let mut b = [0u8; 8];
+    let at = HEADER_BYTES as u64 + 4 * u64::from(pos.seq - first);
+    file.read_exact_at(&mut b, at).map_err(io)?;
+    let start = u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    let end = u64::from(u32::from_le_bytes([b[4], b[5], b[6], b[7]]));
+    let ordinal = start + u64::from(pos.index);
+    if ordinal >= end || end > n {
+        return Ok(None);
+    }
+    let mut h = [0u8; 32];
+    let at = HEADER_BYTES as u64 + 4 * (ledgers + 1) + 32 * ordinal;
+    file.read_exact_at(&mut h, at)
+        .map_err(SegmentError::io(path, "reading"))?;
+    Ok(Some(h))
+}

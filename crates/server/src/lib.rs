@@ -268,7 +268,15 @@ impl Running {
             return Err(ServeError::Config(format!("opening task failed: {j}")));
         }
     };
-    state.set_store(store.clone());
+    let reader = match read_through(&store, publish.as_ref()).await {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = stop_tx.send(true);
+            let _ = server.await;
+            return Err(e);
+        }
+    };
+    state.set_store_read_through(store.clone(), reader);
     metrics.refresh(&store);
     set_health(&health, tonic_health::ServingStatus::Serving).await;
     tracing::info!(mark = ?store.last_ledger(), layout = %store.layout(), "stores open; serving");
@@ -374,6 +382,49 @@ impl Running {
             Ok(r) => r.map_err(ServeError::from),
             Err(j) => Err(ServeError::Config(format!("server task failed: {j}"))),
         }
+    }
+}
+
+/// What the query APIs read on a writer: the store, or, once it evicted
+/// published ranges (or may), the store in front of its published ranges.
+/// A dir that evicted ranges needs the store they are published at.
+async fn read_through(
+    store: &Arc<Ledgerstore>,
+    publish: Option<&Publish>,
+) -> Result<Arc<dyn ledgerstore_store::Reader>, ServeError> {
+    let evicted = store.evicted();
+    let cold = publish.map(|p| &p.cold);
+    if let Some(e) = &evicted {
+        match cold {
+            None => {
+                return Err(ServeError::Config(format!(
+                    "the data dir evicted ledgers below {} to {}: set cold.store = {:?} to serve them",
+                    e.below, e.store, e.store
+                )));
+            }
+            Some(c) if c.location() != e.store => {
+                return Err(ServeError::Config(format!(
+                    "the data dir evicted ledgers below {} to {}; cold.store is {}: set it back \
+                     (the setting is recorded in segments/EVICTED)",
+                    e.below,
+                    e.store,
+                    c.location()
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    match (cold, publish.map(|p| p.keep_local_ranges)) {
+        (Some(c), Some(keep)) if evicted.is_some() || keep > 0 => {
+            if let Err(e) = c.refresh().await {
+                tracing::warn!(error = %e, "reading the published manifest failed; evicted ranges answer errors until it is read");
+            }
+            Ok(Arc::new(ledgerstore_cold::Tiered {
+                store: Arc::clone(store),
+                cold: Arc::clone(c),
+            }))
+        }
+        _ => Ok(store.clone()),
     }
 }
 

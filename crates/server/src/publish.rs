@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ledgerstore_cold::Remote;
+use ledgerstore_cold::{Remote, Replica};
 use ledgerstore_store::Ledgerstore;
 use tokio::sync::watch;
 
@@ -22,6 +22,11 @@ pub struct Publish {
     pub interval: Duration,
     /// Packs are written here before upload (`<data dir>/publish`).
     pub work: PathBuf,
+    /// A replica of the same store: the writer serves evicted ranges
+    /// through it.
+    pub cold: Arc<Replica>,
+    /// Published base ranges kept locally (0: all).
+    pub keep_local_ranges: u32,
 }
 
 impl Publish {
@@ -55,6 +60,24 @@ impl Publish {
             }
             if let Some(m) = &m {
                 m.round(r.as_ref().map_err(|_| ()));
+            }
+            if r.is_ok() && self.keep_local_ranges > 0 {
+                let evicted =
+                    ledgerstore_cold::evict(Arc::clone(&store), &self.cold, self.keep_local_ranges)
+                        .await;
+                match evicted {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(
+                        ledgers = n,
+                        below = ?store.evicted().map(|e| e.below),
+                        "evicted published ranges from the data dir"
+                    ),
+                    Err(e) => tracing::warn!(error = %e, "evicting published ranges failed"),
+                }
+            } else if r.is_ok()
+                && let Err(e) = self.cold.refresh().await
+            {
+                tracing::warn!(error = %e, "reading the published manifest failed");
             }
             tokio::select! {
                 _ = tokio::time::sleep(self.interval) => {}

@@ -57,7 +57,13 @@ impl AppState {
 
     /// Publishes the opened store (it also answers the query APIs).
     pub fn set_store(&self, store: Arc<Ledgerstore>) {
-        let _ = self.reader.set(store.clone());
+        self.set_store_read_through(store.clone(), store);
+    }
+
+    /// Publishes the opened store, and what the query APIs read (the
+    /// store, or the store in front of its published ranges).
+    pub fn set_store_read_through(&self, store: Arc<Ledgerstore>, reader: Arc<dyn Reader>) {
+        let _ = self.reader.set(reader);
         let _ = self.store.set(store);
     }
 

@@ -58,6 +58,11 @@ pub struct CheckReport {
     /// hash entries, bodies, dictionaries): invisible to reads, rolled back
     /// by the next writer's open, and not problems.
     pub above_mark: u64,
+    /// Layout `indexed`: ledgers below this one were evicted to the
+    /// published store (`[cold] keep_local_ranges`); they are not read, and
+    /// the MARK's totals, which count them, are not compared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evicted_below: Option<u32>,
     /// Problems found (may exceed `problems.len()`).
     pub problem_count: u64,
     /// The first [`MAX_LISTED_PROBLEMS`] problems, each naming the table,
@@ -130,7 +135,12 @@ impl Ledgerstore {
     fn check_ledgers(&self, r: &mut CheckReport) -> StoreResult<Residue> {
         let mark = self.mark();
         let mut residue = Residue::default();
-        let mut expected = mark.first;
+        let evicted = self.evicted().map(|e| e.below);
+        r.evicted_below = evicted;
+        let mut expected = match (mark.first, evicted) {
+            (Some(f), Some(b)) => Some(f.max(b)),
+            (f, _) => f,
+        };
         let mut last_seen = None;
         let mut from = 0u32.to_be_bytes().to_vec();
         loop {

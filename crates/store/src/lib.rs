@@ -36,7 +36,7 @@ pub use check::{CheckReport, MAX_LISTED_PROBLEMS};
 pub use datadir::{DataDir, Manifest, MarkState, TableTotals};
 pub use error::{StoreError, StoreResult};
 pub use indexed::{
-    ClosedRanges, ClosedSegment,
+    ClosedRanges, ClosedSegment, Evicted,
     DictOptions, DictStats, ExplicitPolicy, IndexedOptions, MergePolicy, SegmentStats,
 };
 pub use ingest::IngestOutcome;

@@ -30,6 +30,15 @@ pub fn run(a: ServeArgs) -> Result<()> {
         .build()?;
     let work = cfg.db.path.join("publish");
     let r = rt.block_on(ledgerstore_cold::publish(Arc::clone(&store), &remote, &work));
+    let evicted = match (&r, cfg.cold.keep_local_ranges) {
+        (Ok(_), keep) if keep > 0 => {
+            let dir = cfg.db.path.join("cold-cache");
+            let cache = ledgerstore_cold::DiskCache::open(&dir, cfg.replica.cache_mb << 20)?;
+            let cold = ledgerstore_cold::Replica::new(Arc::clone(&remote), cache, rt.handle().clone());
+            Some(rt.block_on(ledgerstore_cold::evict(Arc::clone(&store), &cold, keep)))
+        }
+        _ => None,
+    };
     store.close()?;
     let r = r?;
     let location = &cfg.cold.store;
@@ -48,6 +57,15 @@ pub fn run(a: ServeArgs) -> Result<()> {
             println!("nothing new to publish: {location} already holds ledgers up to {mark}")
         }
         _ => println!("nothing to publish: no ledger range of this data dir is closed yet"),
+    }
+    match evicted.transpose()? {
+        Some(n) if n > 0 => println!(
+            "evicted {n} published ledger(s) from the data dir (cold.keep_local_ranges = {}): \
+             ledgers below {} are served from {location}",
+            cfg.cold.keep_local_ranges,
+            store.evicted().map_or(0, |e| e.below)
+        ),
+        _ => {}
     }
     Ok(())
 }

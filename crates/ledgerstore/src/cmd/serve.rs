@@ -20,7 +20,7 @@ pub fn run(a: ServeArgs, log_json: bool) -> Result<()> {
         ledgerstore_server::Serving::Store {
             open: Box::new(open::for_daemon(&cfg)),
             follow: follow(&cfg)?,
-            publish: crate::cold::publisher(&cfg)?,
+            publish: crate::cold::publisher(&cfg, rt.handle().clone())?,
         }
     } else {
         ledgerstore_server::Serving::Replica {

@@ -24,6 +24,7 @@ use crate::error::{StoreError, StoreResult};
 
 pub(crate) mod check;
 mod closed;
+mod evict;
 pub(crate) mod dict;
 pub(crate) mod hot;
 #[cfg(test)]
@@ -33,6 +34,7 @@ pub(crate) mod segments;
 mod tests;
 
 pub use closed::{ClosedRanges, ClosedSegment};
+pub use evict::Evicted;
 use segments::{Cold, SegmentSet, SetOpen};
 pub use segments::{MergePolicy, SegmentStats};
 pub(crate) use segments::{check_explicit_policy, recorded_policy};
@@ -130,6 +132,9 @@ pub(crate) struct IndexedTier {
     /// Set after a training failure, so later batches do not retry it
     /// until the store is reopened.
     pub(crate) training_failed: std::sync::atomic::AtomicBool,
+    /// Ledgers below `below` left the data dir: they are published (see
+    /// [`evict`]).
+    pub(crate) evicted: RwLock<Option<Evicted>>,
 }
 
 /// How [`IndexedTier::open`] opens the tier.
@@ -151,6 +156,7 @@ impl IndexedTier {
         ledgers: Arc<dyn KvStore>,
         bodies: &dyn KvStore,
     ) -> StoreResult<Self> {
+        let evicted = Evicted::read(&dir.join("segments"))?;
         let segments = SegmentSet::open(SetOpen {
             dir: dir.join("segments"),
             policy: MergePolicy {
@@ -195,6 +201,7 @@ impl IndexedTier {
             dicts: RwLock::new(Arc::new(dicts)),
             opts: how.opts.clone(),
             training_failed: std::sync::atomic::AtomicBool::new(false),
+            evicted: RwLock::new(evicted),
         })
     }
 
@@ -330,7 +337,12 @@ impl Ledgerstore {
                 }
                 continue;
             }
-            if let Some((pos, _)) = self.confirm(&h, tier.segments.lookup(&h.0))? {
+            let cold = tier.segments.lookup(&h.0);
+            let evicted = self.evicted_match(&h, &cold.candidates)?;
+            if let Some((pos, _)) = self.confirm(&h, cold)? {
+                return Err(exists(hash, field(), pos.seq));
+            }
+            if let Some(pos) = evicted {
                 return Err(exists(hash, field(), pos.seq));
             }
         }
@@ -344,7 +356,23 @@ impl Ledgerstore {
             return Ok(self.is_visible(pos.seq).then_some(pos.seq));
         }
         let cold = self.tier()?.segments.lookup(&hash.0);
-        Ok(self.confirm(hash, cold)?.map(|(pos, _)| pos.seq))
+        let evicted = self.evicted_match(hash, &cold.candidates)?;
+        match self.confirm(hash, cold)? {
+            Some((pos, _)) => Ok(Some(pos.seq)),
+            None => Ok(evicted.map(|p| p.seq)),
+        }
+    }
+
+    /// The candidate in an evicted range whose hash list entry is `hash`
+    /// (its body left the data dir: see [`evict`]).
+    fn evicted_match(&self, hash: &TxHash, candidates: &[TxPos]) -> StoreResult<Option<TxPos>> {
+        let below = self.evicted_below();
+        for pos in candidates.iter().filter(|p| p.seq < below) {
+            if self.evicted_hash(*pos)? == Some(hash.0) {
+                return Ok(Some(*pos));
+            }
+        }
+        Ok(None)
     }
 
     pub(crate) fn get_tx_indexed(&self, hash: &TxHash) -> StoreResult<Option<TxRecord>> {
@@ -409,8 +437,10 @@ impl Ledgerstore {
     pub(crate) fn indexed_stats(&self) -> Option<(SegmentStats, DictStats)> {
         let tier = self.indexed.as_ref()?;
         let dicts = tier.dicts();
+        let mut seg = tier.segments.stats(self.mark().first);
+        seg.evicted_below = self.evicted().map(|e| e.below);
         Some((
-            tier.segments.stats(self.mark().first),
+            seg,
             DictStats {
                 current: dicts.current().map_or(0, |d| d.version()),
                 versions: dicts.versions(),

@@ -163,6 +163,10 @@ pub struct SegmentStats {
     /// The last failure since open, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// Ledgers below this one left the data dir for the published store
+    /// (`[cold] keep_local_ranges`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evicted_below: Option<u32>,
 }
 
 #[derive(Default)]
@@ -584,6 +588,7 @@ impl SegmentSet {
             building: busy,
             failures,
             last_error,
+            evicted_below: None,
         }
     }
 

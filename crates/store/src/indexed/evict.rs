@@ -1,0 +1,168 @@
+//! Local data as a cache (`[cold] keep_local_ranges`): once closed base
+//! ranges are published to object storage, their ledgers and bodies may
+//! leave the data dir. What stays: the segment files (lookups still find
+//! positions locally) and the hash lists (so the duplicate check at ingest
+//! and `GetTransactionLedger` stay exact). The daemon answers the rest of
+//! an evicted range from the published store.
+//!
+//! `segments/EVICTED` (JSON: `{"below": X, "store": URL}`) is written
+//! atomically *before* anything is deleted: everything below ledger `X`
+//! may be missing locally, and is published at `store`. A crash mid-delete
+//! leaves that true, and the next eviction deletes the rest.
+
+use std::path::Path;
+
+use ledgerstore_db_api::TxPos;
+use serde::{Deserialize, Serialize};
+
+use crate::Ledgerstore;
+use crate::error::{StoreError, StoreResult};
+
+/// The file's name, in `segments/`.
+pub(crate) const FILE: &str = "EVICTED";
+/// Ledgers deleted per write batch.
+const CHUNK_LEDGERS: u32 = 64;
+
+/// What `segments/EVICTED` records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evicted {
+    /// Ledgers below this one may be missing locally.
+    pub below: u32,
+    /// The store they are published to (`[cold] store`).
+    pub store: String,
+}
+
+impl Evicted {
+    /// Reads `dir/EVICTED` (None when absent).
+    pub(crate) fn read(dir: &Path) -> StoreResult<Option<Self>> {
+        let path = dir.join(FILE);
+        match std::fs::read(&path) {
+            Ok(b) => serde_json::from_slice(&b).map(Some).map_err(|e| {
+                StoreError::Corrupt(format!("{}: not an eviction record: {e}", path.display()))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(StoreError::io(format!("reading {}", path.display()))(e)),
+        }
+    }
+}
+
+impl Ledgerstore {
+    /// Where this dir's evicted ranges are published, if it evicted any.
+    pub fn evicted(&self) -> Option<Evicted> {
+        let tier = self.indexed.as_ref()?;
+        tier.evicted.read().map(|e| e.clone()).unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    pub(crate) fn evicted_below(&self) -> u32 {
+        self.evicted().map_or(0, |e| e.below)
+    }
+
+    /// Evicts the ledgers and bodies below `below` (which must start a
+    /// base range, after the ones already evicted, within the closed
+    /// ranges), recording first that they are published at `store`.
+    /// Returns the ledgers deleted.
+    pub fn evict_below(&self, below: u32, store: &str) -> StoreResult<u64> {
+        let tier = self.tier()?;
+        let refuse = |why: String| StoreError::DataDir {
+            dir: self.path().to_path_buf(),
+            reason: format!("cannot evict below ledger {below}: {why}"),
+        };
+        let closed = self.closed_ranges()?;
+        if !closed.base.iter().any(|r| r.0 == below) && closed.last().and_then(|l| l.checked_add(1)) != Some(below) {
+            return Err(refuse("it does not start a closed base range".into()));
+        }
+        let prev = self.evicted();
+        if let Some(p) = &prev
+            && p.store != store
+        {
+            return Err(refuse(format!(
+                "earlier ranges are published at {}, not {store}",
+                p.store
+            )));
+        }
+        let from = match (&prev, self.first_ledger()) {
+            (Some(p), _) => p.below,
+            (None, Some(f)) => f,
+            (None, None) => return Ok(0),
+        };
+        if below <= from {
+            return Ok(0);
+        }
+        let rec = Evicted {
+            below,
+            store: store.to_string(),
+        };
+        let bytes = serde_json::to_vec(&rec).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        crate::datadir::write_atomic(tier.segments.dir(), FILE, &bytes)?;
+        match tier.evicted.write() {
+            Ok(mut g) => *g = Some(rec),
+            Err(p) => *p.into_inner() = Some(rec),
+        }
+        let mut seq = from;
+        while seq < below {
+            let end = seq.saturating_add(CHUNK_LEDGERS).min(below);
+            self.delete_local(seq, end)?;
+            seq = end;
+        }
+        Ok(u64::from(below - from))
+    }
+
+    /// Deletes ledgers `from..end` and their bodies, under the ingest lock
+    /// (one writer at a time per engine).
+    fn delete_local(&self, from: u32, end: u32) -> StoreResult<()> {
+        let _guard = self.ingest_lock.lock();
+        let mut bodies = self.tx_data.begin_write()?;
+        let mut ledgers = self.ledgers.begin_write()?;
+        for seq in from..end {
+            let key = TxPos { seq, index: 0 }.to_bytes();
+            loop {
+                let rows = self.tx_data.scan(&key, 1024)?;
+                let mine: Vec<Vec<u8>> = rows
+                    .into_iter()
+                    .map(|(k, _)| k)
+                    .take_while(|k| TxPos::from_bytes(k).is_some_and(|p| p.seq == seq))
+                    .collect();
+                if mine.is_empty() {
+                    break;
+                }
+                for k in &mine {
+                    bodies.delete(k)?;
+                }
+                if mine.len() < 1024 {
+                    break;
+                }
+                bodies.finish()?;
+                // A scan sees only what is committed: commit this part.
+                let done = std::mem::replace(&mut bodies, self.tx_data.begin_write()?);
+                done.commit()?;
+            }
+            ledgers.delete(&seq.to_be_bytes())?;
+        }
+        bodies.finish()?;
+        ledgers.finish()?;
+        bodies.commit()?;
+        ledgers.commit()?;
+        Ok(())
+    }
+
+    /// The hash at an evicted position, from its base range's hash list.
+    pub(crate) fn evicted_hash(&self, pos: TxPos) -> StoreResult<Option<[u8; 32]>> {
+        let tier = self.tier()?;
+        let policy = tier.segments.policy();
+        let Some(first) = self.first_ledger() else {
+            return Ok(None);
+        };
+        let Some(end) = policy.base_end(pos.seq) else {
+            return Ok(None);
+        };
+        let start = policy
+            .base_ranges(first, end)
+            .last()
+            .map_or(first, |r| r.0);
+        let path = tier
+            .segments
+            .dir()
+            .join(ledgerstore_segment::hashes::file_name(start, end));
+        Ok(ledgerstore_segment::hashes::hash_at(&path, start, end, pos)?)
+    }
+}

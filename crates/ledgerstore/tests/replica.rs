@@ -413,3 +413,94 @@ fn ingest_synth_more(dir: &Path, from: u32, to: u32) {
     let o = run(c);
     assert!(o.status.success(), "ingest: {}", stderr(&o));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_that_evicts_published_ranges_keeps_serving_them() {
+    let Some((versitygw, _)) = go_servers() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (dir, root) = (tmp.path().join("writer"), tmp.path().join("s3"));
+    let server = s3(&versitygw, &root);
+    let endpoint = server.url();
+    let s = common::synth(21);
+    ingest_synth(&dir, 45);
+    let flags = s3_flags(&endpoint);
+    let mut args = vec![
+        "--cold.store",
+        "s3://cold/evict",
+        "--cold.publish-interval-ms",
+        "200",
+        "--cold.keep-local-ranges",
+        "1",
+    ];
+    args.extend(flags.iter().map(String::as_str));
+    let mut w = Daemon::start_with_env(&dir, &args, &S3_ENV).await;
+    let evicted = dir.join("segments/EVICTED");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !evicted.exists() {
+        assert!(Instant::now() < deadline, "nothing was evicted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let rec: Value = serde_json::from_slice(&std::fs::read(&evicted).expect("read")).expect("json");
+    assert_eq!(rec, json!({"below": 30, "store": "s3://cold/evict"}));
+
+    // Every transaction and ledger still comes back, evicted or not.
+    for seq in 1..=45 {
+        for (i, tx) in s.ledger(seq).txs.iter().enumerate().step_by(5) {
+            let got = get_tx(&w, &tx.hash).await.expect("served");
+            assert_eq!((got.ledger_seq, got.index, &got.envelope), (seq, i as u32, &tx.envelope));
+        }
+        let l = w
+            .query()
+            .await
+            .get_ledger(pb::GetLedgerRequest { seq, omit_raw: false })
+            .await
+            .expect("ledger")
+            .into_inner();
+        assert_eq!(l.seq, seq);
+    }
+    let seq_of = w
+        .query()
+        .await
+        .get_transaction_ledger(pb::GetTransactionLedgerRequest {
+            hash: s.ledger(4).txs[0].hash.clone(),
+        })
+        .await
+        .expect("ledger of")
+        .into_inner();
+    assert_eq!(seq_of.ledger_seq, 4);
+    let mut stream = w
+        .query()
+        .await
+        .stream_ledgers(pb::StreamLedgersRequest { start: 25, end: 35, omit_raw: true })
+        .await
+        .expect("stream")
+        .into_inner();
+    let mut seqs = Vec::new();
+    while let Some(l) = stream.message().await.expect("message") {
+        seqs.push(l.seq);
+    }
+    assert_eq!(seqs, (25..=35).collect::<Vec<_>>());
+    let (clean, _) = w.terminate();
+    assert!(clean);
+    let out = common::assert_check_passes(&dir);
+    assert!(out.contains("evicted"), "{out}");
+
+    // The dir records where its evicted ranges are: without that store,
+    // the daemon refuses to start, naming it.
+    let o = run({
+        let mut c = bin();
+        c.args(["serve", "--grpc.listen", "127.0.0.1:0", "--metrics.listen", "127.0.0.1:0"])
+            .args(["--jsonrpc.listen", "127.0.0.1:0", "--data-dir"])
+            .arg(&dir)
+            .args(common::small_engine_flags());
+        c
+    });
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("evicted ledgers below 30 to s3://cold/evict: set cold.store"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -49,6 +49,12 @@ fn render_check(dir: &Path, r: &CheckReport) -> String {
             r.above_mark
         ));
     }
+    if let Some(below) = r.evicted_below {
+        out.push_str(&format!(
+            "NOTE ledgers below {below} were evicted to the published store (cold.keep_local_ranges): \
+             their hash lists and segments are checked, their records are not here to read\n"
+        ));
+    }
     if r.is_ok() {
         out.push_str("OK: every record decodes, every hash resolves, the mark is consistent\n");
     } else {

@@ -5,20 +5,26 @@
 # base ranges) is published with `ledgerstore publish` to versitygw (real
 # S3 on 127.0.0.1, installed by scripts/lake-servers.sh), then driven with
 # `ledgerstore bench-query --call get` (GetTransaction, closed loop,
-# BR_CONCURRENCY in flight, hashes of BR_SAMPLE ledgers spread evenly):
+# BR_CONCURRENCY in flight, hashes of sampled ledgers spread evenly):
 #
-#   writer   the writer daemon over its data dir (warm page cache)
-#   cold     a fresh replica: first sight of each hash (segments are
-#            fetched whole on the first probe; then each lookup fetches its
-#            body table page and its body by ranged GET)
-#   warm     the same replica asked the same hashes again (all cached)
+#   writer   the writer daemon over its data dir (warm page cache), the
+#            BR_WARM_SAMPLE ledgers' hashes
+#   cold     a fresh replica, the hashes of BR_SAMPLE ledgers for
+#            BR_COLD_SECONDS: first sight of almost every hash (the cache
+#            hit ratio says how many): the segment is fetched whole on the
+#            first probe, then each lookup fetches its body table page and
+#            its body by ranged GET
+#   warm     the same replica, the BR_WARM_SAMPLE ledgers' hashes, primed
+#            by an unmeasured pass of BR_COLD_SECONDS first (all cached)
 #   1 vs 2   aggregate lookups/s of one warm replica, then of two warm
 #            replicas each driven by its own client at once
 #
-# GETs and bytes per lookup come from the replica's /metrics
-# (ledgerstore_replica_object_gets_total, _object_get_bytes_total and
-# _lookups_total, refreshed every second) over each run; the sampling
-# GetLedger calls are counted too (BR_SAMPLE ledgers, under 2% of lookups).
+# GETs and bytes per lookup are the replica's /metrics deltas
+# (ledgerstore_replica_object_gets_total and _object_get_bytes_total,
+# refreshed every second) over a run, divided by its requests. The sampled
+# ledgers are read once before the cold run (GetLedger), so the run's own
+# sampling fetches nothing; the cold run does include the first fetch of
+# each segment file, whole.
 # Every run's answers must be found (items_found = items_asked) or the
 # script fails after writing the summary.
 #
@@ -26,7 +32,7 @@
 #   BR_LEDGERS=200 BR_SECONDS=3 scripts/bench-replica.sh     # quick
 #
 # Env: BR_LEDGERS (1000), BR_TX (250), BR_TX_BYTES (1200), BR_RANGE (100),
-# BR_SAMPLE (200), BR_SECONDS (10), BR_COLD_SECONDS (3), BR_CONCURRENCY (16),
+# BR_SAMPLE (200), BR_WARM_SAMPLE (8), BR_SECONDS (10), BR_COLD_SECONDS (3), BR_CONCURRENCY (16),
 # BR_OUT (./bench-replica-out), BR_BIN (default: a release build of this
 # checkout). The data dir BR_OUT/writer is reused by later runs with the
 # same shape; the bucket and caches are made anew. Writes BR_OUT/summary.md
@@ -40,12 +46,13 @@ TX="${BR_TX:-250}"
 TX_BYTES="${BR_TX_BYTES:-1200}"
 RANGE="${BR_RANGE:-100}"
 SAMPLE="${BR_SAMPLE:-200}"
+WARM_SAMPLE="${BR_WARM_SAMPLE:-8}"
 SECS="${BR_SECONDS:-10}"
 COLD_SECS="${BR_COLD_SECONDS:-3}"
 CONC="${BR_CONCURRENCY:-16}"
 OUT="${BR_OUT:-$PWD/bench-replica-out}"
 BIN="${BR_BIN:-}"
-CMDLINE="BR_LEDGERS=$LEDGERS BR_TX=$TX BR_TX_BYTES=$TX_BYTES BR_RANGE=$RANGE BR_SAMPLE=$SAMPLE BR_SECONDS=$SECS BR_COLD_SECONDS=$COLD_SECS BR_CONCURRENCY=$CONC scripts/bench-replica.sh"
+CMDLINE="BR_LEDGERS=$LEDGERS BR_TX=$TX BR_TX_BYTES=$TX_BYTES BR_RANGE=$RANGE BR_SAMPLE=$SAMPLE BR_WARM_SAMPLE=$WARM_SAMPLE BR_SECONDS=$SECS BR_COLD_SECONDS=$COLD_SECS BR_CONCURRENCY=$CONC scripts/bench-replica.sh"
 
 if [ -z "$BIN" ]; then
   cargo build --release --workspace --locked >&2
@@ -119,37 +126,41 @@ replica() { start "$1" --replica "$STORE" --replica.cache-dir "$OUT/cache-$1" --
 # metric URL NAME: a metric's value.
 metric() { curl -s "$1" | awk -v m="$2" '$1 == m {print $2}'; }
 snap() { echo "$(metric "$1" ledgerstore_replica_object_gets_total) $(metric "$1" ledgerstore_replica_object_get_bytes_total) $(metric "$1" ledgerstore_replica_lookups_total) $(metric "$1" ledgerstore_replica_cache_hits_total) $(metric "$1" ledgerstore_replica_cache_misses_total)"; }
-# bench NAME GRPC PID SECONDS WARMUP: bench-query JSON into $OUT/NAME.json.
+# bench NAME GRPC PID SECONDS WARMUP SAMPLE: bench-query JSON into $OUT/NAME.json.
 bench() {
   "$BIN" bench-query --endpoint "http://$2" --pid "$3" --call get --concurrency "$CONC" \
-    --sample-ledgers "$SAMPLE" --seconds "$4" --warmup-seconds "$5" --json > "$OUT/$1.json"
+    --sample-ledgers "$6" --seconds "$4" --warmup-seconds "$5" --json > "$OUT/$1.json"
 }
 
 start writer --data-dir "$WRITER"
 echo "bench-replica: writer" >&2
-bench writer "$writer_GRPC" "$writer_PID" "$SECS" 1
+bench writer "$writer_GRPC" "$writer_PID" "$SECS" 1 "$WARM_SAMPLE"
 
 replica A
+"$BIN" bench-query --endpoint "http://$A_GRPC" --call ledger --sample-ledgers "$SAMPLE" \
+  --seconds 1 --warmup-seconds 0 --json > "$OUT/prime-ledgers.json"
 sleep 1.5
 before=$(snap "$A_METRICS")
 echo "bench-replica: replica, cold cache" >&2
-bench cold "$A_GRPC" "$A_PID" "$COLD_SECS" 0
+bench cold "$A_GRPC" "$A_PID" "$COLD_SECS" 0 "$SAMPLE"
 sleep 1.5
 after=$(snap "$A_METRICS")
 echo "$before" > "$OUT/cold.before"; echo "$after" > "$OUT/cold.after"
 echo "bench-replica: replica, warm cache" >&2
+bench prime-a "$A_GRPC" "$A_PID" "$COLD_SECS" 0 "$WARM_SAMPLE"
+sleep 1.5
 before=$(snap "$A_METRICS")
-bench warm "$A_GRPC" "$A_PID" "$SECS" 1
+bench warm "$A_GRPC" "$A_PID" "$SECS" 1 "$WARM_SAMPLE"
 sleep 1.5
 after=$(snap "$A_METRICS")
 echo "$before" > "$OUT/warm.before"; echo "$after" > "$OUT/warm.after"
 
 replica B
-bench warmup-b "$B_GRPC" "$B_PID" "$COLD_SECS" 0
+bench prime-b "$B_GRPC" "$B_PID" "$COLD_SECS" 0 "$WARM_SAMPLE"
 echo "bench-replica: two replicas at once" >&2
-bench two-a "$A_GRPC" "$A_PID" "$SECS" 1 &
+bench two-a "$A_GRPC" "$A_PID" "$SECS" 1 "$WARM_SAMPLE" &
 ba=$!
-bench two-b "$B_GRPC" "$B_PID" "$SECS" 1
+bench two-b "$B_GRPC" "$B_PID" "$SECS" 1 "$WARM_SAMPLE"
 wait "$ba"
 
 python3 - "$OUT" "$CMDLINE" "$PUBLISHED_BYTES" "$(nproc)" << 'EOF'
@@ -160,7 +171,7 @@ def delta(n):
     b = [float(x or 0) for x in open(f"{out}/{n}.before").read().split()]
     a = [float(x or 0) for x in open(f"{out}/{n}.after").read().split()]
     d = [y - x for x, y in zip(b, a)]
-    lookups = max(d[2], 1)
+    lookups = max(r[n]["requests"], 1)
     hits, misses = d[3], d[4]
     return {"gets_per_lookup": d[0] / lookups, "bytes_per_lookup": d[1] / lookups,
             "hit_ratio": hits / max(hits + misses, 1), "lookups": d[2]}

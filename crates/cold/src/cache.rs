@@ -82,8 +82,11 @@ impl DiskCache {
             fs::remove_dir_all(dir).map_err(ColdError::io(format!("empty {}", dir.display())))?;
         }
         fs::create_dir_all(dir).map_err(ColdError::io(format!("create {}", dir.display())))?;
-        fs::write(&marker, b"a ledgerstore replica cache: emptied at every start\n")
-            .map_err(ColdError::io(format!("write {}", marker.display())))?;
+        fs::write(
+            &marker,
+            b"a ledgerstore replica cache: emptied at every start\n",
+        )
+        .map_err(ColdError::io(format!("write {}", marker.display())))?;
         Ok(Self {
             dir: dir.to_path_buf(),
             limit,
@@ -197,7 +200,10 @@ mod tests {
         c.put("huge", &[4; 1000]).expect("huge"); // bigger than the bound
         let f = c.figures();
         assert_eq!((f.bytes, f.entries), (0, 0));
-        assert_eq!(std::fs::read_dir(dir.path().join("c")).expect("ls").count(), 1); // the marker
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("c")).expect("ls").count(),
+            1
+        ); // the marker
     }
 
     #[test]
@@ -211,7 +217,9 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).expect("ls").count(), 1); // the marker
         let other = tempfile::tempdir().expect("tmp");
         std::fs::write(other.path().join("precious"), b"x").expect("write");
-        let e = DiskCache::open(other.path(), 1).expect_err("not a cache").to_string();
+        let e = DiskCache::open(other.path(), 1)
+            .expect_err("not a cache")
+            .to_string();
         assert!(e.contains("not a ledgerstore cache"), "{e}");
         assert!(other.path().join("precious").exists());
     }

@@ -17,9 +17,9 @@ pub mod failpoint;
 mod publish;
 mod remote;
 mod replica;
-mod tiered;
 #[cfg(test)]
 mod tests;
+mod tiered;
 
 pub use cache::{CacheFigures, DiskCache};
 pub use error::{ColdError, ColdResult};

@@ -63,8 +63,11 @@ pub async fn publish(
     if let Some(m) = &prev {
         let s = Arc::clone(&store);
         let at = m.mark;
-        let mine = blocking(move || Ok(s.stored_ledger(at)?.map(|(b, _)| ledgerstore_pack::sha256(&b))))
-            .await?;
+        let mine = blocking(move || {
+            Ok(s.stored_ledger(at)?
+                .map(|(b, _)| ledgerstore_pack::sha256(&b)))
+        })
+        .await?;
         if mine.as_deref() != Some(m.mark_record_sha256.as_str()) {
             return Err(ColdError::Diverged(format!(
                 "{} holds manifest {} whose ledger {at} is not this data dir's ledger {at}: \
@@ -149,14 +152,19 @@ pub async fn publish(
             report.skipped += 1;
         } else {
             let path = work.join(format!("dict-{version}.tmp"));
-            std::fs::write(&path, bytes).map_err(ColdError::io(format!("write {}", path.display())))?;
+            std::fs::write(&path, bytes)
+                .map_err(ColdError::io(format!("write {}", path.display())))?;
             remote.upload(&key, &path).await?;
             report.uploaded += 1;
             report.uploaded_bytes += size;
         }
         dicts.push(DictRef {
             version: *version,
-            object: Object { key, size, sha256: sha },
+            object: Object {
+                key,
+                size,
+                sha256: sha,
+            },
         });
     }
 
@@ -199,7 +207,11 @@ pub async fn publish(
 }
 
 /// The published history must be a prefix of this dir's closed ranges.
-fn check_continues(prev: Option<&Manifest>, closed: &ClosedRanges, location: &str) -> ColdResult<()> {
+fn check_continues(
+    prev: Option<&Manifest>,
+    closed: &ClosedRanges,
+    location: &str,
+) -> ColdResult<()> {
     let Some(m) = prev else { return Ok(()) };
     let last = closed.last().unwrap_or(0);
     let diverged = |why: String| {
@@ -216,7 +228,9 @@ fn check_continues(prev: Option<&Manifest>, closed: &ClosedRanges, location: &st
         )));
     }
     if m.mark > last {
-        return Err(diverged(format!("this dir has closed ledgers only up to {last}")));
+        return Err(diverged(format!(
+            "this dir has closed ledgers only up to {last}"
+        )));
     }
     for (p, b) in m.packs.iter().zip(&closed.base) {
         if (p.first, p.last) != *b {

@@ -168,7 +168,13 @@ impl Remote {
     }
 
     /// Streams an object into `dest`, checking its size and SHA-256.
-    pub async fn download(&self, key: &str, size: u64, sha256: &str, dest: &Path) -> ColdResult<()> {
+    pub async fn download(
+        &self,
+        key: &str,
+        size: u64,
+        sha256: &str,
+        dest: &Path,
+    ) -> ColdResult<()> {
         let got = self
             .store
             .get(&ObjPath::from(key))

@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ledgerstore_db_api::{Decompress, DictSet, Dictionary, LedgerRecord, TxBody, TxHash, TxPos};
 use ledgerstore_db_api::TxRecord;
+use ledgerstore_db_api::{Decompress, DictSet, Dictionary, LedgerRecord, TxBody, TxHash, TxPos};
 use ledgerstore_pack::format::{BODY_PAGE, HEADER, LEDGER_PAGE};
 use ledgerstore_pack::{Header, LedgerEntry, Manifest, PackRef, SegmentRef, body_at};
 use ledgerstore_segment::Segment;
@@ -50,6 +50,9 @@ pub struct Replica {
     headers: Mutex<HashMap<String, Header>>,
     /// Mapped segments by key, while the cache holds their files.
     segments: Mutex<HashMap<String, Arc<Segment>>>,
+    /// Held while a segment is fetched, so lookups that miss it at once
+    /// wait for one download instead of each making their own.
+    fetching: Mutex<()>,
     lookups: AtomicU64,
     /// Names downloads in progress apart (two lookups may fetch the same
     /// segment at once).
@@ -78,6 +81,7 @@ impl Replica {
             view: RwLock::new(Arc::new(View::default())),
             headers: Mutex::new(HashMap::new()),
             segments: Mutex::new(HashMap::new()),
+            fetching: Mutex::new(()),
             lookups: AtomicU64::new(0),
             downloads: AtomicU64::new(0),
             follow_error: Mutex::new(None),
@@ -193,27 +197,44 @@ impl Replica {
     fn segment(&self, r: &SegmentRef) -> ColdResult<Arc<Segment>> {
         let key = &r.object.key;
         let name = format!("seg/{key}");
-        let held = self.cache.touch(&name);
-        {
-            let mut segs = self.segments.lock().unwrap_or_else(|p| p.into_inner());
-            match segs.get(key) {
-                Some(s) if held => return Ok(Arc::clone(s)),
-                Some(_) => {
-                    segs.remove(key);
-                }
-                None => {}
-            }
+        if let Some(seg) = self.mapped(key, &name) {
+            return Ok(seg);
         }
-        let path = self.cache.path(&name);
+        let _one = self.fetching.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(seg) = self.mapped(key, &name) {
+            return Ok(seg);
+        }
+        self.fetch_segment(r, &name)
+    }
+
+    /// The mapped segment `key`, if its file is still cached.
+    fn mapped(&self, key: &str, name: &str) -> Option<Arc<Segment>> {
+        let held = self.cache.touch(name);
+        let mut segs = self.segments.lock().unwrap_or_else(|p| p.into_inner());
+        match segs.get(key) {
+            Some(s) if held => Some(Arc::clone(s)),
+            Some(_) => {
+                segs.remove(key);
+                None
+            }
+            None => None,
+        }
+    }
+
+    fn fetch_segment(&self, r: &SegmentRef, name: &str) -> ColdResult<Arc<Segment>> {
+        let key = &r.object.key;
+        let path = self.cache.path(name);
         let n = self.downloads.fetch_add(1, Ordering::Relaxed);
         let part = path.with_extension(format!("part{n}"));
         let (remote, o, p) = (Arc::clone(&self.remote), r.object.clone(), part.clone());
-        let fetched = self.block(async move { remote.download(&o.key, o.size, &o.sha256, &p).await });
+        let fetched =
+            self.block(async move { remote.download(&o.key, o.size, &o.sha256, &p).await });
         if let Err(e) = fetched {
             let _ = std::fs::remove_file(&part);
             return Err(e);
         }
-        std::fs::rename(&part, &path).map_err(ColdError::io(format!("rename {}", path.display())))?;
+        std::fs::rename(&part, &path)
+            .map_err(ColdError::io(format!("rename {}", path.display())))?;
         let seg = Segment::open(&path).map_err(|e| ColdError::damaged(key, e.to_string()))?;
         if (seg.first(), seg.last()) != (r.first, r.last) {
             return Err(ColdError::damaged(
@@ -232,13 +253,18 @@ impl Replica {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(key.clone(), Arc::clone(&seg));
-        self.cache.adopt(&name, r.object.size);
+        self.cache.adopt(name, r.object.size);
         Ok(seg)
     }
 
     fn header(&self, p: &PackRef) -> ColdResult<Header> {
         let key = &p.object.key;
-        if let Some(h) = self.headers.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
+        if let Some(h) = self
+            .headers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(key)
+        {
             return Ok(*h);
         }
         let (remote, k) = (Arc::clone(&self.remote), key.clone());
@@ -321,19 +347,33 @@ impl Replica {
         failed.map_or(Ok(None), Err)
     }
 
-    fn confirm(&self, m: &Manifest, hash: &TxHash, pos: TxPos) -> ColdResult<Option<(TxPos, TxBody)>> {
+    fn confirm(
+        &self,
+        m: &Manifest,
+        hash: &TxHash,
+        pos: TxPos,
+    ) -> ColdResult<Option<(TxPos, TxBody)>> {
         let Some(body) = self.body(m, pos)? else {
             return Ok(None);
         };
         if body.hash != *hash {
             return Ok(None);
         }
-        let key = || m.pack_of(pos.seq).map(|p| p.object.key.clone()).unwrap_or_default();
-        let Some(index) = body.alias_of().map_err(|e| ColdError::damaged(&key(), e.to_string()))?
+        let key = || {
+            m.pack_of(pos.seq)
+                .map(|p| p.object.key.clone())
+                .unwrap_or_default()
+        };
+        let Some(index) = body
+            .alias_of()
+            .map_err(|e| ColdError::damaged(&key(), e.to_string()))?
         else {
             return Ok(Some((pos, body)));
         };
-        let at = TxPos { seq: pos.seq, index };
+        let at = TxPos {
+            seq: pos.seq,
+            index,
+        };
         match self.body(m, at)? {
             Some(b) if b.dict_version != ledgerstore_db_api::ALIAS_BODY => Ok(Some((at, b))),
             _ => Err(ColdError::damaged(
@@ -355,9 +395,13 @@ impl Replica {
         let h = self.header(p)?;
         let le = self.ledger_entry(p, &h, seq)?;
         let damaged = |e: String| ColdError::damaged(key, format!("ledger {seq}: {e}"));
-        let range = h.data_range(&le.record).map_err(|e| damaged(e.to_string()))?;
+        let range = h
+            .data_range(&le.record)
+            .map_err(|e| damaged(e.to_string()))?;
         let bytes = self.piece(format!("l/{key}/{seq}"), key, range)?;
-        le.record.check(&bytes).map_err(|e| damaged(e.to_string()))?;
+        le.record
+            .check(&bytes)
+            .map_err(|e| damaged(e.to_string()))?;
         LedgerRecord::decompress(&bytes)
             .map(Some)
             .map_err(|e| damaged(e.to_string()))
@@ -408,9 +452,9 @@ impl Reader for Replica {
                     .manifest()
                     .and_then(|m| m.pack_of(pos.seq).map(|p| p.object.key.clone()))
                     .unwrap_or_default();
-                body.record(&dicts)
-                    .map(Some)
-                    .map_err(|e| ColdError::damaged(&key, format!("ledger {}: {e}", pos.seq)).into())
+                body.record(&dicts).map(Some).map_err(|e| {
+                    ColdError::damaged(&key, format!("ledger {}: {e}", pos.seq)).into()
+                })
             }
             None => Ok(None),
         }
@@ -465,10 +509,16 @@ impl Reader for Replica {
                 m.version,
                 self.remote.location()
             ),
-            None => format!(
-                "nothing is published at {} yet; ask the writer",
-                self.remote.location()
-            ),
+            None => match self.figures().follow_error {
+                Some(e) => format!(
+                    "the manifest of {} could not be read yet ({e}); ask the writer",
+                    self.remote.location()
+                ),
+                None => format!(
+                    "nothing is published at {} yet; ask the writer",
+                    self.remote.location()
+                ),
+            },
         }
     }
 

@@ -40,7 +40,9 @@ fn open(dir: &Path) -> Arc<Ledgerstore> {
 fn ingest(store: &Ledgerstore, s: &Synth, first: u32, last: u32) {
     for seq in (first..=last).step_by(5) {
         let n = 5.min(last - seq + 1);
-        store.ingest(&s.batch(seq, n), Duration::ZERO).expect("ingest");
+        store
+            .ingest(&s.batch(seq, n), Duration::ZERO)
+            .expect("ingest");
     }
     store.wait_for_segments().expect("segments");
 }
@@ -50,7 +52,12 @@ fn remote(dir: &Path) -> Arc<Remote> {
     Arc::new(Remote::new(Arc::new(fs), dir.display().to_string()))
 }
 
-fn replica(rt: &tokio::runtime::Runtime, r: &Arc<Remote>, cache: &Path, bytes: u64) -> Arc<Replica> {
+fn replica(
+    rt: &tokio::runtime::Runtime,
+    r: &Arc<Remote>,
+    cache: &Path,
+    bytes: u64,
+) -> Arc<Replica> {
     let cache = DiskCache::open(cache, bytes).expect("cache");
     let rep = Replica::new(Arc::clone(r), cache, rt.handle().clone());
     rt.block_on(rep.refresh()).expect("refresh");
@@ -65,7 +72,11 @@ fn assert_same(store: &Ledgerstore, rep: &Replica, s: &Synth, first: u32, last: 
         for tx in &l.txs {
             let h = TxHash::from_slice(&tx.hash).expect("hash");
             let want = store.get_tx(&h).expect("store").expect("in store");
-            assert_eq!(Reader::get_tx(rep, &h).expect("replica"), Some(want), "ledger {seq}");
+            assert_eq!(
+                Reader::get_tx(rep, &h).expect("replica"),
+                Some(want),
+                "ledger {seq}"
+            );
             assert_eq!(Reader::get_tx_ledger(rep, &h).expect("ledger"), Some(seq));
         }
         assert_eq!(
@@ -91,24 +102,37 @@ fn published_ranges_read_back_exactly_through_a_replica_and_follow_new_manifests
     assert_eq!(Reader::last_ledger(&*rep), None);
     assert!(Reader::mark_text(&*rep).contains("nothing is published"));
 
-    let first = rt.block_on(publish(Arc::clone(&store), &r, &work)).expect("publish");
+    let first = rt
+        .block_on(publish(Arc::clone(&store), &r, &work))
+        .expect("publish");
     assert_eq!(first.version, Some(1));
     assert_eq!(first.packs, vec![(1, 9), (10, 19), (20, 29), (30, 39)]);
     assert_eq!(first.mark, Some(39));
-    let again = rt.block_on(publish(Arc::clone(&store), &r, &work)).expect("again");
+    let again = rt
+        .block_on(publish(Arc::clone(&store), &r, &work))
+        .expect("again");
     assert_eq!((again.version, again.uploaded), (None, 0));
 
     assert_eq!(rt.block_on(rep.refresh()).expect("follow"), Some(1));
     let m = rep.manifest().expect("manifest");
-    assert!(!m.dicts.is_empty(), "the synthetic history trains a dictionary");
-    assert_eq!((Reader::first_ledger(&*rep), Reader::last_ledger(&*rep)), (Some(1), Some(39)));
+    assert!(
+        !m.dicts.is_empty(),
+        "the synthetic history trains a dictionary"
+    );
+    assert_eq!(
+        (Reader::first_ledger(&*rep), Reader::last_ledger(&*rep)),
+        (Some(1), Some(39))
+    );
     assert_same(&store, &rep, &s, 1, 39);
     let newer = TxHash::from_slice(&s.ledger(40).txs[0].hash).expect("hash");
     assert_eq!(Reader::get_tx(&*rep, &newer).expect("newer"), None);
     assert!(Reader::mark_text(&*rep).contains("published mark: ledger 39 (manifest 1"));
     assert_eq!(Reader::get_ledger(&*rep, 40).expect("ledger 40"), None);
     let chunk = Reader::ledger_chunk(&*rep, 35, 60, 100).expect("chunk");
-    assert_eq!(chunk.iter().map(|l| l.seq).collect::<Vec<_>>(), (35..=39).collect::<Vec<_>>());
+    assert_eq!(
+        chunk.iter().map(|l| l.seq).collect::<Vec<_>>(),
+        (35..=39).collect::<Vec<_>>()
+    );
 
     // A warm lookup fetches nothing.
     let h = TxHash::from_slice(&s.ledger(12).txs[3].hash).expect("hash");
@@ -117,15 +141,23 @@ fn published_ranges_read_back_exactly_through_a_replica_and_follow_new_manifests
     assert_eq!(r.reads(), before);
 
     ingest(&store, &s, 46, 62);
-    let second = rt.block_on(publish(Arc::clone(&store), &r, &work)).expect("second");
-    assert_eq!((second.version, second.packs.clone()), (Some(2), vec![(40, 49), (50, 59)]));
+    let second = rt
+        .block_on(publish(Arc::clone(&store), &r, &work))
+        .expect("second");
+    assert_eq!(
+        (second.version, second.packs.clone()),
+        (Some(2), vec![(40, 49), (50, 59)])
+    );
     assert_eq!(rt.block_on(rep.refresh()).expect("follow"), Some(2));
     assert_same(&store, &rep, &s, 1, 59);
     let m = rep.manifest().expect("manifest");
     assert!(
         m.segments.iter().any(|seg| seg.last - seg.first + 1 == 20),
         "a merged window is published: {:?}",
-        m.segments.iter().map(|s| (s.first, s.last)).collect::<Vec<_>>()
+        m.segments
+            .iter()
+            .map(|s| (s.first, s.last))
+            .collect::<Vec<_>>()
     );
 
     // A tiny cache evicts all the time; answers stay exact.
@@ -149,8 +181,12 @@ fn a_damaged_or_missing_object_fails_only_the_lookups_that_need_it_naming_it() {
     let store = open(&data);
     ingest(&store, &s, 1, 42);
     let r = remote(&bucket);
-    rt.block_on(publish(Arc::clone(&store), &r, &data.join("publish"))).expect("publish");
-    let m = rt.block_on(r.newest_manifest()).expect("read").expect("published");
+    rt.block_on(publish(Arc::clone(&store), &r, &data.join("publish")))
+        .expect("publish");
+    let m = rt
+        .block_on(r.newest_manifest())
+        .expect("read")
+        .expect("published");
 
     // In the pack of 10..=19, flip a byte of one body's CRC and of
     // ledger 12's.
@@ -184,7 +220,10 @@ fn a_damaged_or_missing_object_fails_only_the_lookups_that_need_it_naming_it() {
     match Reader::get_ledger(&*rep, 12) {
         Err(StoreError::RemoteDamaged { object, detail }) => {
             assert_eq!(&object, pack);
-            assert!(detail.contains("ledger 12: ") && detail.contains("CRC-32"), "{detail}");
+            assert!(
+                detail.contains("ledger 12: ") && detail.contains("CRC-32"),
+                "{detail}"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -211,20 +250,34 @@ fn evicted_ranges_leave_the_data_dir_and_are_served_through_the_published_store(
     let store = open(&data);
     ingest(&store, &s, 1, 45);
     let r = remote(&bucket);
-    rt.block_on(publish(Arc::clone(&store), &r, &data.join("publish"))).expect("publish");
+    rt.block_on(publish(Arc::clone(&store), &r, &data.join("publish")))
+        .expect("publish");
     let hash = |seq: u32, i: usize| TxHash::from_slice(&s.ledger(seq).txs[i].hash).expect("hash");
     let before: Vec<_> = (1..=45)
-        .map(|seq| (store.get_tx(&hash(seq, 2)).expect("get"), store.get_ledger(seq).expect("ledger")))
+        .map(|seq| {
+            (
+                store.get_tx(&hash(seq, 2)).expect("get"),
+                store.get_ledger(seq).expect("ledger"),
+            )
+        })
         .collect();
 
     let cold = replica(&rt, &r, &tmp.path().join("c"), 1 << 30);
-    let n = rt.block_on(crate::evict(Arc::clone(&store), &cold, 1)).expect("evict");
-    assert_eq!(n, 29, "ledgers 1..=29 leave; the newest published range 30..=39 stays");
+    let n = rt
+        .block_on(crate::evict(Arc::clone(&store), &cold, 1))
+        .expect("evict");
+    assert_eq!(
+        n, 29,
+        "ledgers 1..=29 leave; the newest published range 30..=39 stays"
+    );
     assert_eq!(store.evicted().map(|e| e.below), Some(30));
     assert_eq!(store.get_tx(&hash(15, 2)).expect("local"), None);
     assert_eq!(store.get_ledger(15).expect("local"), None);
     // Exact without the bodies: the hash lists stay.
-    assert_eq!(store.get_tx_ledger(&hash(15, 2)).expect("ledger of"), Some(15));
+    assert_eq!(
+        store.get_tx_ledger(&hash(15, 2)).expect("ledger of"),
+        Some(15)
+    );
     let dup = s.batch(46, 1);
     let mut dup = dup;
     dup[0].txs[0].hash = s.ledger(7).txs[1].hash.clone();
@@ -238,12 +291,24 @@ fn evicted_ranges_leave_the_data_dir_and_are_served_through_the_published_store(
         cold: Arc::clone(&cold),
     };
     for (seq, (tx, ledger)) in (1..=45).zip(&before) {
-        assert_eq!(&Reader::get_tx(&tiered, &hash(seq, 2)).expect("tiered"), tx, "ledger {seq}");
-        assert_eq!(&Reader::get_ledger(&tiered, seq).expect("tiered"), ledger, "ledger {seq}");
+        assert_eq!(
+            &Reader::get_tx(&tiered, &hash(seq, 2)).expect("tiered"),
+            tx,
+            "ledger {seq}"
+        );
+        assert_eq!(
+            &Reader::get_ledger(&tiered, seq).expect("tiered"),
+            ledger,
+            "ledger {seq}"
+        );
     }
     let chunk = Reader::ledger_chunk(&tiered, 27, 33, 100).expect("chunk");
-    assert_eq!(chunk.iter().map(|l| l.seq).collect::<Vec<_>>(), (27..=33).collect::<Vec<_>>());
-    let batch = Reader::batch_get_txs(&tiered, &[hash(3, 0), hash(40, 1), hash(33, 4)]).expect("batch");
+    assert_eq!(
+        chunk.iter().map(|l| l.seq).collect::<Vec<_>>(),
+        (27..=33).collect::<Vec<_>>()
+    );
+    let batch =
+        Reader::batch_get_txs(&tiered, &[hash(3, 0), hash(40, 1), hash(33, 4)]).expect("batch");
     assert!(batch.iter().all(Option::is_some));
 
     let report = store.check().expect("check");
@@ -252,9 +317,23 @@ fn evicted_ranges_leave_the_data_dir_and_are_served_through_the_published_store(
     drop((tiered, store));
     let store = open(&data);
     assert_eq!(store.evicted().map(|e| e.below), Some(30));
-    assert_eq!(store.get_tx_ledger(&hash(15, 2)).expect("after reopen"), Some(15));
-    let e = store.evict_below(35, "elsewhere").expect_err("not a range start");
-    assert!(e.to_string().contains("does not start a closed base range"), "{e}");
-    let e = store.evict_below(40, "elsewhere").expect_err("another store");
-    assert!(e.to_string().contains(&format!("published at {}", bucket.display())), "{e}");
+    assert_eq!(
+        store.get_tx_ledger(&hash(15, 2)).expect("after reopen"),
+        Some(15)
+    );
+    let e = store
+        .evict_below(35, "elsewhere")
+        .expect_err("not a range start");
+    assert!(
+        e.to_string().contains("does not start a closed base range"),
+        "{e}"
+    );
+    let e = store
+        .evict_below(40, "elsewhere")
+        .expect_err("another store");
+    assert!(
+        e.to_string()
+            .contains(&format!("published at {}", bucket.display())),
+        "{e}"
+    );
 }

@@ -64,7 +64,9 @@ impl Reader for Tiered {
             out = self.cold.ledger_chunk(from, end.min(below - 1), max)?;
         }
         if out.len() < max && end >= below {
-            let rest = self.store.ledger_chunk(from.max(below), end, max - out.len())?;
+            let rest = self
+                .store
+                .ledger_chunk(from.max(below), end, max - out.len())?;
             out.extend(rest);
         }
         Ok(out)

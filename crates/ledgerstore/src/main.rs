@@ -5,8 +5,8 @@ use clap::Parser;
 
 mod cli;
 mod cli_lake;
-mod cold;
 mod cmd;
+mod cold;
 
 /// jemalloc instead of glibc's malloc (reth and TiKV do the same): a
 /// ledger read allocates and frees ~200 KB buffers, which glibc serves with

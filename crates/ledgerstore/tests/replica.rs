@@ -132,13 +132,24 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
     let dir = tmp.path().join("writer");
     let o = run({
         let mut c = bin();
-        c.args(["ingest", "--no-progress", "--layout", "indexed", "--data-dir"])
-            .arg(&dir)
-            .args(common::small_engine_flags())
-            .args(["--segments.range-ledgers", "5", "--segments.merge-fanout", "2"])
-            .args(["--segments.merge-levels", "1"])
-            .args(["--network", "pubnet", "--stellar-file"])
-            .arg(testdata(&format!("{FIXTURE}.xdr.zst")));
+        c.args([
+            "ingest",
+            "--no-progress",
+            "--layout",
+            "indexed",
+            "--data-dir",
+        ])
+        .arg(&dir)
+        .args(common::small_engine_flags())
+        .args([
+            "--segments.range-ledgers",
+            "5",
+            "--segments.merge-fanout",
+            "2",
+        ])
+        .args(["--segments.merge-levels", "1"])
+        .args(["--network", "pubnet", "--stellar-file"])
+        .arg(testdata(&format!("{FIXTURE}.xdr.zst")));
         c
     });
     assert!(o.status.success(), "ingest: {}", stderr(&o));
@@ -148,13 +159,17 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
     let o = publish(&dir, store, &endpoint);
     assert!(o.status.success(), "publish: {}", stderr(&o));
     assert!(
-        stdout(&o).contains(&format!("published manifest 1 to {store}: ledgers up to {PUBLISHED}, 4 new range(s)")),
+        stdout(&o).contains(&format!(
+            "published manifest 1 to {store}: ledgers up to {PUBLISHED}, 4 new range(s)"
+        )),
         "{}",
         stdout(&o)
     );
     let o = publish(&dir, store, &endpoint);
     assert!(
-        stdout(&o).contains(&format!("nothing new to publish: {store} already holds ledgers up to {PUBLISHED}")),
+        stdout(&o).contains(&format!(
+            "nothing new to publish: {store} already holds ledgers up to {PUBLISHED}"
+        )),
         "{}",
         stdout(&o)
     );
@@ -179,26 +194,53 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
         assert_eq!(batch(&tiny, chunk).await, want);
     }
     for seq in 63_092_982..=PUBLISHED {
-        let req = pb::GetLedgerRequest { seq, omit_raw: false };
-        let want = writer.query().await.get_ledger(req).await.expect("writer").into_inner();
-        let got = big.query().await.get_ledger(req).await.expect("replica").into_inner();
+        let req = pb::GetLedgerRequest {
+            seq,
+            omit_raw: false,
+        };
+        let want = writer
+            .query()
+            .await
+            .get_ledger(req)
+            .await
+            .expect("writer")
+            .into_inner();
+        let got = big
+            .query()
+            .await
+            .get_ledger(req)
+            .await
+            .expect("replica")
+            .into_inner();
         assert_eq!(got, want, "ledger {seq}");
     }
 
     // Newer ledgers: NOT_FOUND, naming the published mark.
     let (newer, seq) = all.iter().find(|(_, s)| *s > PUBLISHED).expect("newer");
-    let e = get_tx(&big, &hex::decode(newer).expect("hex")).await.expect_err("unpublished");
+    let e = get_tx(&big, &hex::decode(newer).expect("hex"))
+        .await
+        .expect_err("unpublished");
     assert_eq!(e.code(), tonic::Code::NotFound, "{e:?}");
     assert!(
-        e.message().contains(&format!("published mark: ledger {PUBLISHED} (manifest 1 of {store})")),
+        e.message().contains(&format!(
+            "published mark: ledger {PUBLISHED} (manifest 1 of {store})"
+        )),
         "{}",
         e.message()
     );
-    assert!(get_tx(&writer, &hex::decode(newer).expect("hex")).await.is_ok(), "ledger {seq}");
+    assert!(
+        get_tx(&writer, &hex::decode(newer).expect("hex"))
+            .await
+            .is_ok(),
+        "ledger {seq}"
+    );
     let e = big
         .query()
         .await
-        .get_ledger(pb::GetLedgerRequest { seq: PUBLISHED + 1, omit_raw: true })
+        .get_ledger(pb::GetLedgerRequest {
+            seq: PUBLISHED + 1,
+            omit_raw: true,
+        })
         .await
         .expect_err("unpublished ledger");
     assert_eq!(e.code(), tonic::Code::NotFound);
@@ -207,33 +249,66 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
     let (_, end) = big.ingest_stream(None, vec![]).await;
     let end = end.expect("refused");
     assert_eq!(end.code(), tonic::Code::FailedPrecondition, "{end:?}");
-    assert!(end.message().contains("read replica of s3://cold/pubnet"), "{}", end.message());
+    assert!(
+        end.message().contains("read replica of s3://cold/pubnet"),
+        "{}",
+        end.message()
+    );
 
     // Stellar RPC on a replica answers as the writer does for published
     // transactions, and reports the published range.
-    let tx_fields = ["status", "envelopeXdr", "resultXdr", "resultMetaXdr", "ledger", "createdAt", "applicationOrder", "feeBump"];
+    let tx_fields = [
+        "status",
+        "envelopeXdr",
+        "resultXdr",
+        "resultMetaXdr",
+        "ledger",
+        "createdAt",
+        "applicationOrder",
+        "feeBump",
+    ];
     for (h, _) in all.iter().filter(|(_, s)| *s <= PUBLISHED).step_by(97) {
         let w = curl(&writer.jsonrpc, "getTransaction", json!({"hash": h}));
         let r = curl(&big.jsonrpc, "getTransaction", json!({"hash": h}));
         for f in tx_fields {
             assert_eq!(r["result"][f], w["result"][f], "{h}: {f}");
         }
-        assert!(matches!(r["result"]["status"].as_str(), Some("SUCCESS" | "FAILED")), "{r}");
+        assert!(
+            matches!(r["result"]["status"].as_str(), Some("SUCCESS" | "FAILED")),
+            "{r}"
+        );
     }
     let latest = curl(&big.jsonrpc, "getLatestLedger", json!({}));
     assert_eq!(latest["result"]["sequence"], PUBLISHED, "{latest}");
-    let w = curl(&writer.jsonrpc, "getLedgers", json!({"startLedger": 63_092_983, "pagination": {"limit": 3}}));
-    let r = curl(&big.jsonrpc, "getLedgers", json!({"startLedger": 63_092_983, "pagination": {"limit": 3}}));
+    let w = curl(
+        &writer.jsonrpc,
+        "getLedgers",
+        json!({"startLedger": 63_092_983, "pagination": {"limit": 3}}),
+    );
+    let r = curl(
+        &big.jsonrpc,
+        "getLedgers",
+        json!({"startLedger": 63_092_983, "pagination": {"limit": 3}}),
+    );
     assert_eq!(r["result"]["ledgers"], w["result"]["ledgers"]);
 
     // Status and metrics: the manifest, the cache, and what was fetched.
     let st = big.status().await;
-    assert_eq!((st.layout.as_str(), st.durable_ledger), ("replica", PUBLISHED));
+    assert_eq!(
+        (st.layout.as_str(), st.durable_ledger),
+        ("replica", PUBLISHED)
+    );
     let rs = st.replica.expect("replica status");
     assert_eq!((rs.manifest_version, rs.packs, rs.segments), (1, 4, 2));
-    assert!(rs.object_gets > 0 && rs.cache_hits > 0 && rs.lookups > 0, "{rs:?}");
+    assert!(
+        rs.object_gets > 0 && rs.cache_hits > 0 && rs.lookups > 0,
+        "{rs:?}"
+    );
     let small = tiny.status().await.replica.expect("replica status");
-    assert!(small.cache_evictions > 0 && small.cache_bytes <= 1 << 20, "{small:?}");
+    assert!(
+        small.cache_evictions > 0 && small.cache_bytes <= 1 << 20,
+        "{small:?}"
+    );
     let m = big.metrics_text();
     assert!(m.contains("ledgerstore_replica_manifest_version 1"), "{m}");
     assert!(m.contains("ledgerstore_replica_object_gets_total"), "{m}");
@@ -263,29 +338,62 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
             .map(|(h, _)| hex::decode(h).expect("hex"))
             .expect("a tx in range")
     };
-    let e = get_tx(&fresh, &in_range(63_092_985, 63_092_989)).await.expect_err("corrupt");
+    let e = get_tx(&fresh, &in_range(63_092_985, 63_092_989))
+        .await
+        .expect_err("corrupt");
     assert_eq!(e.code(), tonic::Code::DataLoss, "{e:?}");
-    assert!(e.message().contains(&corrupt) && e.message().contains("CRC-32"), "{}", e.message());
-    let e = get_tx(&fresh, &in_range(63_092_990, 63_092_994)).await.expect_err("missing");
+    assert!(
+        e.message().contains(&corrupt) && e.message().contains("CRC-32"),
+        "{}",
+        e.message()
+    );
+    let e = get_tx(&fresh, &in_range(63_092_990, 63_092_994))
+        .await
+        .expect_err("missing");
     assert_eq!(e.code(), tonic::Code::DataLoss, "{e:?}");
-    assert!(e.message().contains(&missing) && e.message().contains("not found"), "{}", e.message());
+    assert!(
+        e.message().contains(&missing) && e.message().contains("not found"),
+        "{}",
+        e.message()
+    );
     for (lo, hi) in [(63_092_982, 63_092_984), (63_092_995, PUBLISHED)] {
         let h = in_range(lo, hi);
-        assert_eq!(get_tx(&fresh, &h).await.expect("other ranges serve"), get_tx(&writer, &h).await.expect("writer"));
+        assert_eq!(
+            get_tx(&fresh, &h).await.expect("other ranges serve"),
+            get_tx(&writer, &h).await.expect("writer")
+        );
     }
+}
+
+/// A temp dir, the writer's data dir in it, and versitygw serving the
+/// bucket root beside it (with an empty bucket `cold`).
+fn writer_and_bucket(versitygw: &Path) -> (tempfile::TempDir, PathBuf, PathBuf, lake_util::Server) {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (dir, root) = (tmp.path().join("writer"), tmp.path().join("s3"));
+    let server = s3(versitygw, &root);
+    (tmp, dir, root, server)
 }
 
 /// Synthetic ledgers with 10-ledger base ranges.
 fn ingest_synth(dir: &Path, ledgers: u32) {
     let mut c = common::ingest_cmd(dir, "indexed", ledgers, 5, 21);
-    c.args(["--segments.range-ledgers", "10", "--segments.merge-levels", "0"]);
+    c.args([
+        "--segments.range-ledgers",
+        "10",
+        "--segments.merge-levels",
+        "0",
+    ]);
     let o = run(c);
     assert!(o.status.success(), "ingest: {}", stderr(&o));
 }
 
 fn manifests(root: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(root.join("cold/crash/manifest"))
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -293,7 +401,12 @@ fn manifests(root: &Path) -> Vec<String> {
 
 async fn writer_at(dir: &Path, endpoint: &str, failpoint: Option<&str>) -> Daemon {
     let flags = s3_flags(endpoint);
-    let mut args = vec!["--cold.store", "s3://cold/crash", "--cold.publish-interval-ms", "200"];
+    let mut args = vec![
+        "--cold.store",
+        "s3://cold/crash",
+        "--cold.publish-interval-ms",
+        "200",
+    ];
     args.extend(flags.iter().map(String::as_str));
     let mut env = S3_ENV.to_vec();
     if let Some(f) = failpoint {
@@ -309,7 +422,10 @@ async fn wait_version(d: &Daemon, version: u64) {
         if v == version {
             return;
         }
-        assert!(Instant::now() < deadline, "replica still at manifest {v}, want {version}");
+        assert!(
+            Instant::now() < deadline,
+            "replica still at manifest {v}, want {version}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -319,42 +435,66 @@ async fn a_writer_killed_mid_publish_leaves_the_last_manifest_serving_and_finish
     let Some((versitygw, _)) = go_servers() else {
         return;
     };
-    let tmp = tempfile::tempdir().expect("tmp");
-    let (dir, root) = (tmp.path().join("writer"), tmp.path().join("s3"));
-    let server = s3(&versitygw, &root);
+    let (tmp, dir, root, server) = writer_and_bucket(&versitygw);
     let endpoint = server.url();
-    let endpoint = endpoint.as_str().to_string();
     let s = common::synth(21);
     let hash = |seq: u32| s.ledger(seq).txs[3].hash.clone();
 
     ingest_synth(&dir, 25);
     let o = publish(&dir, "s3://cold/crash", &endpoint);
-    assert!(stdout(&o).contains("published manifest 1"), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("published manifest 1"),
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
     let rep = replica("s3://cold/crash", &endpoint, &tmp.path().join("cache"), 64).await;
     wait_version(&rep, 1).await;
     ingest_synth_more(&dir, 26, 45);
 
     // Killed after uploading the packs, before the manifest.
     let mut w = writer_at(&dir, &endpoint, Some("publish.before_manifest")).await;
-    assert!(w.wait_printed("failpoint publish.before_manifest reached", Duration::from_secs(60)));
+    assert!(w.wait_printed(
+        "failpoint publish.before_manifest reached",
+        Duration::from_secs(60)
+    ));
     w.kill();
     assert_eq!(manifests(&root), vec!["00000000000000000001.json"]);
-    let packs = std::fs::read_dir(root.join("cold/crash/packs")).expect("packs").count();
-    assert_eq!(packs, 4, "the round uploaded 20..=29 and 30..=39 before it died");
+    let packs = std::fs::read_dir(root.join("cold/crash/packs"))
+        .expect("packs")
+        .count();
+    assert_eq!(
+        packs, 4,
+        "the round uploaded 20..=29 and 30..=39 before it died"
+    );
     let e = get_tx(&rep, &hash(25)).await.expect_err("not published");
-    assert!(e.message().contains("published mark: ledger 19 (manifest 1"), "{}", e.message());
-    assert_eq!(get_tx(&rep, &hash(15)).await.expect("v1 serves").envelope, s.ledger(15).txs[3].envelope);
+    assert!(
+        e.message()
+            .contains("published mark: ledger 19 (manifest 1"),
+        "{}",
+        e.message()
+    );
+    assert_eq!(
+        get_tx(&rep, &hash(15)).await.expect("v1 serves").envelope,
+        s.ledger(15).txs[3].envelope
+    );
 
     // Restarted: the round is redone (packs already there are not uploaded
     // again) and the manifest is created; killed right after it.
     let mut w = writer_at(&dir, &endpoint, Some("publish.after_manifest")).await;
-    assert!(w.wait_printed("failpoint publish.after_manifest reached", Duration::from_secs(60)));
+    assert!(w.wait_printed(
+        "failpoint publish.after_manifest reached",
+        Duration::from_secs(60)
+    ));
     w.kill();
     assert_eq!(manifests(&root).len(), 2);
     wait_version(&rep, 2).await;
     for seq in [5, 25, 35, 39] {
         let got = get_tx(&rep, &hash(seq)).await.expect("published");
-        assert_eq!((got.ledger_seq, got.envelope), (seq, s.ledger(seq).txs[3].envelope.clone()));
+        assert_eq!(
+            (got.ledger_seq, got.envelope),
+            (seq, s.ledger(seq).txs[3].envelope.clone())
+        );
     }
 
     // Restarted without a failpoint: nothing new, so no new manifest.
@@ -362,7 +502,10 @@ async fn a_writer_killed_mid_publish_leaves_the_last_manifest_serving_and_finish
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     assert_eq!(manifests(&root).len(), 2);
     let m = w.metrics_text();
-    assert!(m.contains("ledgerstore_publish_rounds_total{result=\"idle\"}"), "{m}");
+    assert!(
+        m.contains("ledgerstore_publish_rounds_total{result=\"idle\"}"),
+        "{m}"
+    );
     let (clean, _) = w.terminate();
     assert!(clean);
     common::assert_check_passes(&dir);
@@ -372,13 +515,22 @@ async fn a_writer_killed_mid_publish_leaves_the_last_manifest_serving_and_finish
     let other = tmp.path().join("other");
     let c = {
         let mut c = common::ingest_cmd(&other, "indexed", 45, 5, 99);
-        c.args(["--segments.range-ledgers", "10", "--segments.merge-levels", "0"]);
+        c.args([
+            "--segments.range-ledgers",
+            "10",
+            "--segments.merge-levels",
+            "0",
+        ]);
         c
     };
     assert!(run(c).status.success());
     let o = publish(&other, "s3://cold/crash", &endpoint);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("another writer's history"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("another writer's history"),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(manifests(&root).len(), 2);
     let ep = endpoint.clone();
     let conflict = tokio::task::spawn_blocking(move || {
@@ -392,18 +544,28 @@ async fn a_writer_killed_mid_publish_leaves_the_last_manifest_serving_and_finish
         let remote = ledgerstore_cold::Remote::new(opened.store, "s3://cold/crash");
         let rt = tokio::runtime::Runtime::new().expect("rt");
         rt.block_on(async {
-            let m = remote.newest_manifest().await.expect("read").expect("published");
+            let m = remote
+                .newest_manifest()
+                .await
+                .expect("read")
+                .expect("published");
             remote.create_manifest(&m).await.expect_err("exists")
         })
     })
     .await
     .expect("task");
-    assert!(matches!(conflict, ledgerstore_cold::ColdError::Conflict { .. }), "{conflict}");
+    assert!(
+        matches!(conflict, ledgerstore_cold::ColdError::Conflict { .. }),
+        "{conflict}"
+    );
 
     // A replica restarted with an empty cache serves again.
     drop(rep);
     let again = replica("s3://cold/crash", &endpoint, &tmp.path().join("cache"), 64).await;
-    assert_eq!(get_tx(&again, &hash(35)).await.expect("served").ledger_seq, 35);
+    assert_eq!(
+        get_tx(&again, &hash(35)).await.expect("served").ledger_seq,
+        35
+    );
 }
 
 /// Appends ledgers `from..=to` of the same synthetic chain (a run
@@ -419,9 +581,7 @@ async fn a_writer_that_evicts_published_ranges_keeps_serving_them() {
     let Some((versitygw, _)) = go_servers() else {
         return;
     };
-    let tmp = tempfile::tempdir().expect("tmp");
-    let (dir, root) = (tmp.path().join("writer"), tmp.path().join("s3"));
-    let server = s3(&versitygw, &root);
+    let (_tmp, dir, _root, server) = writer_and_bucket(&versitygw);
     let endpoint = server.url();
     let s = common::synth(21);
     ingest_synth(&dir, 45);
@@ -449,12 +609,18 @@ async fn a_writer_that_evicts_published_ranges_keeps_serving_them() {
     for seq in 1..=45 {
         for (i, tx) in s.ledger(seq).txs.iter().enumerate().step_by(5) {
             let got = get_tx(&w, &tx.hash).await.expect("served");
-            assert_eq!((got.ledger_seq, got.index, &got.envelope), (seq, i as u32, &tx.envelope));
+            assert_eq!(
+                (got.ledger_seq, got.index, &got.envelope),
+                (seq, i as u32, &tx.envelope)
+            );
         }
         let l = w
             .query()
             .await
-            .get_ledger(pb::GetLedgerRequest { seq, omit_raw: false })
+            .get_ledger(pb::GetLedgerRequest {
+                seq,
+                omit_raw: false,
+            })
             .await
             .expect("ledger")
             .into_inner();
@@ -473,7 +639,11 @@ async fn a_writer_that_evicts_published_ranges_keeps_serving_them() {
     let mut stream = w
         .query()
         .await
-        .stream_ledgers(pb::StreamLedgersRequest { start: 25, end: 35, omit_raw: true })
+        .stream_ledgers(pb::StreamLedgersRequest {
+            start: 25,
+            end: 35,
+            omit_raw: true,
+        })
         .await
         .expect("stream")
         .into_inner();
@@ -491,10 +661,16 @@ async fn a_writer_that_evicts_published_ranges_keeps_serving_them() {
     // the daemon refuses to start, naming it.
     let o = run({
         let mut c = bin();
-        c.args(["serve", "--grpc.listen", "127.0.0.1:0", "--metrics.listen", "127.0.0.1:0"])
-            .args(["--jsonrpc.listen", "127.0.0.1:0", "--data-dir"])
-            .arg(&dir)
-            .args(common::small_engine_flags());
+        c.args([
+            "serve",
+            "--grpc.listen",
+            "127.0.0.1:0",
+            "--metrics.listen",
+            "127.0.0.1:0",
+        ])
+        .args(["--jsonrpc.listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&dir)
+        .args(common::small_engine_flags());
         c
     });
     assert!(!o.status.success());

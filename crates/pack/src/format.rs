@@ -102,7 +102,9 @@ impl Header {
         }
         let version = be32(&b[8..12]);
         if version != VERSION {
-            return Err(bad(format!("version {version}; this build reads {VERSION}")));
+            return Err(bad(format!(
+                "version {version}; this build reads {VERSION}"
+            )));
         }
         let crc = be32(&b[56..60]);
         if crc32fast::hash(&b[..56]) != crc {
@@ -381,7 +383,10 @@ impl PackWriter {
         };
         let path = self.path.clone();
         let io = |a| PackError::io(&path, a);
-        let mut f = self.out.into_inner().map_err(|e| io("write")(e.into_error()))?;
+        let mut f = self
+            .out
+            .into_inner()
+            .map_err(|e| io("write")(e.into_error()))?;
         f.seek(SeekFrom::Start(0)).map_err(io("seek"))?;
         f.write_all(&header.encode()).map_err(io("write"))?;
         f.sync_all().map_err(io("fsync"))?;

@@ -58,7 +58,9 @@ fn a_pack_reads_back_every_ledger_and_body_through_its_tables() {
     assert_eq!(info.header.bodies, bodies as u64);
     assert_eq!(
         info.header.size,
-        info.header.ledger_table + (last - first + 1) as u64 * LEDGER_ENTRY + bodies as u64 * BODY_ENTRY
+        info.header.ledger_table
+            + (last - first + 1) as u64 * LEDGER_ENTRY
+            + bodies as u64 * BODY_ENTRY
     );
     assert_eq!(read_back(&bytes), want);
 }
@@ -97,7 +99,10 @@ fn writes_out_of_order_are_refused() {
     let dir = tempfile::tempdir().expect("tmp");
     let path = dir.path().join("p.pack");
     let mut w = PackWriter::create(&path, 10, 12).expect("create");
-    let e = w.push_ledger(11, b"x", &[]).expect_err("skips 10").to_string();
+    let e = w
+        .push_ledger(11, b"x", &[])
+        .expect_err("skips 10")
+        .to_string();
     assert!(e.contains("ledger 11 pushed, expected Some(10)"), "{e}");
     w.push_ledger(10, b"x", &[]).expect("10");
     let e = w.finish().expect_err("short").to_string();
@@ -124,15 +129,41 @@ fn manifest() -> Manifest {
         mark: 299,
         mark_record_sha256: "cd".repeat(32),
         packs: vec![
-            PackRef { first: 2, last: 99, bodies: 5, object: object("packs/a") },
-            PackRef { first: 100, last: 199, bodies: 6, object: object("packs/b") },
-            PackRef { first: 200, last: 299, bodies: 7, object: object("packs/c") },
+            PackRef {
+                first: 2,
+                last: 99,
+                bodies: 5,
+                object: object("packs/a"),
+            },
+            PackRef {
+                first: 100,
+                last: 199,
+                bodies: 6,
+                object: object("packs/b"),
+            },
+            PackRef {
+                first: 200,
+                last: 299,
+                bodies: 7,
+                object: object("packs/c"),
+            },
         ],
         segments: vec![
-            SegmentRef { first: 2, last: 199, object: object("segments/a") },
-            SegmentRef { first: 200, last: 299, object: object("segments/b") },
+            SegmentRef {
+                first: 2,
+                last: 199,
+                object: object("segments/a"),
+            },
+            SegmentRef {
+                first: 200,
+                last: 299,
+                object: object("segments/b"),
+            },
         ],
-        dicts: vec![DictRef { version: 1, object: object("dicts/1") }],
+        dicts: vec![DictRef {
+            version: 1,
+            object: object("dicts/1"),
+        }],
     }
 }
 
@@ -150,25 +181,42 @@ fn manifests_round_trip_and_their_invariants_are_checked() {
     assert_eq!(m.pack_of(299).map(|p| p.first), Some(200));
     assert!(m.pack_of(1).is_none() && m.pack_of(300).is_none());
     assert_eq!(m.bodies(), 18);
-    assert_eq!(pack_key(2, 99, &"0123456789abcdef".repeat(4)), "packs/0000000002-0000000099-0123456789abcdef.pack");
+    assert_eq!(
+        pack_key(2, 99, &"0123456789abcdef".repeat(4)),
+        "packs/0000000002-0000000099-0123456789abcdef.pack"
+    );
 
     let e = Manifest::parse(&manifest_key(4), &m.to_bytes()).expect_err("version");
     assert!(e.to_string().contains("holds version 3"), "{e}");
     let mut gap = m.clone();
     gap.packs.remove(1);
-    let e = Manifest::parse(&key, &gap.to_bytes()).expect_err("gap").to_string();
-    assert!(e.contains("packs: range 200..=299 does not continue"), "{e}");
+    let e = Manifest::parse(&key, &gap.to_bytes())
+        .expect_err("gap")
+        .to_string();
+    assert!(
+        e.contains("packs: range 200..=299 does not continue"),
+        "{e}"
+    );
     let mut short = m.clone();
     short.segments.pop();
-    let e = Manifest::parse(&key, &short.to_bytes()).expect_err("short").to_string();
-    assert!(e.contains("segments: the ranges end before the mark 299"), "{e}");
+    let e = Manifest::parse(&key, &short.to_bytes())
+        .expect_err("short")
+        .to_string();
+    assert!(
+        e.contains("segments: the ranges end before the mark 299"),
+        "{e}"
+    );
     let mut unhashed = m.clone();
     unhashed.dicts[0].object.sha256 = "xyz".into();
-    let e = Manifest::parse(&key, &unhashed.to_bytes()).expect_err("sha").to_string();
+    let e = Manifest::parse(&key, &unhashed.to_bytes())
+        .expect_err("sha")
+        .to_string();
     assert!(e.contains("64-digit sha256"), "{e}");
     let mut future = m;
     future.format = 2;
-    let e = Manifest::parse(&key, &future.to_bytes()).expect_err("format").to_string();
+    let e = Manifest::parse(&key, &future.to_bytes())
+        .expect_err("format")
+        .to_string();
     assert!(e.contains("format 2; this build reads format 1"), "{e}");
     let e = Manifest::parse(&key, b"{}").expect_err("empty").to_string();
     assert!(e.contains("not a manifest"), "{e}");

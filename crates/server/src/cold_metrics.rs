@@ -42,38 +42,82 @@ impl ReplicaMetrics {
         r.register(Box::new(age.clone()))?;
         let counters: Vec<(IntCounter, fn(&ReplicaStatus) -> u64)> = vec![
             (
-                counter(r, "ledgerstore_replica_cache_hits_total", "Cache lookups answered from the disk cache.")?,
+                counter(
+                    r,
+                    "ledgerstore_replica_cache_hits_total",
+                    "Cache lookups answered from the disk cache.",
+                )?,
                 |s| s.cache_hits,
             ),
             (
-                counter(r, "ledgerstore_replica_cache_misses_total", "Cache lookups that fetched from the object store.")?,
+                counter(
+                    r,
+                    "ledgerstore_replica_cache_misses_total",
+                    "Cache lookups that fetched from the object store.",
+                )?,
                 |s| s.cache_misses,
             ),
             (
-                counter(r, "ledgerstore_replica_cache_evictions_total", "Cache entries evicted to stay under replica.cache_mb.")?,
+                counter(
+                    r,
+                    "ledgerstore_replica_cache_evictions_total",
+                    "Cache entries evicted to stay under replica.cache_mb.",
+                )?,
                 |s| s.cache_evictions,
             ),
             (
-                counter(r, "ledgerstore_replica_object_gets_total", "Object reads (whole and ranged GETs), manifests included.")?,
+                counter(
+                    r,
+                    "ledgerstore_replica_object_gets_total",
+                    "Object reads (whole and ranged GETs), manifests included.",
+                )?,
                 |s| s.object_gets,
             ),
             (
-                counter(r, "ledgerstore_replica_object_get_bytes_total", "Bytes the object reads fetched.")?,
+                counter(
+                    r,
+                    "ledgerstore_replica_object_get_bytes_total",
+                    "Bytes the object reads fetched.",
+                )?,
                 |s| s.object_get_bytes,
             ),
             (
-                counter(r, "ledgerstore_replica_lookups_total", "Transactions and ledgers looked up in the published ranges.")?,
+                counter(
+                    r,
+                    "ledgerstore_replica_lookups_total",
+                    "Transactions and ledgers looked up in the published ranges.",
+                )?,
                 |s| s.lookups,
             ),
         ];
         let n = counters.len();
         Ok(Self {
-            version: gauge(r, "ledgerstore_replica_manifest_version", "The manifest version served (0: none published yet).")?,
+            version: gauge(
+                r,
+                "ledgerstore_replica_manifest_version",
+                "The manifest version served (0: none published yet).",
+            )?,
             age,
-            mark: gauge(r, "ledgerstore_replica_published_mark", "The last published ledger served.")?,
-            cache_bytes: gauge(r, "ledgerstore_replica_cache_bytes", "Bytes in the disk cache.")?,
-            cache_limit: gauge(r, "ledgerstore_replica_cache_limit_bytes", "The disk cache's bound (replica.cache_mb).")?,
-            following: gauge(r, "ledgerstore_replica_following", "1 while the latest manifest poll succeeded, 0 after a failed one.")?,
+            mark: gauge(
+                r,
+                "ledgerstore_replica_published_mark",
+                "The last published ledger served.",
+            )?,
+            cache_bytes: gauge(
+                r,
+                "ledgerstore_replica_cache_bytes",
+                "Bytes in the disk cache.",
+            )?,
+            cache_limit: gauge(
+                r,
+                "ledgerstore_replica_cache_limit_bytes",
+                "The disk cache's bound (replica.cache_mb).",
+            )?,
+            following: gauge(
+                r,
+                "ledgerstore_replica_following",
+                "1 while the latest manifest poll succeeded, 0 after a failed one.",
+            )?,
             counters,
             seen: Mutex::new(vec![0; n]),
         })
@@ -123,10 +167,22 @@ impl PublishMetrics {
         )?;
         r.register(Box::new(seconds.clone()))?;
         Ok(Self {
-            version: gauge(r, "ledgerstore_publish_manifest_version", "The newest manifest version published (0: none).")?,
-            mark: gauge(r, "ledgerstore_publish_mark", "The last ledger published to object storage.")?,
+            version: gauge(
+                r,
+                "ledgerstore_publish_manifest_version",
+                "The newest manifest version published (0: none).",
+            )?,
+            mark: gauge(
+                r,
+                "ledgerstore_publish_mark",
+                "The last ledger published to object storage.",
+            )?,
             rounds,
-            uploaded: counter(r, "ledgerstore_publish_uploaded_bytes_total", "Bytes uploaded by publish rounds.")?,
+            uploaded: counter(
+                r,
+                "ledgerstore_publish_uploaded_bytes_total",
+                "Bytes uploaded by publish rounds.",
+            )?,
             seconds,
         })
     }
@@ -135,7 +191,11 @@ impl PublishMetrics {
     pub fn round(&self, r: Result<&PublishReport, ()>) {
         match r {
             Ok(rep) => {
-                let result = if rep.version.is_some() { "published" } else { "idle" };
+                let result = if rep.version.is_some() {
+                    "published"
+                } else {
+                    "idle"
+                };
                 self.rounds.with_label_values(&[result]).inc();
                 if let Some(v) = rep.version {
                     self.version.set(i64::try_from(v).unwrap_or(i64::MAX));

@@ -19,21 +19,21 @@ use tokio::sync::watch;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 
 mod admin;
+mod cold_metrics;
 pub mod convert;
 pub mod follow;
 mod ingest;
-mod cold_metrics;
 pub mod metrics;
-mod publish;
 mod placement;
+mod publish;
 mod query;
 mod state;
 pub mod status;
 
 pub use follow::{Follow, RequestCount};
 pub use ledgerstore_cold::Replica;
-pub use publish::Publish;
 pub use metrics::Metrics;
+pub use publish::Publish;
 pub use state::AppState;
 
 /// Failures that stop the daemon.
@@ -245,94 +245,81 @@ impl Running {
         follow: Option<Follow>,
         publish: Option<Publish>,
     ) -> Result<(), ServeError> {
-    let Running {
-        cfg,
-        state,
-        metrics,
-        health,
-        server,
-        jsonrpc,
-        stop_tx,
-        stop_rx,
-    } = self;
-    let opened = tokio::task::spawn_blocking(open).await;
-    let store = match opened {
-        Ok(Ok(s)) => Arc::new(s),
-        Ok(Err(e)) => {
-            let _ = stop_tx.send(true);
-            let _ = server.await;
-            return Err(ServeError::Open(e));
-        }
-        Err(j) => {
-            let _ = stop_tx.send(true);
-            return Err(ServeError::Config(format!("opening task failed: {j}")));
-        }
-    };
-    let reader = match read_through(&store, publish.as_ref()).await {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = stop_tx.send(true);
-            let _ = server.await;
-            return Err(e);
-        }
-    };
-    state.set_store_read_through(store.clone(), reader);
-    metrics.refresh(&store);
-    set_health(&health, tonic_health::ServingStatus::Serving).await;
-    tracing::info!(mark = ?store.last_ledger(), layout = %store.layout(), "stores open; serving");
-    tokio::spawn(refresh_loop(
-        store.clone(),
-        metrics.clone(),
-        cfg.metrics.refresh_secs,
-        stop_rx.clone(),
-    ));
-    let follower = follow.map(|follow| {
-        tokio::spawn(
-            follow::Follower {
-                follow,
-                store: store.clone(),
-                cfg: cfg.clone(),
-                metrics: metrics.clone(),
-                health: health.clone(),
-                ingest_service: INGEST_SERVICE,
-                stop: stop_rx.clone(),
+        let Running {
+            cfg,
+            state,
+            metrics,
+            health,
+            server,
+            jsonrpc,
+            stop_tx,
+            stop_rx,
+        } = self;
+        let opened = tokio::task::spawn_blocking(open).await;
+        let store = match opened {
+            Ok(Ok(s)) => Arc::new(s),
+            Ok(Err(e)) => {
+                let _ = stop_tx.send(true);
+                let _ = server.await;
+                return Err(ServeError::Open(e));
             }
-            .run(),
-        )
-    });
+            Err(j) => {
+                let _ = stop_tx.send(true);
+                return Err(ServeError::Config(format!("opening task failed: {j}")));
+            }
+        };
+        let reader = match read_through(&store, publish.as_ref()).await {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = stop_tx.send(true);
+                let _ = server.await;
+                return Err(e);
+            }
+        };
+        state.set_store_read_through(store.clone(), reader);
+        metrics.refresh(&store);
+        set_health(&health, tonic_health::ServingStatus::Serving).await;
+        tracing::info!(mark = ?store.last_ledger(), layout = %store.layout(), "stores open; serving");
+        tokio::spawn(refresh_loop(
+            store.clone(),
+            metrics.clone(),
+            cfg.metrics.refresh_secs,
+            stop_rx.clone(),
+        ));
+        let follower = follow.map(|follow| {
+            tokio::spawn(
+                follow::Follower {
+                    follow,
+                    store: store.clone(),
+                    cfg: cfg.clone(),
+                    metrics: metrics.clone(),
+                    health: health.clone(),
+                    ingest_service: INGEST_SERVICE,
+                    stop: stop_rx.clone(),
+                }
+                .run(),
+            )
+        });
 
-    let publisher = publish.map(|p| {
-        tokio::spawn(p.run(store.clone(), metrics.clone(), stop_rx.clone()))
-    });
+        let publisher =
+            publish.map(|p| tokio::spawn(p.run(store.clone(), metrics.clone(), stop_rx.clone())));
 
-    let mut stopping = stop_rx.clone();
-    let _ = stopping.wait_for(|s| *s).await;
-    set_health(&health, tonic_health::ServingStatus::NotServing).await;
-    tracing::info!("shutting down: draining streams");
-    let served = server.await;
-    if let Some((_, handle)) = jsonrpc {
-        // Calls in flight finish; new connections are refused.
-        let _ = handle.stop();
-        handle.stopped().await;
-    }
-    if let Some(p) = publisher {
-        // A round cut short leaves the previous manifest valid; the next
-        // start redoes it.
-        p.abort();
-        let _ = p.await;
-    }
-    if let Some(f) = follower {
-        // It commits the ledgers in hand before it returns.
-        let _ = f.await;
-    }
-    tokio::task::spawn_blocking(move || store.close())
-        .await
-        .map_err(|j| ServeError::Config(format!("closing task failed: {j}")))??;
-    tracing::info!("stores closed");
-    match served {
-        Ok(r) => r.map_err(ServeError::from),
-        Err(j) => Err(ServeError::Config(format!("server task failed: {j}"))),
-    }
+        let served = drain(stop_rx, &health, server, jsonrpc).await;
+        if let Some(p) = publisher {
+            // A round cut short leaves the previous manifest valid; the next
+            // start redoes it.
+            p.abort();
+            let _ = p.await;
+        }
+        if let Some(f) = follower {
+            // It commits the ledgers in hand before it returns.
+            let _ = f.await;
+        }
+        tokio::task::spawn_blocking(move || store.close())
+            .await
+            .map_err(|j| ServeError::Config(format!("closing task failed: {j}")))??;
+        tracing::info!("stores closed");
+        served
     }
 
     /// Serves a read replica: follows the manifest until shutdown.
@@ -368,20 +355,32 @@ impl Running {
                 }
             }
         });
-        let mut stopping = stop_rx.clone();
-        let _ = stopping.wait_for(|s| *s).await;
-        set_health(&health, tonic_health::ServingStatus::NotServing).await;
-        tracing::info!("shutting down: draining streams");
-        let served = server.await;
-        if let Some((_, handle)) = jsonrpc {
-            let _ = handle.stop();
-            handle.stopped().await;
-        }
+        let served = drain(stop_rx, &health, server, jsonrpc).await;
         let _ = follower.await;
-        match served {
-            Ok(r) => r.map_err(ServeError::from),
-            Err(j) => Err(ServeError::Config(format!("server task failed: {j}"))),
-        }
+        served
+    }
+}
+
+/// Waits for shutdown, then turns NOT_SERVING, lets gRPC drain its
+/// streams, and stops the Stellar RPC endpoint (calls in flight finish;
+/// new connections are refused). Returns how the gRPC server ended.
+async fn drain(
+    mut stop: watch::Receiver<bool>,
+    health: &tonic_health::server::HealthReporter,
+    server: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
+    jsonrpc: Option<(SocketAddr, ledgerstore_jsonrpc::ServerHandle)>,
+) -> Result<(), ServeError> {
+    let _ = stop.wait_for(|s| *s).await;
+    set_health(health, tonic_health::ServingStatus::NotServing).await;
+    tracing::info!("shutting down: draining streams");
+    let served = server.await;
+    if let Some((_, handle)) = jsonrpc {
+        let _ = handle.stop();
+        handle.stopped().await;
+    }
+    match served {
+        Ok(r) => r.map_err(ServeError::from),
+        Err(j) => Err(ServeError::Config(format!("server task failed: {j}"))),
     }
 }
 
@@ -394,6 +393,16 @@ async fn read_through(
 ) -> Result<Arc<dyn ledgerstore_store::Reader>, ServeError> {
     let evicted = store.evicted();
     let cold = publish.map(|p| &p.cold);
+    if let Some(c) = cold
+        && store.layout() != ledgerstore_db_api::Layout::Indexed
+    {
+        return Err(ServeError::Config(format!(
+            "cold.store = {:?}: publishing needs layout indexed (closed ranges with segments); \
+             this data dir has layout {}",
+            c.location(),
+            store.layout()
+        )));
+    }
     if let Some(e) = &evicted {
         match cold {
             None => {

@@ -292,10 +292,8 @@ async fn stream_range(
             return tonic::Code::Unavailable;
         }
         let s = store.clone();
-        let chunk = tokio::task::spawn_blocking(move || {
-            s.ledger_chunk(from, end, STREAM_CHUNK)
-        })
-        .await;
+        let chunk =
+            tokio::task::spawn_blocking(move || s.ledger_chunk(from, end, STREAM_CHUNK)).await;
         let ledgers = match chunk {
             Ok(Ok(l)) => l,
             Ok(Err(e)) => {

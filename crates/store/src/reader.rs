@@ -118,10 +118,9 @@ impl Reader for Ledgerstore {
     }
 
     fn mark_text(&self) -> String {
-        self.last_ledger()
-            .map_or("the store is empty".into(), |l| {
-                format!("durable mark: ledger {l}")
-            })
+        self.last_ledger().map_or("the store is empty".into(), |l| {
+            format!("durable mark: ledger {l}")
+        })
     }
 
     fn status(&self) -> StoreResult<ReaderStatus> {

@@ -20,21 +20,27 @@ pub fn run(a: ServeArgs) -> Result<()> {
         );
     }
     let remote = crate::cold::remote("cold.store", &cfg.cold.store, &cfg)?;
-    let store = Arc::new(open::for_daemon(&cfg)().with_context(|| {
-        format!("opening data dir {}", cfg.db.path.display())
-    })?);
+    let store = Arc::new(
+        open::for_daemon(&cfg)()
+            .with_context(|| format!("opening data dir {}", cfg.db.path.display()))?,
+    );
     // Ranges the mark has closed get their segments first.
     store.wait_for_segments()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     let work = cfg.db.path.join("publish");
-    let r = rt.block_on(ledgerstore_cold::publish(Arc::clone(&store), &remote, &work));
+    let r = rt.block_on(ledgerstore_cold::publish(
+        Arc::clone(&store),
+        &remote,
+        &work,
+    ));
     let evicted = match (&r, cfg.cold.keep_local_ranges) {
         (Ok(_), keep) if keep > 0 => {
             let dir = cfg.db.path.join("cold-cache");
             let cache = ledgerstore_cold::DiskCache::open(&dir, cfg.replica.cache_mb << 20)?;
-            let cold = ledgerstore_cold::Replica::new(Arc::clone(&remote), cache, rt.handle().clone());
+            let cold =
+                ledgerstore_cold::Replica::new(Arc::clone(&remote), cache, rt.handle().clone());
             Some(rt.block_on(ledgerstore_cold::evict(Arc::clone(&store), &cold, keep)))
         }
         _ => None,

@@ -50,7 +50,10 @@ impl Ledgerstore {
     /// Where this dir's evicted ranges are published, if it evicted any.
     pub fn evicted(&self) -> Option<Evicted> {
         let tier = self.indexed.as_ref()?;
-        tier.evicted.read().map(|e| e.clone()).unwrap_or_else(|p| p.into_inner().clone())
+        tier.evicted
+            .read()
+            .map(|e| e.clone())
+            .unwrap_or_else(|p| p.into_inner().clone())
     }
 
     pub(crate) fn evicted_below(&self) -> u32 {
@@ -68,7 +71,9 @@ impl Ledgerstore {
             reason: format!("cannot evict below ledger {below}: {why}"),
         };
         let closed = self.closed_ranges()?;
-        if !closed.base.iter().any(|r| r.0 == below) && closed.last().and_then(|l| l.checked_add(1)) != Some(below) {
+        if !closed.base.iter().any(|r| r.0 == below)
+            && closed.last().and_then(|l| l.checked_add(1)) != Some(below)
+        {
             return Err(refuse("it does not start a closed base range".into()));
         }
         let prev = self.evicted();
@@ -155,14 +160,13 @@ impl Ledgerstore {
         let Some(end) = policy.base_end(pos.seq) else {
             return Ok(None);
         };
-        let start = policy
-            .base_ranges(first, end)
-            .last()
-            .map_or(first, |r| r.0);
+        let start = policy.base_ranges(first, end).last().map_or(first, |r| r.0);
         let path = tier
             .segments
             .dir()
             .join(ledgerstore_segment::hashes::file_name(start, end));
-        Ok(ledgerstore_segment::hashes::hash_at(&path, start, end, pos)?)
+        Ok(ledgerstore_segment::hashes::hash_at(
+            &path, start, end, pos,
+        )?)
     }
 }

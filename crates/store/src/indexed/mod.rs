@@ -24,8 +24,8 @@ use crate::error::{StoreError, StoreResult};
 
 pub(crate) mod check;
 mod closed;
-mod evict;
 pub(crate) mod dict;
+mod evict;
 pub(crate) mod hot;
 #[cfg(test)]
 mod merge_tests;

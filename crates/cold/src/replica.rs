@@ -153,6 +153,9 @@ impl Replica {
     pub async fn follow(self: Arc<Self>, poll: Duration, mut shutdown: watch::Receiver<bool>) {
         loop {
             let r = self.refresh().await;
+            if let Ok(Some(_)) = r {
+                Arc::clone(&self).prefetch();
+            }
             let err = r.err().map(|e| e.to_string());
             if let Some(e) = &err {
                 tracing::warn!(error = %e, "following the manifest failed; serving the one held");
@@ -166,6 +169,32 @@ impl Replica {
                 return;
             }
         }
+    }
+
+    /// Fetches the served manifest's segment files in the background,
+    /// newest first, when they fit in the cache together, so the first
+    /// lookups after a start or a new manifest do not wait for them.
+    pub fn prefetch(self: Arc<Self>) {
+        let Some(m) = self.manifest() else { return };
+        let total: u64 = m.segments.iter().map(|s| s.object.size).sum();
+        let limit = self.cache.figures().limit;
+        if total > limit {
+            tracing::warn!(
+                segments_bytes = total,
+                cache_bytes = limit,
+                "the segments do not fit in the cache (replica.cache_mb): lookups fetch them as \
+                 they probe"
+            );
+            return;
+        }
+        let rt = self.rt.clone();
+        rt.spawn_blocking(move || {
+            for r in m.segments.iter().rev() {
+                if let Err(e) = self.segment(r) {
+                    tracing::warn!(error = %e, "prefetching a segment failed; lookups retry it");
+                }
+            }
+        });
     }
 
     /// Cache figures.

@@ -304,6 +304,14 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
         rs.object_gets > 0 && rs.cache_hits > 0 && rs.lookups > 0,
         "{rs:?}"
     );
+    assert!(
+        rs.cache_hit_ratio > 0.0 && rs.cache_hit_ratio < 1.0,
+        "{rs:?}"
+    );
+    assert!(
+        rs.gets_per_lookup > 0.0 && rs.bytes_per_lookup > 0.0,
+        "{rs:?}"
+    );
     let small = tiny.status().await.replica.expect("replica status");
     assert!(
         small.cache_evictions > 0 && small.cache_bytes <= 1 << 20,

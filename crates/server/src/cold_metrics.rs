@@ -19,6 +19,9 @@ fn counter(r: &Registry, name: &str, help: &str) -> prometheus::Result<IntCounte
     Ok(c)
 }
 
+/// A counter and the status total it follows.
+type Tracked = (IntCounter, fn(&ReplicaStatus) -> u64);
+
 /// A replica's metrics, refreshed from [`ReplicaStatus`].
 pub struct ReplicaMetrics {
     version: IntGauge,
@@ -28,7 +31,7 @@ pub struct ReplicaMetrics {
     cache_limit: IntGauge,
     following: IntGauge,
     /// Counters and the totals they were last brought to.
-    counters: Vec<(IntCounter, fn(&ReplicaStatus) -> u64)>,
+    counters: Vec<Tracked>,
     seen: Mutex<Vec<u64>>,
 }
 
@@ -40,7 +43,7 @@ impl ReplicaMetrics {
             "Seconds since the writer created the manifest this replica serves.",
         )?;
         r.register(Box::new(age.clone()))?;
-        let counters: Vec<(IntCounter, fn(&ReplicaStatus) -> u64)> = vec![
+        let counters: Vec<Tracked> = vec![
             (
                 counter(
                     r,

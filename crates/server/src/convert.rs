@@ -178,9 +178,16 @@ pub fn replica_status_out(r: &ReplicaStatus) -> pb::Status {
             object_get_bytes: r.object_get_bytes,
             lookups: r.lookups,
             follow_error: r.follow_error.clone().unwrap_or_default(),
+            cache_hit_ratio: ratio(r.cache_hits, r.cache_hits + r.cache_misses),
+            gets_per_lookup: ratio(r.object_gets, r.lookups),
+            bytes_per_lookup: ratio(r.object_get_bytes, r.lookups),
         }),
         ..pb::Status::default()
     }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
 }
 
 /// A store's GetStatus.

@@ -334,8 +334,11 @@ impl Running {
             stop_tx: _stop_tx,
             stop_rx,
         } = self;
-        if let Err(e) = replica.refresh().await {
-            tracing::warn!(error = %e, "the first manifest read failed; retrying while serving");
+        match replica.refresh().await {
+            Ok(_) => replica.clone().prefetch(),
+            Err(e) => {
+                tracing::warn!(error = %e, "the first manifest read failed; retrying while serving")
+            }
         }
         state.set_reader(replica.clone());
         let rm = cold_metrics::ReplicaMetrics::new(metrics.registry())

@@ -20,7 +20,7 @@ pub struct Tiered {
 
 impl Tiered {
     fn below(&self) -> u32 {
-        self.store.evicted().map_or(0, |e| e.below)
+        self.store.evicted_below()
     }
 }
 

@@ -56,8 +56,11 @@ impl Ledgerstore {
             .unwrap_or_else(|p| p.into_inner().clone())
     }
 
-    pub(crate) fn evicted_below(&self) -> u32 {
-        self.evicted().map_or(0, |e| e.below)
+    /// Ledgers below this one left the data dir (0: none did).
+    pub fn evicted_below(&self) -> u32 {
+        self.indexed.as_ref().map_or(0, |t| {
+            t.evicted_below.load(std::sync::atomic::Ordering::Acquire)
+        })
     }
 
     /// Evicts the ledgers and bodies below `below` (which must start a
@@ -103,6 +106,8 @@ impl Ledgerstore {
             Ok(mut g) => *g = Some(rec),
             Err(p) => *p.into_inner() = Some(rec),
         }
+        tier.evicted_below
+            .store(below, std::sync::atomic::Ordering::Release);
         let mut seq = from;
         while seq < below {
             let end = seq.saturating_add(CHUNK_LEDGERS).min(below);

@@ -135,6 +135,8 @@ pub(crate) struct IndexedTier {
     /// Ledgers below `below` left the data dir: they are published (see
     /// [`evict`]).
     pub(crate) evicted: RwLock<Option<Evicted>>,
+    /// `evicted`'s `below` (0: nothing evicted), read on every lookup.
+    pub(crate) evicted_below: std::sync::atomic::AtomicU32,
 }
 
 /// How [`IndexedTier::open`] opens the tier.
@@ -201,6 +203,9 @@ impl IndexedTier {
             dicts: RwLock::new(Arc::new(dicts)),
             opts: how.opts.clone(),
             training_failed: std::sync::atomic::AtomicBool::new(false),
+            evicted_below: std::sync::atomic::AtomicU32::new(
+                evicted.as_ref().map_or(0, |e| e.below),
+            ),
             evicted: RwLock::new(evicted),
         })
     }

@@ -33,6 +33,10 @@ use crate::cache::{CacheFigures, DiskCache};
 use crate::error::{ColdError, ColdResult};
 use crate::remote::Remote;
 
+/// The zstd level dictionaries are prepared with: a replica only
+/// decompresses, so any level does.
+const DICT_LEVEL: i32 = 3;
+
 /// The manifest a replica serves, with its dictionaries.
 #[derive(Default)]
 struct View {
@@ -117,7 +121,11 @@ impl Replica {
         let mut dicts = DictSet::default();
         for d in &m.dicts {
             if let Some(have) = held.dicts.all().find(|h| h.version() == d.version) {
-                dicts.insert(Dictionary::from_bytes(d.version, have.bytes().to_vec(), 3));
+                dicts.insert(Dictionary::from_bytes(
+                    d.version,
+                    have.bytes().to_vec(),
+                    DICT_LEVEL,
+                ));
                 continue;
             }
             let bytes = self.remote.get(&d.object.key).await?;
@@ -133,7 +141,11 @@ impl Replica {
                     ),
                 ));
             }
-            dicts.insert(Dictionary::from_bytes(d.version, bytes.to_vec(), 3));
+            dicts.insert(Dictionary::from_bytes(
+                d.version,
+                bytes.to_vec(),
+                DICT_LEVEL,
+            ));
         }
         tracing::info!(version = v, mark = m.mark, "serving manifest");
         let next = Arc::new(View {
@@ -476,15 +488,14 @@ impl Replica {
 impl Reader for Replica {
     fn get_tx(&self, hash: &TxHash) -> StoreResult<Option<TxRecord>> {
         match self.find(hash)? {
-            Some((pos, body, dicts)) => {
+            Some((pos, body, dicts)) => body.record(&dicts).map(Some).map_err(|e| {
+                // The manifest is read again only to name the object.
                 let key = self
                     .manifest()
                     .and_then(|m| m.pack_of(pos.seq).map(|p| p.object.key.clone()))
                     .unwrap_or_default();
-                body.record(&dicts).map(Some).map_err(|e| {
-                    ColdError::damaged(&key, format!("ledger {}: {e}", pos.seq)).into()
-                })
-            }
+                ColdError::damaged(&key, format!("ledger {}: {e}", pos.seq)).into()
+            }),
             None => Ok(None),
         }
     }
@@ -538,7 +549,12 @@ impl Reader for Replica {
                 m.version,
                 self.remote.location()
             ),
-            None => match self.figures().follow_error {
+            None => match self
+                .follow_error
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+            {
                 Some(e) => format!(
                     "the manifest of {} could not be read yet ({e}); ask the writer",
                     self.remote.location()

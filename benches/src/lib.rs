@@ -4,6 +4,8 @@
 //!   that name the variable and the expected value;
 //! - [`fixture`]: prebuilt stores for the criterion lookup benches, built
 //!   once under the target dir and reused by later runs;
+//! - [`lake_fixture`]: a SEP-54 lake of real pubnet ledgers, as large as
+//!   asked (the data-lake benchmarks' input);
 //! - [`study`]: the degradation study, which ingests the same synthetic
 //!   ledgers batch after batch into every layout and reports per-batch,
 //!   per-store I/O like the field study's logs, plus a CSV and a PNG plot.
@@ -13,6 +15,7 @@
 pub mod error;
 pub mod fixture;
 pub mod knobs;
+pub mod lake_fixture;
 pub mod study;
 
 pub use error::{BenchError, BenchResult};

@@ -108,7 +108,7 @@ impl Default for DbConfig {
 
 /// `[mdbx]`. The geometry and page sizes are stored in each MDBX file
 /// when the data dir is created: unset, an existing dir keeps its own and a
-/// new one gets the defaults (8192 GiB, 1024 MiB, 4096 B). A page size set
+/// new one gets the defaults (8192 GiB, 16 MiB, 4096 B). A page size set
 /// for an existing dir must match; a size or step set for one changes it
 /// (logged) when a writer opens it. Readers never change it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -116,7 +116,7 @@ impl Default for DbConfig {
 pub struct MdbxConfig {
     /// Upper bound of each MDBX file, GiB (new dirs: 8192).
     pub max_size_gib: Option<u64>,
-    /// Growth step, MiB (new dirs: 1024).
+    /// Growth step, MiB (new dirs: 16).
     pub growth_step_mib: Option<u64>,
     /// Page size of tx_data, bytes (new dirs: 4096).
     pub tx_data_page_size: Option<usize>,

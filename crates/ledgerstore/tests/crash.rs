@@ -170,3 +170,37 @@ fn sigkill_at_random_instants_loses_no_committed_ledger() {
         );
     }
 }
+
+/// Issue 30 item 1, with a real crash at the one instant of creation that
+/// matters: the process aborts after the dir's empty `MARK` and before its
+/// manifest. The dir is still new, and the next ingest creates it and
+/// commits.
+#[test]
+fn a_creation_aborted_before_its_manifest_is_created_again() {
+    for layout in ["hybrid", "rocksdb", "indexed"] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("data");
+        let out = ingest_cmd(&dir, layout, 16, BATCH, SEED)
+            .env("LEDGERSTORE_FAILPOINT", "datadir-before-manifest")
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{layout}: {stderr}");
+        assert!(
+            stderr.contains("failpoint datadir-before-manifest"),
+            "{layout}: {stderr}"
+        );
+        assert!(dir.join("MARK").exists(), "{layout}: the MARK comes first");
+        assert!(!dir.join("ledgerstore.json").exists(), "{layout}");
+        let out = ingest_cmd(&dir, layout, 16, BATCH, SEED)
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{layout}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (mark, _) = verify(&dir, Some(16));
+        assert_eq!(mark, 16, "{layout}");
+    }
+}

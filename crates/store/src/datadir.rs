@@ -4,11 +4,14 @@
 //!   table lives). Written once, when the dir is created.
 //! - `MARK`: the durable high-water mark and running totals, replaced
 //!   atomically (write `MARK.tmp`, fsync, rename, fsync the dir) after every
-//!   committed batch. A new dir gets an empty `MARK` right after its
-//!   manifest, so a dir whose `MARK` is missing while its tables hold data
-//!   was damaged or copied incompletely: [`crate::Ledgerstore::open`]
-//!   refuses it instead of reading it as empty (and rolling everything
-//!   back).
+//!   committed batch. A new dir gets an empty `MARK` before its manifest
+//!   (the manifest's rename is the instant the dir exists), so a dir whose
+//!   `MARK` is missing while its tables hold data was damaged or copied
+//!   incompletely: [`crate::Ledgerstore::open`] refuses it instead of
+//!   reading it as empty (and rolling everything back). An empty dir
+//!   without a `MARK` (made by an older build, killed between its manifest
+//!   and its `MARK`) gets its empty `MARK` at the first writable open,
+//!   before any batch.
 //! - `LOCK`: an exclusive `flock`, so two processes never open one dir.
 
 use std::collections::BTreeMap;
@@ -183,18 +186,7 @@ impl DataDir {
             }
             m
         } else {
-            // A creation killed before its manifest's rename leaves only
-            // `LOCK` and `ledgerstore.json.tmp`: that dir is still new.
-            let manifest_tmp = format!("{MANIFEST}.tmp");
-            let foreign = fs::read_dir(path)
-                .map_err(StoreError::io(format!("listing {}", path.display())))?
-                .flatten()
-                .any(|e| e.file_name() != LOCK && e.file_name() != manifest_tmp.as_str());
-            if foreign {
-                return Err(dir_err(format!(
-                    "has files but no {MANIFEST}: not a ledgerstore data dir"
-                )));
-            }
+            refuse_foreign(path)?;
             if !create {
                 return Err(dir_err(format!(
                     "no {MANIFEST}: not a ledgerstore data dir"
@@ -203,12 +195,17 @@ impl DataDir {
             let m = Manifest::new(layout.unwrap_or_default(), segments);
             let json = serde_json::to_vec_pretty(&m)
                 .map_err(|e| dir_err(format!("encoding manifest: {e}")))?;
-            write_atomic(path, MANIFEST, &json)?;
+            // The empty MARK first, the manifest last: the manifest's
+            // rename is the instant the dir exists, so a dir with a
+            // manifest always has its MARK (a kill between the two leaves
+            // a dir that is still new, see `refuse_foreign`).
             let empty = MarkState {
                 dict_version: Some(0),
                 ..MarkState::default()
             };
             write_atomic(path, MARK, &encode_mark(&empty)?)?;
+            crate::failpoint::abort_at("datadir-before-manifest");
+            write_atomic(path, MANIFEST, &json)?;
             m
         };
         Ok(Self {
@@ -281,6 +278,45 @@ impl DataDir {
         }
         write_atomic(&self.path, MARK, &json)
     }
+}
+
+/// Refuses a dir with no manifest that holds anything but what an
+/// interrupted creation leaves: `LOCK`, the temp files, and an empty
+/// `MARK` (written before the manifest). Such a dir is still new.
+fn refuse_foreign(path: &Path) -> StoreResult<()> {
+    let leftovers = [
+        LOCK.to_string(),
+        format!("{MANIFEST}.tmp"),
+        format!("{MARK}.tmp"),
+    ];
+    for e in fs::read_dir(path)
+        .map_err(StoreError::io(format!("listing {}", path.display())))?
+        .flatten()
+    {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if leftovers.iter().any(|l| *l == name) {
+            continue;
+        }
+        if name == MARK && mark_is_empty(&e.path()) {
+            continue;
+        }
+        return Err(StoreError::DataDir {
+            dir: path.to_path_buf(),
+            reason: format!(
+                "has files but no {MANIFEST} (`{name}` among them): not a ledgerstore data dir"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Whether `p` holds a mark with nothing committed.
+fn mark_is_empty(p: &Path) -> bool {
+    fs::read(p)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<MarkState>(&b).ok())
+        .is_some_and(|m| m.last.is_none() && m.first.is_none())
 }
 
 fn encode_mark(mark: &MarkState) -> StoreResult<Vec<u8>> {
@@ -435,5 +471,41 @@ mod tests {
         assert_eq!(d.manifest().layout, Layout::Rocksdb);
         assert!(d.read_mark().expect("read").is_some());
         assert!(!tmp.path().join(format!("{MANIFEST}.tmp")).exists());
+    }
+
+    #[test]
+    fn a_creation_killed_between_its_mark_and_its_manifest_is_still_new() {
+        // What a SIGKILL at `datadir-before-manifest` leaves: the lock and
+        // the empty MARK (the manifest is written last).
+        let tmp = tempfile::tempdir().expect("tempdir");
+        fs::write(tmp.path().join(LOCK), b"").expect("lock");
+        let empty = MarkState {
+            dict_version: Some(0),
+            ..MarkState::default()
+        };
+        fs::write(tmp.path().join(MARK), encode_mark(&empty).expect("mark")).expect("mark");
+        fs::write(tmp.path().join(format!("{MANIFEST}.tmp")), b"{").expect("tmp");
+        let d = DataDir::open(tmp.path(), Some(Layout::Indexed), true, None).expect("create");
+        assert_eq!(d.manifest().layout, Layout::Indexed);
+        assert_eq!(d.read_mark().expect("read"), Some(empty));
+    }
+
+    #[test]
+    fn a_mark_with_data_and_no_manifest_is_refused() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let held = MarkState {
+            first: Some(1),
+            last: Some(9),
+            ..MarkState::default()
+        };
+        fs::write(tmp.path().join(MARK), encode_mark(&held).expect("mark")).expect("mark");
+        let err = DataDir::open(tmp.path(), None, true, None).expect_err("not new");
+        let msg = err.to_string();
+        assert!(msg.contains("not a ledgerstore data dir"), "{msg}");
+        assert!(msg.contains("`MARK`"), "{msg}");
+        assert_eq!(
+            fs::read(tmp.path().join(MARK)).expect("kept"),
+            encode_mark(&held).expect("mark")
+        );
     }
 }

@@ -549,3 +549,57 @@ fn the_emulated_read_bound_refuses_a_large_read() {
         .expect_err("over the bound");
     assert!(matches!(e, DbError::ReadTimeout { .. }), "{e}");
 }
+
+/// Issue 30 item 1: a creation killed between an older build's manifest
+/// and its `MARK` left an empty dir without a `MARK`; the next open went
+/// on without one, so a kill in its first batch's `MARK` write left data
+/// with no `MARK`, which every later open refused. Now the first
+/// writable open writes the empty `MARK` before anything else.
+#[test]
+fn an_empty_dir_without_its_mark_gets_one_before_the_first_batch() {
+    let s = synth();
+    for layout in Layout::ALL {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mark = tmp.path().join("MARK");
+        drop(open_with(tmp.path(), opts(layout), &Backends::for_tests()));
+        // What the kill between the manifest and the MARK left.
+        std::fs::remove_file(&mark).expect("remove MARK");
+        let store = open_with(tmp.path(), opts(layout), &Backends::for_tests());
+        assert!(mark.exists(), "{layout}: the open wrote the empty MARK");
+        // The first batch's MARK write is cut short: its data is above
+        // the (empty) mark.
+        arm_mark_faults(&store, vec![MarkFault::BeforeRename]);
+        store
+            .ingest(&s.batch(1, 5), Duration::ZERO)
+            .expect_err("the MARK write fails");
+        drop(store);
+        let store = open_with(tmp.path(), opts(layout), &Backends::for_tests());
+        assert_eq!(store.last_ledger(), None, "{layout}: rolled back");
+        store
+            .ingest(&s.batch(1, 5), Duration::ZERO)
+            .expect("ingest after the rollback");
+        store.wait_for_segments().expect("segments");
+        assert_eq!(store.last_ledger(), Some(5), "{layout}");
+        assert!(store.check().expect("check").is_ok(), "{layout}");
+    }
+}
+
+/// An offline reader of an empty dir without its `MARK` writes nothing.
+#[test]
+fn an_offline_open_of_an_empty_dir_without_its_mark_writes_nothing() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mark = tmp.path().join("MARK");
+    drop(open_with(
+        tmp.path(),
+        opts(Layout::Rocksdb),
+        &Backends::for_tests(),
+    ));
+    std::fs::remove_file(&mark).expect("remove MARK");
+    let o = StoreOptions {
+        offline: true,
+        ..opts(Layout::Rocksdb)
+    };
+    let store = open_with(tmp.path(), o, &Backends::for_tests());
+    assert_eq!(store.last_ledger(), None);
+    assert!(!mark.exists());
+}

@@ -22,6 +22,7 @@ mod backup;
 mod check;
 pub mod datadir;
 pub mod error;
+pub mod failpoint;
 mod indexed;
 mod ingest;
 mod read;
@@ -200,7 +201,20 @@ impl Ledgerstore {
             Some(m) => m,
             None => {
                 refuse_missing_mark(&dir, [ledgers.as_ref(), tx_data.as_ref(), &*tx_index])?;
-                MarkState::default()
+                // An empty dir without its MARK: created by a build that
+                // wrote the MARK after the manifest (or none until the
+                // first commit) and killed in between. Write the empty
+                // MARK before anything else, so a batch whose own MARK
+                // write is cut short leaves data above an empty mark (rolled
+                // back at the next open), never data with no MARK at all.
+                let empty = MarkState {
+                    dict_version: Some(0),
+                    ..MarkState::default()
+                };
+                if !opts.offline {
+                    dir.write_mark(&empty)?;
+                }
+                empty
             }
         };
         let sink = match &opts.report_jsonl {

@@ -37,12 +37,6 @@ const SCRUB_POLL: Duration = Duration::from_secs(3600);
 /// `wait_idle` reports a failure once this many steps failed in a row.
 pub(super) const WAIT_GIVES_UP_AFTER: u32 = 3;
 
-/// Test hook: the builder aborts the process at the named step
-/// (`LEDGERSTORE_FAILPOINT=segment-before-publish`, `segment-after-publish`,
-/// `merge-before-publish`, `merge-after-manifest`), to prove crash safety
-/// with a real crash.
-const FAILPOINT_ENV: &str = "LEDGERSTORE_FAILPOINT";
-
 /// A builder thread and the steps it takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Lane {
@@ -82,11 +76,12 @@ pub(super) enum Work {
 }
 
 impl SegmentSet {
+    /// Test hook: the builder aborts the process at the named step
+    /// (`LEDGERSTORE_FAILPOINT=segment-before-publish`,
+    /// `segment-after-publish`, `merge-before-publish`,
+    /// `merge-after-manifest`), to prove crash safety with a real crash.
     fn failpoint(&self, name: &'static str) -> StoreResult<()> {
-        if std::env::var(FAILPOINT_ENV).is_ok_and(|v| v == name) {
-            eprintln!("failpoint {name}: aborting");
-            std::process::abort();
-        }
+        crate::failpoint::abort_at(name);
         #[cfg(test)]
         self.pause_at(name)?;
         #[cfg(test)]

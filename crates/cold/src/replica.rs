@@ -483,6 +483,27 @@ impl Replica {
                 .clone(),
         }
     }
+
+    /// The transaction `hash` at `pos`, a position the caller found in its
+    /// own segments (a writer that evicted the range): read from the
+    /// range's pack alone, no segment probed or fetched. None when no
+    /// manifest is held, it does not list ledger `pos.seq`, or the body
+    /// there is not `hash`.
+    pub fn get_tx_at(&self, hash: &TxHash, pos: TxPos) -> StoreResult<Option<TxRecord>> {
+        self.lookups.fetch_add(1, Ordering::Relaxed);
+        let view = self.view();
+        let Some(m) = &view.manifest else {
+            return Ok(None);
+        };
+        match self.confirm(m, hash, pos)? {
+            Some((at, body)) => body.record(&view.dicts).map(Some).map_err(|e| {
+                let key = m.pack_of(at.seq).map(|p| p.object.key.clone());
+                ColdError::damaged(&key.unwrap_or_default(), format!("ledger {}: {e}", at.seq))
+                    .into()
+            }),
+            None => Ok(None),
+        }
+    }
 }
 
 impl Reader for Replica {

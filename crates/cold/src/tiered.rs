@@ -1,14 +1,30 @@
 //! The writer's reads once it evicts published ranges
 //! (`[cold] keep_local_ranges`): the local store first, then, for what
 //! left the data dir, a replica of its own published store.
+//!
+//! - Positions stay local: the segments and hash lists of an evicted range
+//!   stay in the data dir, so a hash is resolved without a request, and a
+//!   hash that exists nowhere costs none. Only a hit's body is read from
+//!   its range's pack (ranged GETs), never a segment.
+//! - Local absence is not taken as an answer below the boundary: an
+//!   evicted ledger or body the published store cannot serve (its manifest
+//!   unread, or not listing it) is [`StoreError::Unavailable`], never "not
+//!   found" or a short chunk.
+//! - Eviction moves the boundary, then deletes. A read that misses locally
+//!   reads the boundary again and, if the miss is below it now, reads the
+//!   published store; a chunk read while the boundary moved is read again.
 
 use std::sync::Arc;
 
-use ledgerstore_db_api::{LedgerRecord, TxHash, TxRecord};
-use ledgerstore_store::{Ledgerstore, Reader, ReaderStatus, StoreResult};
+use ledgerstore_db_api::{LedgerRecord, TxHash, TxPos, TxRecord};
+use ledgerstore_store::{Ledgerstore, Reader, ReaderStatus, StoreError, StoreResult};
 
 use crate::error::{ColdError, ColdResult};
 use crate::replica::Replica;
+
+/// Times a chunk is read again because an eviction moved the boundary
+/// while it was read (each eviction moves it once).
+const CHUNK_ATTEMPTS: usize = 4;
 
 /// Local data as a cache of the published store.
 pub struct Tiered {
@@ -22,14 +38,140 @@ impl Tiered {
     fn below(&self) -> u32 {
         self.store.evicted_below()
     }
+
+    fn unavailable(&self, what: String, reason: impl Into<String>) -> StoreError {
+        StoreError::Unavailable {
+            what,
+            store: self.cold.location().to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The published ledgers (first, mark), or why there are none to read.
+    fn published(&self, what: impl FnOnce() -> String) -> StoreResult<(u32, u32)> {
+        match (
+            Reader::first_ledger(&*self.cold),
+            Reader::last_ledger(&*self.cold),
+        ) {
+            (Some(first), Some(mark)) => Ok((first, mark)),
+            _ => Err(self.unavailable(what(), "no manifest of it has been read yet")),
+        }
+    }
+
+    /// Why the published store does not answer for ledger `seq`, which the
+    /// data dir evicted.
+    fn not_listed(&self, what: String, seq: u32, mark: u32) -> StoreError {
+        if seq > mark {
+            return self.unavailable(
+                what,
+                format!("the manifest held ends at ledger {mark} (a newer one is not read yet)"),
+            );
+        }
+        self.unavailable(
+            what,
+            format!("the manifest held lists no pack for ledger {seq}"),
+        )
+    }
+
+    /// A transaction the local store did not find: if the data dir
+    /// evicted it (its position is in the local segments and hash lists),
+    /// its body from the pack; else not found, with no request made.
+    fn evicted_tx(&self, hash: &TxHash) -> StoreResult<Option<TxRecord>> {
+        if self.below() == 0 {
+            return Ok(None);
+        }
+        let Some(pos) = self.store.evicted_position(hash)? else {
+            return Ok(None);
+        };
+        let what = || format!("transaction {hash} (ledger {})", pos.seq);
+        let (_, mark) = self.published(what)?;
+        if let Some(r) = self.cold.get_tx_at(hash, pos)? {
+            return Ok(Some(r));
+        }
+        Err(self.mismatch(hash, pos, mark, what()))
+    }
+
+    /// The pack at `pos` did not confirm `hash`, which this data dir's
+    /// hash list records there.
+    fn mismatch(&self, hash: &TxHash, pos: TxPos, mark: u32, what: String) -> StoreError {
+        let pack = self
+            .cold
+            .manifest()
+            .and_then(|m| m.pack_of(pos.seq).map(|p| p.object.key.clone()));
+        match pack {
+            Some(object) if pos.seq <= mark => StoreError::RemoteDamaged {
+                object,
+                detail: format!(
+                    "ledger {} index {} does not hold transaction {hash}, which this data dir's \
+                     hash list records there",
+                    pos.seq, pos.index
+                ),
+            },
+            _ => self.not_listed(what, pos.seq, mark),
+        }
+    }
+
+    /// Ledger `seq`, evicted: from the published store, or unavailable.
+    fn evicted_ledger(&self, seq: u32) -> StoreResult<Option<LedgerRecord>> {
+        let what = || format!("ledger {seq}");
+        let (first, mark) = self.published(what)?;
+        if seq < first {
+            return Ok(None);
+        }
+        match self.cold.get_ledger(seq)? {
+            Some(l) => Ok(Some(l)),
+            None => Err(self.not_listed(what(), seq, mark)),
+        }
+    }
+
+    /// Up to `max` ledgers of `from..=end` with the boundary at `below`:
+    /// the evicted part from the published store (all of it, or
+    /// unavailable), the rest locally.
+    fn chunk_at(
+        &self,
+        below: u32,
+        from: u32,
+        end: u32,
+        max: usize,
+    ) -> StoreResult<Vec<LedgerRecord>> {
+        let mut out = Vec::new();
+        let start = from.max(self.store.first_ledger().unwrap_or(from));
+        let to = end.min(below.saturating_sub(1));
+        if start < below && start <= to && max > 0 {
+            let what = || format!("ledgers {start}..={to}");
+            let (first, mark) = self.published(what)?;
+            let start = start.max(first);
+            if start <= to {
+                if mark < to {
+                    return Err(self.not_listed(what(), to, mark));
+                }
+                out = self.cold.ledger_chunk(start, to, max)?;
+                let want = ((to - start) as usize + 1).min(max);
+                if out.len() < want || out.iter().zip(start..).any(|(l, s)| l.seq != s) {
+                    let missing = out
+                        .iter()
+                        .zip(start..)
+                        .find(|(l, s)| l.seq != *s)
+                        .map_or(start + out.len() as u32, |(_, s)| s);
+                    return Err(self.not_listed(what(), missing, mark));
+                }
+            }
+        }
+        if out.len() < max && end >= below {
+            let rest = self
+                .store
+                .ledger_chunk(from.max(below), end, max - out.len())?;
+            out.extend(rest);
+        }
+        Ok(out)
+    }
 }
 
 impl Reader for Tiered {
     fn get_tx(&self, hash: &TxHash) -> StoreResult<Option<TxRecord>> {
         match self.store.get_tx(hash)? {
             Some(r) => Ok(Some(r)),
-            None if self.below() > 0 => self.cold.get_tx(hash),
-            None => Ok(None),
+            None => self.evicted_tx(hash),
         }
     }
 
@@ -40,36 +182,44 @@ impl Reader for Tiered {
 
     fn batch_get_txs(&self, hashes: &[TxHash]) -> StoreResult<Vec<Option<TxRecord>>> {
         let mut out = self.store.batch_get_txs(hashes)?;
-        if self.below() > 0 {
-            for (slot, h) in out.iter_mut().zip(hashes) {
-                if slot.is_none() {
-                    *slot = self.cold.get_tx(h)?;
-                }
+        for (slot, h) in out.iter_mut().zip(hashes) {
+            if slot.is_none() {
+                *slot = self.evicted_tx(h)?;
             }
         }
         Ok(out)
     }
 
     fn get_ledger(&self, seq: u32) -> StoreResult<Option<LedgerRecord>> {
-        if seq < self.below() {
-            return self.cold.get_ledger(seq);
+        if self.store.first_ledger().is_none_or(|f| seq < f) {
+            return Ok(None);
         }
-        self.store.get_ledger(seq)
+        if seq >= self.below() {
+            if let Some(l) = self.store.get_ledger(seq)? {
+                return Ok(Some(l));
+            }
+            // Missing locally: evicted meanwhile, or not there at all.
+            if seq >= self.below() {
+                return Ok(None);
+            }
+        }
+        self.evicted_ledger(seq)
     }
 
     fn ledger_chunk(&self, from: u32, end: u32, max: usize) -> StoreResult<Vec<LedgerRecord>> {
-        let below = self.below();
-        let mut out = Vec::new();
-        if from < below {
-            out = self.cold.ledger_chunk(from, end.min(below - 1), max)?;
+        for _ in 0..CHUNK_ATTEMPTS {
+            let below = self.below();
+            let out = self.chunk_at(below, from, end, max)?;
+            // The local part was read with this boundary: if it moved
+            // meanwhile, ledgers above it may have been deleted mid-read.
+            if self.below() == below {
+                return Ok(out);
+            }
         }
-        if out.len() < max && end >= below {
-            let rest = self
-                .store
-                .ledger_chunk(from.max(below), end, max - out.len())?;
-            out.extend(rest);
-        }
-        Ok(out)
+        Err(self.unavailable(
+            format!("ledgers {from}..={end}"),
+            "evictions kept moving the boundary while they were read",
+        ))
     }
 
     fn first_ledger(&self) -> Option<u32> {
@@ -115,3 +265,7 @@ pub async fn evict(store: Arc<Ledgerstore>, cold: &Replica, keep: u32) -> ColdRe
         .map_err(|e| ColdError::Task(e.to_string()))?
         .map_err(ColdError::from)
 }
+
+#[cfg(test)]
+#[path = "tiered_tests.rs"]
+mod tests;

@@ -688,3 +688,150 @@ async fn a_writer_that_evicts_published_ranges_keeps_serving_them() {
         stderr(&o)
     );
 }
+
+/// The first ledger a writer with `--cold.keep-local-ranges 1` keeps of
+/// the fixture (5-ledger base ranges): the last published range's.
+const KEPT_FROM: u32 = 63_092_995;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evicting_writer_whose_published_store_is_down_answers_unavailable_never_empty() {
+    let Some((versitygw, _)) = go_servers() else {
+        return;
+    };
+    let (_tmp, dir, _root, mut server) = writer_and_bucket(&versitygw);
+    let o = run({
+        let mut c = bin();
+        c.args([
+            "ingest",
+            "--no-progress",
+            "--layout",
+            "indexed",
+            "--data-dir",
+        ])
+        .arg(&dir)
+        .args(common::small_engine_flags())
+        .args([
+            "--segments.range-ledgers",
+            "5",
+            "--segments.merge-levels",
+            "0",
+        ])
+        .args(["--network", "pubnet", "--stellar-file"])
+        .arg(testdata(&format!("{FIXTURE}.xdr.zst")));
+        c
+    });
+    assert!(o.status.success(), "ingest: {}", stderr(&o));
+    let endpoint = server.url();
+    let flags = s3_flags(&endpoint);
+    let mut args = vec![
+        "--cold.store",
+        "s3://cold/down",
+        "--cold.publish-interval-ms",
+        "200",
+        "--cold.keep-local-ranges",
+        "1",
+        "--lake.max-retries",
+        "0",
+    ];
+    args.extend(flags.iter().map(String::as_str));
+    let mut w = Daemon::start_with_env(&dir, &args, &S3_ENV).await;
+    let evicted = dir.join("segments/EVICTED");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !evicted.exists() {
+        assert!(Instant::now() < deadline, "nothing was evicted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (clean, _) = w.terminate();
+    assert!(clean);
+    let rec: Value = serde_json::from_slice(&std::fs::read(&evicted).expect("read")).expect("json");
+    assert_eq!(rec["below"], KEPT_FROM);
+
+    // The object store stops; the writer starts without its manifest.
+    server.kill();
+    let w = Daemon::start_with_env(&dir, &args, &S3_ENV).await;
+    let all = oracle_hashes();
+    let (old, old_seq) = all.iter().find(|(_, s)| *s < KEPT_FROM).expect("evicted");
+    let (new, _) = all.iter().find(|(_, s)| *s >= KEPT_FROM).expect("kept");
+    let e = get_tx(&w, &hex::decode(old).expect("hex"))
+        .await
+        .expect_err("evicted");
+    assert_eq!(e.code(), tonic::Code::Unavailable, "{}", e.message());
+    assert!(
+        e.message().contains(&format!(
+            "(ledger {old_seq}) left this data dir for the published store s3://cold/down"
+        )),
+        "{}",
+        e.message()
+    );
+    let e = get_tx(&w, &[0x5a; 32]).await.expect_err("absent");
+    assert_eq!(e.code(), tonic::Code::NotFound, "{}", e.message());
+    get_tx(&w, &hex::decode(new).expect("hex"))
+        .await
+        .expect("kept locally");
+    let e = w
+        .query()
+        .await
+        .get_ledger(pb::GetLedgerRequest {
+            seq: 63_092_990,
+            omit_raw: true,
+        })
+        .await
+        .expect_err("evicted ledger");
+    assert_eq!(e.code(), tonic::Code::Unavailable, "{}", e.message());
+
+    // A stream from an evicted ledger fails; it does not skip to the
+    // boundary.
+    let streamed = w
+        .query()
+        .await
+        .stream_ledgers(pb::StreamLedgersRequest {
+            start: 63_092_990,
+            end: 63_093_001,
+            omit_raw: true,
+        })
+        .await;
+    let mut seqs = Vec::new();
+    let failed = match streamed {
+        Err(e) => e,
+        Ok(s) => {
+            let mut s = s.into_inner();
+            loop {
+                match s.message().await {
+                    Ok(Some(l)) => seqs.push(l.seq),
+                    Ok(None) => panic!("the stream ended with {seqs:?}"),
+                    Err(e) => break e,
+                }
+            }
+        }
+    };
+    assert_eq!(
+        failed.code(),
+        tonic::Code::Unavailable,
+        "{}",
+        failed.message()
+    );
+    assert_eq!(seqs, Vec::<u32>::new());
+
+    // Stellar RPC: an error, not a page that starts at the boundary or a
+    // NOT_FOUND status.
+    let r = curl(
+        &w.jsonrpc,
+        "getLedgers",
+        json!({"startLedger": 63_092_990, "pagination": {"limit": 10}}),
+    );
+    assert!(r.get("result").is_none(), "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("left this data dir")),
+        "{r}"
+    );
+    let r = curl(&w.jsonrpc, "getTransaction", json!({"hash": old}));
+    assert!(r.get("result").is_none(), "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("left this data dir")),
+        "{r}"
+    );
+}

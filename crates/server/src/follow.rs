@@ -11,12 +11,16 @@
 //! - A batch the store refuses (disk full, say) is logged, and following
 //!   starts again from the mark after a backoff (the poll interval,
 //!   doubling up to a minute).
+//! - If the follow task ends (it died), the ledgers in hand, whole and in
+//!   order, are committed, and following starts again from the mark after
+//!   the backoff, with nothing held over.
 //! - On shutdown the ledgers in hand are committed first.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use ledgerstore_config::Config;
 use ledgerstore_db_api::LedgerInput;
 use ledgerstore_stellar::{
@@ -120,15 +124,7 @@ impl Follower {
             }
         };
         fm.reachable.set(1);
-        let mut s = Session {
-            fm,
-            failing_since: None,
-            warned: None,
-            serving: true,
-            last_close: None,
-            seen: (0, 0),
-            pending: Vec::new(),
-        };
+        let mut s = Session::new(fm);
         let mut backoff = self.poll();
         loop {
             match self.session(&mut s).await {
@@ -164,13 +160,26 @@ impl Follower {
             }
         };
         tracing::info!(lake = lake.root(), from = ?opts.from, network = %opts.network, "following the data lake");
-        let mut events = match ledgerstore_stellar::follow(lake, opts, self.poll()) {
+        let events = match ledgerstore_stellar::follow(lake, opts, self.poll()) {
             Ok(e) => e,
             Err(e) => {
                 self.failed(s, &e).await;
                 return Ended::Refused;
             }
         };
+        self.consume(s, events).await
+    }
+
+    /// Commits what `events` (a session from the mark) yields, until
+    /// shutdown, a refused batch, or the end of the follow task.
+    async fn consume(
+        &mut self,
+        s: &mut Session,
+        mut events: BoxStream<'static, FollowEvent>,
+    ) -> Ended {
+        // Ledgers are held only within a session: one that ended with some
+        // in hand committed or dropped them (they are read again).
+        s.pending.clear();
         let batch = self.cfg.ingest.bulk_batch_ledgers as usize;
         let mut stop = self.stop.clone();
         loop {
@@ -184,7 +193,15 @@ impl Follower {
             };
             self.count_requests(s);
             match ev {
-                None => return Ended::Refused,
+                None => {
+                    // The follow task died. What arrived is whole and in
+                    // order: commit it, so the next session starts after it.
+                    tracing::error!(
+                        "follow: the lake follower task ended; following again from the mark after a backoff"
+                    );
+                    let _ = self.commit(s).await;
+                    return Ended::Refused;
+                }
                 Some(FollowEvent::UpToDate) => {
                     self.succeeded(s).await;
                     if let Some(m) = self.store.last_ledger() {
@@ -356,7 +373,26 @@ struct Session {
     pending: Vec<LedgerInput>,
 }
 
+impl Session {
+    fn new(fm: FollowMetrics) -> Self {
+        Self {
+            fm,
+            failing_since: None,
+            warned: None,
+            serving: true,
+            last_close: None,
+            seen: (0, 0),
+            pending: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
 enum Ended {
     Stopped,
     Refused,
 }
+
+#[cfg(test)]
+#[path = "follow_tests.rs"]
+mod tests;

@@ -429,7 +429,7 @@ async fn read_through(
     match (cold, publish.map(|p| p.keep_local_ranges)) {
         (Some(c), Some(keep)) if evicted.is_some() || keep > 0 => {
             if let Err(e) = c.refresh().await {
-                tracing::warn!(error = %e, "reading the published manifest failed; evicted ranges answer errors until it is read");
+                tracing::warn!(error = %e, "reading the published manifest failed; reads of evicted ranges answer UNAVAILABLE until it is read (the publisher retries every cold.publish_interval_ms)");
             }
             Ok(Arc::new(ledgerstore_cold::Tiered {
                 store: Arc::clone(store),

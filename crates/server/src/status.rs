@@ -21,7 +21,8 @@ pub fn from_store(e: &StoreError) -> Status {
         StoreError::Db(DbError::ReadTimeout { .. }) => Code::DeadlineExceeded,
         StoreError::WritesRefused { .. }
         | StoreError::Repairing { .. }
-        | StoreError::Remote { .. } => Code::Unavailable,
+        | StoreError::Remote { .. }
+        | StoreError::Unavailable { .. } => Code::Unavailable,
         StoreError::RemoteDamaged { .. } => Code::DataLoss,
         StoreError::Db(_)
         | StoreError::Segment(_)
@@ -158,6 +159,15 @@ mod tests {
                 },
                 Code::Unavailable,
                 "ledgers 100..=199 are being repaired",
+            ),
+            (
+                StoreError::Unavailable {
+                    what: "ledger 25".into(),
+                    store: "s3://cold/x".into(),
+                    reason: "its manifest could not be read yet".into(),
+                },
+                Code::Unavailable,
+                "ledger 25 left this data dir for the published store s3://cold/x",
             ),
             (
                 StoreError::Corrupt("x".into()),

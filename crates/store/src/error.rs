@@ -152,6 +152,22 @@ pub enum StoreError {
         /// What failed.
         detail: String,
     },
+    /// A read needs ledgers this data dir evicted to the published store
+    /// (`[cold] keep_local_ranges`), and that store cannot serve them now:
+    /// its manifest could not be read yet, or does not list them. The
+    /// answer is unknown, not empty: retry.
+    #[error(
+        "{what} left this data dir for the published store {store}, which cannot serve it now: \
+         {reason}; retry (GetStatus shows the published store's state)"
+    )]
+    Unavailable {
+        /// What was asked for, e.g. `ledger 25`.
+        what: String,
+        /// The published store (`[cold] store`).
+        store: String,
+        /// Why it cannot serve.
+        reason: String,
+    },
     /// An object of the published cold tier is missing or does not match
     /// what the manifest records (size, checksum, format): the range it
     /// holds cannot serve until it is published again.

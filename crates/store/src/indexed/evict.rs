@@ -12,7 +12,7 @@
 
 use std::path::Path;
 
-use ledgerstore_db_api::TxPos;
+use ledgerstore_db_api::{TxHash, TxPos};
 use serde::{Deserialize, Serialize};
 
 use crate::Ledgerstore;
@@ -22,6 +22,27 @@ use crate::error::{StoreError, StoreResult};
 pub(crate) const FILE: &str = "EVICTED";
 /// Ledgers deleted per write batch.
 const CHUNK_LEDGERS: u32 = 64;
+
+/// A step of [`Ledgerstore::evict_below_with`], where a test runs reads
+/// while the range is half gone (from another thread: the evicting one
+/// may hold write transactions there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EvictStep {
+    /// The new boundary is recorded (on disk, and for readers); nothing
+    /// is deleted yet.
+    Recorded,
+    /// Some of ledger `seq`'s bodies are deleted and committed; the rest
+    /// of the ledger is not yet.
+    PartOfLedger {
+        /// The ledger being deleted.
+        seq: u32,
+    },
+    /// Everything below `seq` is deleted and committed.
+    DeletedBelow {
+        /// The first ledger not deleted yet.
+        seq: u32,
+    },
+}
 
 /// What `segments/EVICTED` records.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,7 +88,22 @@ impl Ledgerstore {
     /// base range, after the ones already evicted, within the closed
     /// ranges), recording first that they are published at `store`.
     /// Returns the ledgers deleted.
+    ///
+    /// The boundary moves first, so a reader that finds a ledger or body
+    /// missing below it reads it from `store` instead; a reader that read
+    /// the boundary before it moved must read it again after a miss.
     pub fn evict_below(&self, below: u32, store: &str) -> StoreResult<u64> {
+        self.evict_below_with(below, store, &mut |_| {})
+    }
+
+    /// [`Ledgerstore::evict_below`], calling `step` after the boundary is
+    /// recorded and after each commit of the deletes (tests read there).
+    pub fn evict_below_with(
+        &self,
+        below: u32,
+        store: &str,
+        step: &mut dyn FnMut(EvictStep),
+    ) -> StoreResult<u64> {
         let tier = self.tier()?;
         let refuse = |why: String| StoreError::DataDir {
             dir: self.path().to_path_buf(),
@@ -108,10 +144,12 @@ impl Ledgerstore {
         }
         tier.evicted_below
             .store(below, std::sync::atomic::Ordering::Release);
+        step(EvictStep::Recorded);
         let mut seq = from;
         while seq < below {
             let end = seq.saturating_add(CHUNK_LEDGERS).min(below);
-            self.delete_local(seq, end)?;
+            self.delete_local(seq, end, step)?;
+            step(EvictStep::DeletedBelow { seq: end });
             seq = end;
         }
         Ok(u64::from(below - from))
@@ -119,7 +157,12 @@ impl Ledgerstore {
 
     /// Deletes ledgers `from..end` and their bodies, under the ingest lock
     /// (one writer at a time per engine).
-    fn delete_local(&self, from: u32, end: u32) -> StoreResult<()> {
+    fn delete_local(
+        &self,
+        from: u32,
+        end: u32,
+        step: &mut dyn FnMut(EvictStep),
+    ) -> StoreResult<()> {
         let _guard = self.ingest_lock.lock();
         let mut bodies = self.tx_data.begin_write()?;
         let mut ledgers = self.ledgers.begin_write()?;
@@ -145,6 +188,7 @@ impl Ledgerstore {
                 // A scan sees only what is committed: commit this part.
                 let done = std::mem::replace(&mut bodies, self.tx_data.begin_write()?);
                 done.commit()?;
+                step(EvictStep::PartOfLedger { seq });
             }
             ledgers.delete(&seq.to_be_bytes())?;
         }
@@ -153,6 +197,46 @@ impl Ledgerstore {
         bodies.commit()?;
         ledgers.commit()?;
         Ok(())
+    }
+
+    /// The exact position of `hash` in a range evicted now (the boundary
+    /// is read here, after any local miss the caller had): the segments'
+    /// candidates below the boundary, confirmed against their range's
+    /// hash list. No body is read; nothing leaves the machine. For a fee
+    /// bump's inner hash, the position of its alias body.
+    pub fn evicted_position(&self, hash: &TxHash) -> StoreResult<Option<TxPos>> {
+        let tier = self.tier()?;
+        let cold = tier.segments.lookup(&hash.0);
+        if let Some(pos) = self.evicted_match(hash, &cold.candidates)? {
+            return Ok(Some(pos));
+        }
+        match cold.repairing {
+            Some((first, last, reason)) if first < self.evicted_below() => {
+                Err(StoreError::Repairing {
+                    first,
+                    last,
+                    reason,
+                })
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The candidate in an evicted range whose hash list entry is `hash`
+    /// (its body left the data dir). Reads the boundary now: call it after
+    /// the local reads it backs up.
+    pub(crate) fn evicted_match(
+        &self,
+        hash: &TxHash,
+        candidates: &[TxPos],
+    ) -> StoreResult<Option<TxPos>> {
+        let below = self.evicted_below();
+        for pos in candidates.iter().filter(|p| p.seq < below) {
+            if self.evicted_hash(*pos)? == Some(hash.0) {
+                return Ok(Some(*pos));
+            }
+        }
+        Ok(None)
     }
 
     /// The hash at an evicted position, from its base range's hash list.

@@ -34,7 +34,7 @@ pub(crate) mod segments;
 mod tests;
 
 pub use closed::{ClosedRanges, ClosedSegment};
-pub use evict::Evicted;
+pub use evict::{EvictStep, Evicted};
 use segments::{Cold, SegmentSet, SetOpen};
 pub use segments::{MergePolicy, SegmentStats};
 pub(crate) use segments::{check_explicit_policy, recorded_policy};
@@ -274,10 +274,15 @@ impl Ledgerstore {
             if let Some(bytes) = self.tx_data.get(&pos.to_bytes())? {
                 let body = TxBody::decompress(&bytes)?;
                 if body.hash == *hash {
-                    return match body.alias_of()? {
-                        None => Ok(Some((pos, body))),
-                        Some(index) => self.aliased_body(pos, index).map(Some),
-                    };
+                    match body.alias_of()? {
+                        None => return Ok(Some((pos, body))),
+                        Some(index) => match self.aliased_body(pos, index)? {
+                            Some(found) => return Ok(Some(found)),
+                            // Being evicted: the caller reads it from the
+                            // published store.
+                            None => continue,
+                        },
+                    }
                 }
             }
         }
@@ -292,11 +297,15 @@ impl Ledgerstore {
     }
 
     /// The body an alias body at `at` names: the `index`-th transaction of
-    /// the same ledger.
-    fn aliased_body(&self, at: TxPos, index: u32) -> StoreResult<(TxPos, TxBody)> {
+    /// the same ledger. None when the ledger is being evicted (its bodies
+    /// are deleted in parts, so the alias may outlive its transaction for
+    /// a moment).
+    fn aliased_body(&self, at: TxPos, index: u32) -> StoreResult<Option<(TxPos, TxBody)>> {
         let pos = TxPos { seq: at.seq, index };
         let body = match self.tx_data.get(&pos.to_bytes())? {
             Some(bytes) => TxBody::decompress(&bytes)?,
+            // The boundary moves before anything is deleted: read it now.
+            None if at.seq < self.evicted_below() => return Ok(None),
             None => {
                 return Err(StoreError::Corrupt(format!(
                     "tx_bodies: the alias at ledger {} index {} names index {index}, which \
@@ -311,7 +320,7 @@ impl Ledgerstore {
                 at.seq, at.index
             )));
         }
-        Ok((pos, body))
+        Ok(Some((pos, body)))
     }
 
     /// Refuses hashes already committed (layout `indexed`): the hot map
@@ -343,11 +352,13 @@ impl Ledgerstore {
                 continue;
             }
             let cold = tier.segments.lookup(&h.0);
-            let evicted = self.evicted_match(&h, &cold.candidates)?;
+            let candidates = cold.candidates.clone();
             if let Some((pos, _)) = self.confirm(&h, cold)? {
                 return Err(exists(hash, field(), pos.seq));
             }
-            if let Some(pos) = evicted {
+            // After the bodies are read: a body deleted meanwhile was
+            // evicted, and the boundary read now says so.
+            if let Some(pos) = self.evicted_match(&h, &candidates)? {
                 return Err(exists(hash, field(), pos.seq));
             }
         }
@@ -361,23 +372,13 @@ impl Ledgerstore {
             return Ok(self.is_visible(pos.seq).then_some(pos.seq));
         }
         let cold = self.tier()?.segments.lookup(&hash.0);
-        let evicted = self.evicted_match(hash, &cold.candidates)?;
-        match self.confirm(hash, cold)? {
-            Some((pos, _)) => Ok(Some(pos.seq)),
-            None => Ok(evicted.map(|p| p.seq)),
+        let candidates = cold.candidates.clone();
+        if let Some((pos, _)) = self.confirm(hash, cold)? {
+            return Ok(Some(pos.seq));
         }
-    }
-
-    /// The candidate in an evicted range whose hash list entry is `hash`
-    /// (its body left the data dir: see [`evict`]).
-    fn evicted_match(&self, hash: &TxHash, candidates: &[TxPos]) -> StoreResult<Option<TxPos>> {
-        let below = self.evicted_below();
-        for pos in candidates.iter().filter(|p| p.seq < below) {
-            if self.evicted_hash(*pos)? == Some(hash.0) {
-                return Ok(Some(*pos));
-            }
-        }
-        Ok(None)
+        // After the bodies are read, with the boundary as it is now: a body
+        // deleted meanwhile was evicted.
+        Ok(self.evicted_match(hash, &candidates)?.map(|p| p.seq))
     }
 
     pub(crate) fn get_tx_indexed(&self, hash: &TxHash) -> StoreResult<Option<TxRecord>> {

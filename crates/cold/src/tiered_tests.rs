@@ -1,0 +1,584 @@
+//! A writer that evicts published ranges ([`Tiered`]) on a real `indexed`
+//! store (RocksDB + MDBX in a temp dir), its published store on
+//! object_store's local filesystem behind a fault-injecting wrapper that
+//! records every request, can stop answering, and can hold a GET until the
+//! test releases it.
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use ledgerstore_backends::Backends;
+use ledgerstore_db_api::{Layout, LedgerInput, TxHash};
+use ledgerstore_pack::Manifest;
+use ledgerstore_store::{
+    DictOptions, EvictStep, IndexedOptions, Ledgerstore, Reader, StoreError, StoreOptions,
+};
+use ledgerstore_synth::{Synth, SynthConfig};
+use object_store::local::LocalFileSystem;
+use object_store::path::Path as ObjPath;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions,
+};
+use tokio::sync::oneshot;
+
+use crate::{DiskCache, Remote, Replica, Tiered, publish};
+
+/// One request the object store received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Request {
+    op: &'static str,
+    key: String,
+    ranged: bool,
+}
+
+/// A GET held until the test releases it.
+struct Gate {
+    reached: oneshot::Sender<()>,
+    release: oneshot::Receiver<()>,
+}
+
+#[derive(Default)]
+struct Faults {
+    log: Mutex<Vec<Request>>,
+    down: AtomicBool,
+    gate: Mutex<Option<Gate>>,
+}
+
+impl Faults {
+    fn record(&self, op: &'static str, key: &ObjPath, ranged: bool) -> object_store::Result<()> {
+        self.log.lock().expect("log").push(Request {
+            op,
+            key: key.to_string(),
+            ranged,
+        });
+        if self.down.load(Ordering::SeqCst) {
+            return Err(object_store::Error::Generic {
+                store: "faulty",
+                source: "connection refused (the test stopped the object store)".into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn take_log(&self) -> Vec<Request> {
+        std::mem::take(&mut *self.log.lock().expect("log"))
+    }
+
+    /// Holds the next GET: returns when it is reached, and a sender that
+    /// releases it.
+    fn arm(&self) -> (oneshot::Receiver<()>, oneshot::Sender<()>) {
+        let (reached, reached_rx) = oneshot::channel();
+        let (release_tx, release) = oneshot::channel();
+        *self.gate.lock().expect("gate") = Some(Gate { reached, release });
+        (reached_rx, release_tx)
+    }
+}
+
+/// The local filesystem, through [`Faults`].
+struct Faulty {
+    inner: LocalFileSystem,
+    faults: Arc<Faults>,
+}
+
+impl fmt::Debug for Faulty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Faulty({})", self.inner)
+    }
+}
+
+impl fmt::Display for Faulty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Faulty({})", self.inner)
+    }
+}
+
+fn failed_stream(e: object_store::Error) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+    futures::stream::once(async move { Err(e) }).boxed()
+}
+
+#[async_trait]
+impl ObjectStore for Faulty {
+    async fn put_opts(
+        &self,
+        location: &ObjPath,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        self.faults.record("put", location, false)?;
+        self.inner.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &ObjPath,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.faults.record("put", location, false)?;
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(
+        &self,
+        location: &ObjPath,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        let op = if options.head { "head" } else { "get" };
+        self.faults.record(op, location, options.range.is_some())?;
+        let gate = self.faults.gate.lock().expect("gate").take();
+        if let Some(g) = gate {
+            let _ = g.reached.send(());
+            let _ = g.release.await;
+        }
+        self.inner.get_opts(location, options).await
+    }
+
+    async fn get_ranges(
+        &self,
+        location: &ObjPath,
+        ranges: &[Range<u64>],
+    ) -> object_store::Result<Vec<Bytes>> {
+        self.faults.record("get", location, true)?;
+        self.inner.get_ranges(location, ranges).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<ObjPath>>,
+    ) -> BoxStream<'static, object_store::Result<ObjPath>> {
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(
+        &self,
+        prefix: Option<&ObjPath>,
+    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        let key = prefix.cloned().unwrap_or_default();
+        match self.faults.record("list", &key, false) {
+            Ok(()) => self.inner.list(prefix),
+            Err(e) => failed_stream(e),
+        }
+    }
+
+    fn list_with_offset(
+        &self,
+        prefix: Option<&ObjPath>,
+        offset: &ObjPath,
+    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        let key = prefix.cloned().unwrap_or_default();
+        match self.faults.record("list", &key, false) {
+            Ok(()) => self.inner.list_with_offset(prefix, offset),
+            Err(e) => failed_stream(e),
+        }
+    }
+
+    async fn list_with_delimiter(
+        &self,
+        prefix: Option<&ObjPath>,
+    ) -> object_store::Result<ListResult> {
+        let key = prefix.cloned().unwrap_or_default();
+        self.faults.record("list", &key, false)?;
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &ObjPath,
+        to: &ObjPath,
+        options: CopyOptions,
+    ) -> object_store::Result<()> {
+        self.faults.record("copy", from, false)?;
+        self.inner.copy_opts(from, to, options).await
+    }
+
+    async fn rename_opts(
+        &self,
+        from: &ObjPath,
+        to: &ObjPath,
+        options: RenameOptions,
+    ) -> object_store::Result<()> {
+        self.faults.record("rename", from, false)?;
+        self.inner.rename_opts(from, to, options).await
+    }
+}
+
+/// A writer's store, its published store and the faults in front of it.
+struct Fixture {
+    tmp: tempfile::TempDir,
+    rt: tokio::runtime::Runtime,
+    synth: Synth,
+    store: Arc<Ledgerstore>,
+    remote: Arc<Remote>,
+    faults: Arc<Faults>,
+}
+
+fn options(range_ledgers: u32, dict: bool) -> StoreOptions {
+    StoreOptions {
+        layout: Some(Layout::Indexed),
+        indexed: IndexedOptions {
+            range_ledgers,
+            merge_fanout: 2,
+            merge_levels: 1,
+            dict: dict.then_some(DictOptions {
+                train_after_txs: 60,
+                samples: 60,
+                max_bytes: 4 << 10,
+                retrain_every_txs: 0,
+            }),
+            ..IndexedOptions::default()
+        },
+        ..StoreOptions::default()
+    }
+}
+
+/// A distinct 32-byte alias (a fee bump's inner hash) for `hash`.
+fn alias_of(hash: &[u8]) -> Vec<u8> {
+    hash.iter().map(|b| !b).collect()
+}
+
+/// Ledger `seq`, where every third transaction has an alias.
+fn ledger(s: &Synth, seq: u32) -> LedgerInput {
+    let mut l = s.ledger(seq);
+    for (i, t) in l.txs.iter_mut().enumerate() {
+        if i % 3 == 1 {
+            t.alias = Some(alias_of(&t.hash));
+        }
+    }
+    l
+}
+
+fn h(bytes: &[u8]) -> TxHash {
+    TxHash::from_slice(bytes).expect("32 bytes")
+}
+
+impl Fixture {
+    /// Ledgers `1..=last` of `tx` transactions each in base ranges of
+    /// `range_ledgers`, the closed ranges published.
+    fn new(range_ledgers: u32, tx: u32, last: u32, dict: bool) -> Self {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let (data, bucket) = (tmp.path().join("data"), tmp.path().join("bucket"));
+        std::fs::create_dir_all(&bucket).expect("bucket");
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let synth = Synth::new(SynthConfig::small(31, tx));
+        let store = Arc::new(
+            Ledgerstore::open(&data, options(range_ledgers, dict), &Backends::for_tests())
+                .expect("open store"),
+        );
+        for first in (1..=last).step_by(5) {
+            let batch: Vec<_> = (first..=last.min(first + 4))
+                .map(|seq| ledger(&synth, seq))
+                .collect();
+            store.ingest(&batch, Duration::ZERO).expect("ingest");
+        }
+        store.wait_for_segments().expect("segments");
+        let faults = Arc::new(Faults::default());
+        let fs = Faulty {
+            inner: LocalFileSystem::new_with_prefix(&bucket).expect("local store"),
+            faults: Arc::clone(&faults),
+        };
+        let remote = Arc::new(Remote::new(Arc::new(fs), bucket.display().to_string()));
+        rt.block_on(publish(Arc::clone(&store), &remote, &data.join("publish")))
+            .expect("publish");
+        Self {
+            tmp,
+            rt,
+            synth,
+            store,
+            remote,
+            faults,
+        }
+    }
+
+    /// A replica of the published store with a fresh cache of `bytes`,
+    /// its manifest read if the store answers.
+    fn replica(&self, name: &str, bytes: u64) -> Arc<Replica> {
+        let cache = DiskCache::open(&self.tmp.path().join(name), bytes).expect("cache");
+        let rep = Replica::new(Arc::clone(&self.remote), cache, self.rt.handle().clone());
+        let _ = self.rt.block_on(rep.refresh());
+        rep
+    }
+
+    fn tiered(&self, cold: &Arc<Replica>) -> Arc<Tiered> {
+        Arc::new(Tiered {
+            store: Arc::clone(&self.store),
+            cold: Arc::clone(cold),
+        })
+    }
+
+    fn evict_below(&self, below: u32) {
+        self.store
+            .evict_below(below, self.remote.location())
+            .expect("evict");
+    }
+
+    fn tx(&self, seq: u32, i: usize) -> TxHash {
+        h(&self.synth.ledger(seq).txs[i].hash)
+    }
+
+    fn inner(&self, seq: u32, i: usize) -> TxHash {
+        h(&alias_of(&self.synth.ledger(seq).txs[i].hash))
+    }
+
+    fn manifest(&self) -> Manifest {
+        self.rt
+            .block_on(self.remote.newest_manifest())
+            .expect("read")
+            .expect("published")
+    }
+}
+
+/// A hash that is stored nowhere.
+fn absent(n: u8) -> TxHash {
+    TxHash([n; 32])
+}
+
+fn seqs(chunk: &[ledgerstore_db_api::LedgerRecord]) -> Vec<u32> {
+    chunk.iter().map(|l| l.seq).collect()
+}
+
+#[test]
+fn an_evicting_writer_resolves_hashes_locally_and_fetches_only_a_hits_pack_ranges() {
+    let f = Fixture::new(10, 6, 45, true);
+    let before: Vec<_> = [(15, 2), (3, 1), (22, 4), (40, 1)]
+        .iter()
+        .map(|&(seq, i)| {
+            let hash = f.tx(seq, i);
+            (hash, f.store.get_tx(&hash).expect("get").expect("stored"))
+        })
+        .collect();
+    let inner = f.inner(15, 1);
+    let want_inner = f.store.get_tx(&inner).expect("get").expect("alias");
+    assert_eq!(want_inner.index, 1);
+
+    // A cache far smaller than the segments, as when the index outgrows
+    // replica.cache_mb.
+    let cold = f.replica("cache", 4 << 10);
+    f.evict_below(30);
+    let tiered = f.tiered(&cold);
+    let m = f.manifest();
+    let packs: Vec<&str> = m.packs.iter().map(|p| p.object.key.as_str()).collect();
+    f.faults.take_log();
+
+    // Hashes that exist nowhere: no request at all, every time.
+    for n in 0..20 {
+        assert_eq!(Reader::get_tx(&*tiered, &absent(n)).expect("absent"), None);
+    }
+    let batch = Reader::batch_get_txs(&*tiered, &[absent(1), absent(2)]).expect("batch");
+    assert_eq!(batch, vec![None, None]);
+    assert_eq!(
+        Reader::get_tx_ledger(&*tiered, &absent(3)).expect("ledger"),
+        None
+    );
+    assert_eq!(
+        f.faults.take_log(),
+        Vec::<Request>::new(),
+        "absent hashes cost no request"
+    );
+
+    // Hits in evicted ranges (a transaction, a fee bump's inner hash, in
+    // a batch with a local one and an absent one): pack ranges only.
+    for (hash, want) in &before {
+        assert_eq!(
+            Reader::get_tx(&*tiered, hash).expect("hit").as_ref(),
+            Some(want)
+        );
+    }
+    assert_eq!(
+        Reader::get_tx(&*tiered, &inner).expect("inner hash"),
+        Some(want_inner.clone())
+    );
+    let got = Reader::batch_get_txs(
+        &*tiered,
+        &[before[1].0, inner, absent(9), before[3].0, before[2].0],
+    )
+    .expect("batch");
+    assert_eq!(
+        got,
+        vec![
+            Some(before[1].1.clone()),
+            Some(want_inner),
+            None,
+            Some(before[3].1.clone()),
+            Some(before[2].1.clone()),
+        ]
+    );
+    let log = f.faults.take_log();
+    assert!(!log.is_empty(), "evicted bodies are read from the packs");
+    for r in &log {
+        assert!(
+            r.op == "get" && r.ranged && packs.contains(&r.key.as_str()),
+            "only ranged reads of packs, never a segment: {r:?} (all: {log:?})"
+        );
+    }
+}
+
+#[test]
+fn without_a_manifest_evicted_reads_are_unavailable_never_empty() {
+    let f = Fixture::new(10, 6, 45, true);
+    f.evict_below(30);
+    // The object store stops answering before the writer reads a manifest.
+    f.faults.down.store(true, Ordering::SeqCst);
+    let cold = f.replica("cache", 1 << 30);
+    assert!(cold.manifest().is_none());
+    let tiered = f.tiered(&cold);
+
+    let unavailable = |r: Result<_, StoreError>, what: &str| match r {
+        Err(e @ StoreError::Unavailable { .. }) => {
+            assert!(e.to_string().contains(what), "{e}");
+        }
+        other => panic!("{what}: want UNAVAILABLE, got {other:?}"),
+    };
+    unavailable(
+        Reader::get_tx(&*tiered, &f.tx(15, 2)).map(|_| ()),
+        "(ledger 15) left this data dir",
+    );
+    unavailable(
+        Reader::get_tx(&*tiered, &f.inner(15, 1)).map(|_| ()),
+        "(ledger 15)",
+    );
+    unavailable(
+        Reader::batch_get_txs(&*tiered, &[f.tx(40, 0), f.tx(3, 0)]).map(|_| ()),
+        "(ledger 3)",
+    );
+    unavailable(Reader::get_ledger(&*tiered, 15).map(|_| ()), "ledger 15 ");
+    unavailable(
+        Reader::ledger_chunk(&*tiered, 25, 35, 100).map(|_| ()),
+        "ledgers 25..=29",
+    );
+    let streamed: Result<Vec<_>, _> = ledgerstore_store::ledger_iter(&*tiered, 1, 45, 4).collect();
+    unavailable(streamed.map(|_| ()), "ledgers 1..=29");
+
+    // What is local, or exists nowhere, still answers.
+    f.faults.take_log();
+    assert_eq!(Reader::get_tx(&*tiered, &absent(7)).expect("absent"), None);
+    let local = Reader::get_tx(&*tiered, &f.tx(40, 0)).expect("local");
+    assert_eq!(local.map(|r| r.ledger_seq), Some(40));
+    assert_eq!(
+        Reader::get_tx_ledger(&*tiered, &f.tx(15, 2)).expect("exact locally"),
+        Some(15)
+    );
+    assert_eq!(
+        seqs(&Reader::ledger_chunk(&*tiered, 30, 35, 100).expect("local chunk")),
+        (30..=35).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        Reader::get_ledger(&*tiered, 0).expect("before the first"),
+        None
+    );
+    assert_eq!(f.faults.take_log(), Vec::<Request>::new());
+
+    // Once the store answers and the manifest is read, they serve.
+    f.faults.down.store(false, Ordering::SeqCst);
+    f.rt.block_on(cold.refresh()).expect("refresh");
+    let got = Reader::get_tx(&*tiered, &f.tx(15, 2)).expect("served");
+    assert_eq!(got.map(|r| r.ledger_seq), Some(15));
+    assert_eq!(
+        seqs(&Reader::ledger_chunk(&*tiered, 25, 35, 100).expect("chunk")),
+        (25..=35).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_chunk_read_while_an_eviction_moves_the_boundary_skips_no_ledger() {
+    let f = Fixture::new(10, 4, 45, false);
+    f.evict_below(10);
+    let cold = f.replica("cache", 1 << 30);
+    let tiered = f.tiered(&cold);
+
+    // The chunk reads 5..=9 from the published store with the boundary
+    // at 10; its first GET is held while 10..=29 are evicted.
+    let (reached, release) = f.faults.arm();
+    let reader = {
+        let t = Arc::clone(&tiered);
+        std::thread::spawn(move || Reader::ledger_chunk(&*t, 5, 35, 100))
+    };
+    reached.blocking_recv().expect("the chunk's first GET");
+    f.evict_below(30);
+    assert_eq!(f.store.get_ledger(20).expect("local"), None);
+    release.send(()).expect("release");
+    let chunk = reader.join().expect("reader").expect("chunk");
+    assert_eq!(seqs(&chunk), (5..=35).collect::<Vec<_>>());
+}
+
+#[test]
+fn reads_inside_a_half_done_eviction_answer_exactly() {
+    // Ledgers of more bodies than one delete commit takes (1024), so the
+    // eviction commits part of a ledger: the transactions go first, the
+    // alias bodies (after them) stay a moment longer.
+    let f = Fixture::new(2, 1030, 8, false);
+    let cold = f.replica("cache", 1 << 30);
+    let tiered = f.tiered(&cold);
+    let want: Vec<_> = [
+        f.tx(1, 5),
+        f.inner(1, 1),
+        f.inner(2, 1024),
+        f.tx(1, 1029),
+        f.tx(3, 7),
+    ]
+    .iter()
+    .map(|hash| (*hash, f.store.get_tx(hash).expect("get").expect("stored")))
+    .collect();
+    let ledgers: Vec<_> = (1..=5)
+        .map(|seq| f.store.get_ledger(seq).expect("ledger").expect("stored"))
+        .collect();
+
+    let check = |step: EvictStep| {
+        for (hash, rec) in &want {
+            let got = Reader::get_tx(&*tiered, hash);
+            let ledger = Reader::get_tx_ledger(&*tiered, hash);
+            let batch = Reader::batch_get_txs(&*tiered, &[*hash]);
+            match (got, ledger, batch) {
+                (Ok(Some(got)), Ok(Some(seq)), Ok(batch)) => {
+                    assert_eq!(&got, rec, "{step:?}");
+                    assert_eq!(seq, rec.ledger_seq, "{step:?}");
+                    assert_eq!(batch, vec![Some(got)], "{step:?}");
+                }
+                other => panic!("{step:?}: {hash}: {other:?}"),
+            }
+        }
+        let chunk = Reader::ledger_chunk(&*tiered, 1, 5, 100).expect("chunk");
+        assert_eq!(chunk, ledgers, "{step:?}");
+        for l in &ledgers {
+            assert_eq!(
+                Reader::get_ledger(&*tiered, l.seq)
+                    .expect("ledger")
+                    .as_ref(),
+                Some(l),
+                "{step:?}"
+            );
+        }
+    };
+    let mut seen = Vec::new();
+    let mut read = |step: EvictStep| {
+        let part = matches!(step, EvictStep::PartOfLedger { seq: 1 });
+        if !(part || step == EvictStep::Recorded || step == (EvictStep::DeletedBelow { seq: 4 })) {
+            return;
+        }
+        // From another thread: the evicting one may hold write
+        // transactions here.
+        std::thread::scope(|sc| {
+            sc.spawn(|| check(step)).join().expect("reads");
+        });
+        seen.push(step);
+    };
+    let n = f
+        .store
+        .evict_below_with(4, f.remote.location(), &mut read)
+        .expect("evict");
+    assert_eq!(n, 3);
+    assert_eq!(
+        seen,
+        vec![
+            EvictStep::Recorded,
+            EvictStep::PartOfLedger { seq: 1 },
+            EvictStep::DeletedBelow { seq: 4 },
+        ]
+    );
+}

@@ -39,6 +39,10 @@ pub use indexed::{
     ClosedRanges, ClosedSegment, DictOptions, DictStats, Evicted, ExplicitPolicy, IndexedOptions,
     MergePolicy, SegmentStats,
 };
+pub use indexed::segments::{
+    RepairEvent, RepairFailure, RepairReport, RepairWait, RepairWaitOutcome, RepairedRange,
+    RewrittenList,
+};
 pub use ingest::IngestOutcome;
 pub use ledgerstore_segment::SegmentInfo;
 pub use read::LedgerRange;

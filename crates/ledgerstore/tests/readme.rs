@@ -15,13 +15,10 @@
 //! Commands a block sends to the background (`… &`) are stopped with SIGINT
 //! at the end, and the session is bounded in time.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
 
 /// The longest the whole session may take.
 const SESSION: Duration = Duration::from_secs(900);

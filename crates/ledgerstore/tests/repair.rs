@@ -226,7 +226,7 @@ fn ingest_into_a_dir_with_a_lost_segment_succeeds_on_the_first_run() {
     let (out, err) = (stdout(&o), stderr(&o));
     assert!(o.status.success(), "ingest: {out}{err}");
     assert!(!err.contains("being repaired"), "{err}");
-    assert!(out.contains("committed through ledger 2009"), "{out}");
+    assert!(out.contains("committed through ledger 2010"), "{out}");
     assert!(seg_file(&dir, 1, 999).exists());
     assert_check_passes(&dir);
 }

@@ -396,3 +396,7 @@ impl Ledgerstore {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "repair_tests.rs"]
+mod tests;

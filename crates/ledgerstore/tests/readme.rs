@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 
 /// The longest the whole session may take.
-const SESSION: Duration = Duration::from_secs(900);
+const SESSION: Duration = Duration::from_secs(600);
 
 /// A fenced code block of README.md.
 #[derive(Debug)]
@@ -127,12 +127,26 @@ fn session(blocks: &[Block], [grpc, rpc, metrics]: [u16; 3]) -> String {
             s.push_str("kill -INT \"$README_DAEMON\"\nwait \"$README_DAEMON\"\n");
         }
         if kind == "daemon" {
+            // One command, sent to the background as is, so that `$!` is
+            // the daemon itself (a backgrounded group would be a subshell,
+            // which ignores SIGINT).
+            let command: Vec<&str> = b
+                .text
+                .lines()
+                .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+                .collect();
+            assert_eq!(
+                command.len(),
+                1,
+                "README.md line {}: a daemon block holds one command",
+                b.line
+            );
             s.push_str(&format!(
-                "{{\n{}}} > daemon.log 2>&1 &\nREADME_DAEMON=$!\n\
+                "{} > daemon.log 2>&1 &\nREADME_DAEMON=$!\n\
                  until scripts/run.sh health --endpoint http://127.0.0.1:{grpc} >/dev/null 2>&1; do\n\
                  kill -0 \"$README_DAEMON\" || {{ cat daemon.log >&2; exit 1; }}\n\
                  sleep 0.2\ndone\n",
-                moved(&b.text)
+                moved(command[0])
             ));
         } else {
             s.push_str(&moved(&b.text));

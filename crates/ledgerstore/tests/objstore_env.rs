@@ -40,7 +40,12 @@ fn ingest(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Output {
         .arg(dir)
         .args(["--stellar-datalake", LAKE, "--from", "63093000"])
         // A request sent to the wrong place fails fast.
-        .args(["--lake.max-retries", "0", "--lake.connect-timeout-ms", "2000"])
+        .args([
+            "--lake.max-retries",
+            "0",
+            "--lake.connect-timeout-ms",
+            "2000",
+        ])
         .args(extra)
         .args(small_engine_flags());
     for v in HOST_VARS {
@@ -53,7 +58,10 @@ fn ingest(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Output {
 fn ok(o: &Output, what: &str) -> String {
     assert!(o.status.success(), "{what}: {}\n{}", stdout(o), stderr(o));
     let out = stdout(o);
-    assert!(out.contains("2 files, ledgers 63093000..=63093001"), "{what}: {out}");
+    assert!(
+        out.contains("2 files, ledgers 63093000..=63093001"),
+        "{what}: {out}"
+    );
     out
 }
 

@@ -19,7 +19,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-
 /// The longest the whole session may take.
 const SESSION: Duration = Duration::from_secs(600);
 
@@ -80,7 +79,10 @@ fn blocks(readme: &str) -> Vec<Block> {
         prev = line;
     }
     if let Some(b) = open {
-        panic!("README.md: the block opened at line {} is not closed", b.line);
+        panic!(
+            "README.md: the block opened at line {} is not closed",
+            b.line
+        );
     }
     out
 }
@@ -122,7 +124,10 @@ fn session(blocks: &[Block], [grpc, rpc, metrics]: [u16; 3]) -> String {
         if kind == "illustrative" {
             continue;
         }
-        s.push_str(&format!("echo '=== README.md block at line {}' >&2\n", b.line));
+        s.push_str(&format!(
+            "echo '=== README.md block at line {}' >&2\n",
+            b.line
+        ));
         if kind == "ctrl-c" {
             s.push_str("kill -INT \"$README_DAEMON\"\nwait \"$README_DAEMON\"\n");
         }
@@ -183,10 +188,7 @@ fn readme_blocks_have_closed_fences_and_known_markers() {
 fn unclosed_fences_are_refused_by_line() {
     let bad = "a\n```python\nx = 1\n\n## Next\n```sh\nls\n```\n";
     let e = std::panic::catch_unwind(|| blocks(bad)).expect_err("unclosed");
-    let msg = e
-        .downcast_ref::<String>()
-        .cloned()
-        .unwrap_or_default();
+    let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(msg.contains("opened at line 2"), "{msg}");
 }
 
@@ -222,9 +224,18 @@ fn readme_followed_top_to_bottom_runs() {
     c.arg("session.sh")
         .current_dir(dir)
         .env("README_BIN", env!("CARGO_BIN_EXE_ledgerstore"))
-        .env("LEDGERSTORE_GRPC__LISTEN", format!("127.0.0.1:{}", ports[0]))
-        .env("LEDGERSTORE_JSONRPC__LISTEN", format!("127.0.0.1:{}", ports[1]))
-        .env("LEDGERSTORE_METRICS__LISTEN", format!("127.0.0.1:{}", ports[2]))
+        .env(
+            "LEDGERSTORE_GRPC__LISTEN",
+            format!("127.0.0.1:{}", ports[0]),
+        )
+        .env(
+            "LEDGERSTORE_JSONRPC__LISTEN",
+            format!("127.0.0.1:{}", ports[1]),
+        )
+        .env(
+            "LEDGERSTORE_METRICS__LISTEN",
+            format!("127.0.0.1:{}", ports[2]),
+        )
         .env_remove("LEDGERSTORE_DB__PATH")
         .env_remove("LEDGERSTORE_INGEST_TOKEN")
         .env_remove("RUST_LOG")
@@ -277,6 +288,14 @@ fn readme_followed_top_to_bottom_runs() {
     }
     assert!(at.contains("every block ran"), "{at}");
     // What the README shows the Stellar RPC calls answering.
-    assert!(stdout.contains(r#""status":"healthy""#), "{}", tail(&stdout));
-    assert!(stdout.contains(r#""status":"SUCCESS""#), "{}", tail(&stdout));
+    assert!(
+        stdout.contains(r#""status":"healthy""#),
+        "{}",
+        tail(&stdout)
+    );
+    assert!(
+        stdout.contains(r#""status":"SUCCESS""#),
+        "{}",
+        tail(&stdout)
+    );
 }

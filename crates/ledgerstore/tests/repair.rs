@@ -110,15 +110,21 @@ fn repair_rebuilds_a_lost_segment_says_so_and_check_passes() {
     let out = stdout(&o);
     assert!(o.status.success(), "repair: {out}{}", stderr(&o));
     assert!(
-        out.contains("rebuilt ledgers 10..=19: 120 keys from 1 hash list(s) and 0 range(s) of ledger records"),
+        out.contains(
+            "rebuilt ledgers 10..=19: 120 keys from 1 hash list(s) and 0 range(s) of ledger records"
+        ),
         "{out}"
     );
     assert!(
-        out.contains("rebuilt ledgers 20..=29: 120 keys from 0 hash list(s) and 1 range(s) of ledger records"),
+        out.contains(
+            "rebuilt ledgers 20..=29: 120 keys from 0 hash list(s) and 1 range(s) of ledger records"
+        ),
         "{out}"
     );
     assert!(
-        out.contains("rewrote the hash list of ledgers 30..=39 from the ledger records (120 hashes)"),
+        out.contains(
+            "rewrote the hash list of ledgers 30..=39 from the ledger records (120 hashes)"
+        ),
         "{out}"
     );
     assert!(
@@ -133,7 +139,11 @@ fn repair_rebuilds_a_lost_segment_says_so_and_check_passes() {
     // Nothing left to do: a second run says so.
     let o = repair(&dir);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("nothing needed rebuilding"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("nothing needed rebuilding"),
+        "{}",
+        stdout(&o)
+    );
 
     // JSON for scripts.
     std::fs::remove_file(seg_file(&dir, 1, 9)).expect("lose a segment");

@@ -139,7 +139,8 @@ const GCS_KEY_VARS: [&str; 3] = [
 
 /// The variables that name an S3 endpoint, the most specific first: the
 /// AWS CLI and SDKs read them in this order.
-pub const AWS_ENDPOINT_VARS: [&str; 3] = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"];
+pub const AWS_ENDPOINT_VARS: [&str; 3] =
+    ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"];
 
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
@@ -462,13 +463,22 @@ mod tests {
             ("AWS_ENDPOINT_URL_S3", "http://c:3"),
         ];
         let e = s3_endpoint(&none, vars(all)).expect("set");
-        assert_eq!((e.url.as_str(), e.source), ("http://c:3", "AWS_ENDPOINT_URL_S3"));
+        assert_eq!(
+            (e.url.as_str(), e.source),
+            ("http://c:3", "AWS_ENDPOINT_URL_S3")
+        );
         let e = s3_endpoint(&none, vars(&all[..2])).expect("set");
-        assert_eq!((e.url.as_str(), e.source), ("http://b:2", "AWS_ENDPOINT_URL"));
+        assert_eq!(
+            (e.url.as_str(), e.source),
+            ("http://b:2", "AWS_ENDPOINT_URL")
+        );
         let e = s3_endpoint(&none, vars(&all[..1])).expect("set");
         assert_eq!((e.url.as_str(), e.source), ("http://a:1", "AWS_ENDPOINT"));
         // An empty variable is unset, as the AWS tools read it.
-        let e = s3_endpoint(&none, vars(&[("AWS_ENDPOINT_URL_S3", " "), ("AWS_ENDPOINT", "http://a:1")]));
+        let e = s3_endpoint(
+            &none,
+            vars(&[("AWS_ENDPOINT_URL_S3", " "), ("AWS_ENDPOINT", "http://a:1")]),
+        );
         assert_eq!(e.map(|e| e.source), Some("AWS_ENDPOINT"));
         // The configuration wins over every variable.
         let configured = Options {
@@ -499,7 +509,10 @@ mod tests {
         let err = check_endpoint(&e("127.0.0.1:7070"), true, &refuse)
             .expect_err("no scheme")
             .to_string();
-        assert!(err.contains("AWS_ENDPOINT_URL = \"127.0.0.1:7070\""), "{err}");
+        assert!(
+            err.contains("AWS_ENDPOINT_URL = \"127.0.0.1:7070\""),
+            "{err}"
+        );
     }
 
     #[test]

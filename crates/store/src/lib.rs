@@ -39,10 +39,6 @@ pub use indexed::{
     ClosedRanges, ClosedSegment, DictOptions, DictStats, Evicted, ExplicitPolicy, IndexedOptions,
     MergePolicy, SegmentStats,
 };
-pub use indexed::segments::{
-    RepairEvent, RepairFailure, RepairReport, RepairWait, RepairWaitOutcome, RepairedRange,
-    RewrittenList,
-};
 pub use ingest::IngestOutcome;
 pub use ledgerstore_segment::SegmentInfo;
 pub use read::LedgerRange;
@@ -50,6 +46,12 @@ pub use reader::{Reader, ReaderStatus, ReplicaStatus, ledger_iter};
 pub use report::{BatchReport, JsonLinesSink, StoreTiming};
 pub use stats::{StoreStats, TableStats};
 pub use validate::Limits;
+
+// The offline repair and the wait for a writer's repairs (layout indexed).
+pub use indexed::segments::{
+    RepairEvent, RepairFailure, RepairReport, RepairWait, RepairWaitOutcome, RepairedRange,
+    RewrittenList,
+};
 
 /// Keys per read transaction in the store's own multi-key point reads (the
 /// duplicate-hash check, rollback at open): each chunk is its own

@@ -84,10 +84,7 @@ fn render_event(ev: &RepairEvent) -> String {
             "rewrote the hash list of ledgers {}..={} from the ledger records ({} hashes): {}",
             l.first, l.last, l.keys, l.reason
         ),
-        RepairEvent::Failed(f) => format!(
-            "FAILED ledgers {}..={}: {}",
-            f.first, f.last, f.error
-        ),
+        RepairEvent::Failed(f) => format!("FAILED ledgers {}..={}: {}", f.first, f.last, f.error),
     }
 }
 

@@ -331,7 +331,9 @@ impl SegmentSet {
         let bases = self.policy.base_ranges(first, last);
         let from_ledgers = bases
             .iter()
-            .filter(|&&(a, b)| hashes::count(&self.dir.join(hashes::file_name(a, b)), a, b).is_err())
+            .filter(|&&(a, b)| {
+                hashes::count(&self.dir.join(hashes::file_name(a, b)), a, b).is_err()
+            })
             .count();
         if let Err(e) = self.rebuild(first, last, true) {
             tracing::warn!(first, last, error = %e, "the rebuild failed; trying once more");

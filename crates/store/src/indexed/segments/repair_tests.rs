@@ -99,8 +99,16 @@ fn an_offline_repair_rebuilds_from_the_hash_lists_or_the_ledgers_and_reports_it(
         .collect();
     assert_eq!(got, [(10, 19, 1, 0), (20, 29, 0, 1)]);
     assert!(r.rebuilt.iter().all(|x| x.keys == 80), "{r:#?}");
-    assert!(r.rebuilt[0].reason.contains("seg-0000000010-0000000019.idx"), "{r:#?}");
-    assert!(matches!(events[0], RepairEvent::Rebuilding { first: 10, .. }));
+    assert!(
+        r.rebuilt[0]
+            .reason
+            .contains("seg-0000000010-0000000019.idx"),
+        "{r:#?}"
+    );
+    assert!(matches!(
+        events[0],
+        RepairEvent::Rebuilding { first: 10, .. }
+    ));
     assert_eq!(events.len(), 4);
     assert!(store.segments_repairing().ranges.is_empty());
     assert_all_readable(&store, &s, 1, 45);
@@ -126,9 +134,14 @@ fn a_range_with_nothing_left_to_rebuild_from_is_named_and_the_wait_gives_up() {
         assert_eq!(r.failed.len(), 1, "{r:#?}");
         let f = &r.failed[0];
         assert_eq!((f.first, f.last), (10, 19));
-        assert!(f.error.contains("hashes-0000000010-0000000019.bin"), "{}", f.error);
         assert!(
-            f.error.contains("the record of ledger 15 is missing (the next one is ledger 16)"),
+            f.error.contains("hashes-0000000010-0000000019.bin"),
+            "{}",
+            f.error
+        );
+        assert!(
+            f.error
+                .contains("the record of ledger 15 is missing (the next one is ledger 16)"),
             "{}",
             f.error
         );

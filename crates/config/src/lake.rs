@@ -11,7 +11,9 @@ use crate::{ConfigError, invalid};
 #[serde(default, deny_unknown_fields)]
 pub struct LakeConfig {
     /// An S3-compatible server's URL (e.g. `http://127.0.0.1:7070`), or a
-    /// GCS server's base URL. Empty: the cloud's own endpoint.
+    /// GCS server's base URL. Empty: for S3, `AWS_ENDPOINT_URL_S3`,
+    /// `AWS_ENDPOINT_URL` or `AWS_ENDPOINT` when set, else the cloud's own
+    /// endpoint.
     pub endpoint: String,
     /// S3 region. Empty: `AWS_REGION`, `AWS_DEFAULT_REGION`, else
     /// `us-east-1`. The public pubnet lake is in `us-east-2`.

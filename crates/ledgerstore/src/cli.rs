@@ -54,6 +54,12 @@ pub enum Command {
     /// Verify a data dir: every record decodes, every index entry and every
     /// listed hash resolve, the mark matches. Exits 1 on any problem.
     Check(CheckArgs),
+    /// Rebuild, offline, what `check` finds broken in the segments of a
+    /// stopped data dir (layout indexed): every segment that is missing or
+    /// fails its checks, from its hash lists or the ledger records, and
+    /// every damaged hash list; then check the dir. Prints what it rebuilt;
+    /// exits 1 naming what it could not.
+    Repair(RepairArgs),
     /// Take a consistent backup cut at the high-water mark: from a running
     /// daemon (--endpoint, online) or from a stopped data dir (--data-dir).
     Backup(BackupArgs),
@@ -143,6 +149,18 @@ pub enum BenchCall {
 pub struct CheckArgs {
     #[command(flatten)]
     pub store: StoreArgs,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RepairArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Skip `check` after repairing.
+    #[arg(long)]
+    pub no_check: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -435,6 +453,12 @@ pub struct IngestArgs {
     /// No progress bar (for logs).
     #[arg(long)]
     pub no_progress: bool,
+    /// Layout indexed: longest to wait, before a batch, for the repair of a
+    /// lost or damaged segment (which the batch's duplicate check needs);
+    /// the wait also ends, with an error, once the repair failed 3 times
+    /// in a row.
+    #[arg(long = "repair-wait-seconds", value_name = "S", default_value_t = 3600)]
+    pub repair_wait_seconds: u64,
     /// After the lake's newest ledger, keep polling it and commit each new
     /// file as it appears (a data lake only; stop with Ctrl-C).
     #[arg(long, conflicts_with = "to")]

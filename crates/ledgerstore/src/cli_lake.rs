@@ -7,7 +7,8 @@ use clap::Args;
 #[derive(Debug, Args, Clone, Default)]
 pub struct LakeFlags {
     /// [lake] endpoint: an S3-compatible server's URL, or a GCS server's
-    /// base URL (default: the cloud's own).
+    /// base URL (default for S3: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL or
+    /// AWS_ENDPOINT when set, else the cloud's own).
     #[arg(id = "lake.endpoint", long = "lake.endpoint", value_name = "URL")]
     pub endpoint: Option<String>,
     /// [lake] region of an S3 bucket (the public pubnet lake: us-east-2).

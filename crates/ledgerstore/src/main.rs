@@ -46,6 +46,7 @@ fn run(args: cli::Cli) -> Result<()> {
         cli::Command::Tx(a) => runtime()?.block_on(cmd::remote::tx(a)),
         cli::Command::Ledger(a) => runtime()?.block_on(cmd::remote::ledger(a)),
         cli::Command::Check(a) => cmd::ops::check(a),
+        cli::Command::Repair(a) => cmd::repair::run(a),
         cli::Command::Backup(a) => cmd::ops::backup(a),
         cli::Command::Restore(a) => cmd::ops::restore(a),
         cli::Command::Health(a) => runtime()?.block_on(cmd::ops::health(a)),

@@ -7,6 +7,10 @@
 //!   reads anonymously otherwise; `anonymous` never signs; `env` requires them; `instance`
 //!   is object_store's whole default chain, the only mode that may ask a
 //!   cloud instance-metadata endpoint.
+//! - **Endpoint** ([`s3_endpoint`]): an S3 location goes to the configured
+//!   endpoint, else to the one the standard variables name
+//!   (`AWS_ENDPOINT_URL_S3`, then `AWS_ENDPOINT_URL`, then
+//!   `AWS_ENDPOINT`, as the AWS CLI and SDKs read them), else to AWS.
 //! - **Timeouts and retries**: every request has a connect and a total
 //!   timeout; 5xx, 429, timeouts and refused or reset connections are
 //!   retried with exponential backoff and decorrelated jitter
@@ -133,8 +137,63 @@ const GCS_KEY_VARS: [&str; 3] = [
     "GOOGLE_APPLICATION_CREDENTIALS",
 ];
 
+/// The variables that name an S3 endpoint, the most specific first: the
+/// AWS CLI and SDKs read them in this order.
+pub const AWS_ENDPOINT_VARS: [&str; 3] =
+    ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"];
+
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// An S3 endpoint and where it was set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct S3Endpoint {
+    /// The URL.
+    pub url: String,
+    /// `lake.endpoint`, or the variable that named it.
+    pub source: &'static str,
+}
+
+/// The endpoint S3 requests go to: `opts.endpoint` (configuration) wins;
+/// else the first of [`AWS_ENDPOINT_VARS`] that `var` finds set; else None
+/// (AWS itself). Whatever the credentials mode: an endpoint is where the
+/// bucket lives, not a credential.
+pub fn s3_endpoint(opts: &Options, var: impl Fn(&str) -> Option<String>) -> Option<S3Endpoint> {
+    if let Some(url) = &opts.endpoint {
+        return Some(S3Endpoint {
+            url: url.clone(),
+            source: "lake.endpoint",
+        });
+    }
+    AWS_ENDPOINT_VARS.iter().find_map(|&name| {
+        var(name)
+            .filter(|v| !v.trim().is_empty())
+            .map(|url| S3Endpoint { url, source: name })
+    })
+}
+
+/// Refuses an endpoint that is not an http(s) URL, or is plain http
+/// without `allow_http`, naming where it was set.
+fn check_endpoint(
+    e: &S3Endpoint,
+    allow_http: bool,
+    refuse: &dyn Fn(String) -> ObjStoreError,
+) -> ObjStoreResult<()> {
+    let (url, source) = (&e.url, e.source);
+    let lower = url.to_ascii_lowercase();
+    if !lower.starts_with("http://") && !lower.starts_with("https://") {
+        return Err(refuse(format!(
+            "{source} = {url:?} is not an http:// or https:// URL"
+        )));
+    }
+    if lower.starts_with("http://") && !allow_http {
+        return Err(refuse(format!(
+            "the endpoint {url} ({source}) is plain http; set lake.allow_http = true \
+             (--lake.allow-http) to allow it"
+        )));
+    }
+    Ok(())
 }
 
 /// Opens `location` (see [`Location::parse`]).
@@ -244,8 +303,15 @@ fn s3_builder(
     if let Some(r) = region {
         b = b.with_region(r);
     }
-    if let Some(e) = &opts.endpoint {
-        b = b.with_endpoint(e).with_allow_http(opts.allow_http);
+    // Set in every mode: `from_env` (instance) reads the variables too, and
+    // its `AWS_ENDPOINT_URL_S3` would beat a configured endpoint.
+    if let Some(e) = s3_endpoint(opts, env) {
+        check_endpoint(&e, opts.allow_http, refuse)?;
+        tracing::info!(endpoint = %e.url, from = e.source, "S3 endpoint");
+        b = b
+            .with_endpoint(&e.url)
+            .with_config(object_store::aws::AmazonS3ConfigKey::S3Endpoint, &e.url)
+            .with_allow_http(opts.allow_http);
     }
     let keys = match &opts.s3_keys {
         Some((id, secret)) => (Some(id.clone()), Some(secret.clone())),
@@ -378,6 +444,75 @@ mod tests {
         assert!(e.to_string().contains("lake.allow_http"), "{e}");
         let e = open("/nonexistent/lake/dir", &anon).expect_err("no dir");
         assert!(e.to_string().contains("not a directory"), "{e}");
+    }
+
+    #[test]
+    fn the_s3_endpoint_is_the_configured_one_then_the_most_specific_variable() {
+        let vars = |set: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                set.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_string())
+            }
+        };
+        let none = Options::default();
+        assert_eq!(s3_endpoint(&none, vars(&[])), None);
+        let all: &[(&str, &str)] = &[
+            ("AWS_ENDPOINT", "http://a:1"),
+            ("AWS_ENDPOINT_URL", "http://b:2"),
+            ("AWS_ENDPOINT_URL_S3", "http://c:3"),
+        ];
+        let e = s3_endpoint(&none, vars(all)).expect("set");
+        assert_eq!(
+            (e.url.as_str(), e.source),
+            ("http://c:3", "AWS_ENDPOINT_URL_S3")
+        );
+        let e = s3_endpoint(&none, vars(&all[..2])).expect("set");
+        assert_eq!(
+            (e.url.as_str(), e.source),
+            ("http://b:2", "AWS_ENDPOINT_URL")
+        );
+        let e = s3_endpoint(&none, vars(&all[..1])).expect("set");
+        assert_eq!((e.url.as_str(), e.source), ("http://a:1", "AWS_ENDPOINT"));
+        // An empty variable is unset, as the AWS tools read it.
+        let e = s3_endpoint(
+            &none,
+            vars(&[("AWS_ENDPOINT_URL_S3", " "), ("AWS_ENDPOINT", "http://a:1")]),
+        );
+        assert_eq!(e.map(|e| e.source), Some("AWS_ENDPOINT"));
+        // The configuration wins over every variable.
+        let configured = Options {
+            endpoint: Some("https://d:4".into()),
+            ..Options::default()
+        };
+        let e = s3_endpoint(&configured, vars(all)).expect("set");
+        assert_eq!((e.url.as_str(), e.source), ("https://d:4", "lake.endpoint"));
+    }
+
+    #[test]
+    fn an_endpoint_variable_that_cannot_be_used_is_refused_by_name() {
+        let refuse = |detail: String| ObjStoreError::Options {
+            location: "s3://lake".into(),
+            detail,
+        };
+        let e = |url: &str| S3Endpoint {
+            url: url.into(),
+            source: "AWS_ENDPOINT_URL",
+        };
+        let err = check_endpoint(&e("http://127.0.0.1:7070"), false, &refuse)
+            .expect_err("plain http")
+            .to_string();
+        assert!(err.contains("AWS_ENDPOINT_URL"), "{err}");
+        assert!(err.contains("lake.allow_http"), "{err}");
+        check_endpoint(&e("http://127.0.0.1:7070"), true, &refuse).expect("allowed");
+        check_endpoint(&e("https://s3.example.com"), false, &refuse).expect("https");
+        let err = check_endpoint(&e("127.0.0.1:7070"), true, &refuse)
+            .expect_err("no scheme")
+            .to_string();
+        assert!(
+            err.contains("AWS_ENDPOINT_URL = \"127.0.0.1:7070\""),
+            "{err}"
+        );
     }
 
     #[test]

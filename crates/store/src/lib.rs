@@ -48,6 +48,12 @@ pub use report::{BatchReport, JsonLinesSink, StoreTiming};
 pub use stats::{StoreStats, TableStats};
 pub use validate::Limits;
 
+// The offline repair and the wait for a writer's repairs (layout indexed).
+pub use indexed::segments::{
+    RepairEvent, RepairFailure, RepairReport, RepairWait, RepairWaitOutcome, RepairedRange,
+    RewrittenList,
+};
+
 /// Keys per read transaction in the store's own multi-key point reads (the
 /// duplicate-hash check, rollback at open): each chunk is its own
 /// short transaction, so on a cold page cache (one random read per key)

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use indicatif::{ProgressBar, ProgressStyle};
 use ledgerstore_db_api::LedgerInput;
-use ledgerstore_store::Ledgerstore;
+use ledgerstore_store::{Ledgerstore, StoreError};
 use ledgerstore_synth::{Synth, SynthConfig};
 
 use crate::cli::{IngestArgs, SynthArgs};
@@ -61,20 +61,51 @@ pub(crate) struct Writer {
     progress: ProgressBar,
     committed: u64,
     started: Instant,
+    /// Longest wait for a segment repair before a batch.
+    repair_wait: Duration,
 }
 
+/// Batches retried after a wait for a segment repair (a range can break
+/// again, e.g. found damaged by the scrub, while the run goes on).
+const REPAIR_RETRIES: u32 = 3;
+
 impl Writer {
-    pub(crate) fn new(store: Ledgerstore, progress: ProgressBar) -> Self {
-        Self {
+    /// The writer of `store`. Layout indexed: a segment that is lost or
+    /// damaged is first rebuilt (waited for up to `repair_wait`), since the
+    /// duplicate check of every batch needs it.
+    pub(crate) fn new(
+        store: Ledgerstore,
+        progress: ProgressBar,
+        repair_wait: Duration,
+    ) -> Result<Self> {
+        crate::cmd::repair::wait_for_repairs(&store, repair_wait, &progress)?;
+        Ok(Self {
             store,
             progress,
             committed: 0,
             started: Instant::now(),
-        }
+            repair_wait,
+        })
     }
 
     pub(crate) fn write(&mut self, ledgers: &[LedgerInput], source: Duration) -> Result<()> {
-        let out = self.store.ingest(ledgers, source)?;
+        // A batch refused because a range is being repaired wrote nothing
+        // (it is validated whole first): wait for the repair and send it
+        // again.
+        let mut tries = 0;
+        let out = loop {
+            match self.store.ingest(ledgers, source) {
+                Err(StoreError::Repairing { .. }) if tries < REPAIR_RETRIES => {
+                    tries += 1;
+                    crate::cmd::repair::wait_for_repairs(
+                        &self.store,
+                        self.repair_wait,
+                        &self.progress,
+                    )?;
+                }
+                other => break other?,
+            }
+        };
         self.committed += out.committed as u64;
         self.progress.inc(ledgers.len() as u64);
         if let Some(r) = out.report {
@@ -167,7 +198,11 @@ fn synthetic(a: &IngestArgs, store: Ledgerstore) -> Result<()> {
         a.batch_ledgers
     );
     let synth = synth_from(&a.synth);
-    let mut w = Writer::new(store, progress(a.no_progress, Some(u64::from(ledgers))));
+    let mut w = Writer::new(
+        store,
+        progress(a.no_progress, Some(u64::from(ledgers))),
+        Duration::from_secs(a.repair_wait_seconds),
+    )?;
     let (tx, rx) = mpsc::sync_channel(1);
     let batch = a.batch_ledgers;
     let generator = std::thread::spawn(move || {

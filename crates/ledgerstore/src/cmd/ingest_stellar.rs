@@ -82,7 +82,11 @@ pub(crate) fn run(a: &IngestArgs, src: Stellar, cfg: &Config, store: Ledgerstore
         (events, len)
     };
     let progress = progress(a.no_progress, len);
-    let mut w = Writer::new(store, progress.clone());
+    let mut w = Writer::new(
+        store,
+        progress.clone(),
+        Duration::from_secs(a.repair_wait_seconds),
+    )?;
     let (tx, mut rx) = tokio::sync::mpsc::channel(2);
     let follow = a.follow;
     rt.spawn(forward(events, tx, follow));

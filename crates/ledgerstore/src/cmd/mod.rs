@@ -9,6 +9,7 @@ pub mod print;
 pub mod publish;
 pub mod push;
 pub mod remote;
+pub mod repair;
 pub mod serve;
 pub mod source;
 pub mod stats;

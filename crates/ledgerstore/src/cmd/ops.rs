@@ -32,7 +32,7 @@ pub fn check(a: CheckArgs) -> Result<()> {
     Ok(())
 }
 
-fn render_check(dir: &Path, r: &CheckReport) -> String {
+pub(crate) fn render_check(dir: &Path, r: &CheckReport) -> String {
     let mut out = format!(
         "{}: mark {}  ledgers {}  txs {}  tx_index entries {}  tx_data entries {}\n",
         dir.display(),

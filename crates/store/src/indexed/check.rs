@@ -239,12 +239,14 @@ impl Ledgerstore {
                 (Some(seg), _) => {
                     if let Err(e) = seg.verify() {
                         r.problem(format!(
-                            "segments: {e} (the daemon's scrub rebuilds it from the hash lists)"
+                            "segments: {e} (`ledgerstore repair`, or the daemon's scrub, rebuilds it from the \
+                             hash lists)"
                         ));
                     }
                 }
                 (None, why) => r.problem(format!(
-                    "segments: ledgers {}..={} have no usable segment: {} (the next writer rebuilds it)",
+                    "segments: ledgers {}..={} have no usable segment: {} (`ledgerstore repair`, or the \
+                     next writer, rebuilds it)",
                     slot.first,
                     slot.last,
                     why.as_deref().unwrap_or("unknown")
@@ -258,7 +260,7 @@ impl Ledgerstore {
                 .join(ledgerstore_segment::hashes::file_name(first, last));
             if let Err(e) = ledgerstore_segment::hashes::verify(&path, first, last) {
                 r.problem(format!(
-                    "segments: {e} (a rebuild falls back to the ledger records and rewrites it)"
+                    "segments: {e} (`ledgerstore repair` writes it again from the ledger records)"
                 ));
             }
         }

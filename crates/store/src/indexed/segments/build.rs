@@ -390,7 +390,7 @@ impl SegmentSet {
     /// in for the listed ranges it contains (a merge), or for itself (a
     /// `repair`). Their files are deleted only after the manifest no longer
     /// lists them.
-    fn rebuild(&self, first: u32, last: u32, repair: bool) -> StoreResult<()> {
+    pub(super) fn rebuild(&self, first: u32, last: u32, repair: bool) -> StoreResult<()> {
         let started = Instant::now();
         let slots = self.slots();
         if let Some(s) = slots
@@ -421,7 +421,11 @@ impl SegmentSet {
                 return Err(ledgerstore_segment::SegmentError::Cancelled.into());
             }
             let list = self.dir.join(hashes::file_name(a, b));
-            if let Err(err) = hashes::scan(&list, a, b, |seq, hs| w.push_ledger(seq, hs)) {
+            let pushed = hashes::scan(&list, a, b, |seq, hs| {
+                self.rebuild_at.store(seq, Ordering::Relaxed);
+                w.push_ledger(seq, hs)
+            });
+            if let Err(err) = pushed {
                 if matches!(err, ledgerstore_segment::SegmentError::Corrupt { .. }) {
                     tracing::warn!(first = a, last = b, error = %err, "a hash list failed its checksum mid-merge");
                     self.rewrite_list(a, b)?;
@@ -473,21 +477,32 @@ impl SegmentSet {
 
     /// The count of the base range `first..=last`'s hash list, from its
     /// header; a missing or malformed list is rewritten from the ledger
-    /// records first.
+    /// records first. A failure names the list and what the ledger records
+    /// lack.
     fn ensure_list(&self, first: u32, last: u32) -> StoreResult<u64> {
         let path = self.dir.join(hashes::file_name(first, last));
         match hashes::count(&path, first, last) {
             Ok(n) => Ok(n),
             Err(e) => {
                 tracing::warn!(first, last, error = %e, "rewriting the range's hash list from the ledger records");
-                self.rewrite_list(first, last)
+                self.rewrite_list(first, last).map_err(|again| {
+                    let again = match again {
+                        StoreError::Corrupt(m) => m,
+                        other => other.to_string(),
+                    };
+                    StoreError::Corrupt(format!(
+                        "the hash list {} is missing or damaged ({e}), and writing it again \
+                         from the ledger records failed: {again}",
+                        path.display()
+                    ))
+                })
             }
         }
     }
 
     /// Writes the base range's hash list from the ledger records; returns
     /// its count.
-    fn rewrite_list(&self, first: u32, last: u32) -> StoreResult<u64> {
+    pub(super) fn rewrite_list(&self, first: u32, last: u32) -> StoreResult<u64> {
         let v = self.hashes_in_ledgers(first, last)?;
         let path = self.dir.join(hashes::file_name(first, last));
         hashes::write_list(&path, first, last, &v)?;
@@ -506,12 +521,22 @@ impl SegmentSet {
                 if rec.seq > last {
                     break 'scan;
                 }
-                if k.as_slice() != rec.seq.to_be_bytes() || rec.seq != next {
+                if k.as_slice() != rec.seq.to_be_bytes() {
                     return Err(StoreError::Corrupt(format!(
-                        "ledgers: rebuilding {first}..={last} expected ledger {next}, found {}",
+                        "ledgers: the record under key {} says ledger {}: ledgers \
+                         {first}..={last} cannot be read whole",
+                        hex::encode(k),
                         rec.seq
                     )));
                 }
+                if rec.seq != next {
+                    return Err(StoreError::Corrupt(format!(
+                        "ledgers: the record of ledger {next} is missing (the next one is \
+                         ledger {}): ledgers {first}..={last} cannot be read whole",
+                        rec.seq
+                    )));
+                }
+                self.rebuild_at.store(rec.seq, Ordering::Relaxed);
                 // Aliases at n + k, where ingest stored their bodies.
                 for (index, h) in rec.lookup_hashes().enumerate() {
                     let index = u32::try_from(index).map_err(|_| {
@@ -532,7 +557,8 @@ impl SegmentSet {
             }
             if chunk.len() < LEDGER_CHUNK {
                 return Err(StoreError::Corrupt(format!(
-                    "ledgers: rebuilding {first}..={last} found no ledger {next}"
+                    "ledgers: the record of ledger {next} is missing (no later one either): \
+                     ledgers {first}..={last} cannot be read whole"
                 )));
             }
         }

@@ -35,7 +35,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -49,10 +49,15 @@ use crate::error::{StoreError, StoreResult};
 
 mod build;
 pub(crate) mod manifest;
+mod repair;
 mod verified;
 
 pub(crate) use manifest::Manifest;
 pub use manifest::MergePolicy;
+pub use repair::{
+    RepairEvent, RepairFailure, RepairReport, RepairWait, RepairWaitOutcome, RepairedRange,
+    RewrittenList,
+};
 
 /// One range the manifest lists: its segment, or why it has none.
 #[derive(Debug)]
@@ -220,6 +225,8 @@ pub(crate) struct SegmentSet {
     scrubs: AtomicU64,
     build_micros: AtomicU64,
     merge_micros: AtomicU64,
+    /// The ledger a rebuild (merge or repair) streamed last: its progress.
+    rebuild_at: AtomicU32,
     /// True while ingest writes a batch: see [`SegmentSet::ingest_writing`].
     ingest_writing: Mutex<bool>,
     ingest_done: Condvar,
@@ -340,6 +347,7 @@ impl SegmentSet {
             scrubs: AtomicU64::new(0),
             build_micros: AtomicU64::new(0),
             merge_micros: AtomicU64::new(0),
+            rebuild_at: AtomicU32::new(0),
             ingest_writing: Mutex::new(false),
             ingest_done: Condvar::new(),
             threads: Mutex::new(Vec::new()),

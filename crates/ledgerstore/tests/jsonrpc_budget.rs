@@ -35,12 +35,14 @@ const TXS: usize = 5_188;
 const PAGE_BYTES: usize = 8 << 20;
 
 /// Peak RSS of the daemon after the one reproducing call, KiB. Before the
-/// fix it reached ~1.6 GB (debug build); after, ~150 MB.
-const ONE_CALL_KIB: u64 = 400 << 10;
+/// fix it reached 1,633,500 KiB (debug build); after, ~82,000 (from ~55,000
+/// idle).
+const ONE_CALL_KIB: u64 = 256 << 10;
 
 /// Peak RSS after the concurrent walks, KiB: 4 ledger-reading calls at
-/// once (`jsonrpc.max_heavy_calls`), each under its page budget.
-const CONCURRENT_KIB: u64 = 700 << 10;
+/// once (`jsonrpc.max_heavy_calls`), each under its 8 MiB page budget
+/// (measured: ~135,000).
+const CONCURRENT_KIB: u64 = 384 << 10;
 
 fn testdata(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

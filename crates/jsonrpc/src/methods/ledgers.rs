@@ -7,7 +7,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::info::NoParams;
-use super::page::{PageOut, Ser, write_one};
+use super::page::{PageOut, Ser, estimate, write_one};
 use super::render::{B64, put_xdr};
 use crate::Ctx;
 use crate::budget::Call;
@@ -98,8 +98,7 @@ pub(super) fn get_ledgers(
         for rec in ledgerstore_store::ledger_iter(&*store, first, last, LEDGER_CHUNK) {
             call.check()?;
             let rec = rec?;
-            // Base64 is 4/3 of the XDR; XDR-JSON is larger still.
-            if !out.room_for(rec.raw.len() / 3 * 4) {
+            if !out.room_for(estimate(rec.raw.len(), page.format)) {
                 break;
             }
             let h = ledger_header(&rec)?;

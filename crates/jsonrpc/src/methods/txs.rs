@@ -7,7 +7,7 @@ use serde::ser::{SerializeMap, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::page::{PageOut, write_one};
+use super::page::{PageOut, estimate, write_one};
 use super::render::TxOut;
 use crate::Ctx;
 use crate::budget::Call;
@@ -247,8 +247,8 @@ impl Scan<'_> {
 
     /// Writes one transaction; false when the page has no room for it.
     fn write(&self, out: &mut PageOut<'_>, rec: &TxRecord) -> RpcResult<bool> {
-        // Base64 is 4/3 of the XDR; XDR-JSON is larger still.
-        if !out.room_for((rec.envelope.len() + rec.meta.len()) / 3 * 4) {
+        let xdr = rec.envelope.len() + rec.result.len() + rec.meta.len();
+        if !out.room_for(estimate(xdr, self.format)) {
             return Ok(false);
         }
         let tx = TxView::new(rec)?;

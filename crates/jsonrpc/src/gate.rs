@@ -13,6 +13,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use prometheus::IntGauge;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::budget::Call;
@@ -25,37 +26,71 @@ pub(crate) struct Gate {
     running: usize,
     queued: AtomicUsize,
     max_queued: usize,
+    /// `jsonrpc_heavy_calls{state="running"}` and `{state="queued"}`.
+    running_gauge: IntGauge,
+    queued_gauge: IntGauge,
+}
+
+/// A running call's slot: dropping it (when the work ends) frees it.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    _permit: OwnedSemaphorePermit,
+    gauge: IntGauge,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.gauge.dec();
+    }
 }
 
 /// A waiter's place in the queue: leaving it (admitted, timed out, or the
 /// client gone) frees it.
-struct Queued<'a>(&'a AtomicUsize);
+struct Queued<'a>(&'a AtomicUsize, &'a IntGauge);
 
 impl Drop for Queued<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
+        self.1.dec();
     }
 }
 
 impl Gate {
-    /// `running` calls at once (at least 1), `max_queued` waiting.
-    pub(crate) fn new(running: usize, max_queued: usize) -> Self {
+    /// `running` calls at once (at least 1), `max_queued` waiting; the
+    /// gauges count both.
+    pub(crate) fn new(
+        running: usize,
+        max_queued: usize,
+        running_gauge: IntGauge,
+        queued_gauge: IntGauge,
+    ) -> Self {
         let running = running.max(1);
         Self {
             permits: Arc::new(Semaphore::new(running)),
             running,
             queued: AtomicUsize::new(0),
             max_queued,
+            running_gauge,
+            queued_gauge,
+        }
+    }
+
+    fn slot(&self, permit: OwnedSemaphorePermit) -> Slot {
+        self.running_gauge.inc();
+        Slot {
+            _permit: permit,
+            gauge: self.running_gauge.clone(),
         }
     }
 
     /// A slot for `method`, waiting in line until the call's deadline.
-    pub(crate) async fn enter(&self, method: &str, call: &Call) -> RpcResult<OwnedSemaphorePermit> {
+    pub(crate) async fn enter(&self, method: &str, call: &Call) -> RpcResult<Slot> {
         if let Ok(p) = self.permits.clone().try_acquire_owned() {
-            return Ok(p);
+            return Ok(self.slot(p));
         }
         let ahead = self.queued.fetch_add(1, Ordering::AcqRel);
-        let _place = Queued(&self.queued);
+        self.queued_gauge.inc();
+        let _place = Queued(&self.queued, &self.queued_gauge);
         if ahead >= self.max_queued {
             return Err(RpcError::Busy(format!(
                 "server busy: {} ledger-reading calls (getLedgers, getTransactions, \
@@ -66,7 +101,7 @@ impl Gate {
         }
         let deadline = tokio::time::Instant::from_std(call.deadline);
         match tokio::time::timeout_at(deadline, self.permits.clone().acquire_owned()).await {
-            Ok(Ok(p)) => Ok(p),
+            Ok(Ok(p)) => Ok(self.slot(p)),
             Ok(Err(closed)) => Err(RpcError::Internal(format!("{method}: {closed}"))),
             Err(_) => Err(RpcError::Busy(format!(
                 "server busy: {method} waited {} ms (query.timeout_ms) for one of the {} \
@@ -86,7 +121,8 @@ mod tests {
 
     #[tokio::test]
     async fn waits_in_line_then_refuses_with_a_reason() {
-        let gate = Gate::new(1, 1);
+        let gauge = |n: &str| IntGauge::new(n, "test").expect("gauge");
+        let gate = Gate::new(1, 1, gauge("running"), gauge("queued"));
         let long = Call::new(Instant::now(), Duration::from_secs(600));
         let held = gate.enter("getLedgers", &long).await.expect("a free slot");
         // One may wait: it is admitted when the slot frees.
@@ -106,6 +142,8 @@ mod tests {
             "{e}"
         );
         assert!(e.to_string().contains("getTransactions was refused"), "{e}");
+        assert_eq!(gate.running_gauge.get(), 1);
+        assert_eq!(gate.queued_gauge.get(), 1);
         drop(held);
         let second = waiter.await.expect("admitted once the slot is free");
         // A waiter whose deadline passes is refused, and leaves the line.
@@ -116,7 +154,9 @@ mod tests {
             .expect_err("deadline");
         assert!(e.to_string().contains("waited 1 ms"), "{e}");
         assert_eq!(gate.queued.load(Ordering::Acquire), 0);
+        assert_eq!(gate.queued_gauge.get(), 0);
         drop(second);
+        assert_eq!(gate.running_gauge.get(), 0);
         let _again = gate.enter("getLedgers", &long).await.expect("free again");
     }
 }

@@ -170,6 +170,8 @@ pub async fn serve(
     let gate = Gate::new(
         settings.max_heavy_calls as usize,
         settings.max_queued_heavy_calls as usize,
+        metrics.heavy("running"),
+        metrics.heavy("queued"),
     );
     let ctx = Ctx {
         access: Box::new(access),

@@ -303,3 +303,51 @@ fn point_lookups(url: &str, txs: &[Value], done: &AtomicBool) -> usize {
     }
     answered
 }
+
+/// The running heavy calls the daemon reports (`jsonrpc_heavy_calls`).
+fn heavy_running(d: &Daemon) -> Option<u64> {
+    d.metrics_text()
+        .lines()
+        .find_map(|l| l.strip_prefix("jsonrpc_heavy_calls{state=\"running\"} "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The deadline stops the work, not only the wait for it: a maximal
+/// XDR-JSON `getLedgers` whose deadline (1 ms) passes answers with the
+/// timeout, its task gives back its slot, and the daemon never builds the
+/// page. Before the fix the abandoned task went on to build all 20
+/// ledgers (1.6 GB) after the client had its timeout.
+#[test]
+fn a_call_past_its_deadline_stops_its_own_work() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    load(&dir);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let d = rt.block_on(Daemon::start_with_env(
+        &dir,
+        &[],
+        &[("LEDGERSTORE_QUERY__TIMEOUT_MS", "1")],
+    ));
+    let repro = json!({"startLedger": FIRST, "pagination": {"limit": 200}, "xdrFormat": "json"});
+    let (v, _) = call(&d.jsonrpc, "getLedgers", &repro);
+    let e = &v["error"];
+    assert_eq!(e["code"], -32603, "{v}");
+    let msg = e["message"].as_str().expect("message");
+    assert_eq!(msg, "the request took longer than 1 ms (query.timeout_ms)");
+    // The slot is held until the task itself ends (bounded wait).
+    let mut stopped = false;
+    for _ in 0..600 {
+        if heavy_running(&d) == Some(0) {
+            stopped = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let peak = vm_hwm_kib(d.pid());
+    eprintln!("VmHWM after a timed-out getLedgers: {peak} KiB");
+    assert!(
+        peak < ONE_CALL_KIB,
+        "a timed-out call went on working: peak RSS {peak} KiB"
+    );
+    assert!(stopped, "the timed-out call still holds its slot after 60 s");
+}

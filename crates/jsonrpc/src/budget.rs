@@ -192,7 +192,8 @@ mod tests {
         let past = Instant::now();
         let mut s = Sink::new(usize::MAX, 0, past);
         let chunk = vec![b' '; CLOCK_EVERY];
-        s.write_all(&chunk).expect("the clock is read every 256 KiB");
+        s.write_all(&chunk)
+            .expect("the clock is read every 256 KiB");
         assert!(s.write_all(b"x").is_err());
         assert_eq!(s.stopped(), Some(Stop::Deadline));
     }

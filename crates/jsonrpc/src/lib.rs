@@ -39,9 +39,9 @@ mod metrics;
 mod params;
 mod xdr;
 
+pub use budget::PageBudget;
 pub use error::{RpcError, RpcResult};
 pub use jsonrpsee::server::ServerHandle;
-pub use budget::PageBudget;
 pub use metrics::RpcMetrics;
 
 use crate::bounds::Bounds;

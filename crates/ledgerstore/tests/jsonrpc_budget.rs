@@ -59,7 +59,13 @@ fn oracle() -> Value {
 /// Ingests the 20 ledgers into `dir` with the CLI.
 fn load(dir: &Path) {
     let o = bin()
-        .args(["ingest", "--no-progress", "--layout", "indexed", "--data-dir"])
+        .args([
+            "ingest",
+            "--no-progress",
+            "--layout",
+            "indexed",
+            "--data-dir",
+        ])
         .arg(dir)
         .args(common::small_engine_flags())
         .args(["--network", "pubnet", "--stellar-file"])
@@ -160,7 +166,10 @@ fn walk(url: &str, method: &str, format: &str, refused: &AtomicUsize) -> (Vec<Va
 
 /// The walk of `getLedgers` gave each ledger once, in order, whole.
 fn check_ledgers(got: &[Value], want: &[Value], format: &str) {
-    let seqs: Vec<u64> = got.iter().map(|l| l["sequence"].as_u64().expect("seq")).collect();
+    let seqs: Vec<u64> = got
+        .iter()
+        .map(|l| l["sequence"].as_u64().expect("seq"))
+        .collect();
     assert_eq!(seqs, (FIRST..=LAST).collect::<Vec<_>>(), "{format}");
     for (g, w) in got.iter().zip(want) {
         assert_eq!(g["hash"], w["hash"], "{format}");
@@ -176,10 +185,19 @@ fn check_ledgers(got: &[Value], want: &[Value], format: &str) {
 
 /// The walk of `getTransactions` gave each transaction once, in order.
 fn check_txs(got: &[Value], want: &[Value], format: &str) {
-    let hashes: Vec<&str> = got.iter().map(|t| t["txHash"].as_str().expect("h")).collect();
-    let expected: Vec<&str> = want.iter().map(|t| t["hash"].as_str().expect("h")).collect();
+    let hashes: Vec<&str> = got
+        .iter()
+        .map(|t| t["txHash"].as_str().expect("h"))
+        .collect();
+    let expected: Vec<&str> = want
+        .iter()
+        .map(|t| t["hash"].as_str().expect("h"))
+        .collect();
     assert_eq!(hashes.len(), TXS, "{format}");
-    assert!(hashes == expected, "{format}: every transaction once, in order");
+    assert!(
+        hashes == expected,
+        "{format}: every transaction once, in order"
+    );
     for (g, w) in got.iter().zip(want) {
         assert_eq!(g["ledger"], w["ledger"]);
         assert_eq!(g["applicationOrder"], w["application_order"]);
@@ -283,8 +301,10 @@ fn ledger_pages_are_bounded_in_memory_and_bytes_and_walk_every_item_once() {
 /// `getTransaction` of the oracle's transactions, round after round,
 /// until `done`: each answer checked. Returns the answers.
 fn point_lookups(url: &str, txs: &[Value], done: &AtomicBool) -> usize {
-    let by_hash: HashMap<&str, &Value> =
-        txs.iter().map(|t| (t["hash"].as_str().expect("h"), t)).collect();
+    let by_hash: HashMap<&str, &Value> = txs
+        .iter()
+        .map(|t| (t["hash"].as_str().expect("h"), t))
+        .collect();
     let mut answered = 0;
     for want in txs.iter().step_by(97).cycle().take(100_000) {
         if done.load(Ordering::Acquire) && answered > 0 {
@@ -349,5 +369,42 @@ fn a_call_past_its_deadline_stops_its_own_work() {
         peak < ONE_CALL_KIB,
         "a timed-out call went on working: peak RSS {peak} KiB"
     );
-    assert!(stopped, "the timed-out call still holds its slot after 60 s");
+    assert!(
+        stopped,
+        "the timed-out call still holds its slot after 60 s"
+    );
+}
+
+/// The smallest budgets (64 KiB pages, one ledger read per call) still
+/// walk every ledger and transaction exactly once: pages end on the byte
+/// budget mid-ledger and on the ledger budget at a ledger's end, and a
+/// ledger larger than the page budget comes alone on its page.
+#[test]
+fn the_smallest_budgets_still_walk_every_item_once() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    load(&dir);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let d = rt.block_on(Daemon::start_with_env(
+        &dir,
+        &[],
+        &[
+            ("LEDGERSTORE_QUERY__TIMEOUT_MS", "600000"),
+            ("LEDGERSTORE_JSONRPC__MAX_PAGE_BYTES", "65536"),
+            ("LEDGERSTORE_JSONRPC__MAX_PAGE_LEDGERS", "1"),
+        ],
+    ));
+    let oracle = oracle();
+    let ledgers = oracle["ledgers"].as_array().expect("ledgers");
+    let txs = oracle["txs"].as_array().expect("txs");
+    let refused = AtomicUsize::new(0);
+    for format in ["base64", "json"] {
+        let (got, pages) = walk(&d.jsonrpc, "getLedgers", format, &refused);
+        assert_eq!(pages, 21, "{format}: one ledger a page, then the empty one");
+        check_ledgers(&got, ledgers, format);
+    }
+    let (got, pages) = walk(&d.jsonrpc, "getTransactions", "base64", &refused);
+    eprintln!("getTransactions base64 in 64 KiB pages: {pages} pages");
+    assert!(pages > TXS / 200 + 20, "{pages} pages: the byte budget cut them");
+    check_txs(&got, txs, "base64");
 }

@@ -14,11 +14,7 @@ use crate::params::named;
 #[derive(Debug, Default, serde::Deserialize)]
 pub(super) struct NoParams {}
 
-pub(super) fn get_health(
-    ctx: &Ctx,
-    params: &Params<'_>,
-    _call: &Call,
-) -> RpcResult<Box<RawValue>> {
+pub(super) fn get_health(ctx: &Ctx, params: &Params<'_>, _call: &Call) -> RpcResult<Box<RawValue>> {
     named::<NoParams>(params)?;
     let store = ctx.store()?;
     let r = ctx.bounds.get(&*store)?;

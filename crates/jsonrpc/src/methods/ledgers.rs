@@ -63,11 +63,7 @@ pub(super) fn get_latest_ledger(
     )
 }
 
-pub(super) fn get_ledgers(
-    ctx: &Ctx,
-    params: &Params<'_>,
-    call: &Call,
-) -> RpcResult<Box<RawValue>> {
+pub(super) fn get_ledgers(ctx: &Ctx, params: &Params<'_>, call: &Call) -> RpcResult<Box<RawValue>> {
     let page = named::<Paged>(params)?.page(LIMITS)?;
     let store = ctx.store()?;
     let range = ctx.bounds.get(&*store)?;
@@ -87,7 +83,10 @@ pub(super) fn get_ledgers(
         }
         Start::Cursor(c) => c as u32 + 1,
     };
-    let most = page.limit.min(ctx.settings.page.max_ledgers as usize).max(1);
+    let most = page
+        .limit
+        .min(ctx.settings.page.max_ledgers as usize)
+        .max(1);
     let last = latest.min(first.saturating_add(most as u32 - 1));
     let mut cursor = match page.start {
         Start::Cursor(c) => c.to_string(),

@@ -66,8 +66,7 @@ impl<'c> PageOut<'c> {
     /// still fits, and the soft deadline has not passed. The first item
     /// always may.
     pub(super) fn room_for(&self, estimate: usize) -> bool {
-        self.items == 0
-            || (self.sink.len() + estimate <= self.page_cap && !self.call.soft_passed())
+        self.items == 0 || (self.sink.len() + estimate <= self.page_cap && !self.call.soft_passed())
     }
 
     /// Writes one item with `write`: true if it fit, false if it did not

@@ -10,8 +10,8 @@ use serde_json::{Map, Value};
 use super::page::{PageOut, estimate, write_one};
 use super::render::TxOut;
 use crate::Ctx;
-use crate::budget::Call;
 use crate::bounds::Range;
+use crate::budget::Call;
 use crate::error::{RpcError, RpcResult};
 use crate::params::{
     Format, GetTransaction, PageLimits, Paged, Start, named, start_out_of_range, tx_hash,
@@ -219,7 +219,13 @@ impl Scan<'_> {
                 0
             };
             let want = self.limit - out.len();
-            let hashes: Vec<_> = ledger.tx_hashes.iter().skip(from).take(want).copied().collect();
+            let hashes: Vec<_> = ledger
+                .tx_hashes
+                .iter()
+                .skip(from)
+                .take(want)
+                .copied()
+                .collect();
             for chunk in hashes.chunks(TX_CHUNK) {
                 self.call.check()?;
                 let found = self.store.batch_get_txs(chunk)?;

@@ -405,6 +405,9 @@ fn the_smallest_budgets_still_walk_every_item_once() {
     }
     let (got, pages) = walk(&d.jsonrpc, "getTransactions", "base64", &refused);
     eprintln!("getTransactions base64 in 64 KiB pages: {pages} pages");
-    assert!(pages > TXS / 200 + 20, "{pages} pages: the byte budget cut them");
+    assert!(
+        pages > TXS / 200 + 20,
+        "{pages} pages: the byte budget cut them"
+    );
     check_txs(&got, txs, "base64");
 }

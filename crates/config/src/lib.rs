@@ -15,8 +15,10 @@ use ledgerstore_db_api::Layout;
 use serde::{Deserialize, Serialize};
 
 mod cold;
+mod jsonrpc;
 mod lake;
 pub use cold::{ColdConfig, ReplicaConfig};
+pub use jsonrpc::JsonRpcConfig;
 pub use lake::{FollowConfig, LakeConfig};
 
 /// Environment variable prefix.
@@ -320,67 +322,6 @@ impl Default for StellarConfig {
     fn default() -> Self {
         Self {
             network: "pubnet".into(),
-        }
-    }
-}
-
-/// `[jsonrpc]`: a JSON-RPC 2.0 endpoint speaking stellar-rpc's read
-/// methods (getTransaction, getTransactions, getLedgers, getLatestLedger,
-/// getHealth, getNetwork, getVersionInfo) on its own listener.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct JsonRpcConfig {
-    /// Serve it.
-    pub enabled: bool,
-    /// Listen address (`POST /`). stellar-rpc's port, on loopback.
-    pub listen: String,
-    /// Largest request body, bytes (stellar-rpc: 512 KiB).
-    pub max_request_bytes: u32,
-    /// Largest response body, bytes.
-    pub max_response_bytes: u32,
-    /// Calls in one JSON-RPC batch request.
-    pub max_batch_calls: u32,
-    /// Concurrent HTTP connections.
-    pub max_connections: u32,
-}
-
-impl JsonRpcConfig {
-    fn validate(&self) -> Result<(), ConfigError> {
-        if !(1024..=16 << 20).contains(&self.max_request_bytes) {
-            return Err(invalid(
-                "jsonrpc.max_request_bytes",
-                self.max_request_bytes,
-                "1024 to 16777216 (stellar-rpc uses 524288)",
-            ));
-        }
-        if self.max_response_bytes < 1 << 20 {
-            return Err(invalid(
-                "jsonrpc.max_response_bytes",
-                self.max_response_bytes,
-                "at least 1048576 (a getLedgers page holds whole ledgers)",
-            ));
-        }
-        for (key, v) in [
-            ("jsonrpc.max_batch_calls", self.max_batch_calls),
-            ("jsonrpc.max_connections", self.max_connections),
-        ] {
-            if v == 0 {
-                return Err(invalid(key, v, "at least 1"));
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Default for JsonRpcConfig {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            listen: "127.0.0.1:8000".into(),
-            max_request_bytes: 512 << 10,
-            max_response_bytes: 64 << 20,
-            max_batch_calls: 100,
-            max_connections: 1000,
         }
     }
 }

@@ -100,6 +100,26 @@ fn bad_values_name_the_key_and_the_expected_range() {
             "[lake]\naccess_key_id = \"AKIA\"\n",
             "both lake.access_key_id and lake.secret_access_key_file, or neither",
         ),
+        (
+            "[jsonrpc]\nmax_page_bytes = 100\n",
+            "jsonrpc.max_page_bytes = 100: 65536 to jsonrpc.max_response_bytes (67108864)",
+        ),
+        (
+            "[jsonrpc]\nmax_response_bytes = 2097152\nmax_page_bytes = 4194304\n",
+            "jsonrpc.max_page_bytes = 4194304: 65536 to jsonrpc.max_response_bytes (2097152)",
+        ),
+        (
+            "[jsonrpc]\nmax_heavy_calls = 0\n",
+            "jsonrpc.max_heavy_calls = 0: 1 to 1024",
+        ),
+        (
+            "[jsonrpc]\nmax_page_ledgers = 0\n",
+            "jsonrpc.max_page_ledgers = 0: 1 to 10000",
+        ),
+        (
+            "[jsonrpc]\nmax_queued_heavy_calls = 100001\n",
+            "jsonrpc.max_queued_heavy_calls = 100001: 0 to 100000",
+        ),
     ] {
         std::fs::write(&file, toml).expect("write");
         let e = Config::load(Some(&file), &[]).expect_err(toml).to_string();

@@ -5,7 +5,8 @@
 //! instance holds (`startLedger` out of range, a limit above the maximum,
 //! both `startLedger` and `cursor`) is -32600 (invalid request); anything
 //! the store or the stored data fails at is -32603 (internal error), with
-//! a message that says why.
+//! a message that says why; so are a deadline passed and a server too
+//! busy to take another ledger-reading call.
 
 use jsonrpsee::types::ErrorObjectOwned;
 use ledgerstore_store::StoreError;
@@ -32,6 +33,10 @@ pub enum RpcError {
     /// The call outlived `query.timeout_ms`.
     #[error("the request took longer than {0} ms (query.timeout_ms)")]
     Timeout(u64),
+    /// Too many ledger-reading calls at once: refused, or waited in line
+    /// until its deadline.
+    #[error("{0}")]
+    Busy(String),
     /// The store failed.
     #[error("storage error: {0}")]
     Store(#[from] StoreError),
@@ -52,6 +57,7 @@ impl RpcError {
             Self::InvalidRequest(_) => INVALID_REQUEST,
             Self::Unavailable(_)
             | Self::Timeout(_)
+            | Self::Busy(_)
             | Self::Store(_)
             | Self::NotStellar(_)
             | Self::Internal(_) => INTERNAL_ERROR,

@@ -14,8 +14,14 @@
 //! the held range) run inline on the async worker while the daemon's read
 //! placer, shared with the gRPC lookups, says reads are fast; everything
 //! else runs on tokio's blocking pool, under the same deadline as the gRPC
-//! queries (`query.timeout_ms`). Errors map to JSON-RPC codes in one place
-//! ([`error`]).
+//! queries (`query.timeout_ms`), which the task checks as it goes.
+//!
+//! The calls that read whole ledgers (`getLedgers`, `getTransactions`,
+//! `getLatestLedger`) are bounded: a few run at once and a bounded line
+//! waits (`gate`), and a page is written straight into the response
+//! text under a budget of bytes and of ledgers read (`budget`), ending
+//! early, with a cursor, when the budget is spent. Errors map to JSON-RPC
+//! codes in one place ([`error`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -25,17 +31,21 @@ use jsonrpsee::server::{BatchRequestConfig, Server, ServerConfig};
 use ledgerstore_store::Reader;
 
 mod bounds;
+mod budget;
 pub mod error;
+mod gate;
 mod methods;
 mod metrics;
 mod params;
 mod xdr;
 
+pub use budget::PageBudget;
 pub use error::{RpcError, RpcResult};
 pub use jsonrpsee::server::ServerHandle;
 pub use metrics::RpcMetrics;
 
 use crate::bounds::Bounds;
+use crate::gate::Gate;
 
 /// Where the methods find the store: the daemon opens it after the
 /// listener is bound, and withdraws it during shutdown.
@@ -67,6 +77,13 @@ pub struct Settings {
     pub max_request_bytes: u32,
     /// Largest response body, bytes.
     pub max_response_bytes: u32,
+    /// What one `getLedgers` or `getTransactions` page may take.
+    pub page: PageBudget,
+    /// Ledger-reading calls (`getLedgers`, `getTransactions`,
+    /// `getLatestLedger`) that run at once.
+    pub max_heavy_calls: u32,
+    /// Ledger-reading calls that may wait for a slot; more are refused.
+    pub max_queued_heavy_calls: u32,
     /// Calls in one batch.
     pub max_batch_calls: u32,
     /// Concurrent connections.
@@ -104,6 +121,7 @@ pub(crate) struct Ctx {
     pub settings: Settings,
     pub metrics: RpcMetrics,
     pub bounds: Bounds,
+    pub gate: Gate,
 }
 
 impl Ctx {
@@ -149,11 +167,18 @@ pub async fn serve(
         .build();
     let server = Server::builder().set_config(cfg).build(listen).await?;
     let addr = server.local_addr()?;
+    let gate = Gate::new(
+        settings.max_heavy_calls as usize,
+        settings.max_queued_heavy_calls as usize,
+        metrics.heavy("running"),
+        metrics.heavy("queued"),
+    );
     let ctx = Ctx {
         access: Box::new(access),
         settings,
         metrics,
         bounds: Bounds::default(),
+        gate,
     };
     let module = methods::module(ctx);
     Ok((addr, server.start(module)))

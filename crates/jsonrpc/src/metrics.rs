@@ -3,7 +3,9 @@
 
 use std::time::Instant;
 
-use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+use prometheus::{
+    HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+};
 
 use crate::error::RpcResult;
 
@@ -12,6 +14,7 @@ use crate::error::RpcResult;
 pub struct RpcMetrics {
     handled: IntCounterVec,
     seconds: HistogramVec,
+    heavy: IntGaugeVec,
 }
 
 impl RpcMetrics {
@@ -33,9 +36,28 @@ impl RpcMetrics {
             .buckets(prometheus::exponential_buckets(0.0001, 4.0, 11)?),
             &["method"],
         )?;
+        let heavy = IntGaugeVec::new(
+            Opts::new(
+                "jsonrpc_heavy_calls",
+                "Stellar RPC calls that read whole ledgers (getLedgers, getTransactions, \
+                 getLatestLedger), by state: running (holding one of jsonrpc.max_heavy_calls \
+                 slots, until the work has really stopped) or queued.",
+            ),
+            &["state"],
+        )?;
         r.register(Box::new(handled.clone()))?;
         r.register(Box::new(seconds.clone()))?;
-        Ok(Self { handled, seconds })
+        r.register(Box::new(heavy.clone()))?;
+        Ok(Self {
+            handled,
+            seconds,
+            heavy,
+        })
+    }
+
+    /// The gauge of heavy calls in `state` (`running`, `queued`).
+    pub(crate) fn heavy(&self, state: &str) -> IntGauge {
+        self.heavy.with_label_values(&[state])
     }
 
     /// Records one call of `method` that started at `start`.

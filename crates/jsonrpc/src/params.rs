@@ -41,6 +41,14 @@ pub(crate) enum Format {
 }
 
 impl Format {
+    /// How messages name it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Base64 => "base64 XDR",
+            Self::Json => "XDR-JSON",
+        }
+    }
+
     /// Parses `xdrFormat`; a bad value is stellar-rpc's message as
     /// -32602 (the paged methods turn it into -32600, as stellar-rpc does).
     pub(crate) fn parse(v: Option<&str>) -> RpcResult<Self> {

@@ -457,6 +457,12 @@ async fn start_jsonrpc(
         timeout: Duration::from_millis(cfg.query.timeout_ms),
         max_request_bytes: j.max_request_bytes,
         max_response_bytes: j.max_response_bytes,
+        page: ledgerstore_jsonrpc::PageBudget {
+            max_bytes: j.max_page_bytes as usize,
+            max_ledgers: j.max_page_ledgers,
+        },
+        max_heavy_calls: j.max_heavy_calls,
+        max_queued_heavy_calls: j.max_queued_heavy_calls,
         max_batch_calls: j.max_batch_calls,
         max_connections: j.max_connections,
         version: ledgerstore_jsonrpc::VersionInfo::current(),

@@ -1,9 +1,12 @@
 //! `getHealth`, `getNetwork`, `getVersionInfo`.
 
 use jsonrpsee::types::Params;
-use serde_json::{Value, json};
+use serde_json::json;
+use serde_json::value::RawValue;
 
+use super::to_raw;
 use crate::Ctx;
+use crate::budget::Call;
 use crate::error::RpcResult;
 use crate::params::named;
 
@@ -11,11 +14,11 @@ use crate::params::named;
 #[derive(Debug, Default, serde::Deserialize)]
 pub(super) struct NoParams {}
 
-pub(super) fn get_health(ctx: &Ctx, params: &Params<'_>) -> RpcResult<Value> {
+pub(super) fn get_health(ctx: &Ctx, params: &Params<'_>, _call: &Call) -> RpcResult<Box<RawValue>> {
     named::<NoParams>(params)?;
     let store = ctx.store()?;
     let r = ctx.bounds.get(&*store)?;
-    Ok(json!({
+    to_raw(json!({
         "status": "healthy",
         "latestLedger": r.latest.seq,
         "latestLedgerCloseTime": r.latest.close_time.to_string(),
@@ -25,17 +28,25 @@ pub(super) fn get_health(ctx: &Ctx, params: &Params<'_>) -> RpcResult<Value> {
     }))
 }
 
-pub(super) fn get_network(ctx: &Ctx, params: &Params<'_>) -> RpcResult<Value> {
+pub(super) fn get_network(
+    ctx: &Ctx,
+    params: &Params<'_>,
+    _call: &Call,
+) -> RpcResult<Box<RawValue>> {
     named::<NoParams>(params)?;
     let store = ctx.store()?;
     let r = ctx.bounds.get(&*store)?;
-    Ok(json!({
+    to_raw(json!({
         "passphrase": ctx.settings.passphrase,
         "protocolVersion": r.latest.protocol_version,
     }))
 }
 
-pub(super) fn get_version_info(ctx: &Ctx, params: &Params<'_>) -> RpcResult<Value> {
+pub(super) fn get_version_info(
+    ctx: &Ctx,
+    params: &Params<'_>,
+    _call: &Call,
+) -> RpcResult<Box<RawValue>> {
     named::<NoParams>(params)?;
     // As stellar-rpc: the protocol is 0 while no ledger is held; this
     // method never fails.
@@ -44,7 +55,7 @@ pub(super) fn get_version_info(ctx: &Ctx, params: &Params<'_>) -> RpcResult<Valu
         .and_then(|s| ctx.bounds.get(&*s))
         .map_or(0, |r| r.latest.protocol_version);
     let v = &ctx.settings.version;
-    Ok(json!({
+    to_raw(json!({
         "version": v.version,
         "commitHash": v.commit_hash,
         "buildTimestamp": v.build_timestamp,

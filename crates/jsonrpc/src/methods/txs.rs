@@ -1,12 +1,17 @@
 //! `getTransaction` and `getTransactions`.
 
 use jsonrpsee::types::Params;
+use ledgerstore_db_api::TxRecord;
 use ledgerstore_store::{Reader, ledger_iter};
+use serde::ser::{SerializeMap, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::render::tx_details;
+use super::page::{PageOut, estimate, write_one};
+use super::render::TxOut;
 use crate::Ctx;
 use crate::bounds::Range;
+use crate::budget::Call;
 use crate::error::{RpcError, RpcResult};
 use crate::params::{
     Format, GetTransaction, PageLimits, Paged, Start, named, start_out_of_range, tx_hash,
@@ -20,7 +25,10 @@ const LIMITS: PageLimits = PageLimits {
 };
 
 /// Ledger records read per step while paging.
-const LEDGER_CHUNK: usize = 2;
+const LEDGER_CHUNK: usize = 1;
+
+/// Transactions fetched per store call while paging.
+const TX_CHUNK: usize = 8;
 
 /// A transaction's place in the history: stellar-rpc's TOID with
 /// operation order 1, `(ledger << 32) | (applicationOrder << 12) | 1`.
@@ -33,7 +41,10 @@ fn parse_toid(id: u64) -> (u32, u32) {
     ((id >> 32) as u32, ((id >> 12) & 0xF_FFFF) as u32)
 }
 
-fn range_fields(out: &mut Map<String, Value>, r: &Range, close_time_suffix: &str, string: bool) {
+/// The range fields of both methods: close times as strings
+/// (`getTransaction`) or numbers (`getTransactions`), under
+/// `…{close_time_suffix}`.
+fn range_fields(r: &Range, close_time_suffix: &str, string: bool) -> Map<String, Value> {
     let time = |t: u64| -> Value {
         if string {
             t.to_string().into()
@@ -41,6 +52,7 @@ fn range_fields(out: &mut Map<String, Value>, r: &Range, close_time_suffix: &str
             t.into()
         }
     };
+    let mut out = Map::new();
     out.insert("latestLedger".into(), r.latest.seq.into());
     out.insert(
         format!("latestLedger{close_time_suffix}"),
@@ -51,39 +63,60 @@ fn range_fields(out: &mut Map<String, Value>, r: &Range, close_time_suffix: &str
         format!("oldestLedger{close_time_suffix}"),
         time(r.oldest.close_time),
     );
+    out
 }
 
-pub(super) fn get_transaction(ctx: &Ctx, params: &Params<'_>) -> RpcResult<Value> {
+pub(super) fn get_transaction(
+    ctx: &Ctx,
+    params: &Params<'_>,
+    call: &Call,
+) -> RpcResult<Box<RawValue>> {
     let p: GetTransaction = named(params)?;
     let format = Format::parse(p.xdr_format.as_deref())?;
     let hash = tx_hash(&p.hash)?;
     let store = ctx.store()?;
     let range = ctx.bounds.get(&*store)?;
-    let mut out = Map::new();
-    range_fields(&mut out, &range, "CloseTime", true);
-    match ctx.timed_read(|| store.get_tx(&hash))? {
-        None => {
-            // stellar-rpc's NOT_FOUND carries the details' zero values.
-            out.insert("status".into(), "NOT_FOUND".into());
-            out.insert("applicationOrder".into(), 0.into());
-            out.insert("feeBump".into(), false.into());
-            out.insert("events".into(), Value::Object(Map::new()));
-            out.insert("ledger".into(), 0.into());
-            out.insert("createdAt".into(), "0".into());
-        }
-        Some(rec) => {
-            let tx = TxView::new(&rec)?;
-            tx_details(&mut out, &tx, format)?;
-            out.insert("createdAt".into(), rec.close_time.to_string().into());
-        }
-    }
-    // The hash asked for, as stellar-rpc answers: a fee bump found by its
-    // inner hash reports that hash here (getTransactions lists the outer).
-    out.insert("txHash".into(), p.hash.into());
-    Ok(Value::Object(out))
+    let rec = ctx.timed_read(|| store.get_tx(&hash))?;
+    let view = rec.as_ref().map(TxView::new).transpose()?;
+    let out = view.as_ref().map(|v| TxOut::new(v, format)).transpose()?;
+    write_one(
+        ctx,
+        call,
+        || format!("transaction {}", p.hash),
+        |ser| {
+            let mut m = ser.serialize_map(None)?;
+            for (k, v) in range_fields(&range, "CloseTime", true) {
+                m.serialize_entry(&k, &v)?;
+            }
+            // The hash asked for, as stellar-rpc answers: a fee bump found
+            // by its inner hash reports that hash (getTransactions lists
+            // the outer).
+            match (&rec, &out) {
+                (Some(rec), Some(out)) => {
+                    out.write(&mut m, &p.hash)?;
+                    m.serialize_entry("createdAt", &rec.close_time.to_string())?;
+                }
+                _ => {
+                    // stellar-rpc's NOT_FOUND carries the details' zero values.
+                    m.serialize_entry("status", "NOT_FOUND")?;
+                    m.serialize_entry("txHash", &p.hash)?;
+                    m.serialize_entry("applicationOrder", &0)?;
+                    m.serialize_entry("feeBump", &false)?;
+                    m.serialize_entry("events", &Map::new())?;
+                    m.serialize_entry("ledger", &0)?;
+                    m.serialize_entry("createdAt", "0")?;
+                }
+            }
+            m.end()
+        },
+    )
 }
 
-pub(super) fn get_transactions(ctx: &Ctx, params: &Params<'_>) -> RpcResult<Value> {
+pub(super) fn get_transactions(
+    ctx: &Ctx,
+    params: &Params<'_>,
+    call: &Call,
+) -> RpcResult<Box<RawValue>> {
     let page = named::<Paged>(params)?.page(LIMITS)?;
     let store = ctx.store()?;
     let range = ctx.bounds.get(&*store)?;
@@ -103,80 +136,140 @@ pub(super) fn get_transactions(ctx: &Ctx, params: &Params<'_>) -> RpcResult<Valu
             start => start,
         },
     };
-    let items = if first <= latest {
-        page_txs(&*store, first, skip, latest, page.limit, page.format)?
-    } else {
-        Vec::new()
-    };
-    // The last transaction returned; once the page ran to the latest
-    // ledger, at least that ledger's start, and never before the request's
-    // own cursor, so resending it never repeats or skips a transaction.
-    let last = items.last().map_or(0, |(l, o, _)| toid(*l, *o));
-    let cursor = if items.len() >= page.limit {
-        last
-    } else {
-        let asked = match page.start {
-            Start::Cursor(c) => c,
-            Start::Ledger(_) => 0,
+    let mut out = PageOut::new("transactions", ctx, call)?;
+    let walked = if first <= latest {
+        // The ledger budget: ledgers read by this call.
+        let end = latest.min(first.saturating_add(ctx.settings.page.max_ledgers.max(1) - 1));
+        let scan = Scan {
+            store: &*store,
+            call,
+            first,
+            skip,
+            end,
+            limit: page.limit,
+            format: page.format,
         };
-        last.max(toid(latest, 0)).max(asked)
+        scan.run(&mut out)?
+    } else {
+        // A cursor past the latest ledger: nothing to read.
+        Walked {
+            last: 0,
+            through: Some(latest),
+        }
     };
-    let mut out = Map::new();
-    out.insert(
-        "transactions".into(),
-        Value::Array(items.into_iter().map(|(_, _, v)| v).collect()),
-    );
-    range_fields(&mut out, &range, "CloseTimestamp", false);
-    out.insert("cursor".into(), cursor.to_string().into());
-    Ok(Value::Object(out))
+    // The last transaction returned when the page ended on its limit or
+    // budget. Otherwise every ledger through `end` was read: the next page
+    // starts after it, or, at the latest ledger, at least at its start; and
+    // never before the request's own cursor, so resending it never repeats
+    // or skips a transaction.
+    let cursor = match walked.through {
+        None => walked.last,
+        Some(end) => {
+            let asked = match page.start {
+                Start::Cursor(c) => c,
+                Start::Ledger(_) => 0,
+            };
+            let next = if end >= latest {
+                toid(latest, 0)
+            } else {
+                toid(end + 1, 0)
+            };
+            walked.last.max(next).max(asked)
+        }
+    };
+    let mut fields = range_fields(&range, "CloseTimestamp", false);
+    fields.insert("cursor".into(), cursor.to_string().into());
+    out.finish(fields)
 }
 
-/// Up to `limit` transactions from ledger `first` (after application
-/// order `skip` in it) through `last`, in order: (ledger, order, JSON).
-fn page_txs(
-    store: &dyn Reader,
+/// Where a page of transactions ended.
+#[derive(Debug, Default)]
+struct Walked {
+    /// The TOID of the last transaction written (0: none).
+    last: u64,
+    /// Set when every ledger through this one was read to its end (the
+    /// page did not end on its limit or budget).
+    through: Option<u32>,
+}
+
+/// One `getTransactions` page's walk over the ledgers.
+struct Scan<'a> {
+    store: &'a dyn Reader,
+    call: &'a Call,
     first: u32,
+    /// Application orders to skip in `first`.
     skip: u32,
-    last: u32,
+    end: u32,
     limit: usize,
     format: Format,
-) -> RpcResult<Vec<(u32, u32, Value)>> {
-    let mut items = Vec::with_capacity(limit);
-    for ledger in ledger_iter(store, first, last, LEDGER_CHUNK) {
-        let ledger = ledger?;
-        let from = if ledger.seq == first {
-            skip as usize
-        } else {
-            0
-        };
-        let want = limit - items.len();
-        let hashes: Vec<_> = ledger
-            .tx_hashes
-            .iter()
-            .skip(from)
-            .take(want)
-            .copied()
-            .collect();
-        let found = store.batch_get_txs(&hashes)?;
-        for (hash, rec) in hashes.iter().zip(found) {
-            let rec = rec.ok_or_else(|| {
-                RpcError::Internal(format!(
-                    "ledger {} lists transaction {} but it is not stored",
-                    ledger.seq,
-                    hex::encode(hash.0)
-                ))
-            })?;
-            let tx = TxView::new(&rec)?;
-            let mut item = Map::new();
-            tx_details(&mut item, &tx, format)?;
-            item.insert("createdAt".into(), rec.close_time.into());
-            items.push((rec.ledger_seq, tx.application_order(), Value::Object(item)));
+}
+
+impl Scan<'_> {
+    /// Writes up to `limit` transactions from ledger `first` (after
+    /// application order `skip` in it) through `end`, in order, while the
+    /// page's budget lasts.
+    fn run(&self, out: &mut PageOut<'_>) -> RpcResult<Walked> {
+        let mut walked = Walked::default();
+        for ledger in ledger_iter(self.store, self.first, self.end, LEDGER_CHUNK) {
+            self.call.check()?;
+            let ledger = ledger?;
+            let from = if ledger.seq == self.first {
+                self.skip as usize
+            } else {
+                0
+            };
+            let want = self.limit - out.len();
+            let hashes: Vec<_> = ledger
+                .tx_hashes
+                .iter()
+                .skip(from)
+                .take(want)
+                .copied()
+                .collect();
+            for chunk in hashes.chunks(TX_CHUNK) {
+                self.call.check()?;
+                let found = self.store.batch_get_txs(chunk)?;
+                for (hash, rec) in chunk.iter().zip(found) {
+                    let rec = rec.ok_or_else(|| {
+                        RpcError::Internal(format!(
+                            "ledger {} lists transaction {} but it is not stored",
+                            ledger.seq,
+                            hex::encode(hash.0)
+                        ))
+                    })?;
+                    if !self.write(out, &rec)? {
+                        return Ok(walked);
+                    }
+                    walked.last = toid(rec.ledger_seq, rec.index + 1);
+                }
+            }
+            if out.len() >= self.limit {
+                return Ok(walked);
+            }
         }
-        if items.len() >= limit {
-            break;
-        }
+        walked.through = Some(self.end);
+        Ok(walked)
     }
-    Ok(items)
+
+    /// Writes one transaction; false when the page has no room for it.
+    fn write(&self, out: &mut PageOut<'_>, rec: &TxRecord) -> RpcResult<bool> {
+        let xdr = rec.envelope.len() + rec.result.len() + rec.meta.len();
+        if !out.room_for(estimate(xdr, self.format)) {
+            return Ok(false);
+        }
+        let tx = TxView::new(rec)?;
+        let t = TxOut::new(&tx, self.format)?;
+        let own = hex::encode(&rec.result[..32]);
+        out.item(
+            || format!("transaction {own} as {}", self.format.name()),
+            |ser| {
+                let mut m = ser.serialize_map(None)?;
+                t.write(&mut m, &own)?;
+                m.serialize_entry("createdAt", &rec.close_time)?;
+                m.end()
+            },
+        )
+    }
 }
 
 #[cfg(test)]

@@ -166,15 +166,16 @@ async function notFound(g) {
   }
 }
 
-/** Pages from the first ledger, then by cursor, until a short or empty page,
- *  the end of the range, or a cursor that stops moving. */
+/** Pages from the first ledger, then by cursor, until an empty page, the end
+ *  of the range, or a cursor that stops moving. A short page is not the end:
+ *  ledgerstore ends a page early at its byte budget (docs/jsonrpc.md). */
 async function* pages(g, fetch, itemsOf, limit, atEnd) {
   let cursor;
   for (let n = 0; n < MAX_PAGES; n++) {
     const r = await fetch(cursor, limit);
     const items = itemsOf(r);
     yield [n, r, items];
-    if (items.length < limit || atEnd(r, items) || r.cursor === cursor) return;
+    if (items.length === 0 || atEnd(r, items) || r.cursor === cursor) return;
     cursor = r.cursor;
   }
   g.fail(`still paging after ${MAX_PAGES} pages`);
@@ -188,7 +189,7 @@ async function transactions(g) {
     server.getTransactions(
       cursor ? { pagination: { cursor, limit } } : { startLedger: first.seq, pagination: { limit } },
     );
-  const atEnd = () => false; // a short or empty page ends it
+  const atEnd = () => false; // an empty page ends it
   for await (const [n, r, page] of pages(g, fetch, (r) => r.transactions, TX_PAGE, atEnd)) {
     expectRange(g, `page ${n}`, r, ["latestLedgerCloseTimestamp", "oldestLedgerCloseTimestamp"]);
     for (const t of page) {

@@ -1,0 +1,104 @@
+//! `[jsonrpc]`: the Stellar RPC (JSON-RPC 2.0) endpoint.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{ConfigError, invalid};
+
+/// `[jsonrpc]`: a JSON-RPC 2.0 endpoint speaking stellar-rpc's read
+/// methods (getTransaction, getTransactions, getLedgers, getLatestLedger,
+/// getHealth, getNetwork, getVersionInfo) on its own listener.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct JsonRpcConfig {
+    /// Serve it.
+    pub enabled: bool,
+    /// Listen address (`POST /`). stellar-rpc's port, on loopback.
+    pub listen: String,
+    /// Largest request body, bytes (stellar-rpc: 512 KiB).
+    pub max_request_bytes: u32,
+    /// Largest response body, bytes. A single ledger or transaction larger
+    /// than this is refused with a message that says so.
+    pub max_response_bytes: u32,
+    /// Calls in one JSON-RPC batch request.
+    pub max_batch_calls: u32,
+    /// Concurrent HTTP connections.
+    pub max_connections: u32,
+    /// JSON bytes of one `getLedgers` or `getTransactions` page, counted
+    /// as it is written: the page ends (partial, with a cursor) before the
+    /// item that would pass it. The first item may take up to
+    /// `max_response_bytes`.
+    pub max_page_bytes: u32,
+    /// Ledgers one `getLedgers` or `getTransactions` call reads; the page
+    /// ends there, with a cursor.
+    pub max_page_ledgers: u32,
+    /// Calls that read whole ledgers (`getLedgers`, `getTransactions`,
+    /// `getLatestLedger`) running at once. `getTransaction` is not one.
+    pub max_heavy_calls: u32,
+    /// Such calls waiting for a slot (until `query.timeout_ms`); more are
+    /// refused at once with a "server busy" error.
+    pub max_queued_heavy_calls: u32,
+}
+
+impl JsonRpcConfig {
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
+        if !(1024..=16 << 20).contains(&self.max_request_bytes) {
+            return Err(invalid(
+                "jsonrpc.max_request_bytes",
+                self.max_request_bytes,
+                "1024 to 16777216 (stellar-rpc uses 524288)",
+            ));
+        }
+        if self.max_response_bytes < 1 << 20 {
+            return Err(invalid(
+                "jsonrpc.max_response_bytes",
+                self.max_response_bytes,
+                "at least 1048576 (a getLedgers page holds whole ledgers)",
+            ));
+        }
+        if !(64 << 10..=self.max_response_bytes).contains(&self.max_page_bytes) {
+            return Err(invalid(
+                "jsonrpc.max_page_bytes",
+                self.max_page_bytes,
+                format!(
+                    "65536 to jsonrpc.max_response_bytes ({})",
+                    self.max_response_bytes
+                ),
+            ));
+        }
+        for (key, v, most) in [
+            ("jsonrpc.max_batch_calls", self.max_batch_calls, u32::MAX),
+            ("jsonrpc.max_connections", self.max_connections, u32::MAX),
+            ("jsonrpc.max_page_ledgers", self.max_page_ledgers, 10_000),
+            ("jsonrpc.max_heavy_calls", self.max_heavy_calls, 1024),
+        ] {
+            if !(1..=most).contains(&v) {
+                return Err(invalid(key, v, format!("1 to {most}")));
+            }
+        }
+        if self.max_queued_heavy_calls > 100_000 {
+            return Err(invalid(
+                "jsonrpc.max_queued_heavy_calls",
+                self.max_queued_heavy_calls,
+                "0 to 100000",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Default for JsonRpcConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            listen: "127.0.0.1:8000".into(),
+            max_request_bytes: 512 << 10,
+            max_response_bytes: 64 << 20,
+            max_batch_calls: 100,
+            max_connections: 1000,
+            max_page_bytes: 8 << 20,
+            max_page_ledgers: 100,
+            max_heavy_calls: 4,
+            max_queued_heavy_calls: 64,
+        }
+    }
+}

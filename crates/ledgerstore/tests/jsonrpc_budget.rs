@@ -1,0 +1,413 @@
+//! Issue 30, item 2: the Stellar RPC does bounded work per call. Against
+//! the real daemon on loopback, loaded with the 20 real pubnet ledgers:
+//! the reproducing call (`getLedgers` of 200 ledgers as XDR-JSON) and then
+//! concurrent maximal `getLedgers`/`getTransactions` walks, in XDR-JSON and
+//! base64, more of them than the daemon runs at once. The daemon's peak
+//! RSS (VmHWM) stays under a stated bound, every call answers or is
+//! refused as busy, the partial pages' cursors walk every ledger and every
+//! transaction exactly once, in order (checked against the independent
+//! oracle), and `getTransaction` answers correctly all along.
+
+mod common;
+mod daemon_util;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use daemon_util::Daemon;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::common::bin;
+
+const FIXTURE: &str = "FC3D4709--63092982-63093001";
+const FIRST: u64 = 63_092_982;
+const LAST: u64 = 63_093_001;
+const TXS: usize = 5_188;
+
+/// The default `jsonrpc.max_page_bytes`.
+const PAGE_BYTES: usize = 8 << 20;
+
+/// Peak RSS of the daemon after the one reproducing call, KiB. Before the
+/// fix it reached 1,633,500 KiB (debug build); after, ~82,000 (from ~55,000
+/// idle).
+const ONE_CALL_KIB: u64 = 256 << 10;
+
+/// Peak RSS after the concurrent walks, KiB: 4 ledger-reading calls at
+/// once (`jsonrpc.max_heavy_calls`), each under its 8 MiB page budget
+/// (measured: ~135,000).
+const CONCURRENT_KIB: u64 = 384 << 10;
+
+fn testdata(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../stellar/testdata")
+        .join(name)
+}
+
+fn oracle() -> Value {
+    let text =
+        std::fs::read_to_string(testdata(&format!("{FIXTURE}.oracle.json"))).expect("oracle");
+    serde_json::from_str(&text).expect("oracle json")
+}
+
+/// Ingests the 20 ledgers into `dir` with the CLI.
+fn load(dir: &Path) {
+    let o = bin()
+        .args([
+            "ingest",
+            "--no-progress",
+            "--layout",
+            "indexed",
+            "--data-dir",
+        ])
+        .arg(dir)
+        .args(common::small_engine_flags())
+        .args(["--network", "pubnet", "--stellar-file"])
+        .arg(testdata(&format!("{FIXTURE}.xdr.zst")))
+        .output()
+        .expect("ingest");
+    assert!(o.status.success(), "ingest: {}", common::stderr(&o));
+}
+
+/// One JSON-RPC call with curl: (the response, its size in bytes).
+fn call(url: &str, method: &str, params: &Value) -> (Value, usize) {
+    let req = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut c = Command::new("curl")
+        .args(["-sS", "-X", "POST", "-H", "Content-Type: application/json"])
+        .args(["--data-binary", "@-", url])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("curl (installed by scripts/setup.sh)");
+    c.stdin
+        .take()
+        .expect("stdin")
+        .write_all(req.to_string().as_bytes())
+        .expect("write body");
+    let o = c.wait_with_output().expect("curl");
+    assert!(o.status.success(), "{method}: curl failed");
+    let v = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{method}: not JSON ({e}): {}",
+            String::from_utf8_lossy(&o.stdout[..o.stdout.len().min(300)])
+        )
+    });
+    (v, o.stdout.len())
+}
+
+/// A call's result; a "server busy" refusal is retried (bounded), any
+/// other error fails the test.
+fn answer(url: &str, method: &str, params: &Value, refused: &AtomicUsize) -> Value {
+    for _ in 0..1000 {
+        let (v, _) = call(url, method, params);
+        let Some(e) = v.get("error") else {
+            return v["result"].clone();
+        };
+        let msg = e["message"].as_str().unwrap_or_default();
+        assert!(
+            e["code"] == -32603 && msg.starts_with("server busy: ") && msg.contains("retry later"),
+            "{method} {params}: only a busy refusal may fail a call: {e}"
+        );
+        refused.fetch_add(1, Ordering::Relaxed);
+        std::thread::yield_now();
+    }
+    panic!("{method} {params}: refused 1000 times");
+}
+
+/// The daemon's peak resident set, KiB.
+fn vm_hwm_kib(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("VmHWM")
+}
+
+fn sha_b64(v: &Value) -> String {
+    let bytes = STANDARD
+        .decode(v.as_str().expect("base64 string"))
+        .expect("base64");
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Every page of `method` from `FIRST`, by cursor, with the largest
+/// limit; the items of all pages, in order, and the page count.
+fn walk(url: &str, method: &str, format: &str, refused: &AtomicUsize) -> (Vec<Value>, usize) {
+    let key = if method == "getLedgers" {
+        "ledgers"
+    } else {
+        "transactions"
+    };
+    let mut items = Vec::new();
+    let mut params = json!({"startLedger": FIRST, "pagination": {"limit": 200},
+        "xdrFormat": format});
+    let mut sent_cursor = Value::Null;
+    for pages in 1..=2000 {
+        let page = answer(url, method, &params, refused);
+        let got = page[key].as_array().expect("items");
+        let cursor = page["cursor"].clone();
+        assert!(cursor.is_string(), "{method}: cursor {cursor}");
+        if got.is_empty() && cursor == sent_cursor {
+            return (items, pages);
+        }
+        items.extend(got.iter().cloned());
+        sent_cursor = cursor.clone();
+        params = json!({"pagination": {"cursor": cursor, "limit": 200}, "xdrFormat": format});
+    }
+    panic!("{method} {format}: no end after 2000 pages");
+}
+
+/// The walk of `getLedgers` gave each ledger once, in order, whole.
+fn check_ledgers(got: &[Value], want: &[Value], format: &str) {
+    let seqs: Vec<u64> = got
+        .iter()
+        .map(|l| l["sequence"].as_u64().expect("seq"))
+        .collect();
+    assert_eq!(seqs, (FIRST..=LAST).collect::<Vec<_>>(), "{format}");
+    for (g, w) in got.iter().zip(want) {
+        assert_eq!(g["hash"], w["hash"], "{format}");
+        if format == "json" {
+            assert_eq!(g["headerJson"]["header"]["ledger_seq"], w["seq"]);
+            assert!(g["metadataJson"].is_object(), "{format}");
+        } else {
+            assert_eq!(sha_b64(&g["metadataXdr"]), w["lcm_sha256"]);
+            assert_eq!(sha_b64(&g["headerXdr"]), w["header_history_entry_sha256"]);
+        }
+    }
+}
+
+/// The walk of `getTransactions` gave each transaction once, in order.
+fn check_txs(got: &[Value], want: &[Value], format: &str) {
+    let hashes: Vec<&str> = got
+        .iter()
+        .map(|t| t["txHash"].as_str().expect("h"))
+        .collect();
+    let expected: Vec<&str> = want
+        .iter()
+        .map(|t| t["hash"].as_str().expect("h"))
+        .collect();
+    assert_eq!(hashes.len(), TXS, "{format}");
+    assert!(
+        hashes == expected,
+        "{format}: every transaction once, in order"
+    );
+    for (g, w) in got.iter().zip(want) {
+        assert_eq!(g["ledger"], w["ledger"]);
+        assert_eq!(g["applicationOrder"], w["application_order"]);
+        if format == "json" {
+            assert!(g["envelopeJson"].is_object() && g["resultMetaJson"].is_object());
+        } else {
+            assert_eq!(sha_b64(&g["envelopeXdr"]), w["envelope_sha256"]);
+            assert_eq!(sha_b64(&g["resultMetaXdr"]), w["meta_sha256"]);
+        }
+    }
+}
+
+#[test]
+fn ledger_pages_are_bounded_in_memory_and_bytes_and_walk_every_item_once() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    load(&dir);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    // A deadline no debug build under load reaches: this test is about
+    // memory and paging, not time.
+    let d = rt.block_on(Daemon::start_with_env(
+        &dir,
+        &[],
+        &[("LEDGERSTORE_QUERY__TIMEOUT_MS", "600000")],
+    ));
+    let url = d.jsonrpc.clone();
+    let oracle = oracle();
+    let ledgers = oracle["ledgers"].as_array().expect("ledgers").clone();
+    let txs = oracle["txs"].as_array().expect("txs").clone();
+    let refused = Arc::new(AtomicUsize::new(0));
+    let (h, _) = call(&url, "getHealth", &json!({}));
+    assert_eq!(h["result"]["latestLedger"], LAST);
+    let idle = vm_hwm_kib(d.pid());
+
+    // The reproducing call: before the fix it built all 20 ledgers as
+    // XDR-JSON (56 MB of text, 1.6 GB of heap).
+    let repro = json!({"startLedger": FIRST, "pagination": {"limit": 200}, "xdrFormat": "json"});
+    let (v, bytes) = call(&url, "getLedgers", &repro);
+    let one = vm_hwm_kib(d.pid());
+    eprintln!("VmHWM idle {idle} KiB, after one XDR-JSON getLedgers of 200: {one} KiB; {bytes} B");
+    assert!(
+        one < ONE_CALL_KIB,
+        "one getLedgers call took the daemon's peak RSS to {one} KiB (bound {ONE_CALL_KIB})"
+    );
+    let page = &v["result"];
+    let n = page["ledgers"].as_array().expect("a page").len();
+    assert!(
+        bytes <= PAGE_BYTES + (4 << 20),
+        "{bytes} bytes: the page passed its budget"
+    );
+    assert!((1..20).contains(&n), "a partial page: {n} ledgers");
+    assert_eq!(page["cursor"], (FIRST + n as u64 - 1).to_string());
+
+    // Concurrent maximal walks, more than the 4 that run at once, and
+    // point lookups all along.
+    let done = Arc::new(AtomicBool::new(false));
+    let lookups = {
+        let (url, txs, done) = (url.clone(), txs.clone(), done.clone());
+        std::thread::spawn(move || point_lookups(&url, &txs, &done))
+    };
+    let walks = [
+        ("getLedgers", "json"),
+        ("getLedgers", "json"),
+        ("getLedgers", "base64"),
+        ("getTransactions", "json"),
+        ("getTransactions", "base64"),
+        ("getTransactions", "base64"),
+    ];
+    let handles: Vec<_> = walks
+        .iter()
+        .map(|&(method, format)| {
+            let (url, refused) = (url.clone(), refused.clone());
+            std::thread::spawn(move || walk(&url, method, format, &refused))
+        })
+        .collect();
+    let results: Vec<_> = handles
+        .into_iter()
+        .map(|h| h.join().expect("walker"))
+        .collect();
+    done.store(true, Ordering::Release);
+    let answered = lookups.join().expect("lookups");
+    let peak = vm_hwm_kib(d.pid());
+    for ((method, format), (items, pages)) in walks.iter().zip(&results) {
+        eprintln!("{method} {format}: {} items in {pages} pages", items.len());
+        match *method {
+            "getLedgers" => check_ledgers(items, &ledgers, format),
+            _ => check_txs(items, &txs, format),
+        }
+    }
+    eprintln!(
+        "VmHWM after the walks: {peak} KiB; {} busy refusals; {answered} getTransaction answers",
+        refused.load(Ordering::Relaxed)
+    );
+    assert!(answered > 0, "getTransaction answered during the walks");
+    assert!(
+        peak < CONCURRENT_KIB,
+        "concurrent pages took the daemon's peak RSS to {peak} KiB (bound {CONCURRENT_KIB})"
+    );
+}
+
+/// `getTransaction` of the oracle's transactions, round after round,
+/// until `done`: each answer checked. Returns the answers.
+fn point_lookups(url: &str, txs: &[Value], done: &AtomicBool) -> usize {
+    let by_hash: HashMap<&str, &Value> = txs
+        .iter()
+        .map(|t| (t["hash"].as_str().expect("h"), t))
+        .collect();
+    let mut answered = 0;
+    for want in txs.iter().step_by(97).cycle().take(100_000) {
+        if done.load(Ordering::Acquire) && answered > 0 {
+            break;
+        }
+        let hash = want["hash"].as_str().expect("hash");
+        let (v, _) = call(url, "getTransaction", &json!({"hash": hash}));
+        let got = &v["result"];
+        assert!(v.get("error").is_none(), "getTransaction {hash}: {v}");
+        let w = by_hash[hash];
+        assert_eq!(got["status"], w["status"], "{hash}");
+        assert_eq!(got["ledger"], w["ledger"], "{hash}");
+        assert_eq!(got["applicationOrder"], w["application_order"], "{hash}");
+        assert_eq!(sha_b64(&got["envelopeXdr"]), w["envelope_sha256"], "{hash}");
+        answered += 1;
+    }
+    answered
+}
+
+/// The running heavy calls the daemon reports (`jsonrpc_heavy_calls`).
+fn heavy_running(d: &Daemon) -> Option<u64> {
+    d.metrics_text()
+        .lines()
+        .find_map(|l| l.strip_prefix("jsonrpc_heavy_calls{state=\"running\"} "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The deadline stops the work, not only the wait for it: a maximal
+/// XDR-JSON `getLedgers` whose deadline (1 ms) passes answers with the
+/// timeout, its task gives back its slot, and the daemon never builds the
+/// page. Before the fix the abandoned task went on to build all 20
+/// ledgers (1.6 GB) after the client had its timeout.
+#[test]
+fn a_call_past_its_deadline_stops_its_own_work() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    load(&dir);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let d = rt.block_on(Daemon::start_with_env(
+        &dir,
+        &[],
+        &[("LEDGERSTORE_QUERY__TIMEOUT_MS", "1")],
+    ));
+    let repro = json!({"startLedger": FIRST, "pagination": {"limit": 200}, "xdrFormat": "json"});
+    let (v, _) = call(&d.jsonrpc, "getLedgers", &repro);
+    let e = &v["error"];
+    assert_eq!(e["code"], -32603, "{v}");
+    let msg = e["message"].as_str().expect("message");
+    assert_eq!(msg, "the request took longer than 1 ms (query.timeout_ms)");
+    // The slot is held until the task itself ends (bounded wait).
+    let mut stopped = false;
+    for _ in 0..600 {
+        if heavy_running(&d) == Some(0) {
+            stopped = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let peak = vm_hwm_kib(d.pid());
+    eprintln!("VmHWM after a timed-out getLedgers: {peak} KiB");
+    assert!(
+        peak < ONE_CALL_KIB,
+        "a timed-out call went on working: peak RSS {peak} KiB"
+    );
+    assert!(
+        stopped,
+        "the timed-out call still holds its slot after 60 s"
+    );
+}
+
+/// The smallest budgets (64 KiB pages, one ledger read per call) still
+/// walk every ledger and transaction exactly once: pages end on the byte
+/// budget mid-ledger and on the ledger budget at a ledger's end, and a
+/// ledger larger than the page budget comes alone on its page.
+#[test]
+fn the_smallest_budgets_still_walk_every_item_once() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    load(&dir);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let d = rt.block_on(Daemon::start_with_env(
+        &dir,
+        &[],
+        &[
+            ("LEDGERSTORE_QUERY__TIMEOUT_MS", "600000"),
+            ("LEDGERSTORE_JSONRPC__MAX_PAGE_BYTES", "65536"),
+            ("LEDGERSTORE_JSONRPC__MAX_PAGE_LEDGERS", "1"),
+        ],
+    ));
+    let oracle = oracle();
+    let ledgers = oracle["ledgers"].as_array().expect("ledgers");
+    let txs = oracle["txs"].as_array().expect("txs");
+    let refused = AtomicUsize::new(0);
+    for format in ["base64", "json"] {
+        let (got, pages) = walk(&d.jsonrpc, "getLedgers", format, &refused);
+        assert_eq!(pages, 21, "{format}: one ledger a page, then the empty one");
+        check_ledgers(&got, ledgers, format);
+    }
+    let (got, pages) = walk(&d.jsonrpc, "getTransactions", "base64", &refused);
+    eprintln!("getTransactions base64 in 64 KiB pages: {pages} pages");
+    assert!(
+        pages > TXS / 200 + 20,
+        "{pages} pages: the byte budget cut them"
+    );
+    check_txs(&got, txs, "base64");
+}

@@ -80,8 +80,13 @@ impl Tiered {
         if self.below() == 0 {
             return Ok(None);
         }
-        let Some(pos) = self.store.evicted_position(hash)? else {
-            return Ok(None);
+        let pos = match self.store.evicted_position(hash) {
+            Ok(Some(pos)) => pos,
+            Ok(None) => return Ok(None),
+            Err(e @ StoreError::Segment(_)) => {
+                return self.without_hash_list(hash, &e, |c| c.get_tx(hash));
+            }
+            Err(e) => return Err(e),
         };
         let what = || format!("transaction {hash} (ledger {})", pos.seq);
         let (_, mark) = self.published(what)?;
@@ -89,6 +94,21 @@ impl Tiered {
             return Ok(Some(r));
         }
         Err(self.mismatch(hash, pos, mark, what()))
+    }
+
+    /// A hash list of an evicted range could not be read (`local`, e.g.
+    /// deleted): the published store's own segments resolve `hash`
+    /// instead, as on a replica (they are fetched), rather than failing or
+    /// losing what the list recorded.
+    fn without_hash_list<T>(
+        &self,
+        hash: &TxHash,
+        local: &StoreError,
+        read: impl FnOnce(&Replica) -> StoreResult<Option<T>>,
+    ) -> StoreResult<Option<T>> {
+        tracing::warn!(error = %local, %hash, "a hash list of an evicted range cannot be read: looking the hash up in the published store");
+        self.published(|| format!("transaction {hash}"))?;
+        read(&self.cold)
     }
 
     /// The pack at `pos` did not confirm `hash`, which this data dir's
@@ -177,7 +197,12 @@ impl Reader for Tiered {
 
     fn get_tx_ledger(&self, hash: &TxHash) -> StoreResult<Option<u32>> {
         // Exact locally: evicted ranges keep their hash lists.
-        self.store.get_tx_ledger(hash)
+        match self.store.get_tx_ledger(hash) {
+            Err(e @ StoreError::Segment(_)) if self.below() > 0 => {
+                self.without_hash_list(hash, &e, |c| c.get_tx_ledger(hash))
+            }
+            r => r,
+        }
     }
 
     fn batch_get_txs(&self, hashes: &[TxHash]) -> StoreResult<Vec<Option<TxRecord>>> {

@@ -582,3 +582,77 @@ fn reads_inside_a_half_done_eviction_answer_exactly() {
         ]
     );
 }
+
+/// A hash list of an evicted range is lost (deleted, or unreadable): the
+/// transactions it listed still exist in the published store, whose own
+/// segments find them.
+#[test]
+fn a_lost_hash_list_of_an_evicted_range_loses_no_transaction() {
+    let f = Fixture::new(10, 6, 45, false);
+    let (hash, inner) = (f.tx(15, 2), f.inner(15, 1));
+    let want = f.store.get_tx(&hash).expect("get").expect("stored");
+    let want_inner = f.store.get_tx(&inner).expect("get").expect("alias");
+    let cold = f.replica("cache", 1 << 30);
+    f.evict_below(30);
+    let tiered = f.tiered(&cold);
+    let list = f
+        .tmp
+        .path()
+        .join("data/segments")
+        .join(ledgerstore_segment::hashes::file_name(10, 19));
+    std::fs::remove_file(&list).expect("remove the hash list");
+
+    assert_eq!(
+        Reader::get_tx(&*tiered, &hash).expect("from the published store"),
+        Some(want.clone())
+    );
+    assert_eq!(
+        Reader::get_tx(&*tiered, &inner).expect("inner hash"),
+        Some(want_inner.clone())
+    );
+    assert_eq!(
+        Reader::batch_get_txs(&*tiered, &[hash, absent(4), inner]).expect("batch"),
+        vec![Some(want), None, Some(want_inner)]
+    );
+    assert_eq!(
+        Reader::get_tx_ledger(&*tiered, &hash).expect("ledger of"),
+        Some(15)
+    );
+}
+
+/// The process dies after an eviction recorded its boundary and before it
+/// deleted everything below it: the next eviction deletes the rest (the
+/// module's promise), so the data dir does not keep those ledgers forever.
+#[test]
+fn an_eviction_cut_short_is_finished_by_the_next_one() {
+    let f = Fixture::new(10, 4, 45, false);
+    let loc = f.remote.location().to_string();
+    let hash = f.tx(5, 1);
+    let crashed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        f.store.evict_below_with(30, &loc, &mut |step| {
+            assert_ne!(step, EvictStep::Recorded, "the process dies here");
+        })
+    }));
+    assert!(crashed.is_err(), "the eviction was cut short");
+    let Fixture { tmp, store, .. } = f;
+    drop(store);
+    let store = Ledgerstore::open(
+        &tmp.path().join("data"),
+        options(10, false),
+        &Backends::for_tests(),
+    )
+    .expect("reopen");
+    assert_eq!(store.evicted().map(|e| e.below), Some(30));
+    assert!(store.get_ledger(5).expect("read").is_some(), "left over");
+
+    store.evict_below(40, &loc).expect("the next eviction");
+    for seq in 1..40 {
+        assert_eq!(
+            store.get_ledger(seq).expect("read").map(|l| l.seq),
+            None,
+            "ledger {seq} is still in the data dir"
+        );
+    }
+    assert_eq!(store.get_tx(&hash).expect("read"), None, "its bodies too");
+    assert!(store.get_ledger(40).expect("read").is_some());
+}

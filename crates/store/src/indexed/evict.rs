@@ -125,7 +125,9 @@ impl Ledgerstore {
             )));
         }
         let from = match (&prev, self.first_ledger()) {
-            (Some(p), _) => p.below,
+            // A crash mid-delete left ledgers below the recorded boundary:
+            // delete from the oldest still here.
+            (Some(p), _) => self.oldest_stored_below(p.below)?.unwrap_or(p.below),
             (None, Some(f)) => f,
             (None, None) => return Ok(0),
         };
@@ -153,6 +155,20 @@ impl Ledgerstore {
             seq = end;
         }
         Ok(u64::from(below - from))
+    }
+
+    /// The oldest ledger record still stored below `below`: one an
+    /// eviction cut short left (a ledger's bodies go before its record).
+    fn oldest_stored_below(&self, below: u32) -> StoreResult<Option<u32>> {
+        let Some(first) = self.first_ledger() else {
+            return Ok(None);
+        };
+        let rows = self.ledgers.scan(&first.to_be_bytes(), 1)?;
+        Ok(rows
+            .first()
+            .and_then(|(k, _)| <[u8; 4]>::try_from(k.as_slice()).ok())
+            .map(u32::from_be_bytes)
+            .filter(|seq| *seq < below))
     }
 
     /// Deletes ledgers `from..end` and their bodies, under the ingest lock

@@ -455,8 +455,6 @@ impl Replica {
         let (remote, k) = (Arc::clone(&self.remote), key.clone());
         let bytes = self.block(async move { remote.get_range(&k, 0..HEADER).await })?;
         let h = Header::parse(&bytes).map_err(|e| ColdError::damaged(key, e.to_string()))?;
-        // The header read is the pack's whole, so its bounds are the
-        // manifest's.
         if (h.first, h.last, h.size, h.bodies) != (p.first, p.last, p.object.size, p.bodies) {
             return Err(ColdError::damaged(
                 key,

@@ -200,8 +200,7 @@ impl DiskCache {
         let written = fs::write(&tmp, bytes)
             .map_err(ColdError::io(format!("write {}", tmp.display())))
             .and_then(|()| {
-                fs::rename(&tmp, &path)
-                    .map_err(ColdError::io(format!("rename {}", path.display())))
+                fs::rename(&tmp, &path).map_err(ColdError::io(format!("rename {}", path.display())))
             });
         if let Err(e) = written {
             let _ = fs::remove_file(&tmp);

@@ -82,14 +82,18 @@ impl Faulty {
         self.state().manifests_up_to = version;
     }
 
-    fn hide(&self, list: BoxStream<'static, Result<ObjectMeta>>) -> BoxStream<'static, Result<ObjectMeta>> {
+    fn hide(
+        &self,
+        list: BoxStream<'static, Result<ObjectMeta>>,
+    ) -> BoxStream<'static, Result<ObjectMeta>> {
         let Some(max) = self.state().manifests_up_to else {
             return list;
         };
         list.filter(move |m| {
-            let newer = m.as_ref().ok().and_then(|m| {
-                ledgerstore_pack::manifest::parse_manifest_key(m.location.as_ref())
-            });
+            let newer = m
+                .as_ref()
+                .ok()
+                .and_then(|m| ledgerstore_pack::manifest::parse_manifest_key(m.location.as_ref()));
             futures::future::ready(newer.is_none_or(|v| v <= max))
         })
         .boxed()

@@ -216,7 +216,11 @@ pub async fn publish(
 /// Every dictionary version the previous manifest lists must have the
 /// same bytes here: the inherited packs were compressed with them, and a
 /// rebuilt data dir trains other bytes under the same version numbers.
-fn check_dicts(prev: Option<&Manifest>, local: &[(u32, Vec<u8>)], location: &str) -> ColdResult<()> {
+fn check_dicts(
+    prev: Option<&Manifest>,
+    local: &[(u32, Vec<u8>)],
+    location: &str,
+) -> ColdResult<()> {
     let Some(m) = prev else { return Ok(()) };
     for (version, bytes) in local {
         let Some(published) = m.dicts.iter().find(|d| d.version == *version) else {

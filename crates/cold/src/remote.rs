@@ -108,7 +108,9 @@ impl Remote {
     /// [`MAX_MANIFEST_BYTES`]).
     pub async fn manifest(&self, version: u64) -> ColdResult<Manifest> {
         let key = manifest_key(version);
-        let bytes = self.get_at_most(&key, MAX_MANIFEST_BYTES, "a manifest").await?;
+        let bytes = self
+            .get_at_most(&key, MAX_MANIFEST_BYTES, "a manifest")
+            .await?;
         Manifest::parse(&key, &bytes).map_err(|e| ColdError::damaged(&key, e.to_string()))
     }
 

@@ -181,7 +181,11 @@ impl Replica {
             }
             let bytes = self
                 .remote
-                .get_at_most(&d.object.key, d.object.size, "this dictionary (per the manifest)")
+                .get_at_most(
+                    &d.object.key,
+                    d.object.size,
+                    "this dictionary (per the manifest)",
+                )
                 .await?;
             let sha = ledgerstore_pack::sha256(&bytes);
             if bytes.len() as u64 != d.object.size || sha != d.object.sha256 {
@@ -221,7 +225,11 @@ impl Replica {
     fn release_superseded(&self, live: &HashSet<String>) {
         let gone: Vec<String> = {
             let mut segs = self.segments.lock().unwrap_or_else(|p| p.into_inner());
-            let gone: Vec<String> = segs.keys().filter(|k| !live.contains(*k)).cloned().collect();
+            let gone: Vec<String> = segs
+                .keys()
+                .filter(|k| !live.contains(*k))
+                .cloned()
+                .collect();
             for k in &gone {
                 segs.remove(k);
             }
@@ -357,7 +365,13 @@ impl Replica {
         let wait = DAMAGED_FIRST
             .saturating_mul(1 << (failures - 1).min(10))
             .min(DAMAGED_MAX);
-        tracing::warn!(object = key, failures, wait_s = wait.as_secs(), detail, "segment damaged");
+        tracing::warn!(
+            object = key,
+            failures,
+            wait_s = wait.as_secs(),
+            detail,
+            "segment damaged"
+        );
         damaged.insert(
             key.to_string(),
             Damage {
@@ -476,9 +490,8 @@ impl Replica {
     /// header's bounds.
     fn ledger_entry(&self, p: &PackRef, h: &Header, seq: u32) -> ColdResult<LedgerEntry> {
         let key = &p.object.key;
-        let damaged = |e: ledgerstore_pack::PackError| {
-            ColdError::damaged(key, format!("ledger {seq}: {e}"))
-        };
+        let damaged =
+            |e: ledgerstore_pack::PackError| ColdError::damaged(key, format!("ledger {seq}: {e}"));
         let (page, _) = h.ledger_page_of(seq).map_err(damaged)?;
         let range = h.ledger_page(page).map_err(damaged)?;
         let bytes = self.piece(format!("lt/{key}/{page}"), key, range)?;

@@ -201,7 +201,10 @@ fn a_damaged_or_missing_object_fails_only_the_lookups_that_need_it_naming_it() {
         let at = at as usize;
         u64::from_be_bytes(bytes[at..at + 8].try_into().expect("8 bytes")) as usize
     };
-    let (body, record) = (offset(h.body_table + 16 * 7), offset(h.ledger_table + 24 * 2));
+    let (body, record) = (
+        offset(h.body_table + 16 * 7),
+        offset(h.ledger_table + 24 * 2),
+    );
     bytes[body + 3] ^= 0x5a;
     bytes[record + 3] ^= 0x5a;
     std::fs::write(&path, &bytes).expect("damage");

@@ -325,7 +325,10 @@ fn a_segment_longer_than_the_manifest_says_is_read_only_to_its_size() {
     let (_, before) = w.remote.reads();
     let (object, detail) = damaged(Reader::get_tx(&*rep, &TxHash([0x42; 32])));
     assert_eq!(object, seg.key);
-    assert!(detail.contains(&format!("more than the {} bytes", seg.size)), "{detail}");
+    assert!(
+        detail.contains(&format!("more than the {} bytes", seg.size)),
+        "{detail}"
+    );
     let (_, after) = w.remote.reads();
     assert!(after - before < 1 << 20, "{} bytes read", after - before);
     let left: Vec<_> = std::fs::read_dir(w.tmp.path().join("c"))
@@ -360,8 +363,14 @@ fn oversized_manifests_and_dictionaries_are_refused_before_they_are_read() {
     // A manifest past the bound.
     let next = ledgerstore_pack::manifest::manifest_key(m.version + 1);
     sparse(&w.bucket.join(&next), crate::remote::MAX_MANIFEST_BYTES + 1);
-    let e = w.rt.block_on(rep.refresh()).expect_err("manifest").to_string();
-    assert!(e.contains(&next) && e.contains("a manifest is at most"), "{e}");
+    let e =
+        w.rt.block_on(rep.refresh())
+            .expect_err("manifest")
+            .to_string();
+    assert!(
+        e.contains(&next) && e.contains("a manifest is at most"),
+        "{e}"
+    );
     let (_, after) = w.remote.reads();
     assert!(after - before < 1 << 20, "{} bytes read", after - before);
 }
@@ -416,16 +425,21 @@ fn clients_get_the_ledger_range_never_the_bucket_or_the_endpoint() {
         !text.contains("10.1.2.3") && !text.contains("secret-bucket"),
         "{text}"
     );
-    assert!(text.contains("ledgers 10..=19") && text.contains(&key), "{text}");
+    assert!(
+        text.contains("ledgers 10..=19") && text.contains(&key),
+        "{text}"
+    );
     let mark = Reader::mark_text(&*rep);
     assert!(!mark.contains("secret-bucket"), "{mark}");
-    assert!(mark.contains(&format!("ledgers {}..={}", m.first, m.mark)), "{mark}");
+    assert!(
+        mark.contains(&format!("ledgers {}..={}", m.first, m.mark)),
+        "{mark}"
+    );
     // The operator still sees everything (the writer's own errors).
-    let e = w
-        .rt
-        .block_on(w.remote.get_range(&key, 0..64))
-        .expect_err("unreachable")
-        .to_string();
+    let e =
+        w.rt.block_on(w.remote.get_range(&key, 0..64))
+            .expect_err("unreachable")
+            .to_string();
     assert!(e.contains(LOCATION) && e.contains("10.1.2.3"), "{e}");
 }
 
@@ -440,10 +454,9 @@ fn a_retried_manifest_create_whose_first_attempt_succeeded_is_not_a_conflict() {
     // Another writer's bytes under the same version still conflict.
     let mut other = w.manifest();
     other.writer = "another writer".into();
-    let e = w
-        .rt
-        .block_on(w.remote.create_manifest(&other))
-        .expect_err("conflict");
+    let e =
+        w.rt.block_on(w.remote.create_manifest(&other))
+            .expect_err("conflict");
     assert!(matches!(e, ColdError::Conflict { .. }), "{e}");
 }
 
@@ -469,12 +482,14 @@ fn a_rebuilt_data_dirs_dictionary_is_never_published_over_the_packs_that_need_th
         .find(|(v, _)| *v == theirs.version)
         .expect("the same version");
     let mine_sha = ledgerstore_pack::sha256(&mine.1);
-    assert_ne!(mine_sha, theirs.object.sha256, "the rebuild trained other bytes");
+    assert_ne!(
+        mine_sha, theirs.object.sha256,
+        "the rebuild trained other bytes"
+    );
     let work = w.tmp.path().join("work-b");
-    let e = w
-        .rt
-        .block_on(publish(Arc::clone(&b), &w.remote, &work))
-        .expect_err("refused");
+    let e =
+        w.rt.block_on(publish(Arc::clone(&b), &w.remote, &work))
+            .expect_err("refused");
     let text = e.to_string();
     assert!(matches!(e, ColdError::DictReplaced { .. }), "{text}");
     assert!(
@@ -502,11 +517,18 @@ fn replicas_agree_when_a_manifest_lists_other_bytes_for_a_dictionary_version() {
     let m = w.manifest();
     let version = m.dicts[0].version;
     let dicts = b.closed_ranges().expect("closed").dicts;
-    let (_, bytes) = dicts.iter().find(|(v, _)| *v == version).expect("same version");
+    let (_, bytes) = dicts
+        .iter()
+        .find(|(v, _)| *v == version)
+        .expect("same version");
     let key = dict_key(version, &ledgerstore_pack::sha256(bytes));
     let object = w.put(&key, bytes);
     w.republish(|m| m.dicts[0].object = object);
-    assert!(w.rt.block_on(following.refresh()).expect("follow").is_some());
+    assert!(
+        w.rt.block_on(following.refresh())
+            .expect("follow")
+            .is_some()
+    );
     assert_eq!(w.faulty.gets(&key), 1, "the listed bytes are fetched");
     let fresh = w.replica("c1", 1 << 30);
     for seq in [12, 25, 35] {
@@ -547,7 +569,8 @@ fn unlinked_mapped(dir: &Path) -> HashMap<String, u64> {
         let f: Vec<&str> = line[..path_at].split_whitespace().collect();
         let (range, inode) = (f[0], f[4]);
         let (a, b) = range.split_once('-').expect("range");
-        let len = u64::from_str_radix(b, 16).expect("end") - u64::from_str_radix(a, 16).expect("start");
+        let len =
+            u64::from_str_radix(b, 16).expect("end") - u64::from_str_radix(a, 16).expect("start");
         *out.entry(inode.to_string()).or_default() += len;
     }
     out
@@ -571,7 +594,12 @@ fn a_replica_following_merges_keeps_its_disk_under_cache_mb() {
     let mut rounds = vec![w.manifest().version];
     for last in [32, 42, 52, 62, 72, 82] {
         ingest(&w.store, &w.s, last - 9, last);
-        rounds.push(w.publish().expect("publish").version.expect("a new manifest"));
+        rounds.push(
+            w.publish()
+                .expect("publish")
+                .version
+                .expect("a new manifest"),
+        );
     }
     let manifests: Vec<Manifest> = rounds
         .iter()
@@ -597,7 +625,10 @@ fn a_replica_following_merges_keeps_its_disk_under_cache_mb() {
         w.faulty.show_manifests_up_to(Some(m.version));
         w.rt.block_on(rep.refresh()).expect("follow");
         // A miss probes every segment; a page of ledgers fills pieces.
-        assert_eq!(Reader::get_tx(&*rep, &TxHash([0x42; 32])).expect("miss"), None);
+        assert_eq!(
+            Reader::get_tx(&*rep, &TxHash([0x42; 32])).expect("miss"),
+            None
+        );
         Reader::ledger_chunk(&*rep, m.first, m.mark, 1000).expect("ledgers");
         let used = disk_bytes(&dir);
         assert!(
@@ -614,7 +645,10 @@ fn a_replica_following_merges_keeps_its_disk_under_cache_mb() {
             .map(|s| format!("seg/{}", s.object.key).replace('/', "~"))
             .collect();
         let mapped = mapped_names(&dir);
-        assert!(mapped.is_subset(&live), "{mapped:?} mapped, {live:?} served");
+        assert!(
+            mapped.is_subset(&live),
+            "{mapped:?} mapped, {live:?} served"
+        );
     }
 }
 
@@ -625,7 +659,10 @@ fn paging_through_ledgers_never_evicts_a_segment() {
     let segs: u64 = m.segments.iter().map(|s| s.object.size).sum();
     let limit = segs * 2;
     let packs: u64 = m.packs.iter().map(|p| p.object.size).sum();
-    assert!(packs > limit, "the ledgers ({packs} bytes) overflow the cache ({limit})");
+    assert!(
+        packs > limit,
+        "the ledgers ({packs} bytes) overflow the cache ({limit})"
+    );
     let rep = w.replica("c", limit);
     let miss = TxHash([0x42; 32]);
     assert_eq!(Reader::get_tx(&*rep, &miss).expect("miss"), None);
@@ -635,7 +672,11 @@ fn paging_through_ledgers_never_evicts_a_segment() {
         Reader::ledger_chunk(&*rep, from, from + 9, 10).expect("page");
         assert_eq!(Reader::get_tx(&*rep, &miss).expect("miss"), None);
     }
-    assert_eq!(w.faulty.gets("segments/"), fetched, "a segment was fetched again");
+    assert_eq!(
+        w.faulty.gets("segments/"),
+        fetched,
+        "a segment was fetched again"
+    );
     assert!(rep.cache().evictions > 0, "the pages were evicted instead");
 }
 
@@ -655,7 +696,11 @@ fn a_damaged_segment_is_fetched_once_per_backoff_and_leaves_no_file() {
         assert_eq!(object, seg.object.key);
         assert!(detail.contains("SHA-256"), "{detail}");
     }
-    assert_eq!(w.faulty.gets(&seg.object.key), 1, "fetched once per backoff");
+    assert_eq!(
+        w.faulty.gets(&seg.object.key),
+        1,
+        "fetched once per backoff"
+    );
     // Other ranges keep answering.
     let h = w.hash(5, 0);
     assert_eq!(
@@ -677,5 +722,9 @@ fn a_damaged_segment_is_fetched_once_per_backoff_and_leaves_no_file() {
     let marker = std::fs::metadata(w.tmp.path().join("c1/.ledgerstore-cache"))
         .expect("marker")
         .len();
-    assert_eq!(on_disk - marker, f.bytes, "an untracked file in the cache dir");
+    assert_eq!(
+        on_disk - marker,
+        f.bytes,
+        "an untracked file in the cache dir"
+    );
 }

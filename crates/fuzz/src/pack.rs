@@ -42,7 +42,9 @@ fn pack(bytes: &[u8]) {
         let Ok(le) = h.ledger_entry(page, seq) else {
             continue;
         };
-        let rec = h.data_range(&le.record).expect("an accepted entry's record is in range");
+        let rec = h
+            .data_range(&le.record)
+            .expect("an accepted entry's record is in range");
         in_data(&h, &rec);
         assert!(
             u64::from(le.first_body) + u64::from(le.bodies) <= h.bodies,
@@ -87,7 +89,10 @@ fn manifest(bytes: &[u8]) {
     let Ok(m) = Manifest::parse(key, bytes) else {
         return;
     };
-    assert_eq!(m.version, 3, "a manifest parsed under another version's key");
+    assert_eq!(
+        m.version, 3,
+        "a manifest parsed under another version's key"
+    );
     m.validate().expect("a parsed manifest validates");
     for p in &m.packs {
         for seq in [p.first, p.last] {

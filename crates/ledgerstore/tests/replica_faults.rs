@@ -92,12 +92,18 @@ async fn damaged_pack_tables_are_data_loss_and_clients_never_see_the_bucket() {
     let dir = tmp.path().join("writer");
     let o = run({
         let mut c = bin();
-        c.args(["ingest", "--no-progress", "--layout", "indexed", "--data-dir"])
-            .arg(&dir)
-            .args(common::small_engine_flags())
-            .args(["--segments.range-ledgers", "5"])
-            .args(["--network", "pubnet", "--stellar-file"])
-            .arg(testdata(&format!("{FIXTURE}.xdr.zst")));
+        c.args([
+            "ingest",
+            "--no-progress",
+            "--layout",
+            "indexed",
+            "--data-dir",
+        ])
+        .arg(&dir)
+        .args(common::small_engine_flags())
+        .args(["--segments.range-ledgers", "5"])
+        .args(["--network", "pubnet", "--stellar-file"])
+        .arg(testdata(&format!("{FIXTURE}.xdr.zst")));
         c
     });
     assert!(o.status.success(), "ingest: {}", stderr(&o));

@@ -229,7 +229,11 @@ impl Header {
                 table.name()
             )));
         }
-        let crc = if self.version == VERSION_1 { 0 } else { PAGE_CRC };
+        let crc = if self.version == VERSION_1 {
+            0
+        } else {
+            PAGE_CRC
+        };
         let start = at + page * (per * table.entry() + crc);
         let entries = (n - page * per).min(per);
         Ok(start..start + entries * table.entry() + crc)

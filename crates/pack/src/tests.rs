@@ -138,13 +138,22 @@ fn every_damaged_byte_fails_a_read_and_never_gives_another_answer() {
     // Table damage is found by the page CRC, before any entry is used.
     let mut bad = good.clone();
     bad[(h.body_table + 3) as usize] ^= 1; // body 0's offset
-    let seq = (1..=140).find(|s| s % 4 != 0).expect("a ledger with bodies");
+    let seq = (1..=140)
+        .find(|s| s % 4 != 0)
+        .expect("a ledger with bodies");
     let (page, _) = h.ledger_page_of(seq).expect("page");
     let le = h
-        .ledger_entry(piece(&bad, h.ledger_page(page).expect("lt")).expect("page"), seq)
+        .ledger_entry(
+            piece(&bad, h.ledger_page(page).expect("lt")).expect("page"),
+            seq,
+        )
         .expect("ledger table intact");
     let e = h
-        .body_entry(piece(&bad, h.body_page(0).expect("bt")).expect("page"), &le, 0)
+        .body_entry(
+            piece(&bad, h.body_page(0).expect("bt")).expect("page"),
+            &le,
+            0,
+        )
         .expect_err("damaged page")
         .to_string();
     assert!(e.contains("body table page 0 fails its CRC-32"), "{e}");
@@ -186,12 +195,18 @@ fn damaged_version_1_table_fields_are_refused_by_the_headers_bounds() {
     assert!(e.contains("outside the data section"), "{e}");
     // A body ordinal past the table is refused before a page is asked for.
     let le = entry(&good, 3).expect("intact");
-    let e = h.body_page_of(&le, le.bodies).expect_err("index").to_string();
+    let e = h
+        .body_page_of(&le, le.bodies)
+        .expect_err("index")
+        .to_string();
     assert!(e.contains("asked of a ledger of 3 bodies"), "{e}");
     let e = h.ledger_page(99).expect_err("page").to_string();
     assert!(e.contains("ledger table page 99 asked for"), "{e}");
     let e = h.ledger_page_of(201).expect_err("seq").to_string();
-    assert!(e.contains("ledger 201 asked of a pack of ledgers 1..=200"), "{e}");
+    assert!(
+        e.contains("ledger 201 asked of a pack of ledgers 1..=200"),
+        "{e}"
+    );
 }
 
 #[test]

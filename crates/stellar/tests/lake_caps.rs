@@ -8,8 +8,8 @@ use ledgerstore_stellar::lake::MAX_CONFIG_BYTES;
 async fn an_oversized_config_is_refused_naming_its_size_and_the_bound() {
     let dir = tempfile::tempdir().expect("tmp");
     // Valid JSON, padded past the bound: read whole, it would parse.
-    let mut json = b"{\"networkPassphrase\": \"Test SDF Network ; September 2015\", \"pad\": \""
-        .to_vec();
+    let mut json =
+        b"{\"networkPassphrase\": \"Test SDF Network ; September 2015\", \"pad\": \"".to_vec();
     json.resize(MAX_CONFIG_BYTES as usize + 10, b' ');
     json.extend_from_slice(b"\"}");
     std::fs::write(dir.path().join(".config.json"), &json).expect("config");

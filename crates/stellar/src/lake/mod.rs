@@ -481,7 +481,11 @@ impl DataLake {
         }
         let mut out = Vec::with_capacity(usize::try_from(r.meta.size).unwrap_or(0));
         let mut stream = r.into_stream();
-        while let Some(chunk) = stream.try_next().await.map_err(|e| self.store_err(key, &e))? {
+        while let Some(chunk) = stream
+            .try_next()
+            .await
+            .map_err(|e| self.store_err(key, &e))?
+        {
             if (out.len() + chunk.len()) as u64 > max {
                 return Err(too_big((out.len() + chunk.len()) as u64));
             }

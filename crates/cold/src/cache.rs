@@ -1,7 +1,10 @@
 //! A replica's disk cache: objects' pieces (segment files whole; pack
 //! headers, table pages, ledgers and bodies) as files in one directory,
-//! bounded in bytes, evicted least recently used first. It is emptied when
-//! the replica starts: a replica keeps no state across restarts.
+//! bounded in bytes, evicted least recently used first. Segments and pack
+//! pieces have budgets of their own (a [`PIECE_SHARE`]th of the bound
+//! for pieces, the rest for segments), so paging through ledgers never evicts a segment that every
+//! lookup probes. It is emptied when the replica starts: a replica keeps
+//! no state across restarts.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -14,6 +17,18 @@ use crate::error::{ColdError, ColdResult};
 
 /// The file that marks a directory as a cache (and so safe to empty).
 const MARKER: &str = ".ledgerstore-cache";
+/// Pack pieces may use one [`PIECE_SHARE`]th of the bound; segment files
+/// the rest.
+pub const PIECE_SHARE: u64 = 4;
+
+/// What an entry is: each kind has its own budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A whole segment file, used through its mapping.
+    Segment,
+    /// A piece of a pack: a header, a table page, a ledger or a body.
+    Piece,
+}
 
 /// Figures for `stats` and `/metrics`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -22,6 +37,10 @@ pub struct CacheFigures {
     pub bytes: u64,
     /// The bound.
     pub limit: u64,
+    /// Bytes of segment files held now.
+    pub segment_bytes: u64,
+    /// The segment files' budget (the rest of the bound is pack pieces').
+    pub segment_limit: u64,
     /// Entries held now.
     pub entries: u64,
     /// Lookups answered from the cache.
@@ -32,10 +51,45 @@ pub struct CacheFigures {
     pub evictions: u64,
 }
 
-struct Inner {
-    /// Entry name → its bytes, most recently used last out.
+/// One kind's entries: name → bytes, most recently used last out.
+struct Lru {
     lru: LruCache<String, u64>,
     bytes: u64,
+    limit: u64,
+}
+
+impl Lru {
+    fn new(limit: u64) -> Self {
+        Self {
+            lru: LruCache::unbounded(),
+            bytes: 0,
+            limit,
+        }
+    }
+
+    fn remove(&mut self, name: &str) -> bool {
+        match self.lru.pop(name) {
+            Some(size) => {
+                self.bytes -= size;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+struct Inner {
+    segments: Lru,
+    pieces: Lru,
+}
+
+impl Inner {
+    fn of(&mut self, kind: Kind) -> &mut Lru {
+        match kind {
+            Kind::Segment => &mut self.segments,
+            Kind::Piece => &mut self.pieces,
+        }
+    }
 }
 
 /// The cache.
@@ -87,12 +141,13 @@ impl DiskCache {
             b"a ledgerstore replica cache: emptied at every start\n",
         )
         .map_err(ColdError::io(format!("write {}", marker.display())))?;
+        let pieces = limit / PIECE_SHARE;
         Ok(Self {
             dir: dir.to_path_buf(),
             limit,
             inner: Mutex::new(Inner {
-                lru: LruCache::unbounded(),
-                bytes: 0,
+                segments: Lru::new(limit - pieces),
+                pieces: Lru::new(pieces),
             }),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
@@ -105,15 +160,20 @@ impl DiskCache {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The file an entry is (or would be) kept in. Names are flat:
     /// `/` becomes `~`.
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.join(name.replace('/', "~"))
     }
 
-    /// An entry's bytes, if held (marks it recently used).
+    /// A piece's bytes, if held (marks it recently used).
     pub fn get(&self, name: &str) -> Option<Vec<u8>> {
-        let held = self.lock().lru.get(name).is_some();
+        let held = self.lock().pieces.lru.get(name).is_some();
         let got = held.then(|| fs::read(self.path(name)).ok()).flatten();
         match got {
             Some(_) => self.hits.fetch_add(1, Ordering::Relaxed),
@@ -122,46 +182,65 @@ impl DiskCache {
         got
     }
 
-    /// True if the entry is held (marks it recently used, and counts a hit
-    /// or a miss): for entries used through their file (segments).
+    /// True if the segment entry is held (marks it recently used, and
+    /// counts a hit or a miss): segments are used through their file.
     pub fn touch(&self, name: &str) -> bool {
-        let held = self.lock().lru.get(name).is_some();
+        let held = self.lock().segments.lru.get(name).is_some();
         let c = if held { &self.hits } else { &self.misses };
         c.fetch_add(1, Ordering::Relaxed);
         held
     }
 
-    /// Stores an entry's bytes, then evicts down to the bound.
+    /// Stores a piece's bytes, then evicts pieces down to their budget. A
+    /// failed write leaves no file behind.
     pub fn put(&self, name: &str, bytes: &[u8]) -> ColdResult<()> {
         let path = self.path(name);
         let n = self.writes.fetch_add(1, Ordering::Relaxed);
         let tmp = self.dir.join(format!(".tmp{n}-{}", name.replace('/', "~")));
-        fs::write(&tmp, bytes).map_err(ColdError::io(format!("write {}", tmp.display())))?;
-        fs::rename(&tmp, &path).map_err(ColdError::io(format!("rename {}", path.display())))?;
-        self.adopt(name, bytes.len() as u64);
+        let written = fs::write(&tmp, bytes)
+            .map_err(ColdError::io(format!("write {}", tmp.display())))
+            .and_then(|()| {
+                fs::rename(&tmp, &path).map_err(ColdError::io(format!("rename {}", path.display())))
+            });
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+        self.adopt(Kind::Piece, name, bytes.len() as u64);
         Ok(())
     }
 
     /// Records a file already written at [`DiskCache::path`], then evicts
-    /// down to the bound (the new entry last: a file larger than the whole
-    /// bound is evicted at once, and its user keeps it open meanwhile).
-    pub fn adopt(&self, name: &str, size: u64) {
+    /// entries of its kind down to their budget (the new entry last: a
+    /// file larger than the whole budget is evicted at once, and its user
+    /// keeps it open meanwhile). Returns the names evicted, so that their
+    /// users let go of them (a mapped file's disk space is freed only
+    /// once it is unmapped).
+    pub fn adopt(&self, kind: Kind, name: &str, size: u64) -> Vec<String> {
         let mut evicted = Vec::new();
         {
             let mut g = self.lock();
-            if let Some(old) = g.lru.put(name.to_string(), size) {
-                g.bytes -= old;
-            }
-            g.bytes += size;
-            while g.bytes > self.limit {
-                let Some((k, v)) = g.lru.pop_lru() else { break };
-                g.bytes -= v;
+            let l = g.of(kind);
+            l.remove(name);
+            l.lru.put(name.to_string(), size);
+            l.bytes += size;
+            while l.bytes > l.limit {
+                let Some((k, v)) = l.lru.pop_lru() else { break };
+                l.bytes -= v;
                 evicted.push(k);
             }
         }
-        for k in evicted {
+        for k in &evicted {
             self.evictions.fetch_add(1, Ordering::Relaxed);
-            let _ = fs::remove_file(self.path(&k));
+            let _ = fs::remove_file(self.path(k));
+        }
+        evicted
+    }
+
+    /// Drops an entry (a superseded segment) and its file, if held.
+    pub fn remove(&self, kind: Kind, name: &str) {
+        if self.lock().of(kind).remove(name) {
+            let _ = fs::remove_file(self.path(name));
         }
     }
 
@@ -169,9 +248,11 @@ impl DiskCache {
     pub fn figures(&self) -> CacheFigures {
         let g = self.lock();
         CacheFigures {
-            bytes: g.bytes,
+            bytes: g.segments.bytes + g.pieces.bytes,
             limit: self.limit,
-            entries: g.lru.len() as u64,
+            segment_bytes: g.segments.bytes,
+            segment_limit: g.segments.limit,
+            entries: (g.segments.lru.len() + g.pieces.lru.len()) as u64,
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
             evictions: self.evictions.load(Ordering::Relaxed),
@@ -186,24 +267,66 @@ mod tests {
     #[test]
     fn evicts_least_recently_used_down_to_the_bound() {
         let dir = tempfile::tempdir().expect("tmp");
-        let c = DiskCache::open(&dir.path().join("c"), 250).expect("open");
+        // Pieces get 250 bytes of the 1000, segments 750.
+        let c = DiskCache::open(&dir.path().join("c"), 1000).expect("open");
         c.put("a/1", &[1; 100]).expect("a");
         c.put("b", &[2; 100]).expect("b");
         assert_eq!(c.get("a/1"), Some(vec![1; 100])); // a is now newer than b
         c.put("c", &[3; 100]).expect("c"); // 300 > 250: b goes
         assert_eq!(c.get("b"), None);
         assert!(!c.path("b").exists());
-        assert!(c.path("a/1").exists() && c.touch("c"));
+        assert!(c.path("a/1").exists() && c.path("c").exists());
         let f = c.figures();
         assert_eq!((f.bytes, f.entries, f.evictions), (200, 2, 1));
-        assert_eq!((f.hits, f.misses), (2, 1));
-        c.put("huge", &[4; 1000]).expect("huge"); // bigger than the bound
+        assert_eq!((f.hits, f.misses), (1, 1));
+        assert_eq!((f.segment_limit, f.limit), (750, 1000));
+        c.put("huge", &[4; 1000]).expect("huge"); // bigger than the budget
         let f = c.figures();
         assert_eq!((f.bytes, f.entries), (0, 0));
         assert_eq!(
             std::fs::read_dir(dir.path().join("c")).expect("ls").count(),
             1
         ); // the marker
+    }
+
+    #[test]
+    fn segments_and_pieces_have_budgets_of_their_own() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let c = DiskCache::open(&dir.path().join("c"), 1000).expect("open");
+        for (name, size) in [("seg/a", 400u64), ("seg/b", 300)] {
+            std::fs::write(c.path(name), vec![0; size as usize]).expect("write");
+            assert!(c.adopt(Kind::Segment, name, size).is_empty());
+        }
+        // Paging through many pieces never evicts a segment.
+        for i in 0..50 {
+            c.put(&format!("l/p/{i}"), &[9; 100]).expect("piece");
+        }
+        assert!(c.touch("seg/a") && c.touch("seg/b"));
+        let f = c.figures();
+        assert_eq!((f.segment_bytes, f.bytes), (700, 900));
+        // A third segment evicts the least recently used one, and says so.
+        std::fs::write(c.path("seg/c"), vec![0; 100]).expect("write");
+        assert_eq!(c.adopt(Kind::Segment, "seg/c", 100), vec!["seg/a"]);
+        assert!(!c.path("seg/a").exists() && !c.touch("seg/a"));
+        c.remove(Kind::Segment, "seg/b");
+        assert!(!c.path("seg/b").exists() && !c.touch("seg/b"));
+        assert_eq!(c.figures().segment_bytes, 100);
+    }
+
+    #[test]
+    fn a_failed_write_leaves_no_file() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let c = DiskCache::open(&dir.path().join("c"), 1000).expect("open");
+        // A directory where the entry's file goes: the rename fails (even
+        // for root).
+        std::fs::create_dir_all(c.path("x").join("in-the-way")).expect("dir");
+        c.put("x", b"bytes").expect_err("rename onto a directory");
+        let names: Vec<_> = std::fs::read_dir(c.dir())
+            .expect("ls")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(!names.iter().any(|n| n.starts_with(".tmp")), "{names:?}");
+        assert_eq!(c.get("x"), None);
     }
 
     #[test]

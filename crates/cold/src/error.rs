@@ -8,12 +8,17 @@ use ledgerstore_store::StoreError;
 #[derive(Debug, thiserror::Error)]
 pub enum ColdError {
     /// The object store failed or refused a request (after retries).
-    #[error("object {object}: {detail}")]
+    /// `cause` names the store and its endpoint: it is shown to the
+    /// operator (logs, the writer's errors) and never to a replica's
+    /// clients (see `From<ColdError> for StoreError`).
+    #[error("object {object}: {detail}: {cause}")]
     Remote {
         /// The object's key.
         object: String,
-        /// What failed.
+        /// What failed, in words a client may see.
         detail: String,
+        /// The store's own error (location, endpoint, status).
+        cause: String,
     },
     /// An object is missing, or its bytes are not what the manifest says.
     #[error("object {object} is missing or damaged: {detail}")]
@@ -32,6 +37,27 @@ pub enum ColdError {
     Conflict {
         /// The manifest's key.
         key: String,
+    },
+    /// A dictionary version this data dir holds has other bytes than the
+    /// one the published packs were compressed with.
+    #[error(
+        "dictionary version {version}: this data dir's has SHA-256 {local}, the one {location} \
+         publishes (manifest {manifest}) has SHA-256 {published}; the published packs need \
+         theirs, so this round would make them unreadable. This data dir was rebuilt or is \
+         another writer's: publish it to another location, or publish from the data dir that \
+         trained version {version}"
+    )]
+    DictReplaced {
+        /// The dictionary version.
+        version: u32,
+        /// SHA-256 of the published dictionary.
+        published: String,
+        /// SHA-256 of this data dir's.
+        local: String,
+        /// The store.
+        location: String,
+        /// The manifest that lists the published one.
+        manifest: u64,
     },
     /// What is published does not continue this data dir's history.
     #[error("{0}")]
@@ -71,12 +97,42 @@ impl ColdError {
             detail: detail.into(),
         }
     }
+
+    /// Names the ledgers an object read was for (what a client can act
+    /// on), for the errors a read answers with.
+    pub(crate) fn for_ledgers(self, first: u32, last: u32) -> Self {
+        match self {
+            Self::Remote {
+                object,
+                detail,
+                cause,
+            } => Self::Remote {
+                object,
+                detail: format!("ledgers {first}..={last}: {detail}"),
+                cause,
+            },
+            Self::Damaged { object, detail } => Self::Damaged {
+                object,
+                detail: format!("ledgers {first}..={last}: {detail}"),
+            },
+            other => other,
+        }
+    }
 }
 
 impl From<ColdError> for StoreError {
     fn from(e: ColdError) -> Self {
         match e {
-            ColdError::Remote { object, detail } => StoreError::Remote { object, detail },
+            ColdError::Remote {
+                object,
+                detail,
+                cause,
+            } => {
+                // The cause names the bucket and the endpoint: the log
+                // keeps it, the client gets the object and its ledgers.
+                tracing::warn!(object = %object, cause = %cause, "{detail}");
+                StoreError::Remote { object, detail }
+            }
             ColdError::Damaged { object, detail } => StoreError::RemoteDamaged { object, detail },
             ColdError::Store(e) => e,
             other => StoreError::Corrupt(other.to_string()),

@@ -14,11 +14,15 @@
 mod cache;
 mod error;
 pub mod failpoint;
+#[cfg(test)]
+mod faulty;
 mod publish;
 mod remote;
 mod replica;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_faults;
 mod tiered;
 
 pub use cache::{CacheFigures, DiskCache};

@@ -60,6 +60,7 @@ pub async fn publish(
         return Ok(report);
     };
     check_continues(prev.as_ref(), &closed, remote.location())?;
+    check_dicts(prev.as_ref(), &closed.dicts, remote.location())?;
     if let Some(m) = &prev {
         let s = Arc::clone(&store);
         let at = m.mark;
@@ -143,8 +144,13 @@ pub async fn publish(
         });
     }
 
-    let mut dicts = Vec::new();
+    // The previous manifest's dictionaries stay listed: its packs need
+    // them, whatever this data dir still holds.
+    let mut dicts: Vec<DictRef> = prev.as_ref().map(|m| m.dicts.clone()).unwrap_or_default();
     for (version, bytes) in &closed.dicts {
+        if dicts.iter().any(|d| d.version == *version) {
+            continue;
+        }
         let sha = ledgerstore_pack::sha256(bytes);
         let key = dict_key(*version, &sha);
         let size = bytes.len() as u64;
@@ -168,6 +174,7 @@ pub async fn publish(
         });
     }
 
+    dicts.sort_by_key(|d| d.version);
     let first = packs.first().map_or(0, |p| p.first);
     let s = Arc::clone(&store);
     let mark_record_sha256 = blocking(move || {
@@ -204,6 +211,33 @@ pub async fn publish(
     report.mark = Some(last);
     report.took = t.elapsed();
     Ok(report)
+}
+
+/// Every dictionary version the previous manifest lists must have the
+/// same bytes here: the inherited packs were compressed with them, and a
+/// rebuilt data dir trains other bytes under the same version numbers.
+fn check_dicts(
+    prev: Option<&Manifest>,
+    local: &[(u32, Vec<u8>)],
+    location: &str,
+) -> ColdResult<()> {
+    let Some(m) = prev else { return Ok(()) };
+    for (version, bytes) in local {
+        let Some(published) = m.dicts.iter().find(|d| d.version == *version) else {
+            continue;
+        };
+        let sha = ledgerstore_pack::sha256(bytes);
+        if sha != published.object.sha256 {
+            return Err(ColdError::DictReplaced {
+                version: *version,
+                published: published.object.sha256.clone(),
+                local: sha,
+                location: location.to_string(),
+                manifest: m.version,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The published history must be a prefix of this dir's closed ranges.

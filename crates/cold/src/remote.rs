@@ -25,6 +25,12 @@ const MULTIPART_OVER: u64 = 16 << 20;
 const PART: usize = 8 << 20;
 /// Parts in flight per upload.
 const PARTS_IN_FLIGHT: usize = 4;
+/// The largest manifest read (a manifest lists a few hundred bytes per
+/// range: this is a million ranges).
+pub const MAX_MANIFEST_BYTES: u64 = 256 << 20;
+/// The largest dictionary read (the store trains dictionaries of at most
+/// a few MiB).
+pub const MAX_DICT_BYTES: u64 = 64 << 20;
 
 /// The cold tier's object store.
 #[derive(Debug)]
@@ -61,13 +67,19 @@ impl Remote {
 
     fn failed(&self, key: &str, e: object_store::Error) -> ColdError {
         match e {
-            object_store::Error::NotFound { .. } => ColdError::Damaged {
-                object: key.to_string(),
-                detail: format!("not found in {}", self.location),
-            },
+            object_store::Error::NotFound { .. } => {
+                tracing::warn!(store = %self.location, object = key, error = %e, "object not found");
+                ColdError::Damaged {
+                    object: key.to_string(),
+                    detail: "not found in the published store".into(),
+                }
+            }
             e => ColdError::Remote {
                 object: key.to_string(),
-                detail: format!("{} ({e})", self.location),
+                detail: "the object store could not be read (the cause is in the server's log); \
+                         retry"
+                    .into(),
+                cause: format!("{} ({e})", self.location),
             },
         }
     }
@@ -92,10 +104,13 @@ impl Remote {
         Ok(newest.filter(|v| after.is_none_or(|a| *v > a)))
     }
 
-    /// Reads and validates manifest `version`.
+    /// Reads and validates manifest `version` (at most
+    /// [`MAX_MANIFEST_BYTES`]).
     pub async fn manifest(&self, version: u64) -> ColdResult<Manifest> {
         let key = manifest_key(version);
-        let bytes = self.get(&key).await?;
+        let bytes = self
+            .get_at_most(&key, MAX_MANIFEST_BYTES, "a manifest")
+            .await?;
         Manifest::parse(&key, &bytes).map_err(|e| ColdError::damaged(&key, e.to_string()))
     }
 
@@ -108,39 +123,86 @@ impl Remote {
     }
 
     /// Creates manifest `m.version`; fails with [`ColdError::Conflict`] if
-    /// that version exists (`If-None-Match: *`).
+    /// that version exists (`If-None-Match: *`) with other bytes. A
+    /// refusal is checked by reading the object back: a retried request
+    /// whose first attempt created it is refused too, and is this
+    /// writer's own manifest, not a conflict.
     pub async fn create_manifest(&self, m: &Manifest) -> ColdResult<()> {
         let key = manifest_key(m.version);
         let opts = PutOptions {
             mode: PutMode::Create,
             ..PutOptions::default()
         };
+        let bytes = m.to_bytes();
         match self
             .store
-            .put_opts(&ObjPath::from(key.as_str()), m.to_bytes().into(), opts)
+            .put_opts(&ObjPath::from(key.as_str()), bytes.clone().into(), opts)
             .await
         {
             Ok(_) => Ok(()),
-            Err(object_store::Error::AlreadyExists { .. }) => Err(ColdError::Conflict { key }),
+            Err(object_store::Error::AlreadyExists { .. }) => {
+                let there = self
+                    .get_at_most(&key, MAX_MANIFEST_BYTES, "a manifest")
+                    .await?;
+                if there == bytes {
+                    tracing::info!(
+                        manifest = %key,
+                        "the create was refused, and the manifest there is this round's: a \
+                         retried request whose first attempt succeeded"
+                    );
+                    return Ok(());
+                }
+                Err(ColdError::Conflict { key })
+            }
             Err(e) => Err(self.failed(&key, e)),
         }
     }
 
-    /// A whole object.
-    pub async fn get(&self, key: &str) -> ColdResult<Bytes> {
+    /// A whole object of at most `max` bytes (`what` names it in the
+    /// error): one larger is refused before its bytes are read, and the
+    /// read stops past `max` if the object store sends more than it said.
+    pub async fn get_at_most(&self, key: &str, max: u64, what: &str) -> ColdResult<Bytes> {
         let got = self
             .store
             .get(&ObjPath::from(key))
             .await
             .map_err(|e| self.failed(key, e))?;
-        let bytes = got.bytes().await.map_err(|e| self.failed(key, e))?;
-        self.count(bytes.len());
-        Ok(bytes)
+        let too_big = |n: u64| {
+            ColdError::damaged(
+                key,
+                format!("{n} bytes or more; {what} is at most {max} bytes"),
+            )
+        };
+        if got.meta.size > max {
+            return Err(too_big(got.meta.size));
+        }
+        let mut stream = got.into_stream();
+        let mut out = Vec::new();
+        let mut n = 0u64;
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| self.failed(key, e))?;
+            n += chunk.len() as u64;
+            if n > max {
+                self.count(n as usize);
+                return Err(too_big(n));
+            }
+            out.extend_from_slice(&chunk);
+        }
+        self.count(n as usize);
+        Ok(Bytes::from(out))
     }
 
     /// Bytes `range` of an object; a short answer is damage.
     pub async fn get_range(&self, key: &str, range: Range<u64>) -> ColdResult<Bytes> {
-        let want = range.end - range.start;
+        let Some(want) = range.end.checked_sub(range.start) else {
+            return Err(ColdError::damaged(
+                key,
+                format!(
+                    "bytes {}..{} asked for: an inverted range",
+                    range.start, range.end
+                ),
+            ));
+        };
         let bytes = self
             .store
             .get_range(&ObjPath::from(key), range.clone())
@@ -167,7 +229,8 @@ impl Remote {
         self.get_bytes.fetch_add(n as u64, Ordering::Relaxed);
     }
 
-    /// Streams an object into `dest`, checking its size and SHA-256.
+    /// Streams an object into `dest`, checking its size and SHA-256. The
+    /// read stops as soon as the object is longer than `size`.
     pub async fn download(
         &self,
         key: &str,
@@ -187,8 +250,20 @@ impl Remote {
         let (mut h, mut n) = (Sha256::new(), 0u64);
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| self.failed(key, e))?;
-            h.update(&chunk);
             n += chunk.len() as u64;
+            if n > size {
+                self.count(n as usize);
+                drop(file);
+                let _ = tokio::fs::remove_file(dest).await;
+                return Err(ColdError::damaged(
+                    key,
+                    format!(
+                        "more than the {size} bytes the manifest records (the read stopped at \
+                         {n})"
+                    ),
+                ));
+            }
+            h.update(&chunk);
             tokio::io::AsyncWriteExt::write_all(&mut file, &chunk)
                 .await
                 .map_err(ColdError::io(format!("write {}", dest.display())))?;

@@ -11,37 +11,62 @@
 //! writer's own store.
 //!
 //! A damaged or missing object fails only the lookups that need it, with
-//! an error naming it; a lookup that finds its answer in another range is
-//! answered.
+//! an error naming it and its ledgers; a lookup that finds its answer in
+//! another range is answered. A segment found damaged is not fetched
+//! again for a while ([`DAMAGED_FIRST`], doubling up to [`DAMAGED_MAX`]):
+//! the lookups that probe it get the error it was found with.
+//!
+//! Segments a new manifest no longer lists (merged into a wider window)
+//! are let go of at once: their mapping is dropped and their file
+//! deleted, so their disk space returns (a mapped file's space is freed
+//! only once it is unmapped). So are those the cache evicts.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ledgerstore_db_api::TxRecord;
 use ledgerstore_db_api::{Decompress, DictSet, Dictionary, LedgerRecord, TxBody, TxHash, TxPos};
-use ledgerstore_pack::format::{BODY_PAGE, HEADER, LEDGER_PAGE};
-use ledgerstore_pack::{Header, LedgerEntry, Manifest, PackRef, SegmentRef, body_at};
+use ledgerstore_pack::format::HEADER;
+use ledgerstore_pack::{Header, LedgerEntry, Manifest, PackRef, SegmentRef};
 use ledgerstore_segment::Segment;
 use ledgerstore_store::{Reader, ReaderStatus, ReplicaStatus, StoreResult};
 use tokio::sync::watch;
 
-use crate::cache::{CacheFigures, DiskCache};
+use crate::cache::{CacheFigures, DiskCache, Kind};
 use crate::error::{ColdError, ColdResult};
-use crate::remote::Remote;
+use crate::remote::{MAX_DICT_BYTES, Remote};
 
 /// The zstd level dictionaries are prepared with: a replica only
 /// decompresses, so any level does.
 const DICT_LEVEL: i32 = 3;
+/// How long a segment found damaged is not fetched again, the first time.
+pub const DAMAGED_FIRST: Duration = Duration::from_secs(30);
+/// The longest wait before a damaged segment is fetched again.
+pub const DAMAGED_MAX: Duration = Duration::from_secs(15 * 60);
 
 /// The manifest a replica serves, with its dictionaries.
 #[derive(Default)]
 struct View {
     manifest: Option<Manifest>,
     dicts: Arc<DictSet>,
+    /// SHA-256 of each dictionary held, by version.
+    dict_sha256: HashMap<u32, String>,
+}
+
+/// A segment found damaged: not fetched again until `until`.
+struct Damage {
+    detail: String,
+    failures: u32,
+    until: Instant,
+}
+
+/// The cache entry of segment `key`.
+fn segment_name(key: &str) -> String {
+    format!("seg/{key}")
 }
 
 /// A read replica.
@@ -57,6 +82,8 @@ pub struct Replica {
     /// Held while a segment is fetched, so lookups that miss it at once
     /// wait for one download instead of each making their own.
     fetching: Mutex<()>,
+    /// Segments found damaged, by key, with their backoff.
+    damaged: Mutex<HashMap<String, Damage>>,
     lookups: AtomicU64,
     /// Names downloads in progress apart (two lookups may fetch the same
     /// segment at once).
@@ -86,6 +113,7 @@ impl Replica {
             headers: Mutex::new(HashMap::new()),
             segments: Mutex::new(HashMap::new()),
             fetching: Mutex::new(()),
+            damaged: Mutex::new(HashMap::new()),
             lookups: AtomicU64::new(0),
             downloads: AtomicU64::new(0),
             follow_error: Mutex::new(None),
@@ -119,8 +147,12 @@ impl Replica {
         };
         let m = self.remote.manifest(v).await?;
         let mut dicts = DictSet::default();
+        let mut dict_sha256 = HashMap::new();
         for d in &m.dicts {
-            if let Some(have) = held.dicts.all().find(|h| h.version() == d.version) {
+            dict_sha256.insert(d.version, d.object.sha256.clone());
+            let same = held.dict_sha256.get(&d.version) == Some(&d.object.sha256);
+            let have = held.dicts.all().find(|h| h.version() == d.version);
+            if let Some(have) = have.filter(|_| same) {
                 dicts.insert(Dictionary::from_bytes(
                     d.version,
                     have.bytes().to_vec(),
@@ -128,7 +160,33 @@ impl Replica {
                 ));
                 continue;
             }
-            let bytes = self.remote.get(&d.object.key).await?;
+            if let Some(old) = held.dict_sha256.get(&d.version) {
+                tracing::warn!(
+                    version = d.version,
+                    held = %old,
+                    listed = %d.object.sha256,
+                    manifest = v,
+                    "the manifest lists other bytes for a dictionary version held: fetching them \
+                     (packs compressed with the other bytes will not decode)"
+                );
+            }
+            if d.object.size > MAX_DICT_BYTES {
+                return Err(ColdError::damaged(
+                    &d.object.key,
+                    format!(
+                        "the manifest lists {} bytes; a dictionary is at most {MAX_DICT_BYTES}",
+                        d.object.size
+                    ),
+                ));
+            }
+            let bytes = self
+                .remote
+                .get_at_most(
+                    &d.object.key,
+                    d.object.size,
+                    "this dictionary (per the manifest)",
+                )
+                .await?;
             let sha = ledgerstore_pack::sha256(&bytes);
             if bytes.len() as u64 != d.object.size || sha != d.object.sha256 {
                 return Err(ColdError::damaged(
@@ -148,15 +206,41 @@ impl Replica {
             ));
         }
         tracing::info!(version = v, mark = m.mark, "serving manifest");
+        let live: HashSet<String> = m.segments.iter().map(|s| s.object.key.clone()).collect();
         let next = Arc::new(View {
             manifest: Some(m),
             dicts: Arc::new(dicts),
+            dict_sha256,
         });
         match self.view.write() {
             Ok(mut g) => *g = next,
             Err(p) => *p.into_inner() = next,
         }
+        self.release_superseded(&live);
         Ok(Some(v))
+    }
+
+    /// Lets go of the segments the served manifest no longer lists: their
+    /// mappings (once the lookups using them finish) and their files.
+    fn release_superseded(&self, live: &HashSet<String>) {
+        let gone: Vec<String> = {
+            let mut segs = self.segments.lock().unwrap_or_else(|p| p.into_inner());
+            let gone: Vec<String> = segs
+                .keys()
+                .filter(|k| !live.contains(*k))
+                .cloned()
+                .collect();
+            for k in &gone {
+                segs.remove(k);
+            }
+            gone
+        };
+        for k in &gone {
+            self.cache.remove(Kind::Segment, &segment_name(k));
+        }
+        if !gone.is_empty() {
+            tracing::info!(segments = gone.len(), "released superseded segments");
+        }
     }
 
     /// Polls for newer manifests every `poll` until `shutdown` turns true.
@@ -189,13 +273,13 @@ impl Replica {
     pub fn prefetch(self: Arc<Self>) {
         let Some(m) = self.manifest() else { return };
         let total: u64 = m.segments.iter().map(|s| s.object.size).sum();
-        let limit = self.cache.figures().limit;
+        let limit = self.cache.figures().segment_limit;
         if total > limit {
             tracing::warn!(
                 segments_bytes = total,
                 cache_bytes = limit,
-                "the segments do not fit in the cache (replica.cache_mb): lookups fetch them as \
-                 they probe"
+                "the segments do not fit in the cache's segment budget (3/4 of \
+                 replica.cache_mb): lookups fetch them as they probe"
             );
             return;
         }
@@ -230,22 +314,72 @@ impl Replica {
         }
         let (remote, k) = (Arc::clone(&self.remote), key.to_string());
         let bytes = self.block(async move { remote.get_range(&k, range).await })?;
-        self.cache.put(&name, &bytes)?;
+        if let Err(e) = self.cache.put(&name, &bytes) {
+            tracing::warn!(entry = %name, error = %e, "caching a piece failed; serving it uncached");
+        }
         Ok(bytes.to_vec())
     }
 
     /// The mapped segment of `r`, fetched whole into the cache if needed.
     fn segment(&self, r: &SegmentRef) -> ColdResult<Arc<Segment>> {
         let key = &r.object.key;
-        let name = format!("seg/{key}");
+        let name = segment_name(key);
         if let Some(seg) = self.mapped(key, &name) {
             return Ok(seg);
         }
+        self.still_damaged(key)?;
         let _one = self.fetching.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(seg) = self.mapped(key, &name) {
             return Ok(seg);
         }
-        self.fetch_segment(r, &name)
+        self.still_damaged(key)?;
+        let got = self.fetch_segment(r, &name);
+        if let Err(ColdError::Damaged { detail, .. }) = &got {
+            self.found_damaged(key, detail);
+        }
+        got.map_err(|e| e.for_ledgers(r.first, r.last))
+    }
+
+    /// The error a segment was found damaged with, while its backoff runs.
+    fn still_damaged(&self, key: &str) -> ColdResult<()> {
+        let damaged = self.damaged.lock().unwrap_or_else(|p| p.into_inner());
+        match damaged.get(key) {
+            Some(d) if Instant::now() < d.until => Err(ColdError::damaged(
+                key,
+                format!(
+                    "{} (found {} time(s); fetched again in {} s)",
+                    d.detail,
+                    d.failures,
+                    d.until.saturating_duration_since(Instant::now()).as_secs()
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Remembers a damaged segment: not fetched again for a backoff that
+    /// doubles with each failure.
+    fn found_damaged(&self, key: &str, detail: &str) {
+        let mut damaged = self.damaged.lock().unwrap_or_else(|p| p.into_inner());
+        let failures = damaged.get(key).map_or(0, |d| d.failures) + 1;
+        let wait = DAMAGED_FIRST
+            .saturating_mul(1 << (failures - 1).min(10))
+            .min(DAMAGED_MAX);
+        tracing::warn!(
+            object = key,
+            failures,
+            wait_s = wait.as_secs(),
+            detail,
+            "segment damaged"
+        );
+        damaged.insert(
+            key.to_string(),
+            Damage {
+                detail: detail.to_string(),
+                failures,
+                until: Instant::now() + wait,
+            },
+        );
     }
 
     /// The mapped segment `key`, if its file is still cached.
@@ -274,9 +408,39 @@ impl Replica {
             let _ = std::fs::remove_file(&part);
             return Err(e);
         }
-        std::fs::rename(&part, &path)
-            .map_err(ColdError::io(format!("rename {}", path.display())))?;
-        let seg = Segment::open(&path).map_err(|e| ColdError::damaged(key, e.to_string()))?;
+        if let Err(e) = std::fs::rename(&part, &path) {
+            let _ = std::fs::remove_file(&part);
+            return Err(ColdError::io(format!("rename {}", path.display()))(e));
+        }
+        let opened = Segment::open(&path).map_err(|e| ColdError::damaged(key, e.to_string()));
+        let checked = opened.and_then(|seg| self.check_segment(r, seg));
+        let seg = match checked {
+            Ok(seg) => Arc::new(seg),
+            Err(e) => {
+                // Not cached: no file may stay behind untracked.
+                let _ = std::fs::remove_file(&path);
+                return Err(e);
+            }
+        };
+        self.segments
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.clone(), Arc::clone(&seg));
+        let evicted = self.cache.adopt(Kind::Segment, name, r.object.size);
+        if !evicted.is_empty() {
+            let mut segs = self.segments.lock().unwrap_or_else(|p| p.into_inner());
+            for name in &evicted {
+                if let Some(k) = name.strip_prefix("seg/") {
+                    segs.remove(k);
+                }
+            }
+        }
+        Ok(seg)
+    }
+
+    /// A fetched segment must cover the range the manifest lists it for.
+    fn check_segment(&self, r: &SegmentRef, seg: Segment) -> ColdResult<Segment> {
+        let key = &r.object.key;
         if (seg.first(), seg.last()) != (r.first, r.last) {
             return Err(ColdError::damaged(
                 key,
@@ -289,12 +453,6 @@ impl Replica {
                 ),
             ));
         }
-        let seg = Arc::new(seg);
-        self.segments
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.clone(), Arc::clone(&seg));
-        self.cache.adopt(name, r.object.size);
         Ok(seg)
     }
 
@@ -328,38 +486,50 @@ impl Replica {
         Ok(h)
     }
 
+    /// Ledger `seq`'s table entry, checked against its page's CRC and the
+    /// header's bounds.
     fn ledger_entry(&self, p: &PackRef, h: &Header, seq: u32) -> ColdResult<LedgerEntry> {
         let key = &p.object.key;
-        let i = u64::from(seq - p.first);
-        let page = i / LEDGER_PAGE;
-        let bytes = self.piece(format!("lt/{key}/{page}"), key, h.ledger_page(page))?;
-        LedgerEntry::at(&bytes, i % LEDGER_PAGE).map_err(|e| ColdError::damaged(key, e.to_string()))
+        let damaged =
+            |e: ledgerstore_pack::PackError| ColdError::damaged(key, format!("ledger {seq}: {e}"));
+        let (page, _) = h.ledger_page_of(seq).map_err(damaged)?;
+        let range = h.ledger_page(page).map_err(damaged)?;
+        let bytes = self.piece(format!("lt/{key}/{page}"), key, range)?;
+        h.ledger_entry(&bytes, seq).map_err(damaged)
     }
 
-    /// The stored body at `pos`, if the ledger has one there.
+    /// The stored body at `pos`. A position the segment gave and the
+    /// pack does not hold is damage (segments are checked whole against
+    /// their SHA-256), never a miss.
     fn body(&self, m: &Manifest, pos: TxPos) -> ColdResult<Option<TxBody>> {
         let Some(p) = m.pack_of(pos.seq) else {
             return Ok(None);
         };
+        self.pack_body(p, pos)
+            .map(Some)
+            .map_err(|e| e.for_ledgers(p.first, p.last))
+    }
+
+    fn pack_body(&self, p: &PackRef, pos: TxPos) -> ColdResult<TxBody> {
         let key = &p.object.key;
         let h = self.header(p)?;
         let le = self.ledger_entry(p, &h, pos.seq)?;
-        if pos.index >= le.bodies {
-            return Ok(None);
-        }
-        let o = u64::from(le.first_body) + u64::from(pos.index);
         let damaged = |e: String| {
             ColdError::damaged(key, format!("ledger {} body {}: {e}", pos.seq, pos.index))
         };
-        let page = o / BODY_PAGE;
-        let table = self.piece(format!("bt/{key}/{page}"), key, h.body_page(page))?;
-        let e = body_at(&table, o % BODY_PAGE).map_err(|e| damaged(e.to_string()))?;
+        let (page, _) = h
+            .body_page_of(&le, pos.index)
+            .map_err(|e| damaged(e.to_string()))?;
+        let range = h.body_page(page).map_err(|e| damaged(e.to_string()))?;
+        let table = self.piece(format!("bt/{key}/{page}"), key, range)?;
+        let e = h
+            .body_entry(&table, &le, pos.index)
+            .map_err(|e| damaged(e.to_string()))?;
         let range = h.data_range(&e).map_err(|e| damaged(e.to_string()))?;
+        let o = u64::from(le.first_body) + u64::from(pos.index);
         let bytes = self.piece(format!("b/{key}/{o}"), key, range)?;
         e.check(&bytes).map_err(|e| damaged(e.to_string()))?;
-        TxBody::decompress(&bytes)
-            .map(Some)
-            .map_err(|e| damaged(e.to_string()))
+        TxBody::decompress(&bytes).map_err(|e| damaged(e.to_string()))
     }
 
     /// The confirmed position and body of `hash`: every segment that
@@ -432,6 +602,12 @@ impl Replica {
         let Some(p) = m.pack_of(seq) else {
             return Ok(None);
         };
+        self.pack_ledger(p, seq)
+            .map(Some)
+            .map_err(|e| e.for_ledgers(p.first, p.last))
+    }
+
+    fn pack_ledger(&self, p: &PackRef, seq: u32) -> ColdResult<LedgerRecord> {
         let key = &p.object.key;
         let h = self.header(p)?;
         let le = self.ledger_entry(p, &h, seq)?;
@@ -443,9 +619,14 @@ impl Replica {
         le.record
             .check(&bytes)
             .map_err(|e| damaged(e.to_string()))?;
-        LedgerRecord::decompress(&bytes)
-            .map(Some)
-            .map_err(|e| damaged(e.to_string()))
+        let rec = LedgerRecord::decompress(&bytes).map_err(|e| damaged(e.to_string()))?;
+        if rec.seq != seq {
+            return Err(damaged(format!(
+                "the table's entry holds ledger {}'s record",
+                rec.seq
+            )));
+        }
+        Ok(rec)
     }
 
     /// Figures for GetStatus and `/metrics`.
@@ -562,29 +743,30 @@ impl Reader for Replica {
         self.view().manifest.as_ref().map(|m| m.mark)
     }
 
+    /// Names the published ledgers, never the store's location (clients
+    /// need not be told the bucket or its endpoint: the log has them).
     fn mark_text(&self) -> String {
         match &self.view().manifest {
             Some(m) => format!(
-                "published mark: ledger {} (manifest {} of {}); newer ledgers are on the writer",
-                m.mark,
-                m.version,
-                self.remote.location()
+                "published mark: ledger {} (manifest {}); this replica serves ledgers {}..={}, \
+                 newer ledgers are on the writer",
+                m.mark, m.version, m.first, m.mark
             ),
-            None => match self
-                .follow_error
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone()
-            {
-                Some(e) => format!(
-                    "the manifest of {} could not be read yet ({e}); ask the writer",
-                    self.remote.location()
-                ),
-                None => format!(
-                    "nothing is published at {} yet; ask the writer",
-                    self.remote.location()
-                ),
-            },
+            None => {
+                let failed = self
+                    .follow_error
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .is_some();
+                if failed {
+                    "the published store's manifest could not be read yet (the cause is in the \
+                     server's log); this replica serves no ledgers yet: ask the writer"
+                        .into()
+                } else {
+                    "nothing is published yet: this replica serves no ledgers; ask the writer"
+                        .into()
+                }
+            }
         }
     }
 

@@ -32,6 +32,9 @@ pub enum FuzzError {
     /// Building a seed segment failed.
     #[error(transparent)]
     Segment(#[from] ledgerstore_segment::SegmentError),
+    /// Writing a seed pack failed.
+    #[error(transparent)]
+    Pack(#[from] ledgerstore_pack::PackError),
     /// Encoding a seed record failed.
     #[error(transparent)]
     Db(#[from] ledgerstore_db_api::DbError),

@@ -22,11 +22,13 @@
 //! | `xdr` | a Stellar ledger file: zstd or plain, `LedgerCloseMetaBatch` or record-marked `LedgerCloseMeta` frames | every tx hash is 32 bytes; each ledger's raw XDR extracts again to the same ledger |
 //! | `codec` | tx and ledger records, tx bodies, zstd frames, table keys, file names | a decode re-encodes to exactly its input; a name parses only if it is the canonical name of what it parsed to |
 //! | `segment` | a segment file (`seg-*.idx`) or a hash list (`hashes-*.bin`) | every position a lookup returns is inside the segment's range; the heap fingerprint filter never changes an answer; a hash list read back is in position order and has the header's count |
+//! | `pack` | a published pack (header, table pages, entries; format versions 1 and 2) or a manifest | every entry a table yields is inside the data section, within the header's largest entry, and its bodies inside the body table; a manifest that parses validates, re-parses, and finds each pack by its ledgers |
 //! | `batch` | a batch of ledgers drawn from the bytes (`arbitrary`) | the validator accepts exactly the batches a reference implementation of the rules accepts, with the same plan |
 
 pub mod batch;
 pub mod codec;
 mod error;
+pub mod pack;
 pub mod seeds;
 pub mod segment;
 pub mod xdr;
@@ -60,6 +62,11 @@ pub const TARGETS: &[Target] = &[
         name: "segment",
         reads: "segment files and hash lists",
         run: segment::run,
+    },
+    Target {
+        name: "pack",
+        reads: "published packs (headers, table pages, entries) and manifests",
+        run: pack::run,
     },
     Target {
         name: "batch",

@@ -10,6 +10,7 @@ use ledgerstore_db_api::codec::zstd_compress;
 use ledgerstore_db_api::{
     DictSet, Dictionary, LedgerInput, LedgerRecordRef, TxBody, TxHash, TxPos, TxRecordRef,
 };
+use ledgerstore_pack::{DictRef, Manifest, Object, PackRef, PackWriter, SegmentRef};
 use ledgerstore_segment::{SegmentBuilder, hashes};
 use ledgerstore_stellar::{Network, ledger_from_xdr};
 
@@ -25,6 +26,7 @@ pub fn seeds(target: &str) -> FuzzResult<Vec<Seed>> {
         "xdr" => xdr(),
         "codec" => codec(),
         "segment" => segment(),
+        "pack" => pack(),
         "batch" => Ok(batch()),
         other => Err(FuzzError::UnknownTarget {
             name: other.to_string(),
@@ -240,6 +242,74 @@ fn segment() -> FuzzResult<Vec<Seed>> {
         bytes.extend(read(&format!("segment/testdata/{legacy}"))?);
         out.push((legacy.to_string(), bytes));
     }
+    Ok(out)
+}
+
+/// Packs the publisher's writer makes (format version 2: one ledger, a
+/// range past one ledger table page with bodies past one body page, and a
+/// ledger with no bodies), the committed version-1 pack, and manifests.
+fn pack() -> FuzzResult<Vec<Seed>> {
+    let dir = tempfile::tempdir().map_err(FuzzError::io(std::env::temp_dir()))?;
+    let mut out = Vec::new();
+    for (first, last) in [(7u32, 7u32), (1, 140), (50, 52)] {
+        let path = dir.path().join(format!("{first}-{last}.pack"));
+        let mut w = PackWriter::create(&path, first, last)?;
+        for seq in first..=last {
+            let record = vec![seq as u8; 8 + (seq % 13) as usize];
+            let bodies: Vec<Vec<u8>> = (0..seq % 3)
+                .map(|i| vec![(seq + i) as u8; 4 + i as usize])
+                .collect();
+            w.push_ledger(seq, &record, &bodies)?;
+        }
+        w.finish()?;
+        let mut bytes = vec![0u8];
+        bytes.extend(std::fs::read(&path).map_err(FuzzError::io(&path))?);
+        out.push((format!("pack-{first}-{last}"), bytes));
+    }
+    let mut v1 = vec![0u8];
+    v1.extend(read("pack/testdata/v1-1-200.pack")?);
+    out.push(("pack-v1-1-200".into(), v1));
+    let object = |key: &str| Object {
+        key: key.into(),
+        size: 10,
+        sha256: "ab".repeat(32),
+    };
+    let m = Manifest {
+        format: ledgerstore_pack::manifest::FORMAT,
+        version: 3,
+        created_unix_ms: 1,
+        writer: "seed".into(),
+        range_ledgers: 100,
+        first: 2,
+        mark: 199,
+        mark_record_sha256: "cd".repeat(32),
+        packs: vec![
+            PackRef {
+                first: 2,
+                last: 99,
+                bodies: 5,
+                object: object("packs/a"),
+            },
+            PackRef {
+                first: 100,
+                last: 199,
+                bodies: 6,
+                object: object("packs/b"),
+            },
+        ],
+        segments: vec![SegmentRef {
+            first: 2,
+            last: 199,
+            object: object("segments/a"),
+        }],
+        dicts: vec![DictRef {
+            version: 1,
+            object: object("dicts/1"),
+        }],
+    };
+    let mut bytes = vec![1u8];
+    bytes.extend(m.to_bytes());
+    out.push(("manifest-3".into(), bytes));
     Ok(out)
 }
 

@@ -73,6 +73,25 @@ fn seeds_are_accepted_inputs() {
     }
     // Every probe hash is indexed by exactly one seed segment.
     assert_eq!(found, ledgerstore_fuzz::segment::PROBES as usize);
+    let (mut versions, mut manifests) = (Vec::new(), 0);
+    for (name, bytes) in seeds("pack").expect("pack seeds") {
+        if bytes[0] == 0 {
+            let h = ledgerstore_pack::Header::parse(&bytes[1..])
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(h.size, bytes.len() as u64 - 1, "{name}");
+            versions.push(h.version);
+        } else {
+            ledgerstore_pack::Manifest::parse("manifest/00000000000000000003.json", &bytes[1..])
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            manifests += 1;
+        }
+    }
+    // Both pack versions a replica reads, and a manifest.
+    assert!(
+        versions.contains(&1) && versions.contains(&2),
+        "{versions:?}"
+    );
+    assert!(manifests > 0);
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {

@@ -5,9 +5,9 @@
 //! ```text
 //! 0      header, 64 B (all integers big-endian):
 //!          0  magic "LSPACK01"
-//!          8  u32 version (1)
+//!          8  u32 version (2; version 1 is still read)
 //!         12  u32 first ledger, 16 u32 last ledger
-//!         20  u32 reserved (0)
+//!         20  u32 the largest record or body, bytes (version 1: 0)
 //!         24  u64 bodies (transactions plus aliases)
 //!         32  u64 ledger table offset
 //!         40  u64 body table offset
@@ -24,12 +24,21 @@
 //! size   end of file
 //! ```
 //!
-//! A reader fetches the header once, then table pages ([`LEDGER_PAGE`]
-//! entries, [`BODY_PAGE`] entries), then the entry itself, and checks each
-//! entry against its CRC; the manifest's SHA-256 covers the whole file.
+//! Both tables are read in pages of [`LEDGER_PAGE`] and [`BODY_PAGE`]
+//! entries. In version 2 every page (the last one may be short) is followed
+//! by a u32 CRC-32 of the table's tag (`L` or `B`), the page number (u64)
+//! and the page's entries, so a page is one ranged read that checks
+//! itself, and a page read from the wrong place fails its CRC. Version 1
+//! has no page CRCs: its entries are checked only against the header's
+//! bounds.
+//!
+//! A reader fetches the header once, then table pages, then the entry
+//! itself, and checks each entry against its CRC; the manifest's SHA-256
+//! covers the whole file.
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -39,7 +48,9 @@ use crate::error::{PackError, PackResult};
 /// The pack's magic bytes.
 pub const MAGIC: &[u8; 8] = b"LSPACK01";
 /// The format version written.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
+/// The oldest format version read (no table page CRCs).
+pub const VERSION_1: u32 = 1;
 /// Header bytes.
 pub const HEADER: u64 = 64;
 /// Bytes of a ledger table entry.
@@ -50,14 +61,67 @@ pub const BODY_ENTRY: u64 = 16;
 pub const LEDGER_PAGE: u64 = 128;
 /// Body entries per table page a reader fetches (4 KiB).
 pub const BODY_PAGE: u64 = 256;
+/// Bytes of a table page's CRC (version 2).
+pub const PAGE_CRC: u64 = 4;
+
+/// One of the two tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Table {
+    Ledger,
+    Body,
+}
+
+impl Table {
+    fn entry(self) -> u64 {
+        match self {
+            Self::Ledger => LEDGER_ENTRY,
+            Self::Body => BODY_ENTRY,
+        }
+    }
+
+    fn page(self) -> u64 {
+        match self {
+            Self::Ledger => LEDGER_PAGE,
+            Self::Body => BODY_PAGE,
+        }
+    }
+
+    fn tag(self) -> u8 {
+        match self {
+            Self::Ledger => b'L',
+            Self::Body => b'B',
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Ledger => "ledger table",
+            Self::Body => "body table",
+        }
+    }
+}
+
+/// The CRC-32 of a version-2 table page.
+fn page_crc(table: Table, page: u64, entries: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(&[table.tag()]);
+    h.update(&page.to_be_bytes());
+    h.update(entries);
+    h.finalize()
+}
 
 /// A pack's header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
+    /// The format version (1 or 2).
+    pub version: u32,
     /// First ledger.
     pub first: u32,
     /// Last ledger.
     pub last: u32,
+    /// The largest record or body in bytes (version 2; 0 in version 1,
+    /// where only the data section bounds an entry).
+    pub max_entry: u32,
     /// Bodies (transactions plus aliases).
     pub bodies: u64,
     /// Offset of the ledger table.
@@ -74,12 +138,14 @@ impl Header {
         u64::from(self.last) - u64::from(self.first) + 1
     }
 
-    fn encode(&self) -> [u8; HEADER as usize] {
+    /// The header's bytes, its CRC included.
+    pub fn encode(&self) -> [u8; HEADER as usize] {
         let mut h = [0u8; HEADER as usize];
         h[..8].copy_from_slice(MAGIC);
-        h[8..12].copy_from_slice(&VERSION.to_be_bytes());
+        h[8..12].copy_from_slice(&self.version.to_be_bytes());
         h[12..16].copy_from_slice(&self.first.to_be_bytes());
         h[16..20].copy_from_slice(&self.last.to_be_bytes());
+        h[20..24].copy_from_slice(&self.max_entry.to_be_bytes());
         h[24..32].copy_from_slice(&self.bodies.to_be_bytes());
         h[32..40].copy_from_slice(&self.ledger_table.to_be_bytes());
         h[40..48].copy_from_slice(&self.body_table.to_be_bytes());
@@ -87,6 +153,15 @@ impl Header {
         let crc = crc32fast::hash(&h[..56]);
         h[56..60].copy_from_slice(&crc.to_be_bytes());
         h
+    }
+
+    /// Bytes of a table of `n` entries in this header's version.
+    fn table_len(version: u32, table: Table, n: u64) -> Option<u64> {
+        let entries = n.checked_mul(table.entry())?;
+        if version == VERSION_1 {
+            return Some(entries);
+        }
+        entries.checked_add(n.div_ceil(table.page()).checked_mul(PAGE_CRC)?)
     }
 
     /// Parses and checks a header: magic, version, CRC, and that the
@@ -101,9 +176,9 @@ impl Header {
             return Err(bad(format!("magic {:?}, expected LSPACK01", &b[..8])));
         }
         let version = be32(&b[8..12]);
-        if version != VERSION {
+        if version != VERSION && version != VERSION_1 {
             return Err(bad(format!(
-                "version {version}; this build reads {VERSION}"
+                "version {version}; this build reads {VERSION_1} and {VERSION}"
             )));
         }
         let crc = be32(&b[56..60]);
@@ -111,21 +186,27 @@ impl Header {
             return Err(bad("CRC-32 mismatch".into()));
         }
         let h = Self {
+            version,
             first: be32(&b[12..16]),
             last: be32(&b[16..20]),
+            max_entry: be32(&b[20..24]),
             bodies: be64(&b[24..32]),
             ledger_table: be64(&b[32..40]),
             body_table: be64(&b[40..48]),
             size: be64(&b[48..56]),
         };
+        if version == VERSION_1 && h.max_entry != 0 {
+            return Err(bad(format!(
+                "version 1 with bytes 20..24 = {}, expected 0",
+                h.max_entry
+            )));
+        }
         let fits = h.first <= h.last
             && h.ledger_table >= HEADER
-            && h.ledgers()
-                .checked_mul(LEDGER_ENTRY)
+            && Self::table_len(version, Table::Ledger, h.ledgers())
                 .and_then(|t| t.checked_add(h.ledger_table))
                 == Some(h.body_table)
-            && h.bodies
-                .checked_mul(BODY_ENTRY)
+            && Self::table_len(version, Table::Body, h.bodies)
                 .and_then(|t| t.checked_add(h.body_table))
                 == Some(h.size);
         if !fits {
@@ -138,20 +219,150 @@ impl Header {
         Ok(h)
     }
 
-    /// The byte range of ledger table page `page`.
-    pub fn ledger_page(&self, page: u64) -> std::ops::Range<u64> {
-        let start = self.ledger_table + page * LEDGER_PAGE * LEDGER_ENTRY;
-        start..(start + LEDGER_PAGE * LEDGER_ENTRY).min(self.body_table)
+    /// The byte range of page `page` of a table of `n` entries at `at`.
+    fn page_range(&self, table: Table, at: u64, n: u64, page: u64) -> PackResult<Range<u64>> {
+        let per = table.page();
+        let pages = n.div_ceil(per);
+        if page >= pages {
+            return Err(PackError::Format(format!(
+                "{} page {page} asked for; the table has {pages} pages ({n} entries)",
+                table.name()
+            )));
+        }
+        let crc = if self.version == VERSION_1 {
+            0
+        } else {
+            PAGE_CRC
+        };
+        let start = at + page * (per * table.entry() + crc);
+        let entries = (n - page * per).min(per);
+        Ok(start..start + entries * table.entry() + crc)
     }
 
-    /// The byte range of body table page `page`.
-    pub fn body_page(&self, page: u64) -> std::ops::Range<u64> {
-        let start = self.body_table + page * BODY_PAGE * BODY_ENTRY;
-        start..(start + BODY_PAGE * BODY_ENTRY).min(self.size)
+    /// The byte range of ledger table page `page` (its CRC included).
+    pub fn ledger_page(&self, page: u64) -> PackResult<Range<u64>> {
+        self.page_range(Table::Ledger, self.ledger_table, self.ledgers(), page)
     }
 
-    /// The entry's byte range, checked to lie in the data section.
-    pub fn data_range(&self, e: &Entry) -> PackResult<std::ops::Range<u64>> {
+    /// The byte range of body table page `page` (its CRC included).
+    pub fn body_page(&self, page: u64) -> PackResult<Range<u64>> {
+        self.page_range(Table::Body, self.body_table, self.bodies, page)
+    }
+
+    /// The entries of a fetched page `page`, checked against its length
+    /// and (version 2) its CRC.
+    fn entries<'a>(&self, table: Table, page: u64, bytes: &'a [u8]) -> PackResult<&'a [u8]> {
+        let (at, n) = match table {
+            Table::Ledger => (self.ledger_table, self.ledgers()),
+            Table::Body => (self.body_table, self.bodies),
+        };
+        let want = self.page_range(table, at, n, page)?;
+        if bytes.len() as u64 != want.end - want.start {
+            return Err(PackError::Format(format!(
+                "{} page {page} is {} bytes, expected {}",
+                table.name(),
+                bytes.len(),
+                want.end - want.start
+            )));
+        }
+        if self.version == VERSION_1 {
+            return Ok(bytes);
+        }
+        let (entries, crc) = bytes.split_at(bytes.len() - PAGE_CRC as usize);
+        let (got, want) = (page_crc(table, page, entries), be32(crc));
+        if got != want {
+            return Err(PackError::Format(format!(
+                "{} page {page} fails its CRC-32 ({got:08x}, expected {want:08x})",
+                table.name()
+            )));
+        }
+        Ok(entries)
+    }
+
+    /// The entry of ledger `seq` from its fetched ledger table page (that
+    /// of [`Header::ledger_page_of`]), checked: the page's CRC (version 2),
+    /// the record inside the data section and no larger than the largest
+    /// entry, the bodies inside the body table.
+    pub fn ledger_entry(&self, page: &[u8], seq: u32) -> PackResult<LedgerEntry> {
+        let (p, i) = self.ledger_page_of(seq)?;
+        let entries = self.entries(Table::Ledger, p, page)?;
+        let b = slice(entries, i, LEDGER_ENTRY, "ledger table")?;
+        let le = LedgerEntry {
+            record: Entry::parse(&b[..16]),
+            first_body: be32(&b[16..20]),
+            bodies: be32(&b[20..24]),
+        };
+        self.data_range(&le.record)
+            .map_err(|e| PackError::Format(format!("ledger {seq}'s record: {e}")))?;
+        let end = u64::from(le.first_body) + u64::from(le.bodies);
+        if end > self.bodies {
+            return Err(PackError::Format(format!(
+                "ledger {seq}'s bodies {}..{end} lie outside the pack's {} bodies",
+                le.first_body, self.bodies
+            )));
+        }
+        Ok(le)
+    }
+
+    /// The ledger table page holding `seq`, and its index there.
+    pub fn ledger_page_of(&self, seq: u32) -> PackResult<(u64, u64)> {
+        if !(self.first..=self.last).contains(&seq) {
+            return Err(PackError::Format(format!(
+                "ledger {seq} asked of a pack of ledgers {}..={}",
+                self.first, self.last
+            )));
+        }
+        let i = u64::from(seq - self.first);
+        Ok((i / LEDGER_PAGE, i % LEDGER_PAGE))
+    }
+
+    /// The body table page holding body `index` of a ledger, and the
+    /// body's index there; `index` must be one of the ledger's bodies.
+    pub fn body_page_of(&self, le: &LedgerEntry, index: u32) -> PackResult<(u64, u64)> {
+        if index >= le.bodies {
+            return Err(PackError::Format(format!(
+                "body {index} asked of a ledger of {} bodies",
+                le.bodies
+            )));
+        }
+        let o = u64::from(le.first_body) + u64::from(index);
+        if o >= self.bodies {
+            return Err(PackError::Format(format!(
+                "body ordinal {o} asked of a pack of {} bodies",
+                self.bodies
+            )));
+        }
+        Ok((o / BODY_PAGE, o % BODY_PAGE))
+    }
+
+    /// Body `index` of ledger `le` from its fetched body table page (that
+    /// of [`Header::body_page_of`]), checked: the page's CRC (version 2),
+    /// the body inside the data section, after the ledger's record, and no
+    /// larger than the largest entry.
+    pub fn body_entry(&self, page: &[u8], le: &LedgerEntry, index: u32) -> PackResult<Entry> {
+        let (p, i) = self.body_page_of(le, index)?;
+        let entries = self.entries(Table::Body, p, page)?;
+        let e = Entry::parse(slice(entries, i, BODY_ENTRY, "body table")?);
+        self.data_range(&e)?;
+        let record_end = le.record.offset.saturating_add(u64::from(le.record.len));
+        if e.offset < record_end {
+            return Err(PackError::Format(format!(
+                "a body at {} lies before the end of its ledger's record ({record_end})",
+                e.offset
+            )));
+        }
+        Ok(e)
+    }
+
+    /// The entry's byte range, checked to lie in the data section and
+    /// (version 2) to be no larger than the largest entry.
+    pub fn data_range(&self, e: &Entry) -> PackResult<Range<u64>> {
+        if self.version != VERSION_1 && e.len > self.max_entry {
+            return Err(PackError::Format(format!(
+                "an entry at {} of {} bytes; the largest in the pack is {}",
+                e.offset, e.len, self.max_entry
+            )));
+        }
         let end = e.offset.checked_add(u64::from(e.len));
         match end {
             Some(end) if e.offset >= HEADER && end <= self.ledger_table => Ok(e.offset..end),
@@ -231,31 +442,16 @@ pub struct LedgerEntry {
     pub bodies: u32,
 }
 
-impl LedgerEntry {
-    /// Entry `i` of a ledger table page.
-    pub fn at(page: &[u8], i: u64) -> PackResult<Self> {
-        let b = slice(page, i, LEDGER_ENTRY, "ledger table")?;
-        Ok(Self {
-            record: Entry::parse(&b[..16]),
-            first_body: be32(&b[16..20]),
-            bodies: be32(&b[20..24]),
-        })
-    }
-}
-
-/// Entry `i` of a body table page.
-pub fn body_at(page: &[u8], i: u64) -> PackResult<Entry> {
-    Ok(Entry::parse(slice(page, i, BODY_ENTRY, "body table")?))
-}
-
 fn slice<'a>(page: &'a [u8], i: u64, size: u64, what: &str) -> PackResult<&'a [u8]> {
-    let start = (i * size) as usize;
-    page.get(start..start + size as usize).ok_or_else(|| {
-        PackError::Format(format!(
-            "{what} page of {} bytes has no entry {i}",
-            page.len()
-        ))
-    })
+    let start = i.checked_mul(size).and_then(|s| usize::try_from(s).ok());
+    start
+        .and_then(|s| page.get(s..s.checked_add(size as usize)?))
+        .ok_or_else(|| {
+            PackError::Format(format!(
+                "{what} page of {} bytes has no entry {i}",
+                page.len()
+            ))
+        })
 }
 
 fn be32(b: &[u8]) -> u32 {
@@ -292,6 +488,7 @@ pub struct PackWriter {
     ledgers: Vec<u8>,
     bodies: Vec<u8>,
     body_count: u64,
+    max_entry: u32,
 }
 
 impl PackWriter {
@@ -318,6 +515,7 @@ impl PackWriter {
             ledgers: Vec::new(),
             bodies: Vec::new(),
             body_count: 0,
+            max_entry: 0,
         })
     }
 
@@ -336,13 +534,17 @@ impl PackWriter {
             last: self.last,
             detail: "more than 2^32 bodies".into(),
         })?;
-        Entry::of(self.off, record)?.put(&mut self.ledgers);
+        let rec = Entry::of(self.off, record)?;
+        self.max_entry = self.max_entry.max(rec.len);
+        rec.put(&mut self.ledgers);
         self.ledgers.extend_from_slice(&first_body.to_be_bytes());
         self.ledgers
             .extend_from_slice(&(bodies.len() as u32).to_be_bytes());
         self.write(record)?;
         for b in bodies {
-            Entry::of(self.off, b)?.put(&mut self.bodies);
+            let e = Entry::of(self.off, b)?;
+            self.max_entry = self.max_entry.max(e.len);
+            e.put(&mut self.bodies);
             self.write(b)?;
             self.body_count += 1;
         }
@@ -358,6 +560,16 @@ impl PackWriter {
         Ok(())
     }
 
+    /// Writes a table's entries in pages, each followed by its CRC.
+    fn write_table(&mut self, table: Table, entries: &[u8]) -> PackResult<()> {
+        let page_bytes = (table.page() * table.entry()) as usize;
+        for (page, chunk) in entries.chunks(page_bytes).enumerate() {
+            self.write(chunk)?;
+            self.write(&page_crc(table, page as u64, chunk).to_be_bytes())?;
+        }
+        Ok(())
+    }
+
     /// Writes the tables and the header, fsyncs, and hashes the file.
     pub fn finish(mut self) -> PackResult<PackInfo> {
         if let Some(n) = self.next {
@@ -370,10 +582,12 @@ impl PackWriter {
         let ledger_table = self.off;
         let ledgers = std::mem::take(&mut self.ledgers);
         let bodies = std::mem::take(&mut self.bodies);
-        self.write(&ledgers)?;
+        self.write_table(Table::Ledger, &ledgers)?;
         let body_table = self.off;
-        self.write(&bodies)?;
+        self.write_table(Table::Body, &bodies)?;
         let header = Header {
+            version: VERSION,
+            max_entry: self.max_entry,
             first: self.first,
             last: self.last,
             bodies: self.body_count,

@@ -10,5 +10,5 @@ pub mod manifest;
 mod tests;
 
 pub use error::{PackError, PackResult};
-pub use format::{Entry, Header, LedgerEntry, PackInfo, PackWriter, body_at, sha256, sha256_file};
+pub use format::{Entry, Header, LedgerEntry, PackInfo, PackWriter, sha256, sha256_file};
 pub use manifest::{DictRef, Manifest, Object, PackRef, SegmentRef};

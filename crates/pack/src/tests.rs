@@ -1,10 +1,12 @@
 use std::fs;
 
-use crate::format::{BODY_ENTRY, BODY_PAGE, HEADER, LEDGER_ENTRY, LEDGER_PAGE};
+use crate::format::{BODY_ENTRY, BODY_PAGE, HEADER, LEDGER_ENTRY, LEDGER_PAGE, PAGE_CRC};
 use crate::manifest::{manifest_key, pack_key, parse_manifest_key};
 use crate::*;
 
-fn ledger(seq: u32) -> (Vec<u8>, Vec<Vec<u8>>) {
+type Ledger = (Vec<u8>, Vec<Vec<u8>>);
+
+fn ledger(seq: u32) -> Ledger {
     let record = vec![seq as u8; 100 + seq as usize];
     let bodies = (0..seq % 4)
         .map(|i| vec![(seq * 7 + i) as u8; 30 + i as usize])
@@ -12,30 +14,54 @@ fn ledger(seq: u32) -> (Vec<u8>, Vec<Vec<u8>>) {
     (record, bodies)
 }
 
+/// The ledgers of `testdata/v1-1-200.pack`, written by the version-1
+/// writer (the commit that added it).
+fn fixture_ledger(seq: u32) -> Ledger {
+    let record = vec![seq as u8; 20 + (seq % 50) as usize];
+    let bodies = (0..seq % 4)
+        .map(|i| vec![(seq * 7 + i) as u8; 10 + i as usize])
+        .collect();
+    (record, bodies)
+}
+
+fn write(path: &std::path::Path, first: u32, last: u32, f: fn(u32) -> Ledger) -> PackInfo {
+    let mut w = PackWriter::create(path, first, last).expect("create");
+    for seq in first..=last {
+        let (r, b) = f(seq);
+        w.push_ledger(seq, &r, &b).expect("push");
+    }
+    w.finish().expect("finish")
+}
+
+fn piece(bytes: &[u8], r: std::ops::Range<u64>) -> PackResult<&[u8]> {
+    bytes
+        .get(r.start as usize..r.end as usize)
+        .ok_or_else(|| PackError::Format(format!("{r:?} past the end")))
+}
+
 /// Reads entries back the way a replica does: header, table page, entry.
-fn read_back(bytes: &[u8]) -> Vec<(Vec<u8>, Vec<Vec<u8>>)> {
-    let h = Header::parse(bytes).expect("header");
+fn read_back(bytes: &[u8]) -> PackResult<Vec<Ledger>> {
+    let h = Header::parse(bytes)?;
+    if h.size != bytes.len() as u64 {
+        return Err(PackError::Format("size".into()));
+    }
     let mut out = Vec::new();
-    for i in 0..h.ledgers() {
-        let page = &bytes[range(h.ledger_page(i / LEDGER_PAGE))];
-        let le = LedgerEntry::at(page, i % LEDGER_PAGE).expect("ledger entry");
-        let rec = bytes[range(h.data_range(&le.record).expect("in data"))].to_vec();
-        le.record.check(&rec).expect("ledger crc");
+    for seq in h.first..=h.last {
+        let (page, _) = h.ledger_page_of(seq)?;
+        let le = h.ledger_entry(piece(bytes, h.ledger_page(page)?)?, seq)?;
+        let rec = piece(bytes, h.data_range(&le.record)?)?.to_vec();
+        le.record.check(&rec)?;
         let mut bodies = Vec::new();
-        for o in u64::from(le.first_body)..u64::from(le.first_body + le.bodies) {
-            let page = &bytes[range(h.body_page(o / BODY_PAGE))];
-            let e = body_at(page, o % BODY_PAGE).expect("body entry");
-            let b = bytes[range(h.data_range(&e).expect("in data"))].to_vec();
-            e.check(&b).expect("body crc");
+        for index in 0..le.bodies {
+            let (page, _) = h.body_page_of(&le, index)?;
+            let e = h.body_entry(piece(bytes, h.body_page(page)?)?, &le, index)?;
+            let b = piece(bytes, h.data_range(&e)?)?.to_vec();
+            e.check(&b)?;
             bodies.push(b);
         }
         out.push((rec, bodies));
     }
-    out
-}
-
-fn range(r: std::ops::Range<u64>) -> std::ops::Range<usize> {
-    r.start as usize..r.end as usize
+    Ok(out)
 }
 
 #[test]
@@ -43,38 +69,151 @@ fn a_pack_reads_back_every_ledger_and_body_through_its_tables() {
     let dir = tempfile::tempdir().expect("tmp");
     let path = dir.path().join("p.pack");
     let (first, last) = (7u32, 7 + 300);
-    let mut w = PackWriter::create(&path, first, last).expect("create");
-    let mut want = Vec::new();
-    for seq in first..=last {
-        let (r, b) = ledger(seq);
-        w.push_ledger(seq, &r, &b).expect("push");
-        want.push((r, b));
-    }
-    let info = w.finish().expect("finish");
+    let info = write(&path, first, last, ledger);
+    let want: Vec<_> = (first..=last).map(ledger).collect();
     let bytes = fs::read(&path).expect("read");
+    assert_eq!(info.header.version, 2);
     assert_eq!(info.header.size, bytes.len() as u64);
     assert_eq!(info.sha256, sha256(&bytes));
     let bodies: usize = want.iter().map(|(_, b)| b.len()).sum();
     assert_eq!(info.header.bodies, bodies as u64);
+    assert_eq!(info.header.max_entry, 100 + last);
+    let ledgers = u64::from(last - first + 1);
     assert_eq!(
         info.header.size,
         info.header.ledger_table
-            + (last - first + 1) as u64 * LEDGER_ENTRY
+            + ledgers * LEDGER_ENTRY
+            + ledgers.div_ceil(LEDGER_PAGE) * PAGE_CRC
             + bodies as u64 * BODY_ENTRY
+            + (bodies as u64).div_ceil(BODY_PAGE) * PAGE_CRC
     );
-    assert_eq!(read_back(&bytes), want);
+    assert_eq!(read_back(&bytes).expect("read back"), want);
+    assert_eq!(Header::parse(&bytes).expect("header"), info.header);
+}
+
+/// Packs published before table page CRCs (format version 1) still read.
+#[test]
+fn a_version_1_pack_still_reads_back_exactly() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/v1-1-200.pack");
+    let bytes = fs::read(&path).expect("fixture");
+    let h = Header::parse(&bytes).expect("header");
+    assert_eq!((h.version, h.first, h.last, h.max_entry), (1, 1, 200, 0));
+    assert!(h.bodies > BODY_PAGE && h.ledgers() > LEDGER_PAGE, "{h:?}");
+    let want: Vec<_> = (1..=200).map(fixture_ledger).collect();
+    assert_eq!(read_back(&bytes).expect("read back"), want);
+    // The same ledgers written now are a version-2 pack with other bytes.
+    let dir = tempfile::tempdir().expect("tmp");
+    let info = write(&dir.path().join("v2.pack"), 1, 200, fixture_ledger);
+    assert_eq!(info.header.version, 2);
+    assert_ne!(info.header.size, h.size);
+}
+
+/// Any one byte of a version-2 pack, damaged, fails a read or leaves its
+/// answers unchanged (bytes 60..64 are reserved): never another answer,
+/// never a panic.
+#[test]
+fn every_damaged_byte_fails_a_read_and_never_gives_another_answer() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("p.pack");
+    write(&path, 1, 140, fixture_ledger);
+    let good = fs::read(&path).expect("read");
+    let want = read_back(&good).expect("intact");
+    let h = Header::parse(&good).expect("header");
+    // Every header byte, every 3rd table byte, every 11th data byte (the
+    // entry CRCs of the data were checked before version 2).
+    let positions = (0..HEADER)
+        .chain((HEADER..h.ledger_table).step_by(11))
+        .chain((h.ledger_table..h.size).step_by(3));
+    for at in positions.map(|a| a as usize) {
+        let mut bad = good.clone();
+        bad[at] ^= 0x5a;
+        match read_back(&bad) {
+            Err(_) => {}
+            Ok(got) => {
+                assert!((60..64).contains(&at), "byte {at}: no error");
+                assert_eq!(got, want, "byte {at}");
+            }
+        }
+    }
+    // Table damage is found by the page CRC, before any entry is used.
+    let mut bad = good.clone();
+    bad[(h.body_table + 3) as usize] ^= 1; // body 0's offset
+    let seq = (1..=140)
+        .find(|s| s % 4 != 0)
+        .expect("a ledger with bodies");
+    let (page, _) = h.ledger_page_of(seq).expect("page");
+    let le = h
+        .ledger_entry(
+            piece(&bad, h.ledger_page(page).expect("lt")).expect("page"),
+            seq,
+        )
+        .expect("ledger table intact");
+    let e = h
+        .body_entry(
+            piece(&bad, h.body_page(0).expect("bt")).expect("page"),
+            &le,
+            0,
+        )
+        .expect_err("damaged page")
+        .to_string();
+    assert!(e.contains("body table page 0 fails its CRC-32"), "{e}");
+}
+
+/// A version-1 pack has no page CRCs: damaged table fields are caught by
+/// the header's bounds, with an error and without a panic.
+#[test]
+fn damaged_version_1_table_fields_are_refused_by_the_headers_bounds() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/v1-1-200.pack");
+    let good = fs::read(&path).expect("fixture");
+    let h = Header::parse(&good).expect("header");
+    let lt = h.ledger_table as usize;
+    let entry = |b: &[u8], seq: u32| {
+        let (page, _) = h.ledger_page_of(seq)?;
+        h.ledger_entry(piece(b, h.ledger_page(page)?)?, seq)
+    };
+    // Ledger 3 (entry 2): first_body, bodies, length, offset.
+    let set = |at: usize, v: &[u8]| {
+        let mut b = good.clone();
+        b[lt + 24 * 2 + at..lt + 24 * 2 + at + v.len()].copy_from_slice(v);
+        b
+    };
+    let e = entry(&set(16, &u32::MAX.to_be_bytes()), 3)
+        .expect_err("first_body")
+        .to_string();
+    assert!(e.contains("lie outside the pack's 300 bodies"), "{e}");
+    let e = entry(&set(20, &u32::MAX.to_be_bytes()), 3)
+        .expect_err("bodies")
+        .to_string();
+    assert!(e.contains("ledger 3's bodies"), "{e}");
+    let e = entry(&set(8, &u32::MAX.to_be_bytes()), 3)
+        .expect_err("length")
+        .to_string();
+    assert!(e.contains("outside the data section"), "{e}");
+    let e = entry(&set(0, &u64::MAX.to_be_bytes()), 3)
+        .expect_err("offset")
+        .to_string();
+    assert!(e.contains("outside the data section"), "{e}");
+    // A body ordinal past the table is refused before a page is asked for.
+    let le = entry(&good, 3).expect("intact");
+    let e = h
+        .body_page_of(&le, le.bodies)
+        .expect_err("index")
+        .to_string();
+    assert!(e.contains("asked of a ledger of 3 bodies"), "{e}");
+    let e = h.ledger_page(99).expect_err("page").to_string();
+    assert!(e.contains("ledger table page 99 asked for"), "{e}");
+    let e = h.ledger_page_of(201).expect_err("seq").to_string();
+    assert!(
+        e.contains("ledger 201 asked of a pack of ledgers 1..=200"),
+        "{e}"
+    );
 }
 
 #[test]
 fn damage_is_found_by_the_header_crc_and_the_entry_crcs() {
     let dir = tempfile::tempdir().expect("tmp");
     let path = dir.path().join("p.pack");
-    let mut w = PackWriter::create(&path, 1, 3).expect("create");
-    for seq in 1..=3 {
-        let (r, b) = ledger(seq);
-        w.push_ledger(seq, &r, &b).expect("push");
-    }
-    w.finish().expect("finish");
+    write(&path, 1, 3, ledger);
     let good = fs::read(&path).expect("read");
     let mut bad = good.clone();
     bad[13] ^= 1; // first ledger
@@ -82,12 +221,17 @@ fn damage_is_found_by_the_header_crc_and_the_entry_crcs() {
     assert!(e.contains("CRC-32 mismatch"), "{e}");
     let e = Header::parse(b"LSPACK01").expect_err("short").to_string();
     assert!(e.contains("8 bytes, expected 64"), "{e}");
+    let mut future = good.clone();
+    future[11] = 3;
+    let e = Header::parse(&future).expect_err("version").to_string();
+    assert!(e.contains("version 3; this build reads 1 and 2"), "{e}");
     let mut bad = good.clone();
     bad[HEADER as usize + 5] ^= 0xff; // inside ledger 1's record
     let h = Header::parse(&bad).expect("header intact");
-    let page = &bad[range(h.ledger_page(0))];
-    let le = LedgerEntry::at(page, 0).expect("entry");
-    let rec = &bad[range(h.data_range(&le.record).expect("range"))];
+    let le = h
+        .ledger_entry(piece(&bad, h.ledger_page(0).expect("page")).expect("lt"), 1)
+        .expect("entry");
+    let rec = piece(&bad, h.data_range(&le.record).expect("range")).expect("record");
     let e = le.record.check(rec).expect_err("record crc").to_string();
     assert!(e.contains("fails its CRC-32"), "{e}");
     let e = le.record.check(&rec[1..]).expect_err("short").to_string();

@@ -32,6 +32,11 @@ const EXT_UNKNOWN: u8 = 0;
 const EXT_SHORT: u8 = 1;
 /// `.xdr.zstd`, which older Galexie releases wrote.
 const EXT_LONG: u8 = 2;
+/// The largest `.config.json` read (Galexie's is a few hundred bytes).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+/// The largest batch file read, compressed (the decoder bounds it again
+/// after decompression: `ReadLimits::max_file_bytes`, also 1 GiB).
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
 
 /// How the store behind a lake lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,7 +169,7 @@ impl DataLake {
                 let key = ".config.json";
                 let m = match self.store.get(&ObjPath::from(key)).await {
                     Ok(r) => {
-                        let bytes = r.bytes().await.map_err(|e| self.store_err(key, &e))?;
+                        let bytes = self.read_capped(key, r, MAX_CONFIG_BYTES).await?;
                         Manifest::parse(&bytes).map_err(|e| self.err(e))?
                     }
                     Err(object_store::Error::NotFound { .. }) => Manifest {
@@ -449,10 +454,44 @@ impl DataLake {
     async fn get(&self, path: &ObjPath) -> StellarResult<Option<bytes::Bytes>> {
         let key = path.as_ref();
         match self.store.get(path).await {
-            Ok(r) => Ok(Some(r.bytes().await.map_err(|e| self.store_err(key, &e))?)),
+            Ok(r) => Ok(Some(self.read_capped(key, r, MAX_FILE_BYTES).await?)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.store_err(key, &e)),
         }
+    }
+}
+
+impl DataLake {
+    /// An object's bytes, refused before they are read when the store
+    /// says it is larger than `max`, and cut off past `max` if the store
+    /// sends more than it said.
+    async fn read_capped(
+        &self,
+        key: &str,
+        r: object_store::GetResult,
+        max: u64,
+    ) -> StellarResult<bytes::Bytes> {
+        let too_big = |n: u64| {
+            self.err(format!(
+                "{key}: {n} bytes or more; a lake object is read only up to {max} bytes"
+            ))
+        };
+        if r.meta.size > max {
+            return Err(too_big(r.meta.size));
+        }
+        let mut out = Vec::with_capacity(usize::try_from(r.meta.size).unwrap_or(0));
+        let mut stream = r.into_stream();
+        while let Some(chunk) = stream
+            .try_next()
+            .await
+            .map_err(|e| self.store_err(key, &e))?
+        {
+            if (out.len() + chunk.len()) as u64 > max {
+                return Err(too_big((out.len() + chunk.len()) as u64));
+            }
+            out.extend_from_slice(&chunk);
+        }
+        Ok(bytes::Bytes::from(out))
     }
 }
 

@@ -1,0 +1,186 @@
+//! A fault-injecting wrapper around a real object store, for tests: it
+//! counts GETs per key, fails the GETs of chosen keys with the kind of
+//! error an S3 client gives (naming the endpoint and bucket), and can
+//! answer a conditional create that succeeded as if a retried request had
+//! been refused.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMode, PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions, Result,
+};
+
+#[derive(Default)]
+struct State {
+    /// GETs (not HEADs) per key.
+    gets: HashMap<String, u64>,
+    /// Keys whose GETs fail, with the error's text.
+    fail: HashMap<String, String>,
+    /// Conditional creates succeed, then answer "already exists".
+    create_then_refuse: bool,
+    /// Listings hide manifests newer than this.
+    manifests_up_to: Option<u64>,
+}
+
+/// The wrapper.
+pub(crate) struct Faulty {
+    inner: Arc<dyn ObjectStore>,
+    state: Mutex<State>,
+}
+
+impl fmt::Debug for Faulty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Faulty({})", self.inner)
+    }
+}
+
+impl fmt::Display for Faulty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Faulty({})", self.inner)
+    }
+}
+
+impl Faulty {
+    pub(crate) fn new(inner: Arc<dyn ObjectStore>) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// GETs of keys starting with `prefix` so far.
+    pub(crate) fn gets(&self, prefix: &str) -> u64 {
+        self.state()
+            .gets
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// GETs of `key` fail with `text` from now on.
+    pub(crate) fn fail_gets(&self, key: &str, text: &str) {
+        self.state().fail.insert(key.into(), text.into());
+    }
+
+    /// Listings show manifests up to `version` only (None: all), so a
+    /// replica can be walked through a history already published.
+    pub(crate) fn show_manifests_up_to(&self, version: Option<u64>) {
+        self.state().manifests_up_to = version;
+    }
+
+    fn hide(
+        &self,
+        list: BoxStream<'static, Result<ObjectMeta>>,
+    ) -> BoxStream<'static, Result<ObjectMeta>> {
+        let Some(max) = self.state().manifests_up_to else {
+            return list;
+        };
+        list.filter(move |m| {
+            let newer = m
+                .as_ref()
+                .ok()
+                .and_then(|m| ledgerstore_pack::manifest::parse_manifest_key(m.location.as_ref()));
+            futures::future::ready(newer.is_none_or(|v| v <= max))
+        })
+        .boxed()
+    }
+
+    /// Conditional creates succeed, then report "already exists".
+    pub(crate) fn create_then_refuse(&self, on: bool) {
+        self.state().create_then_refuse = on;
+    }
+}
+
+#[async_trait]
+impl ObjectStore for Faulty {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> Result<PutResult> {
+        let refuse = self.state().create_then_refuse && matches!(opts.mode, PutMode::Create);
+        let done = self.inner.put_opts(location, payload, opts).await?;
+        if refuse {
+            return Err(object_store::Error::AlreadyExists {
+                path: location.to_string(),
+                source: "412 Precondition Failed (the retried request after a timeout)".into(),
+            });
+        }
+        Ok(done)
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        let key = location.to_string();
+        {
+            let mut s = self.state();
+            if !options.head {
+                *s.gets.entry(key.clone()).or_default() += 1;
+            }
+            if let Some(text) = s.fail.get(&key) {
+                return Err(object_store::Error::Generic {
+                    store: "S3",
+                    source: text.clone().into(),
+                });
+            }
+        }
+        self.inner.get_opts(location, options).await
+    }
+
+    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        self.inner.get_ranges(location, ranges).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, Result<Path>>,
+    ) -> BoxStream<'static, Result<Path>> {
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        self.hide(self.inner.list(prefix))
+    }
+
+    fn list_with_offset(
+        &self,
+        prefix: Option<&Path>,
+        offset: &Path,
+    ) -> BoxStream<'static, Result<ObjectMeta>> {
+        self.hide(self.inner.list_with_offset(prefix, offset))
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+
+    async fn rename_opts(&self, from: &Path, to: &Path, options: RenameOptions) -> Result<()> {
+        self.inner.rename_opts(from, to, options).await
+    }
+}

@@ -1,0 +1,104 @@
+//! The `pack` target: what a replica reads of the published tier. Even
+//! first bytes: the rest is a pack file, read the way a replica reads it
+//! (header, table pages, entries). Odd: a manifest.
+
+use ledgerstore_pack::{Header, Manifest};
+
+/// Runs one input.
+pub fn run(data: &[u8]) {
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    if pick % 2 == 0 {
+        pack(rest);
+    } else {
+        manifest(rest);
+    }
+}
+
+fn get(bytes: &[u8], r: std::ops::Range<u64>) -> Option<&[u8]> {
+    bytes.get(usize::try_from(r.start).ok()?..usize::try_from(r.end).ok()?)
+}
+
+fn pack(bytes: &[u8]) {
+    let Ok(h) = Header::parse(bytes) else {
+        return;
+    };
+    assert!(h.first <= h.last, "a header with an empty range");
+    assert!(
+        h.ledger_table >= 64 && h.ledger_table <= h.body_table && h.body_table <= h.size,
+        "a header whose tables are out of order: {h:?}"
+    );
+    if h.size != bytes.len() as u64 {
+        return; // a replica checks the size against the manifest first
+    }
+    for seq in h.first..=h.last {
+        let Ok((page, _)) = h.ledger_page_of(seq) else {
+            panic!("ledger {seq} of {h:?} has no page");
+        };
+        let range = h.ledger_page(page).expect("a page of a ledger in range");
+        let page = get(bytes, range.clone())
+            .unwrap_or_else(|| panic!("ledger page {range:?} outside a {}-byte pack", h.size));
+        let Ok(le) = h.ledger_entry(page, seq) else {
+            continue;
+        };
+        let rec = h
+            .data_range(&le.record)
+            .expect("an accepted entry's record is in range");
+        in_data(&h, &rec);
+        assert!(
+            u64::from(le.first_body) + u64::from(le.bodies) <= h.bodies,
+            "accepted bodies past the table"
+        );
+        if let Some(b) = get(bytes, rec) {
+            let _ = le.record.check(b);
+        }
+        for index in 0..le.bodies.min(64) {
+            let (page, _) = h
+                .body_page_of(&le, index)
+                .expect("an accepted ledger's bodies have pages");
+            let range = h.body_page(page).expect("a page in the table");
+            let page = get(bytes, range).expect("a body page inside the pack");
+            let Ok(e) = h.body_entry(page, &le, index) else {
+                continue;
+            };
+            let r = h.data_range(&e).expect("an accepted body is in range");
+            in_data(&h, &r);
+            if let Some(b) = get(bytes, r) {
+                let _ = e.check(b);
+            }
+        }
+    }
+}
+
+fn in_data(h: &Header, r: &std::ops::Range<u64>) {
+    assert!(
+        r.start >= 64 && r.start <= r.end && r.end <= h.ledger_table,
+        "an accepted entry {r:?} outside the data section of {h:?}"
+    );
+    if h.version >= 2 {
+        assert!(
+            r.end - r.start <= u64::from(h.max_entry),
+            "an accepted entry larger than the header's largest"
+        );
+    }
+}
+
+fn manifest(bytes: &[u8]) {
+    let key = "manifest/00000000000000000003.json";
+    let Ok(m) = Manifest::parse(key, bytes) else {
+        return;
+    };
+    assert_eq!(
+        m.version, 3,
+        "a manifest parsed under another version's key"
+    );
+    m.validate().expect("a parsed manifest validates");
+    for p in &m.packs {
+        for seq in [p.first, p.last] {
+            let got = m.pack_of(seq).map(|q| (q.first, q.last));
+            assert_eq!(got, Some((p.first, p.last)), "pack_of({seq})");
+        }
+    }
+    let _ = Manifest::parse(key, &m.to_bytes()).expect("a manifest re-parses");
+}

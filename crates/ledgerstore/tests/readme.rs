@@ -109,12 +109,16 @@ fn ports() -> [u16; 3] {
 /// The session: every runnable block in order, each announced on stderr,
 /// under `set -euo pipefail`; background jobs get SIGINT at the end (or
 /// when a block fails) and are waited for.
-fn session(blocks: &[Block], [grpc, rpc, metrics]: [u16; 3]) -> String {
-    let moved = |t: &str| {
-        t.replace("127.0.0.1:50051", &format!("127.0.0.1:{grpc}"))
-            .replace("127.0.0.1:8000", &format!("127.0.0.1:{rpc}"))
-            .replace("127.0.0.1:9464", &format!("127.0.0.1:{metrics}"))
-    };
+/// `t` with the default loopback ports moved to `ports`.
+fn moved(t: &str, [grpc, rpc, metrics]: [u16; 3]) -> String {
+    t.replace("127.0.0.1:50051", &format!("127.0.0.1:{grpc}"))
+        .replace("127.0.0.1:8000", &format!("127.0.0.1:{rpc}"))
+        .replace("127.0.0.1:9464", &format!("127.0.0.1:{metrics}"))
+}
+
+fn session(blocks: &[Block], ports: [u16; 3]) -> String {
+    let grpc = ports[0];
+    let moved = |t: &str| moved(t, ports);
     let mut s = String::from(
         "set -euo pipefail\n\
          trap 'st=$?; j=$(jobs -p); [ -z \"$j\" ] || kill -INT $j 2>/dev/null; wait; exit $st' EXIT\n",
@@ -157,11 +161,111 @@ fn session(blocks: &[Block], [grpc, rpc, metrics]: [u16; 3]) -> String {
             s.push_str(&moved(&b.text));
         }
     }
+    // Each background job is waited for by itself: a bare `wait` returns
+    // 0 whatever the jobs exited with.
     s.push_str(
         "echo '=== README.md: every block ran' >&2\n\
-         j=$(jobs -p); [ -z \"$j\" ] || kill -INT $j; wait\n",
+         for p in $(jobs -p); do kill -INT \"$p\"; wait \"$p\"; done\n",
     );
     s
+}
+
+/// Runs `c` in a process group of its own; after `limit`, kills the whole
+/// group (the shell and anything it left running) and returns None.
+fn run_bounded(mut c: Command, limit: Duration) -> Option<std::process::ExitStatus> {
+    std::os::unix::process::CommandExt::process_group(&mut c, 0);
+    let mut child = c.spawn().expect("bash");
+    let started = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            return Some(st);
+        }
+        if started.elapsed() > limit {
+            let pgid = i32::try_from(child.id()).expect("pid");
+            #[allow(unsafe_code)]
+            // SAFETY: a signal to a process group this test created.
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A temp dir with `scripts/run.sh` holding `body` (executable).
+fn with_run_sh(body: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().expect("tmp");
+    std::fs::create_dir_all(tmp.path().join("scripts")).expect("scripts");
+    let stub = tmp.path().join("scripts/run.sh");
+    std::fs::write(&stub, body).expect("stub");
+    let chmod = Command::new("chmod")
+        .arg("+x")
+        .arg(&stub)
+        .status()
+        .expect("chmod");
+    assert!(chmod.success());
+    tmp
+}
+
+/// A daemon the README starts in the background (`… &`) that exits at
+/// once (a port taken, a bad flag) fails its block at once: the README's
+/// wait for it to serve must not poll forever (a reader's terminal; the
+/// session's whole time limit on CI).
+#[test]
+fn a_background_daemon_that_exits_at_once_fails_its_block_at_once() {
+    let text = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    let all = blocks(&text);
+    let b = all
+        .iter()
+        .find(|b| b.lang == "sh" && marker_kind(b) != "illustrative" && b.text.contains(" &\n"))
+        .expect("a runnable block starting a daemon in the background");
+    // Every command succeeds but `serve`, which exits at once, and
+    // `health`, which never sees it serve.
+    let tmp =
+        with_run_sh("#!/usr/bin/env bash\ncase \"$1\" in serve|health) exit 1;; esac\nexit 0\n");
+    let script = format!("set -euo pipefail\n{}", moved(&b.text, ports()));
+    std::fs::write(tmp.path().join("block.sh"), script).expect("script");
+    let mut c = Command::new("bash");
+    c.arg("block.sh")
+        .current_dir(tmp.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // Bounded only so that the defect fails the test instead of hanging it.
+    let status = run_bounded(c, Duration::from_secs(60));
+    let st = status.unwrap_or_else(|| {
+        panic!(
+            "README.md line {}: still waiting after 60 s for a daemon that had exited",
+            b.line
+        )
+    });
+    assert!(!st.success(), "README.md line {}: {st}", b.line);
+}
+
+/// A background job that exits non-zero when the session stops it fails
+/// the session: the end waits for each job's own status.
+#[test]
+fn a_background_job_that_fails_at_the_end_fails_the_session() {
+    let readme = "```sh\n\
+                  python3 -c 'import signal, sys, time, pathlib\n\
+                  signal.signal(signal.SIGINT, lambda *a: sys.exit(3))\n\
+                  pathlib.Path(\"ready\").touch()\n\
+                  time.sleep(300)' &\n\
+                  until [ -e ready ]; do sleep 0.05; done\n\
+                  ```\n";
+    let all = blocks(readme);
+    let tmp = with_run_sh("#!/usr/bin/env bash\nexit 0\n");
+    std::fs::write(tmp.path().join("session.sh"), session(&all, ports())).expect("script");
+    let mut c = Command::new("bash");
+    c.arg("session.sh")
+        .current_dir(tmp.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let status = run_bounded(c, Duration::from_secs(60)).expect("the session ends");
+    assert_eq!(status.code(), Some(3), "{status}");
 }
 
 fn repo() -> PathBuf {
@@ -242,26 +346,7 @@ fn readme_followed_top_to_bottom_runs() {
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err);
-    std::os::unix::process::CommandExt::process_group(&mut c, 0);
-    let mut child = c.spawn().expect("bash");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("wait") {
-            break Some(st);
-        }
-        if started.elapsed() > SESSION {
-            // The whole group: the shell and anything it left running.
-            let pgid = i32::try_from(child.id()).expect("pid");
-            #[allow(unsafe_code)]
-            // SAFETY: a signal to a process group this test created.
-            unsafe {
-                libc::kill(-pgid, libc::SIGKILL);
-            }
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = run_bounded(c, SESSION);
     let stdout = std::fs::read_to_string(dir.join("stdout")).unwrap_or_default();
     let stderr = std::fs::read_to_string(dir.join("stderr")).unwrap_or_default();
     let at = stderr

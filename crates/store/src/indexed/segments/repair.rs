@@ -183,7 +183,8 @@ impl SegmentSet {
         timeout: Duration,
         on: &mut dyn FnMut(&RepairWait),
     ) -> StoreResult<RepairWaitOutcome> {
-        let deadline = Instant::now() + timeout;
+        // A timeout past what an `Instant` holds is a wait without deadline.
+        let deadline = Instant::now().checked_add(timeout);
         let waited: Vec<(u32, u32)> = self
             .repair_wait()
             .ranges
@@ -209,7 +210,9 @@ impl SegmentSet {
             if lane.failures >= build::WAIT_GIVES_UP_AFTER {
                 return Ok(RepairWaitOutcome::Failed(now));
             }
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = deadline.map_or(Duration::MAX, |d| {
+                d.saturating_duration_since(Instant::now())
+            });
             if left.is_zero() {
                 return Ok(RepairWaitOutcome::TimedOut(now));
             }

@@ -184,3 +184,20 @@ fn a_writer_s_wait_ends_once_the_lost_segment_serves_again() {
     assert_all_readable(&store, &s, 1, 45);
     ingest_range(&store, &s, 46, 50, 5);
 }
+
+#[test]
+fn a_wait_longer_than_a_clock_holds_is_a_wait_without_a_deadline() {
+    // `ingest --repair-wait-seconds 18446744073709551615`: no panic on the
+    // deadline's overflow; here, with no builder, it ends at once.
+    let tmp = tempfile::tempdir().expect("tmp");
+    built(tmp.path());
+    std::fs::remove_file(seg(tmp.path(), 10, 19)).expect("lose");
+    let store = open(tmp.path(), true);
+    let w = store
+        .wait_for_repairs(Duration::from_secs(u64::MAX), &mut |_| {})
+        .expect("wait");
+    let RepairWaitOutcome::NotRunning(w) = w else {
+        panic!("{w:?}")
+    };
+    assert_eq!(w.names(), "10..=19");
+}

@@ -74,9 +74,11 @@ impl Publish {
                     ),
                     Err(e) => tracing::warn!(error = %e, "evicting published ranges failed"),
                 }
-            } else if r.is_ok()
-                && let Err(e) = self.cold.refresh().await
-            {
+            } else if let Err(e) = self.cold.refresh().await {
+                // Every round, a failed one too: a store that refuses
+                // writes may still be read, and an evicting writer whose
+                // first manifest read failed answers UNAVAILABLE for its
+                // evicted ranges until one succeeds.
                 tracing::warn!(error = %e, "reading the published manifest failed");
             }
             tokio::select! {

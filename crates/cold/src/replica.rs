@@ -238,6 +238,10 @@ impl Replica {
         for k in &gone {
             self.cache.remove(Kind::Segment, &segment_name(k));
         }
+        self.damaged
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|k, _| live.contains(k));
         if !gone.is_empty() {
             tracing::info!(segments = gone.len(), "released superseded segments");
         }
@@ -318,6 +322,18 @@ impl Replica {
             tracing::warn!(entry = %name, error = %e, "caching a piece failed; serving it uncached");
         }
         Ok(bytes.to_vec())
+    }
+
+    /// `check`s piece `name` (fetched by [`Self::piece`]); a piece that
+    /// fails its check leaves the cache, so a repaired object (same
+    /// content-addressed key) is fetched again rather than failed from the
+    /// cache until a restart.
+    fn checked<T>(&self, name: &str, check: impl FnOnce() -> ColdResult<T>) -> ColdResult<T> {
+        let r = check();
+        if r.is_err() {
+            self.cache.remove(Kind::Piece, name);
+        }
+        r
     }
 
     /// The mapped segment of `r`, fetched whole into the cache if needed.
@@ -412,7 +428,14 @@ impl Replica {
             let _ = std::fs::remove_file(&part);
             return Err(ColdError::io(format!("rename {}", path.display()))(e));
         }
-        let opened = Segment::open(&path).map_err(|e| ColdError::damaged(key, e.to_string()));
+        // A local failure (EMFILE, ENOMEM on the map) is I/O, not damage:
+        // no backoff, and the next lookup fetches it again.
+        let opened = Segment::open(&path).map_err(|e| match e {
+            ledgerstore_segment::SegmentError::Io { source, .. } => {
+                ColdError::io(format!("opening {}", path.display()))(source)
+            }
+            other => ColdError::damaged(key, other.to_string()),
+        });
         let checked = opened.and_then(|seg| self.check_segment(r, seg));
         let seg = match checked {
             Ok(seg) => Arc::new(seg),
@@ -422,6 +445,10 @@ impl Replica {
                 return Err(e);
             }
         };
+        self.damaged
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
         self.segments
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -494,8 +521,9 @@ impl Replica {
             |e: ledgerstore_pack::PackError| ColdError::damaged(key, format!("ledger {seq}: {e}"));
         let (page, _) = h.ledger_page_of(seq).map_err(damaged)?;
         let range = h.ledger_page(page).map_err(damaged)?;
-        let bytes = self.piece(format!("lt/{key}/{page}"), key, range)?;
-        h.ledger_entry(&bytes, seq).map_err(damaged)
+        let name = format!("lt/{key}/{page}");
+        let bytes = self.piece(name.clone(), key, range)?;
+        self.checked(&name, || h.ledger_entry(&bytes, seq).map_err(damaged))
     }
 
     /// The stored body at `pos`. A position the segment gave and the
@@ -521,15 +549,20 @@ impl Replica {
             .body_page_of(&le, pos.index)
             .map_err(|e| damaged(e.to_string()))?;
         let range = h.body_page(page).map_err(|e| damaged(e.to_string()))?;
-        let table = self.piece(format!("bt/{key}/{page}"), key, range)?;
-        let e = h
-            .body_entry(&table, &le, pos.index)
-            .map_err(|e| damaged(e.to_string()))?;
+        let name = format!("bt/{key}/{page}");
+        let table = self.piece(name.clone(), key, range)?;
+        let e = self.checked(&name, || {
+            h.body_entry(&table, &le, pos.index)
+                .map_err(|e| damaged(e.to_string()))
+        })?;
         let range = h.data_range(&e).map_err(|e| damaged(e.to_string()))?;
         let o = u64::from(le.first_body) + u64::from(pos.index);
-        let bytes = self.piece(format!("b/{key}/{o}"), key, range)?;
-        e.check(&bytes).map_err(|e| damaged(e.to_string()))?;
-        TxBody::decompress(&bytes).map_err(|e| damaged(e.to_string()))
+        let name = format!("b/{key}/{o}");
+        let bytes = self.piece(name.clone(), key, range)?;
+        self.checked(&name, || {
+            e.check(&bytes).map_err(|e| damaged(e.to_string()))?;
+            TxBody::decompress(&bytes).map_err(|e| damaged(e.to_string()))
+        })
     }
 
     /// The confirmed position and body of `hash`: every segment that
@@ -615,18 +648,21 @@ impl Replica {
         let range = h
             .data_range(&le.record)
             .map_err(|e| damaged(e.to_string()))?;
-        let bytes = self.piece(format!("l/{key}/{seq}"), key, range)?;
-        le.record
-            .check(&bytes)
-            .map_err(|e| damaged(e.to_string()))?;
-        let rec = LedgerRecord::decompress(&bytes).map_err(|e| damaged(e.to_string()))?;
-        if rec.seq != seq {
-            return Err(damaged(format!(
-                "the table's entry holds ledger {}'s record",
-                rec.seq
-            )));
-        }
-        Ok(rec)
+        let name = format!("l/{key}/{seq}");
+        let bytes = self.piece(name.clone(), key, range)?;
+        self.checked(&name, || {
+            le.record
+                .check(&bytes)
+                .map_err(|e| damaged(e.to_string()))?;
+            let rec = LedgerRecord::decompress(&bytes).map_err(|e| damaged(e.to_string()))?;
+            if rec.seq != seq {
+                return Err(damaged(format!(
+                    "the table's entry holds ledger {}'s record",
+                    rec.seq
+                )));
+            }
+            Ok(rec)
+        })
     }
 
     /// Figures for GetStatus and `/metrics`.

@@ -94,8 +94,21 @@ pub(super) fn get_ledgers(ctx: &Ctx, params: &Params<'_>, call: &Call) -> RpcRes
     };
     let mut out = PageOut::new("ledgers", ctx, call)?;
     if first <= latest {
-        for rec in ledgerstore_store::ledger_iter(&*store, first, last, LEDGER_CHUNK) {
-            call.check()?;
+        let mut recs = ledgerstore_store::ledger_iter(&*store, first, last, LEDGER_CHUNK);
+        loop {
+            // Past half the deadline a page with items ends before reading
+            // another ledger (a read that may pass the deadline would turn
+            // the whole page into a timeout).
+            if out.len() > 0 && call.soft_passed() {
+                break;
+            }
+            let Some(rec) = recs.next() else { break };
+            if let Err(e) = call.check() {
+                if out.len() > 0 {
+                    break;
+                }
+                return Err(e);
+            }
             let rec = rec?;
             if !out.room_for(estimate(rec.raw.len(), page.format)) {
                 break;

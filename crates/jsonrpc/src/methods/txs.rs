@@ -138,14 +138,13 @@ pub(super) fn get_transactions(
     };
     let mut out = PageOut::new("transactions", ctx, call)?;
     let walked = if first <= latest {
-        // The ledger budget: ledgers read by this call.
-        let end = latest.min(first.saturating_add(ctx.settings.page.max_ledgers.max(1) - 1));
         let scan = Scan {
             store: &*store,
             call,
             first,
             skip,
-            end,
+            end: latest,
+            max_ledgers: ctx.settings.page.max_ledgers.max(1),
             limit: page.limit,
             format: page.format,
         };
@@ -200,6 +199,9 @@ struct Scan<'a> {
     /// Application orders to skip in `first`.
     skip: u32,
     end: u32,
+    /// The ledger budget: ledgers with transactions to give, read by this
+    /// call.
+    max_ledgers: u32,
     limit: usize,
     format: Format,
 }
@@ -210,8 +212,28 @@ impl Scan<'_> {
     /// page's budget lasts.
     fn run(&self, out: &mut PageOut<'_>) -> RpcResult<Walked> {
         let mut walked = Walked::default();
-        for ledger in ledger_iter(self.store, self.first, self.end, LEDGER_CHUNK) {
-            self.call.check()?;
+        // Ledgers that had transactions to give: the ledger budget. A
+        // ledger the cursor already consumed, or one with no transactions,
+        // costs one small read and does not count, so a page in the middle
+        // of history is never empty while its budget lasts.
+        let mut counted = 0u32;
+        let mut scanned = None;
+        let mut ledgers = ledger_iter(self.store, self.first, self.end, LEDGER_CHUNK);
+        loop {
+            // Past half the deadline the page ends with what it has (an
+            // empty one still moves its cursor past the ledgers scanned),
+            // rather than reading another ledger and timing out.
+            if scanned.is_some() && self.call.soft_passed() {
+                walked.through = scanned;
+                return Ok(walked);
+            }
+            let Some(ledger) = ledgers.next() else { break };
+            if let Err(e) = self.call.check() {
+                if out.len() > 0 {
+                    return Ok(walked);
+                }
+                return Err(e);
+            }
             let ledger = ledger?;
             let from = if ledger.seq == self.first {
                 self.skip as usize
@@ -226,8 +248,16 @@ impl Scan<'_> {
                 .take(want)
                 .copied()
                 .collect();
+            if !hashes.is_empty() {
+                counted += 1;
+            }
             for chunk in hashes.chunks(TX_CHUNK) {
-                self.call.check()?;
+                if let Err(e) = self.call.check() {
+                    if out.len() > 0 {
+                        return Ok(walked);
+                    }
+                    return Err(e);
+                }
                 let found = self.store.batch_get_txs(chunk)?;
                 for (hash, rec) in chunk.iter().zip(found) {
                     let rec = rec.ok_or_else(|| {
@@ -244,6 +274,11 @@ impl Scan<'_> {
                 }
             }
             if out.len() >= self.limit {
+                return Ok(walked);
+            }
+            scanned = Some(ledger.seq);
+            if counted >= self.max_ledgers {
+                walked.through = scanned;
                 return Ok(walked);
             }
         }

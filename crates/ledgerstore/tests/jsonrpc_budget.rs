@@ -154,6 +154,13 @@ fn walk(url: &str, method: &str, format: &str, refused: &AtomicUsize) -> (Vec<Va
         let got = page[key].as_array().expect("items");
         let cursor = page["cursor"].clone();
         assert!(cursor.is_string(), "{method}: cursor {cursor}");
+        // An empty page only at the end: SDK pagers stop at one (before
+        // the review's fix, a one-ledger budget gave an empty page after
+        // each ledger its cursor had consumed).
+        assert!(
+            !got.is_empty() || cursor == sent_cursor,
+            "{method} {format}: an empty page before the end (cursor {cursor})"
+        );
         if got.is_empty() && cursor == sent_cursor {
             return (items, pages);
         }
@@ -403,6 +410,20 @@ fn the_smallest_budgets_still_walk_every_item_once() {
         assert_eq!(pages, 21, "{format}: one ledger a page, then the empty one");
         check_ledgers(&got, ledgers, format);
     }
+    // A cursor after the last transaction of the first ledger: with a
+    // one-ledger budget the page must still hold the next ledger's first
+    // transaction (it was empty, mid-history, before the review's fix).
+    let in_first = txs.iter().filter(|t| t["ledger"] == FIRST).count() as u64;
+    let cursor = (FIRST << 32) | (in_first << 12) | 1;
+    let page = answer(
+        &d.jsonrpc,
+        "getTransactions",
+        &json!({"pagination": {"cursor": cursor.to_string(), "limit": 1}}),
+        &refused,
+    );
+    let first = &page["transactions"][0];
+    assert_eq!(first["ledger"], FIRST + 1, "{page}");
+    assert_eq!(first["applicationOrder"], 1, "{page}");
     let (got, pages) = walk(&d.jsonrpc, "getTransactions", "base64", &refused);
     eprintln!("getTransactions base64 in 64 KiB pages: {pages} pages");
     assert!(

@@ -90,6 +90,15 @@ impl StellarError {
         }
     }
 
+    /// The walker's refusal ([`crate::walk`]), with the byte offset.
+    pub(crate) fn walk(at: impl Into<String>, ty: &'static str, f: crate::walk::WalkError) -> Self {
+        StellarError::Xdr {
+            at: at.into(),
+            ty,
+            detail: format!("{} (at byte {})", f.why, f.at),
+        }
+    }
+
     pub(crate) fn format(at: impl Into<String>, detail: impl Into<String>) -> Self {
         StellarError::Format {
             at: at.into(),

@@ -19,6 +19,14 @@
 //!
 //! The fee changes (`feeProcessing`, `postTxApplyFeeProcessing`) stay in
 //! the ledger's raw `LedgerCloseMeta`, which is stored whole.
+//!
+//! Two implementations give the same [`LedgerInput`]:
+//! - the production path, [`ledger_from_xdr`] and [`from_slices`]: the
+//!   [`walk`](crate::walk) finds the byte ranges without decoding, hashes
+//!   come from slices, and the parts are copied out of `raw`;
+//! - the reference, [`reference`] and [`extract`]: a full `stellar-xdr`
+//!   decode, `TransactionEnvelope::hash`, and each part re-encoded. Tests
+//!   and the `xdr` fuzz target hold the two to each other.
 
 use std::collections::HashMap;
 
@@ -30,6 +38,7 @@ use stellar_xdr::{
 
 use crate::error::{StellarError, StellarResult};
 use crate::network::Network;
+use crate::walk::{EnvelopeSlices, LedgerSlices, inner_hash, tx_hash, walk};
 
 /// Deepest XDR nesting accepted (as soroban-env's default read limit).
 pub const MAX_XDR_DEPTH: u32 = 500;
@@ -42,13 +51,76 @@ pub fn limits(len: usize) -> Limits {
     }
 }
 
-/// Decodes one `LedgerCloseMeta` from `bytes` (the whole slice) and
-/// extracts it; `raw` of the result is `bytes`. `at` names the source in
-/// errors (e.g. `stellar_ledgers[3]` or `file.xdr frame 2`).
+/// Walks one `LedgerCloseMeta` in `bytes` (the whole slice) and extracts
+/// it; `raw` of the result is `bytes`. `at` names the source in errors
+/// (e.g. `stellar_ledgers[3]` or `file.xdr frame 2`).
 pub fn ledger_from_xdr(bytes: Vec<u8>, network: &Network, at: &str) -> StellarResult<LedgerInput> {
+    let slices = walk(&bytes).map_err(|f| StellarError::walk(at, "LedgerCloseMeta", f))?;
+    from_slices(&slices, bytes, network)
+}
+
+/// The reference for [`ledger_from_xdr`]: a full decode, then [`extract`].
+pub fn reference(bytes: Vec<u8>, network: &Network, at: &str) -> StellarResult<LedgerInput> {
     let lcm = LedgerCloseMeta::from_xdr(&bytes, limits(bytes.len()))
         .map_err(|e| StellarError::xdr(at, "LedgerCloseMeta", e))?;
     extract(&lcm, bytes, network)
+}
+
+/// A walked ledger ([`walk`]) to its [`LedgerInput`]: the same checks,
+/// errors and output as [`extract`], with every hash from slices of `raw`
+/// (the bytes `slices` were walked from) and every part copied from them.
+pub fn from_slices(
+    slices: &LedgerSlices,
+    raw: Vec<u8>,
+    network: &Network,
+) -> StellarResult<LedgerInput> {
+    let seq = slices.seq;
+    let mismatch = |detail: String| StellarError::Mismatch { seq, detail };
+    let (set, applied) = (&slices.envelopes, &slices.applied);
+    if set.len() != applied.len() {
+        return Err(mismatch(format!(
+            "the tx set holds {} envelopes but tx_processing has {} results",
+            set.len(),
+            applied.len()
+        )));
+    }
+    let network_id = network.id();
+    let mut by_hash: HashMap<[u8; 32], (usize, &EnvelopeSlices)> =
+        HashMap::with_capacity(set.len());
+    for (i, env) in set.iter().enumerate() {
+        let hash = tx_hash(&raw, env, &network_id);
+        if let Some((first, _)) = by_hash.insert(hash, (i, env)) {
+            return Err(mismatch(format!(
+                "tx set[{i}] repeats the envelope of tx set[{first}] (hash {})",
+                hex(&hash)
+            )));
+        }
+    }
+    let mut txs = Vec::with_capacity(applied.len());
+    for (index, a) in applied.iter().enumerate() {
+        let hash = a.hash(&raw);
+        let Some((_, env)) = by_hash.remove(&hash) else {
+            return Err(mismatch(format!(
+                "tx_processing[{index}] has transactionHash {}, but no envelope of the tx set \
+                 hashes to it under the network passphrase {network} (wrong --network, or a \
+                 corrupt ledger?)",
+                hex(&hash)
+            )));
+        };
+        txs.push(TxInput {
+            hash: hash.to_vec(),
+            envelope: env.envelope.of(&raw).to_vec(),
+            result: a.result.of(&raw).to_vec(),
+            meta: a.meta.of(&raw).to_vec(),
+            alias: inner_hash(&raw, env, &network_id).map(|h| h.to_vec()),
+        });
+    }
+    Ok(LedgerInput {
+        seq,
+        close_time: slices.close_time,
+        raw,
+        txs,
+    })
 }
 
 /// The ledger sequence in a `LedgerCloseMeta`'s header.
@@ -117,8 +189,9 @@ fn processing(lcm: &LedgerCloseMeta) -> Vec<(&TransactionResultPair, &Transactio
     }
 }
 
-/// Extracts a decoded ledger. `raw` is stored as the ledger's bytes; pass
-/// the `LedgerCloseMeta` XDR it was decoded from.
+/// Extracts a decoded ledger (the reference extraction). `raw` is stored
+/// as the ledger's bytes; pass the `LedgerCloseMeta` XDR it was decoded
+/// from.
 pub fn extract(
     lcm: &LedgerCloseMeta,
     raw: Vec<u8>,

@@ -19,7 +19,8 @@ use ledgerstore_db_api::LedgerInput;
 use stellar_xdr::{LedgerCloseMetaBatch, Limits, ReadXdr, WriteXdr};
 
 use crate::error::{StellarError, StellarResult};
-use crate::extract::{extract, ledger_seq, limits};
+use crate::extract::{extract, from_slices, ledger_seq, limits};
+use crate::walk::walk_batch;
 use crate::network::Network;
 
 /// The first bytes of a zstd frame.
@@ -96,12 +97,34 @@ pub fn read_capped(r: impl Read, at: &str, max: u64) -> StellarResult<Vec<u8>> {
     Ok(out)
 }
 
-/// Decodes a whole file held in memory (compressed or not, either shape).
+/// Decodes a whole file held in memory (compressed or not, either shape),
+/// extracting each ledger with the walker ([`crate::walk`]).
 pub fn decode_file(
     bytes: &[u8],
     at: &str,
     network: &Network,
     lim: ReadLimits,
+) -> StellarResult<Vec<LedgerInput>> {
+    decode_file_as(bytes, at, network, lim, false)
+}
+
+/// [`decode_file`] with the reference extraction (a full `stellar-xdr`
+/// decode), which tests and the fuzz target compare the walker with.
+pub fn decode_file_reference(
+    bytes: &[u8],
+    at: &str,
+    network: &Network,
+    lim: ReadLimits,
+) -> StellarResult<Vec<LedgerInput>> {
+    decode_file_as(bytes, at, network, lim, true)
+}
+
+fn decode_file_as(
+    bytes: &[u8],
+    at: &str,
+    network: &Network,
+    lim: ReadLimits,
+    reference: bool,
 ) -> StellarResult<Vec<LedgerInput>> {
     let plain = maybe_decompress(bytes, at, lim.max_file_bytes)?;
     match Shape::sniff(&plain) {
@@ -109,51 +132,82 @@ pub fn decode_file(
             at,
             format!("{} bytes: too short to hold any ledger", plain.len()),
         )),
+        Some(Shape::Batch) if reference => decode_batch_reference(&plain, at, network),
         Some(Shape::Batch) => decode_batch(&plain, at, network),
         Some(Shape::Stream) => {
             let mut frames = FrameReader::new(&plain[..], at, lim.max_frame_bytes);
             let mut out = Vec::new();
             for frame in frames.by_ref() {
                 let (label, bytes) = frame?;
-                out.push(crate::extract::ledger_from_xdr(bytes, network, &label)?);
+                out.push(if reference {
+                    crate::extract::reference(bytes, network, &label)?
+                } else {
+                    crate::extract::ledger_from_xdr(bytes, network, &label)?
+                });
             }
             Ok(out)
         }
     }
 }
 
-/// Decodes an (uncompressed) `LedgerCloseMetaBatch` and checks that its
-/// ledgers are exactly `startSequence..=endSequence`, in order.
+/// Walks an (uncompressed) `LedgerCloseMetaBatch`, checks that its
+/// ledgers are exactly `startSequence..=endSequence`, in order, and
+/// extracts each; a ledger's `raw` is its bytes in the batch.
 pub fn decode_batch(plain: &[u8], at: &str, network: &Network) -> StellarResult<Vec<LedgerInput>> {
+    let batch = walk_batch(plain).map_err(|f| StellarError::walk(at, "LedgerCloseMetaBatch", f))?;
+    let seqs: Vec<u32> = batch.ledgers.iter().map(|(_, s)| s.seq).collect();
+    check_batch(at, batch.start, batch.end, &seqs)?;
+    let mut out = Vec::with_capacity(batch.ledgers.len());
+    for (span, slices) in &batch.ledgers {
+        out.push(from_slices(slices, span.of(plain).to_vec(), network)?);
+    }
+    Ok(out)
+}
+
+/// The reference for [`decode_batch`]: a full decode, each ledger
+/// re-encoded as its `raw`.
+pub fn decode_batch_reference(
+    plain: &[u8],
+    at: &str,
+    network: &Network,
+) -> StellarResult<Vec<LedgerInput>> {
     let batch = LedgerCloseMetaBatch::from_xdr(plain, limits(plain.len()))
         .map_err(|e| StellarError::xdr(at, "LedgerCloseMetaBatch", e))?;
-    let (start, end) = (batch.start_sequence, batch.end_sequence);
-    let expected = u64::from(end).checked_sub(u64::from(start)).map(|d| d + 1);
-    if expected != Some(batch.ledger_close_metas.len() as u64) {
-        return Err(StellarError::format(
-            at,
-            format!(
-                "the batch says ledgers {start}..={end} but holds {} LedgerCloseMeta",
-                batch.ledger_close_metas.len()
-            ),
-        ));
-    }
+    let seqs: Vec<u32> = batch.ledger_close_metas.iter().map(ledger_seq).collect();
+    check_batch(at, batch.start_sequence, batch.end_sequence, &seqs)?;
     let mut out = Vec::with_capacity(batch.ledger_close_metas.len());
-    for (i, lcm) in batch.ledger_close_metas.iter().enumerate() {
-        let want = start + i as u32;
+    for lcm in batch.ledger_close_metas.iter() {
         let seq = ledger_seq(lcm);
-        if seq != want {
-            return Err(StellarError::format(
-                at,
-                format!("ledgerCloseMetas[{i}] is ledger {seq}, expected {want}"),
-            ));
-        }
         let raw = lcm
             .to_xdr(Limits::none())
             .map_err(|e| StellarError::xdr(format!("{at} ledger {seq}"), "LedgerCloseMeta", e))?;
         out.push(extract(lcm, raw, network)?);
     }
     Ok(out)
+}
+
+/// A batch holds exactly `start..=end`, in order.
+fn check_batch(at: &str, start: u32, end: u32, seqs: &[u32]) -> StellarResult<()> {
+    let expected = u64::from(end).checked_sub(u64::from(start)).map(|d| d + 1);
+    if expected != Some(seqs.len() as u64) {
+        return Err(StellarError::format(
+            at,
+            format!(
+                "the batch says ledgers {start}..={end} but holds {} LedgerCloseMeta",
+                seqs.len()
+            ),
+        ));
+    }
+    for (i, &seq) in seqs.iter().enumerate() {
+        let want = start + i as u32;
+        if seq != want {
+            return Err(StellarError::format(
+                at,
+                format!("ledgerCloseMetas[{i}] is ledger {seq}, expected {want}"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Reads record-marked frames one at a time; memory is one frame.

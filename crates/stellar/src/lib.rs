@@ -23,6 +23,7 @@ pub mod follow;
 pub mod lake;
 pub mod network;
 pub mod source;
+pub mod walk;
 
 pub use error::{StellarError, StellarResult};
 pub use extract::{extract, ledger_from_xdr};

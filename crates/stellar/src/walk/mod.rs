@@ -157,8 +157,14 @@ pub type WalkError = Fail;
 /// Walks one `LedgerCloseMeta` (all of `raw`, nothing after it), at the
 /// decoder's depth limit.
 pub fn walk(raw: &[u8]) -> Result<LedgerSlices, WalkError> {
+    walk_limited(raw, MAX_XDR_DEPTH)
+}
+
+/// [`walk`] with `depth` levels (as `Limits::depth`); tests hold its
+/// depth accounting to the decoder's at every depth.
+pub fn walk_limited(raw: &[u8], depth: u32) -> Result<LedgerSlices, WalkError> {
     let mut c = Cur::new(raw);
-    let slices = ledger(&mut c, MAX_XDR_DEPTH)?;
+    let slices = ledger(&mut c, depth)?;
     end(&c)?;
     Ok(slices)
 }

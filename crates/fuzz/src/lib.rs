@@ -19,7 +19,7 @@
 //!
 //! | target | reads | checks beyond "no panic" |
 //! |---|---|---|
-//! | `xdr` | a Stellar ledger file: zstd or plain, `LedgerCloseMetaBatch` or record-marked `LedgerCloseMeta` frames | every tx hash is 32 bytes; each ledger's raw XDR extracts again to the same ledger |
+//! | `xdr` | a Stellar ledger file: zstd or plain, `LedgerCloseMetaBatch` or record-marked `LedgerCloseMeta` frames | the XDR walker and the full decode agree (both refuse, or the same ledgers; the walker alone refuses only non-canonical input), on the file and on a mutated word of each ledger; every tx hash is 32 bytes; each ledger's raw XDR extracts again to the same ledger |
 //! | `codec` | tx and ledger records, tx bodies, zstd frames, table keys, file names | a decode re-encodes to exactly its input; a name parses only if it is the canonical name of what it parsed to |
 //! | `segment` | a segment file (`seg-*.idx`) or a hash list (`hashes-*.bin`) | every position a lookup returns is inside the segment's range; the heap fingerprint filter never changes an answer; a hash list read back is in position order and has the header's count |
 //! | `pack` | a published pack (header, table pages, entries; format versions 1 and 2) or a manifest | every entry a table yields is inside the data section, within the header's largest entry, and its bodies inside the body table; a manifest that parses validates, re-parses, and finds each pack by its ledgers |

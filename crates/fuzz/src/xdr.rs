@@ -4,7 +4,16 @@
 //! extracted (hashes, envelopes, results, metas). The first byte picks
 //! the network (extraction checks every tx hash against its passphrase);
 //! the rest is the file.
+//!
+//! Extraction walks the XDR without decoding it (`ledgerstore_stellar::
+//! walk`); the full `stellar-xdr` decode is its reference. The target holds
+//! them to each other on the file and, for every ledger that decodes, on
+//! a mutation of its raw bytes drawn from the input: both refuse, or both
+//! accept with the same ledger; the walker alone refuses only input that
+//! does not re-encode to itself (a bool other than 0 or 1).
 
+use ledgerstore_stellar::extract::reference;
+use ledgerstore_stellar::file::{decode_file_reference, is_canonical};
 use ledgerstore_stellar::network::{PUBNET, STANDALONE, TESTNET};
 use ledgerstore_stellar::{Network, ReadLimits, decode_file, ledger_from_xdr};
 
@@ -20,16 +29,31 @@ const LIMITS: ReadLimits = ReadLimits {
     max_frame_bytes: 4 << 20,
 };
 
-/// Decodes `data` as a ledger file. Refusals are expected; a ledger that
-/// decodes must have 32-byte tx hashes and extract again, from the raw
-/// bytes the store would keep, to the same ledger.
+/// Decodes `data` as a ledger file with the walker and with the reference.
+/// Refusals are expected; they must agree, and a ledger that decodes must
+/// have 32-byte tx hashes and extract again, from the raw bytes the store
+/// would keep, to the same ledger.
 pub fn run(data: &[u8]) {
     let Some((&pick, file)) = data.split_first() else {
         return;
     };
     let network = Network::from_passphrase(PASSPHRASES[pick as usize % PASSPHRASES.len()]);
-    let Ok(ledgers) = decode_file(file, "fuzz input", &network, LIMITS) else {
-        return;
+    let walked = decode_file(file, "fuzz input", &network, LIMITS);
+    let reference_result = decode_file_reference(file, "fuzz input", &network, LIMITS);
+    let ledgers = match (walked, reference_result) {
+        (Ok(w), Ok(r)) => {
+            assert!(w == r, "walker and reference extract the file differently");
+            w
+        }
+        (Err(_), Err(_)) => return,
+        (Ok(_), Err(e)) => panic!("the walker accepts a file the reference refuses: {e}"),
+        (Err(e), Ok(_)) => {
+            assert!(
+                !is_canonical(file, LIMITS),
+                "the walker refuses a canonical file the reference accepts: {e}"
+            );
+            return;
+        }
     };
     for ledger in &ledgers {
         for (i, tx) in ledger.txs.iter().enumerate() {
@@ -49,5 +73,37 @@ pub fn run(data: &[u8]) {
             "ledger {}: its raw XDR extracts to a different ledger",
             ledger.seq
         );
+        mutated(&ledger.raw, data, &network);
+    }
+}
+
+/// One word of `raw` overwritten, both where and with what drawn from the
+/// input, then walker and reference compared on it.
+fn mutated(raw: &[u8], data: &[u8], network: &Network) {
+    if raw.len() < 4 {
+        return;
+    }
+    let seed = data
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let at = (seed as usize % (raw.len() / 4)) * 4;
+    let values = [0u32, 1, 2, 0xffff_ffff, 0x8000_0000, (seed >> 32) as u32];
+    let v = values[(seed >> 8) as usize % values.len()];
+    let mut b = raw.to_vec();
+    b[at..at + 4].copy_from_slice(&v.to_be_bytes());
+    let w = ledger_from_xdr(b.clone(), network, "mutated");
+    let r = reference(b.clone(), network, "mutated");
+    match (w, r) {
+        (Ok(w), Ok(r)) => assert!(w == r, "word {at} = {v:#x}: different ledgers"),
+        (Err(_), Err(_)) => {}
+        (Ok(_), Err(e)) => panic!("word {at} = {v:#x}: the walker accepts, the reference: {e}"),
+        (Err(e), Ok(_)) => {
+            let mut frame = (0x8000_0000u32 | b.len() as u32).to_be_bytes().to_vec();
+            frame.extend_from_slice(&b);
+            assert!(
+                !is_canonical(&frame, LIMITS),
+                "word {at} = {v:#x}: the walker refuses a canonical ledger: {e}"
+            );
+        }
     }
 }

@@ -355,3 +355,30 @@ pub fn open_file(path: &Path) -> StellarResult<OpenFile> {
         compressed,
     })
 }
+
+/// Whether a ledger file re-encodes to its own bytes: its batch, or each
+/// of its frames, decoded in full and encoded again (tests and the fuzz
+/// target: the walker refuses exactly the non-canonical input the full
+/// decode takes, a bool other than 0 or 1). `false` when it does not
+/// decode at all.
+pub fn is_canonical(bytes: &[u8], lim: ReadLimits) -> bool {
+    let Ok(plain) = maybe_decompress(bytes, "canonical", lim.max_file_bytes) else {
+        return false;
+    };
+    match Shape::sniff(&plain) {
+        None => false,
+        Some(Shape::Batch) => LedgerCloseMetaBatch::from_xdr(&plain, limits(plain.len()))
+            .ok()
+            .and_then(|b| b.to_xdr(Limits::none()).ok())
+            .is_some_and(|again| again == plain),
+        Some(Shape::Stream) => FrameReader::new(&plain[..], "canonical", lim.max_frame_bytes)
+            .all(|frame| {
+                frame.ok().is_some_and(|(_, f)| {
+                    stellar_xdr::LedgerCloseMeta::from_xdr(&f, limits(f.len()))
+                        .ok()
+                        .and_then(|l| l.to_xdr(Limits::none()).ok())
+                        .is_some_and(|again| again == f)
+                })
+            }),
+    }
+}

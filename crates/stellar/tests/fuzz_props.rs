@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use ledgerstore_stellar::file::maybe_decompress;
+use ledgerstore_stellar::file::{decode_file_reference, is_canonical, maybe_decompress};
 use ledgerstore_stellar::{Network, ReadLimits, decode_file};
 use proptest::prelude::*;
 
@@ -46,5 +46,26 @@ proptest! {
     #[test]
     fn arbitrary_bytes_never_panic(b in prop::collection::vec(any::<u8>(), 0..4096)) {
         let _ = decode_file(&b, "fuzz", &Network::parse("standalone").expect("n"), lim());
+    }
+
+    /// The walker and the full decode agree on damaged ledgers: both
+    /// refuse, or both give the same ledger; the walker alone refuses only
+    /// non-canonical input.
+    #[test]
+    fn walker_and_reference_agree_on_flipped_bytes(flips in prop::collection::vec((any::<prop::sample::Index>(), 1u8..=255), 1..4)) {
+        let mut b = plain_999();
+        let n = b.len();
+        for (i, x) in flips {
+            b[i.index(n)] ^= x;
+        }
+        let net = Network::parse("testnet").expect("n");
+        let w = decode_file(&b, "fuzz", &net, lim());
+        let r = decode_file_reference(&b, "fuzz", &net, lim());
+        match (w, r) {
+            (Ok(w), Ok(r)) => prop_assert!(w == r),
+            (Err(_), Err(_)) => {}
+            (Ok(_), Err(e)) => prop_assert!(false, "walker accepts, reference: {}", e),
+            (Err(e), Ok(_)) => prop_assert!(!is_canonical(&b, lim()), "walker refuses a canonical file: {}", e),
+        }
     }
 }

@@ -83,9 +83,9 @@ fn mutated(raw: &[u8], data: &[u8], network: &Network) {
     if raw.len() < 4 {
         return;
     }
-    let seed = data
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let seed = data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
     let at = (seed as usize % (raw.len() / 4)) * 4;
     let values = [0u32, 1, 2, 0xffff_ffff, 0x8000_0000, (seed >> 32) as u32];
     let v = values[(seed >> 8) as usize % values.len()];

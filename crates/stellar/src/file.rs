@@ -20,8 +20,8 @@ use stellar_xdr::{LedgerCloseMetaBatch, Limits, ReadXdr, WriteXdr};
 
 use crate::error::{StellarError, StellarResult};
 use crate::extract::{extract, from_slices, ledger_seq, limits};
-use crate::walk::walk_batch;
 use crate::network::Network;
+use crate::walk::walk_batch;
 
 /// The first bytes of a zstd frame.
 pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
@@ -371,14 +371,15 @@ pub fn is_canonical(bytes: &[u8], lim: ReadLimits) -> bool {
             .ok()
             .and_then(|b| b.to_xdr(Limits::none()).ok())
             .is_some_and(|again| again == plain),
-        Some(Shape::Stream) => FrameReader::new(&plain[..], "canonical", lim.max_frame_bytes)
-            .all(|frame| {
+        Some(Shape::Stream) => {
+            FrameReader::new(&plain[..], "canonical", lim.max_frame_bytes).all(|frame| {
                 frame.ok().is_some_and(|(_, f)| {
                     stellar_xdr::LedgerCloseMeta::from_xdr(&f, limits(f.len()))
                         .ok()
                         .and_then(|l| l.to_xdr(Limits::none()).ok())
                         .is_some_and(|again| again == f)
                 })
-            }),
+            })
+        }
     }
 }

@@ -6,6 +6,11 @@
 //!   (`TransactionResultPair`) and meta (`TransactionMeta`) as exact XDR, in
 //!   apply order, with every hash computed from its envelope under the
 //!   network passphrase and cross-checked against the result's.
+//! - [`walk`]: extraction without a full decode: the byte ranges of the
+//!   header fields, envelopes, result pairs and metas in a raw
+//!   `LedgerCloseMeta`, found by a skipper generated from the XDR schema,
+//!   and tx hashes from those slices. [`extract::ledger_from_xdr`] uses it;
+//!   the full decode ([`extract::reference`]) is its reference.
 //! - [`file`]: batch files (`LedgerCloseMetaBatch`) and record-marked
 //!   streams, zstd or not.
 //! - [`lake`]: SEP-54 data lakes (Galexie's layout) behind any
@@ -14,7 +19,8 @@
 //! - [`source`]: any of those read and decoded ahead of the writer, in
 //!   parallel and in order, with bounded memory.
 //!
-//! Decoding uses the `stellar-xdr` crate. Nothing here writes.
+//! The reference decode uses the `stellar-xdr` crate, whose schema the
+//! walker is generated from. Nothing here writes.
 
 pub mod error;
 pub mod extract;

@@ -74,20 +74,35 @@ fn set_order(lcm: &LedgerCloseMeta) -> Vec<&TransactionEnvelope> {
 fn check_ledger(l: &LedgerInput, network: &Network, at: &str) {
     let walked = ledger_from_xdr(l.raw.clone(), network, at)
         .unwrap_or_else(|e| panic!("{at}: the walker refuses what the reference takes: {e}"));
-    assert!(&walked == l, "{at}: walker and reference extract differently");
+    assert!(
+        &walked == l,
+        "{at}: walker and reference extract differently"
+    );
     let s = walk(&l.raw).expect("walk");
     let lcm = LedgerCloseMeta::from_xdr(&l.raw, limits(l.raw.len())).expect("decode");
-    assert_eq!(lcm.to_xdr(Limits::none()).expect("encode"), l.raw, "{at}: canonical");
+    assert_eq!(
+        lcm.to_xdr(Limits::none()).expect("encode"),
+        l.raw,
+        "{at}: canonical"
+    );
     assert_eq!((s.seq, s.close_time), (l.seq, l.close_time), "{at}");
     assert_eq!(s.seq_at.of(&l.raw), l.seq.to_be_bytes(), "{at}");
-    assert_eq!(s.close_time_at.of(&l.raw), l.close_time.to_be_bytes(), "{at}");
+    assert_eq!(
+        s.close_time_at.of(&l.raw),
+        l.close_time.to_be_bytes(),
+        "{at}"
+    );
     let set = set_order(&lcm);
     assert_eq!(set.len(), s.envelopes.len(), "{at}: envelopes");
     let id = network.id();
     for (i, (e, want)) in s.envelopes.iter().zip(set).enumerate() {
         let bytes = want.to_xdr(Limits::none()).expect("encode");
         assert_eq!(e.envelope.of(&l.raw), &bytes[..], "{at}: set[{i}]");
-        assert_eq!(tx_hash(&l.raw, e, &id), want.hash(id).expect("hash"), "{at}: set[{i}]");
+        assert_eq!(
+            tx_hash(&l.raw, e, &id),
+            want.hash(id).expect("hash"),
+            "{at}: set[{i}]"
+        );
         let inner = match want {
             TransactionEnvelope::TxFeeBump(fb) => Some(fb.tx.inner_tx.hash(id).expect("inner")),
             _ => None,
@@ -155,12 +170,18 @@ fn twenty_pubnet_ledgers_of_2026_and_their_oracle() {
     assert_eq!(got.len(), want.len());
     for (t, w) in got.iter().zip(want) {
         assert_eq!(hex::encode(&t.hash), w["hash"]);
-        assert_eq!(t.alias.as_ref().map(hex::encode), w["inner_hash"].as_str().map(String::from));
+        assert_eq!(
+            t.alias.as_ref().map(hex::encode),
+            w["inner_hash"].as_str().map(String::from)
+        );
         assert_eq!(sha(&t.envelope), w["envelope_sha256"]);
         assert_eq!(sha(&t.result), w["result_pair_sha256"]);
         assert_eq!(sha(&t.meta), w["meta_sha256"]);
     }
-    for (l, w) in ledgers.iter().zip(oracle["ledgers"].as_array().expect("ledgers")) {
+    for (l, w) in ledgers
+        .iter()
+        .zip(oracle["ledgers"].as_array().expect("ledgers"))
+    {
         assert_eq!(sha(&l.raw), w["lcm_sha256"]);
         assert_eq!(u64::from(l.seq), w["seq"].as_u64().expect("seq"));
     }
@@ -317,8 +338,11 @@ fn depth_accounting_matches_the_decoder_at_every_limit() {
         entry.read_to_end(&mut bytes).expect("read");
         let mut at = 0;
         while at + 4 <= bytes.len() && ledgers.len() < 400 {
-            let len = (u32::from_be_bytes(bytes[at..at + 4].try_into().expect("4")) & 0x7fff_ffff) as usize;
-            let Some(frame) = bytes.get(at + 4..at + 4 + len) else { break };
+            let len = (u32::from_be_bytes(bytes[at..at + 4].try_into().expect("4")) & 0x7fff_ffff)
+                as usize;
+            let Some(frame) = bytes.get(at + 4..at + 4 + len) else {
+                break;
+            };
             ledgers.push((format!("{path}@{at}"), frame.to_vec()));
             at += 4 + len;
         }
@@ -328,7 +352,14 @@ fn depth_accounting_matches_the_decoder_at_every_limit() {
         let mut accepted_at = None;
         for depth in 0..=MAX_XDR_DEPTH {
             let w = walk_limited(raw, depth).is_ok();
-            let r = LedgerCloseMeta::from_xdr(raw, Limits { depth, len: raw.len() }).is_ok();
+            let r = LedgerCloseMeta::from_xdr(
+                raw,
+                Limits {
+                    depth,
+                    len: raw.len(),
+                },
+            )
+            .is_ok();
             assert_eq!(w, r, "{at}: depth limit {depth}: walker {w}, decoder {r}");
             if r {
                 accepted_at = Some(depth);
@@ -338,5 +369,8 @@ fn depth_accounting_matches_the_decoder_at_every_limit() {
         let d = accepted_at.unwrap_or_else(|| panic!("{at}: refused at every depth"));
         deepest = deepest.max(d);
     }
-    eprintln!("{} ledgers; the deepest needs a depth limit of {deepest}", ledgers.len());
+    eprintln!(
+        "{} ledgers; the deepest needs a depth limit of {deepest}",
+        ledgers.len()
+    );
 }

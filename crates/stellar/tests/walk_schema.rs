@@ -78,7 +78,10 @@ fn stellar_xdr_dir() -> PathBuf {
         .expect("CARGO_HOME or HOME");
     let src = home.join("registry/src");
     for index in std::fs::read_dir(&src).expect("registry/src") {
-        let dir = index.expect("entry").path().join(format!("stellar-xdr-{version}"));
+        let dir = index
+            .expect("entry")
+            .path()
+            .join(format!("stellar-xdr-{version}"));
         if dir.join("xdr-definitions-json/xdr.json").exists() {
             return dir;
         }
@@ -140,7 +143,8 @@ fn fn_name(xdr: &str) -> String {
     let mut out = String::new();
     for (i, &ch) in chars.iter().enumerate() {
         if ch.is_ascii_uppercase() {
-            let prev_lower = i > 0 && (chars[i - 1].is_ascii_lowercase() || chars[i - 1].is_ascii_digit());
+            let prev_lower =
+                i > 0 && (chars[i - 1].is_ascii_lowercase() || chars[i - 1].is_ascii_digit());
             let next_lower = chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
             let prev_upper = i > 0 && chars[i - 1].is_ascii_uppercase();
             if i > 0 && (prev_lower || (prev_upper && next_lower)) {
@@ -166,9 +170,13 @@ impl Gen<'_> {
         }
         // `Option<Box<T>>`: the option's level and flag, then the box's
         // level, then the value; a plain `Box<T>`: its level, then the value.
-        let boxed_value = |t: &Value| format!("c.level(d).and_then(|d| {})", self.expr_unboxed(t, "d"));
+        let boxed_value =
+            |t: &Value| format!("c.level(d).and_then(|d| {})", self.expr_unboxed(t, "d"));
         if t["kind"] == "optional" {
-            format!("c.optional({d}, |c: &mut Cur<'_>, d: u32| {})", boxed_value(&t["element"]))
+            format!(
+                "c.optional({d}, |c: &mut Cur<'_>, d: u32| {})",
+                boxed_value(&t["element"])
+            )
         } else {
             format!("c.level({d}).and_then(|d| {})", self.expr_unboxed(t, "d"))
         }
@@ -213,7 +221,11 @@ impl Gen<'_> {
         let kind = d["kind"].as_str().expect("kind");
         let recorded = RECORDED.iter().any(|(r, _)| *r == name);
         let _ = writeln!(out, "\n/// `{name}` ({kind}).");
-        let _ = writeln!(out, "pub(super) fn {}(c: &mut Cur<'_>, d: u32) -> Res {{", fn_name(name));
+        let _ = writeln!(
+            out,
+            "pub(super) fn {}(c: &mut Cur<'_>, d: u32) -> Res {{",
+            fn_name(name)
+        );
         if recorded {
             let _ = writeln!(out, "    let start = c.pos();");
         }
@@ -291,13 +303,23 @@ impl Gen<'_> {
                         Some(t) => self.expr(t, "d", BOXED.contains(&(name, arm))),
                         None => "{}".into(),
                     };
-                    let body = if body == "{}" { body } else { format!("{body}?") };
+                    let body = if body == "{}" {
+                        body
+                    } else {
+                        format!("{body}?")
+                    };
                     let _ = writeln!(out, "        {} => {body},", cases.join(" | "));
                 }
-                let _ = writeln!(out, "        _ => return Err(c.fail(at, Why::Arm(\"{name}\"))),");
+                let _ = writeln!(
+                    out,
+                    "        _ => return Err(c.fail(at, Why::Arm(\"{name}\"))),"
+                );
                 let _ = writeln!(out, "    }}");
                 if recorded {
-                    let _ = writeln!(out, "    let end = [start, c.pos()];\n    c.record(Kind::{name}, &end);");
+                    let _ = writeln!(
+                        out,
+                        "    let end = [start, c.pos()];\n    c.record(Kind::{name}, &end);"
+                    );
                 }
                 let _ = writeln!(out, "    Ok(())");
             }
@@ -346,7 +368,10 @@ fn generate(dir: &Path) -> String {
             .get(ty)
             .map(|s| s.iter().map(String::as_str).collect())
             .unwrap_or_default();
-        assert_eq!(got, want, "{ty}: referenced from other places than the walker expects");
+        assert_eq!(
+            got, want,
+            "{ty}: referenced from other places than the walker expects"
+        );
     }
     let version = dir
         .file_name()
@@ -406,7 +431,10 @@ fn check_representation(dir: &Path) {
     assert!(boxed.contains("claim_predicate.rs"), "{boxed:?}");
     for b in &boxed {
         assert!(
-            b == "claim_predicate.rs" || b.starts_with("sc_spec_") || b == "const.rs" || b == "type_enum.rs",
+            b == "claim_predicate.rs"
+                || b.starts_with("sc_spec_")
+                || b == "const.rs"
+                || b == "type_enum.rs",
             "a boxed field in {b}: add it to BOXED"
         );
     }
@@ -429,4 +457,3 @@ fn the_generated_skipper_matches_the_schema() {
         dir.display()
     );
 }
-

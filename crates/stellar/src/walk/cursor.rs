@@ -247,7 +247,12 @@ impl<'a> Cur<'a> {
 
     /// A fixed-length array of `n` elements.
     #[inline(always)]
-    pub fn fixed_array(&mut self, d: u32, n: usize, mut f: impl FnMut(&mut Self, u32) -> Res) -> Res {
+    pub fn fixed_array(
+        &mut self,
+        d: u32,
+        n: usize,
+        mut f: impl FnMut(&mut Self, u32) -> Res,
+    ) -> Res {
         let d = self.level(d)?;
         for _ in 0..n {
             f(self, d)?;

@@ -282,8 +282,16 @@ fn ledger(c: &mut Cur<'_>, d: u32) -> Result<LedgerSlices, Fail> {
                 let (seq_at, ct_at) = (m[5], m[2] + 32);
                 out.seq = word(seq_at);
                 out.close_time = (u64::from(word(ct_at)) << 32) | u64::from(word(ct_at + 4));
-                out.seq_at = Span { offset: seq_at, len: 4 }.shift(base);
-                out.close_time_at = Span { offset: ct_at, len: 8 }.shift(base);
+                out.seq_at = Span {
+                    offset: seq_at,
+                    len: 4,
+                }
+                .shift(base);
+                out.close_time_at = Span {
+                    offset: ct_at,
+                    len: 8,
+                }
+                .shift(base);
             }
         }
     }

@@ -28,6 +28,14 @@ pub struct JsonRpcConfig {
     /// item that would pass it. The first item may take up to
     /// `max_response_bytes`.
     pub max_page_bytes: u32,
+    /// JSON bytes of one batch request's answers together. The calls of a
+    /// batch run one after another; a page inside a batch ends at what is
+    /// left, and a call that starts after the batch's answers reached this
+    /// is refused with a message that says so. A batch that reads ledgers
+    /// (or holds more than one `getTransaction`) runs in one of the
+    /// `max_heavy_calls` slots, so batches hold at most
+    /// `max_heavy_calls × max_batch_bytes` of answers at once.
+    pub max_batch_bytes: u32,
     /// Ledgers one `getLedgers` or `getTransactions` call reads; the page
     /// ends there, with a cursor.
     pub max_page_ledgers: u32,
@@ -65,6 +73,16 @@ impl JsonRpcConfig {
                 ),
             ));
         }
+        if !(64 << 10..=self.max_response_bytes).contains(&self.max_batch_bytes) {
+            return Err(invalid(
+                "jsonrpc.max_batch_bytes",
+                self.max_batch_bytes,
+                format!(
+                    "65536 to jsonrpc.max_response_bytes ({})",
+                    self.max_response_bytes
+                ),
+            ));
+        }
         for (key, v, most) in [
             ("jsonrpc.max_batch_calls", self.max_batch_calls, u32::MAX),
             ("jsonrpc.max_connections", self.max_connections, u32::MAX),
@@ -96,6 +114,7 @@ impl Default for JsonRpcConfig {
             max_batch_calls: 100,
             max_connections: 1000,
             max_page_bytes: 8 << 20,
+            max_batch_bytes: 16 << 20,
             max_page_ledgers: 100,
             max_heavy_calls: 4,
             max_queued_heavy_calls: 64,

@@ -109,6 +109,10 @@ fn bad_values_name_the_key_and_the_expected_range() {
             "jsonrpc.max_page_bytes = 4194304: 65536 to jsonrpc.max_response_bytes (2097152)",
         ),
         (
+            "[jsonrpc]\nmax_response_bytes = 2097152\nmax_batch_bytes = 4194304\n",
+            "jsonrpc.max_batch_bytes = 4194304: 65536 to jsonrpc.max_response_bytes (2097152)",
+        ),
+        (
             "[jsonrpc]\nmax_heavy_calls = 0\n",
             "jsonrpc.max_heavy_calls = 0: 1 to 1024",
         ),

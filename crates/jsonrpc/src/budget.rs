@@ -27,16 +27,20 @@ pub struct PageBudget {
     pub max_ledgers: u32,
 }
 
-/// One call's clock.
+/// One call's clock, and the most its answer may take.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Call {
-    /// Past it the call fails with a timeout (`query.timeout_ms`).
+    /// Past it the call fails with a timeout (`query.timeout_ms`, or what
+    /// is left of its batch's).
     pub deadline: Instant,
     /// Past it a page takes no further item: half the deadline, so a
     /// partial page still reaches the client in time.
     pub soft: Instant,
     /// The whole timeout, for messages.
     pub timeout: Duration,
+    /// Bytes the answer may take besides the response limit: what is left
+    /// of its batch's budget (`usize::MAX` for a call on its own).
+    pub cap: usize,
 }
 
 impl Call {
@@ -45,6 +49,19 @@ impl Call {
             deadline: start + timeout,
             soft: start + timeout / 2,
             timeout,
+            cap: usize::MAX,
+        }
+    }
+
+    /// This call inside a batch: it ends by the batch's deadline (and
+    /// stops taking page items by the batch's soft one), and its answer
+    /// takes at most `cap` bytes.
+    pub(crate) fn within(self, batch: &Call, cap: usize) -> Self {
+        Self {
+            deadline: self.deadline.min(batch.deadline),
+            soft: self.soft.min(batch.soft),
+            timeout: self.timeout,
+            cap,
         }
     }
 

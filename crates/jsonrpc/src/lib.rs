@@ -20,16 +20,20 @@
 //! `getLatestLedger`) are bounded: a few run at once and a bounded line
 //! waits (`gate`), and a page is written straight into the response
 //! text under a budget of bytes and of ledgers read (`budget`), ending
-//! early, with a cursor, when the budget is spent. Errors map to JSON-RPC
+//! early, with a cursor, when the budget is spent. A batch request shares
+//! one such budget, one deadline and one slot among its calls (`batch`).
+//! Errors map to JSON-RPC
 //! codes in one place ([`error`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use jsonrpsee::server::middleware::rpc::RpcServiceBuilder;
 use jsonrpsee::server::{BatchRequestConfig, Server, ServerConfig};
 use ledgerstore_store::Reader;
 
+mod batch;
 mod bounds;
 mod budget;
 pub mod error;
@@ -79,6 +83,8 @@ pub struct Settings {
     pub max_response_bytes: u32,
     /// What one `getLedgers` or `getTransactions` page may take.
     pub page: PageBudget,
+    /// JSON bytes of one batch request's answers together.
+    pub max_batch_bytes: usize,
     /// Ledger-reading calls (`getLedgers`, `getTransactions`,
     /// `getLatestLedger`) that run at once.
     pub max_heavy_calls: u32,
@@ -121,7 +127,7 @@ pub(crate) struct Ctx {
     pub settings: Settings,
     pub metrics: RpcMetrics,
     pub bounds: Bounds,
-    pub gate: Gate,
+    pub gate: Arc<Gate>,
 }
 
 impl Ctx {
@@ -165,14 +171,31 @@ pub async fn serve(
         .set_batch_request_config(BatchRequestConfig::Limit(settings.max_batch_calls))
         .set_tcp_no_delay(true)
         .build();
-    let server = Server::builder().set_config(cfg).build(listen).await?;
-    let addr = server.local_addr()?;
-    let gate = Gate::new(
+    let gate = Arc::new(Gate::new(
         settings.max_heavy_calls as usize,
         settings.max_queued_heavy_calls as usize,
         metrics.heavy("running"),
         metrics.heavy("queued"),
-    );
+    ));
+    let guard = {
+        let (gate, metrics) = (gate.clone(), metrics.clone());
+        let (timeout, budget) = (settings.timeout, settings.max_batch_bytes);
+        let max_response = settings.max_response_bytes as usize;
+        RpcServiceBuilder::new().layer_fn(move |service| batch::Guard {
+            service,
+            gate: gate.clone(),
+            metrics: metrics.clone(),
+            timeout,
+            budget,
+            max_response,
+        })
+    };
+    let server = Server::builder()
+        .set_config(cfg)
+        .set_rpc_middleware(guard)
+        .build(listen)
+        .await?;
+    let addr = server.local_addr()?;
     let ctx = Ctx {
         access: Box::new(access),
         settings,

@@ -66,6 +66,12 @@ impl RpcMetrics {
             Ok(_) => 0,
             Err(e) => e.code(),
         };
+        self.record_code(method, start, code);
+    }
+
+    /// Records one call of `method` that started at `start` and ended
+    /// with JSON-RPC `code` (0: success).
+    pub(crate) fn record_code(&self, method: &str, start: Instant, code: i32) {
         self.handled
             .with_label_values(&[method, &code.to_string()])
             .inc();

@@ -78,6 +78,11 @@ fn load(dir: &Path) {
 /// One JSON-RPC call with curl: (the response, its size in bytes).
 fn call(url: &str, method: &str, params: &Value) -> (Value, usize) {
     let req = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    post(url, &req, method)
+}
+
+/// One request (a call or a batch) with curl: (the response, its size).
+fn post(url: &str, req: &Value, method: &str) -> (Value, usize) {
     let mut c = Command::new("curl")
         .args(["-sS", "-X", "POST", "-H", "Content-Type: application/json"])
         .args(["--data-binary", "@-", url])
@@ -431,4 +436,114 @@ fn the_smallest_budgets_still_walk_every_item_once() {
         "{pages} pages: the byte budget cut them"
     );
     check_txs(&got, txs, "base64");
+}
+
+/// Peak RSS after 8 concurrent batches of 12 maximal `getLedgers`, KiB.
+/// Before a batch shared one budget, 8 batches of 8 reached 513 MB (each
+/// call had its own 8 MiB page budget, and jsonrpsee keeps a batch's
+/// answers until the last is done).
+const BATCHES_KIB: u64 = 256 << 10;
+
+/// The default `jsonrpc.max_batch_bytes`.
+const BATCH_BYTES: usize = 16 << 20;
+
+/// A batch request shares one byte budget, one deadline and one gate slot
+/// among its calls: 8 concurrent batches of 12 maximal base64 `getLedgers`
+/// (each call alone would answer ~8 MiB) each come back within
+/// `jsonrpc.max_batch_bytes`, in order, with whole pages of the right
+/// ledgers first and then calls refused by name, and the daemon's peak
+/// RSS stays bounded. A batch of point lookups still answers every one.
+#[test]
+fn a_batch_request_shares_one_budget() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    load(&dir);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let d = rt.block_on(Daemon::start_with_env(
+        &dir,
+        &[],
+        &[("LEDGERSTORE_QUERY__TIMEOUT_MS", "600000")],
+    ));
+    let url = d.jsonrpc.clone();
+    let oracle = oracle();
+    let ledgers = oracle["ledgers"].as_array().expect("ledgers").clone();
+    let calls: Vec<Value> = (0..12)
+        .map(|i| {
+            json!({"jsonrpc": "2.0", "id": i, "method": "getLedgers",
+                "params": {"startLedger": FIRST, "pagination": {"limit": 200}}})
+        })
+        .collect();
+    let batch = Value::Array(calls);
+    let handles: Vec<_> = (0..8)
+        .map(|_| {
+            let (url, batch) = (url.clone(), batch.clone());
+            std::thread::spawn(move || post(&url, &batch, "a batch of getLedgers"))
+        })
+        .collect();
+    for h in handles {
+        let (v, bytes) = h.join().expect("batch");
+        assert!(
+            bytes <= BATCH_BYTES + (64 << 10),
+            "{bytes} bytes: the batch passed jsonrpc.max_batch_bytes"
+        );
+        let answers = v.as_array().expect("a batch answer");
+        assert_eq!(answers.len(), 12);
+        let mut pages = 0;
+        let mut refused = 0;
+        for (i, a) in answers.iter().enumerate() {
+            assert_eq!(a["id"], i, "answers in order");
+            if let Some(e) = a.get("error") {
+                // Once one call is refused, so are all after it.
+                refused += 1;
+                assert_eq!(e["code"], -32600, "{e}");
+                let msg = e["message"].as_str().expect("message");
+                assert!(msg.contains("jsonrpc.max_batch_bytes"), "{msg}");
+                continue;
+            }
+            assert_eq!(refused, 0, "a page after a refusal");
+            pages += 1;
+            let got = a["result"]["ledgers"].as_array().expect("a page");
+            assert!(!got.is_empty(), "a page with no ledger");
+            for (g, w) in got.iter().zip(&ledgers) {
+                assert_eq!(g["sequence"], w["seq"]);
+                assert_eq!(sha_b64(&g["metadataXdr"]), w["lcm_sha256"]);
+            }
+            let last = got.last().expect("a ledger")["sequence"].as_u64();
+            assert_eq!(
+                a["result"]["cursor"],
+                last.expect("seq").to_string(),
+                "the cursor resumes after the page"
+            );
+        }
+        assert!(pages >= 2, "{pages} pages: the budget holds about two");
+        assert!(refused > 0, "12 maximal pages cannot fit in one budget");
+    }
+    let peak = vm_hwm_kib(d.pid());
+    eprintln!("VmHWM after 8 concurrent batches of 12 getLedgers: {peak} KiB");
+    assert!(
+        peak < BATCHES_KIB,
+        "batches took the daemon's peak RSS to {peak} KiB (bound {BATCHES_KIB})"
+    );
+    assert_eq!(heavy_running(&d), Some(0), "every batch gave back its slot");
+
+    // Point lookups and info calls in one batch: every one answered.
+    let txs = oracle["txs"].as_array().expect("txs");
+    let mut calls: Vec<Value> = txs
+        .iter()
+        .take(50)
+        .enumerate()
+        .map(|(i, t)| {
+            json!({"jsonrpc": "2.0", "id": i, "method": "getTransaction",
+                "params": {"hash": t["hash"]}})
+        })
+        .collect();
+    calls.push(json!({"jsonrpc": "2.0", "id": 50, "method": "getHealth"}));
+    let (v, _) = post(&url, &Value::Array(calls), "a batch of getTransaction");
+    let answers = v.as_array().expect("a batch answer");
+    assert_eq!(answers.len(), 51);
+    for (a, t) in answers.iter().zip(txs).take(50) {
+        assert_eq!(a["result"]["status"], t["status"], "{a}");
+        assert_eq!(a["result"]["ledger"], t["ledger"], "{a}");
+    }
+    assert_eq!(answers[50]["result"]["status"], "healthy");
 }

@@ -461,6 +461,7 @@ async fn start_jsonrpc(
             max_bytes: j.max_page_bytes as usize,
             max_ledgers: j.max_page_ledgers,
         },
+        max_batch_bytes: j.max_batch_bytes as usize,
         max_heavy_calls: j.max_heavy_calls,
         max_queued_heavy_calls: j.max_queued_heavy_calls,
         max_batch_calls: j.max_batch_calls,

@@ -12,6 +12,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::Ctx;
+use crate::batch::Share;
 use crate::budget::Call;
 use crate::error::{RpcError, RpcResult};
 
@@ -28,26 +29,45 @@ fn to_raw(v: Value) -> RpcResult<Box<RawValue>> {
     serde_json::value::to_raw_value(&v).map_err(|e| RpcError::Internal(e.to_string()))
 }
 
-/// A method, and whether it is a point lookup (one key, or only the
-/// cached range) that may run inline on the async worker. The others read
-/// whole ledgers: they pass the gate and run on the blocking pool.
-const METHODS: [(&str, Handler, bool); 7] = [
-    ("getHealth", info::get_health, true),
-    ("getNetwork", info::get_network, true),
-    ("getVersionInfo", info::get_version_info, true),
-    ("getLatestLedger", ledgers::get_latest_ledger, false),
-    ("getLedgers", ledgers::get_ledgers, false),
-    ("getTransaction", txs::get_transaction, true),
-    ("getTransactions", txs::get_transactions, false),
+/// What a method costs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Reads nothing of the history (or only the cached range); a small
+    /// answer.
+    Info,
+    /// One key: may run inline on the async worker; one transaction's
+    /// answer.
+    Point,
+    /// Reads whole ledgers: passes the gate and runs on the blocking pool.
+    Heavy,
+}
+
+const METHODS: [(&str, Handler, Kind); 7] = [
+    ("getHealth", info::get_health, Kind::Info),
+    ("getNetwork", info::get_network, Kind::Info),
+    ("getVersionInfo", info::get_version_info, Kind::Info),
+    ("getLatestLedger", ledgers::get_latest_ledger, Kind::Heavy),
+    ("getLedgers", ledgers::get_ledgers, Kind::Heavy),
+    ("getTransaction", txs::get_transaction, Kind::Point),
+    ("getTransactions", txs::get_transactions, Kind::Heavy),
 ];
+
+/// What `method` costs, or `None` for no such method.
+pub(crate) fn kind(method: &str) -> Option<Kind> {
+    METHODS
+        .iter()
+        .find(|(name, ..)| *name == method)
+        .map(|(.., k)| *k)
+}
 
 /// Every method, bound to `ctx`.
 pub(crate) fn module(ctx: Ctx) -> RpcModule<Ctx> {
     let mut m = RpcModule::new(ctx);
-    for (name, handler, point) in METHODS {
+    for (name, handler, kind) in METHODS {
         // Fails only for a duplicate name; the table has none.
-        let _ = m.register_async_method(name, move |params, ctx, _| {
-            call(name, handler, point, params, ctx)
+        let _ = m.register_async_method(name, move |params, ctx, ext| {
+            let share = ext.get::<Arc<Share>>().cloned();
+            call(name, handler, kind != Kind::Heavy, params, ctx, share)
         });
     }
     m
@@ -59,13 +79,19 @@ async fn call(
     point: bool,
     params: Params<'static>,
     ctx: Arc<Ctx>,
+    batch: Option<Arc<Share>>,
 ) -> Result<Box<RawValue>, ErrorObjectOwned> {
     let start = Instant::now();
-    let call = Call::new(start, ctx.settings.timeout);
+    let mut call = Call::new(start, ctx.settings.timeout);
+    if let Some(b) = &batch {
+        call = call.within(&b.call, b.left());
+    }
+    // A batch that reads ledgers already holds a slot for all its calls.
+    let gated = !point && !batch.as_ref().is_some_and(|b| b.holds_slot);
     let out = if point && ctx.access.read_inline() {
         inline(name, handler, &params, &ctx, &call)
     } else {
-        pooled(name, handler, point, params, &ctx, call).await
+        pooled(name, handler, gated, params, &ctx, call).await
     };
     ctx.metrics.record(name, start, &out);
     // Busy refusals are counted (jsonrpc_server_handled_total), not
@@ -104,20 +130,21 @@ fn inline(
 }
 
 /// A call on the blocking pool; a ledger-reading one first takes a slot
-/// of the gate, which the task holds until it ends. The task checks the
+/// of the gate (unless its batch holds one), which the task holds until
+/// it ends. The task checks the
 /// deadline itself and stops; the answer is a timeout at the deadline
 /// even if a store read is still blocked.
 async fn pooled(
     name: &'static str,
     handler: Handler,
-    point: bool,
+    gated: bool,
     params: Params<'static>,
     ctx: &Arc<Ctx>,
     call: Call,
 ) -> RpcResult<Box<RawValue>> {
-    let slot = match point {
-        true => None,
-        false => Some(ctx.gate.enter(name, &call).await?),
+    let slot = match gated {
+        true => Some(ctx.gate.enter(name, &call).await?),
+        false => None,
     };
     let job_ctx = ctx.clone();
     let job = tokio::task::spawn_blocking(move || {

@@ -43,7 +43,7 @@ pub(super) struct PageOut<'c> {
 impl<'c> PageOut<'c> {
     /// Opens the page's list of `key`.
     pub(super) fn new(key: &str, ctx: &Ctx, call: &'c Call) -> RpcResult<Self> {
-        let first_cap = (ctx.settings.max_response_bytes as usize).saturating_sub(TRAILER);
+        let first_cap = answer_cap(ctx, call);
         let page_cap = ctx.settings.page.max_bytes.min(first_cap);
         let mut sink = Sink::new(first_cap, page_cap + TRAILER, call.deadline);
         sink.raw(format!("{{\"{key}\":[").as_bytes())
@@ -96,12 +96,7 @@ impl<'c> PageOut<'c> {
                 self.sink.truncate(mark);
                 Ok(false)
             }
-            (Err(_), Some(Stop::Full)) => Err(RpcError::request(format!(
-                "{} takes more than the response limit of {} bytes \
-                 (jsonrpc.max_response_bytes): ask for xdrFormat base64, or raise the limit",
-                what(),
-                self.first_cap + TRAILER
-            ))),
+            (Err(_), Some(Stop::Full)) => Err(too_big(what(), self.call, self.first_cap)),
             (Err(e), None) => Err(RpcError::Internal(format!("writing {}: {e}", what()))),
         }
     }
@@ -120,6 +115,32 @@ impl<'c> PageOut<'c> {
     }
 }
 
+/// The most an answer may take: the response limit, or what is left of
+/// its batch's budget, less the room for a page's closing fields.
+fn answer_cap(ctx: &Ctx, call: &Call) -> usize {
+    (ctx.settings.max_response_bytes as usize)
+        .min(call.cap)
+        .saturating_sub(TRAILER)
+}
+
+/// The refusal of an answer (`what`) larger than `cap`, the room
+/// [`answer_cap`] gave it: what is left of its batch's budget, or the
+/// response limit.
+fn too_big(what: String, call: &Call, cap: usize) -> RpcError {
+    let room = cap + TRAILER;
+    if call.cap <= room {
+        return RpcError::request(format!(
+            "{what} takes more than the {room} bytes left of this batch's budget \
+             (jsonrpc.max_batch_bytes): send this call in a request of its own"
+        ));
+    }
+    RpcError::request(format!(
+        "{what} takes more than the response limit of {room} bytes \
+         (jsonrpc.max_response_bytes): XDR-JSON takes about twice base64's bytes, \
+         or raise the limit"
+    ))
+}
+
 /// One object (a method's whole result) written under the response limit
 /// and the deadline.
 pub(super) fn write_one(
@@ -128,17 +149,13 @@ pub(super) fn write_one(
     what: impl FnOnce() -> String,
     write: impl FnOnce(&mut Ser<'_>) -> Result<(), serde_json::Error>,
 ) -> RpcResult<Box<RawValue>> {
-    let cap = (ctx.settings.max_response_bytes as usize).saturating_sub(TRAILER);
+    let cap = answer_cap(ctx, call);
     let mut sink = Sink::new(cap, 0, call.deadline);
     let written = write(&mut serde_json::Serializer::new(&mut sink));
     match (written, sink.stopped()) {
         (Ok(()), _) => sink.finish(),
         (Err(_), Some(Stop::Deadline)) => Err(call.timed_out()),
-        (Err(_), Some(Stop::Full)) => Err(RpcError::request(format!(
-            "{} takes more than the response limit of {} bytes (jsonrpc.max_response_bytes)",
-            what(),
-            cap + TRAILER
-        ))),
+        (Err(_), Some(Stop::Full)) => Err(too_big(what(), call, cap)),
         (Err(e), None) => Err(RpcError::Internal(format!("writing {}: {e}", what()))),
     }
 }

@@ -109,7 +109,7 @@ fn bad_values_name_the_key_and_the_expected_range() {
             "jsonrpc.max_page_bytes = 4194304: 65536 to jsonrpc.max_response_bytes (2097152)",
         ),
         (
-            "[jsonrpc]\nmax_response_bytes = 2097152\nmax_batch_bytes = 4194304\n",
+            "[jsonrpc]\nmax_response_bytes = 2097152\nmax_page_bytes = 1048576\nmax_batch_bytes = 4194304\n",
             "jsonrpc.max_batch_bytes = 4194304: 65536 to jsonrpc.max_response_bytes (2097152)",
         ),
         (

@@ -419,7 +419,7 @@ fn check_representation(dir: &Path) {
             if l.trim_start().starts_with("pub enum") || l.trim_start().starts_with("pub struct") {
                 continue;
             }
-            if l.contains("Box<") && l.contains("::read_xdr(r)") {
+            if (l.contains("Box<") || l.contains("Box::<")) && l.contains("::read_xdr(r)") {
                 boxed.insert(path.file_name().expect("f").to_string_lossy().to_string());
             }
         }

@@ -122,7 +122,7 @@ impl Gen {
             }
             "opaque_fixed" => {
                 let n = t["size"].as_u64().expect("size") as usize;
-                let f = n % 4 != 0 && self.faulty();
+                let f = !n.is_multiple_of(4) && self.faulty();
                 self.bytes(n, f);
             }
             "opaque_var" | "string" => {
@@ -135,7 +135,7 @@ impl Gen {
                     n = max + 1;
                 }
                 self.word(n as u32);
-                let f = n % 4 != 0 && self.faulty();
+                let f = !n.is_multiple_of(4) && self.faulty();
                 self.bytes(n as usize, f);
             }
             "optional" => {
@@ -561,7 +561,7 @@ mod deep {
         let mut seen = [false; 2];
         let bodies = (95..=112).map(scval).chain((190..=215).map(predicate));
         for (i, body) in bodies.enumerate() {
-            let lcm = LedgerCloseMeta::from_xdr(&ledger_with(body), Limits::none()).expect("lcm");
+            let lcm = LedgerCloseMeta::from_xdr(ledger_with(body), Limits::none()).expect("lcm");
             let batch = LedgerCloseMetaBatch {
                 start_sequence: 0,
                 end_sequence: 0,

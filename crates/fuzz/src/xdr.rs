@@ -9,12 +9,17 @@
 //! walk`); the full `stellar-xdr` decode is its reference. The target holds
 //! them to each other on the file and, for every ledger that decodes, on
 //! a mutation of its raw bytes drawn from the input: both refuse, or both
-//! accept with the same ledger; the walker alone refuses only input that
-//! does not re-encode to itself (a bool other than 0 or 1).
+//! accept with the same ledger. The walker alone may refuse only a bool
+//! other than 0 or 1, and only where it is: the refusal must sit at the
+//! first word the reference re-encodes differently, and the reference's
+//! decode re-encoded (ledger by ledger, whatever its size) must walk to
+//! the reference's ledger (`file::check_refused_file`,
+//! `extract::check_refused_ledger`).
 
-use ledgerstore_stellar::extract::reference;
-use ledgerstore_stellar::file::{decode_file_reference, is_canonical};
+use ledgerstore_stellar::extract::{check_refused_ledger, reference};
+use ledgerstore_stellar::file::{check_refused_file, decode_file_reference};
 use ledgerstore_stellar::network::{PUBNET, STANDALONE, TESTNET};
+use ledgerstore_stellar::walk::walk;
 use ledgerstore_stellar::{Network, ReadLimits, decode_file, ledger_from_xdr};
 
 /// The passphrases of the fixtures' networks, by the first byte modulo
@@ -47,11 +52,10 @@ pub fn run(data: &[u8]) {
         }
         (Err(_), Err(_)) => return,
         (Ok(_), Err(e)) => panic!("the walker accepts a file the reference refuses: {e}"),
-        (Err(e), Ok(_)) => {
-            assert!(
-                !is_canonical(file, LIMITS),
-                "the walker refuses a canonical file the reference accepts: {e}"
-            );
+        (Err(e), Ok(r)) => {
+            if let Err(why) = check_refused_file(file, &network, LIMITS, &r) {
+                panic!("the walker refuses a file the reference accepts ({e}): {why}");
+            }
             return;
         }
     };
@@ -98,12 +102,12 @@ fn mutated(raw: &[u8], data: &[u8], network: &Network) {
         (Err(_), Err(_)) => {}
         (Ok(_), Err(e)) => panic!("word {at} = {v:#x}: the walker accepts, the reference: {e}"),
         (Err(e), Ok(_)) => {
-            let mut frame = (0x8000_0000u32 | b.len() as u32).to_be_bytes().to_vec();
-            frame.extend_from_slice(&b);
-            assert!(
-                !is_canonical(&frame, LIMITS),
-                "word {at} = {v:#x}: the walker refuses a canonical ledger: {e}"
-            );
+            let refusal = walk(&b).expect_err("the walker refused it");
+            if let Err(why) = check_refused_ledger(&b, &refusal, network) {
+                panic!(
+                    "word {at} = {v:#x}: the walker refuses what the reference takes ({e}): {why}"
+                );
+            }
         }
     }
 }

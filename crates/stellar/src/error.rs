@@ -95,7 +95,7 @@ impl StellarError {
         StellarError::Xdr {
             at: at.into(),
             ty,
-            detail: format!("{} (at byte {})", f.why, f.at),
+            detail: f.to_string(),
         }
     }
 

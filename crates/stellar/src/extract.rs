@@ -272,3 +272,66 @@ fn to_xdr(v: &impl WriteXdr, seq: u32, index: usize, what: &'static str) -> Stel
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// The one refusal the walker may make of bytes the reference takes, held
+/// to account (for tests and the `xdr` fuzz target). `original` is what
+/// the walker refused with `refusal`, `canonical` the reference's decode of
+/// it re-encoded. The excuse holds only if they differ, and the walker
+/// refused at the first word where they differ, for a bool that is not 0
+/// or 1: it says nothing of any other refusal, so a non-canonical bool in
+/// one place cannot excuse a refusal of something else elsewhere.
+pub fn check_refusal(
+    original: &[u8],
+    canonical: &[u8],
+    refusal: &crate::walk::WalkError,
+) -> Result<(), String> {
+    use crate::walk::cursor::Why;
+    if original.len() != canonical.len() {
+        return Err(format!(
+            "the reference re-encodes {} bytes to {}: the walker's refusal ({refusal}) is not \
+             a bool's",
+            original.len(),
+            canonical.len()
+        ));
+    }
+    let Some(first) = original.iter().zip(canonical).position(|(a, b)| a != b) else {
+        return Err(format!(
+            "the walker refuses canonical XDR the reference takes: {refusal}"
+        ));
+    };
+    let word = first - first % 4;
+    if refusal.at != word || !matches!(refusal.why, Why::Bool(v) if v > 1) {
+        return Err(format!(
+            "the walker refuses {refusal}, but the first word the reference re-encodes \
+             differently is at byte {word} ({:02x?} → {:02x?})",
+            &original[word..(word + 4).min(original.len())],
+            &canonical[word..(word + 4).min(canonical.len())],
+        ));
+    }
+    Ok(())
+}
+
+/// [`check_refusal`] for one `LedgerCloseMeta` the walker refused and the
+/// reference takes, then the rest of the excuse: the reference's decode
+/// re-encoded (`from_xdr` then `to_xdr`, whatever its size) must walk, and
+/// extract to the reference's ledger. Returns that ledger.
+pub fn check_refused_ledger(
+    bytes: &[u8],
+    refusal: &crate::walk::WalkError,
+    network: &Network,
+) -> Result<LedgerInput, String> {
+    let lcm = LedgerCloseMeta::from_xdr(bytes, limits(bytes.len()))
+        .map_err(|e| format!("the reference refuses it too ({e}): nothing to excuse"))?;
+    let canonical = lcm
+        .to_xdr(Limits::none())
+        .map_err(|e| format!("the reference's decode does not re-encode: {e}"))?;
+    check_refusal(bytes, &canonical, refusal)?;
+    let walked = ledger_from_xdr(canonical.clone(), network, "re-encoded")
+        .map_err(|e| format!("the walker refuses the canonical re-encoding too: {e}"))?;
+    let want = reference(canonical, network, "re-encoded")
+        .map_err(|e| format!("the reference refuses its own re-encoding: {e}"))?;
+    if walked != want {
+        return Err("walker and reference extract the canonical re-encoding differently".into());
+    }
+    Ok(walked)
+}

@@ -356,30 +356,95 @@ pub fn open_file(path: &Path) -> StellarResult<OpenFile> {
     })
 }
 
-/// Whether a ledger file re-encodes to its own bytes: its batch, or each
-/// of its frames, decoded in full and encoded again (tests and the fuzz
-/// target: the walker refuses exactly the non-canonical input the full
-/// decode takes, a bool other than 0 or 1). `false` when it does not
-/// decode at all.
-pub fn is_canonical(bytes: &[u8], lim: ReadLimits) -> bool {
-    let Ok(plain) = maybe_decompress(bytes, "canonical", lim.max_file_bytes) else {
-        return false;
-    };
+/// Holds the walker's refusal of a ledger file to account, where the
+/// reference decoded it to `reference` (tests and the `xdr` fuzz target).
+/// The one excuse is a bool other than 0 or 1
+/// ([`check_refusal`](crate::extract::check_refusal)), checked where the
+/// walker stopped: for a batch, the whole batch against its re-encoding,
+/// then each ledger's re-encoding must walk to the reference's ledger and
+/// the re-encoded batch must decode to the reference's ledgers; for a
+/// stream, every frame the walker refuses is checked on its own
+/// ([`check_refused_ledger`](crate::extract::check_refused_ledger), the
+/// re-encoding walked as a ledger, not through a frame limit), and every
+/// frame it takes must extract to the reference's ledger.
+pub fn check_refused_file(
+    bytes: &[u8],
+    network: &Network,
+    lim: ReadLimits,
+    reference: &[LedgerInput],
+) -> Result<(), String> {
+    use crate::extract::{check_refusal, check_refused_ledger, ledger_from_xdr};
+    let plain = maybe_decompress(bytes, "file", lim.max_file_bytes).map_err(|e| e.to_string())?;
     match Shape::sniff(&plain) {
-        None => false,
-        Some(Shape::Batch) => LedgerCloseMetaBatch::from_xdr(&plain, limits(plain.len()))
-            .ok()
-            .and_then(|b| b.to_xdr(Limits::none()).ok())
-            .is_some_and(|again| again == plain),
+        None => Err("not a ledger file, yet the reference took it".into()),
+        Some(Shape::Batch) => {
+            let refusal = match walk_batch(&plain) {
+                Ok(_) => return Err("the walk takes the batch: the refusal came after it".into()),
+                Err(f) => f,
+            };
+            let canonical = LedgerCloseMetaBatch::from_xdr(&plain, limits(plain.len()))
+                .map_err(|e| format!("the reference refuses the batch too: {e}"))?
+                .to_xdr(Limits::none())
+                .map_err(|e| format!("the batch does not re-encode: {e}"))?;
+            check_refusal(&plain, &canonical, &refusal)?;
+            for l in reference {
+                // The reference's raw is the ledger re-encoded on its own.
+                let walked = ledger_from_xdr(l.raw.clone(), network, "re-encoded")
+                    .map_err(|e| format!("ledger {}: re-encoded, the walker: {e}", l.seq))?;
+                if &walked != l {
+                    return Err(format!(
+                        "ledger {}: re-encoded, extracts differently",
+                        l.seq
+                    ));
+                }
+            }
+            let again = decode_batch(&canonical, "re-encoded", network)
+                .map_err(|e| format!("the re-encoded batch, the walker: {e}"))?;
+            if again != reference {
+                return Err("the re-encoded batch extracts differently".into());
+            }
+            Ok(())
+        }
         Some(Shape::Stream) => {
-            FrameReader::new(&plain[..], "canonical", lim.max_frame_bytes).all(|frame| {
-                frame.ok().is_some_and(|(_, f)| {
-                    stellar_xdr::LedgerCloseMeta::from_xdr(&f, limits(f.len()))
-                        .ok()
-                        .and_then(|l| l.to_xdr(Limits::none()).ok())
-                        .is_some_and(|again| again == f)
-                })
-            })
+            let frames = FrameReader::new(&plain[..], "file", lim.max_frame_bytes);
+            let mut refused = 0;
+            let mut n = 0;
+            for (i, frame) in frames.enumerate() {
+                let (_, frame) = frame.map_err(|e| format!("frame {i}: {e}"))?;
+                let want = reference
+                    .get(i)
+                    .ok_or_else(|| format!("frame {i}: the reference has no ledger for it"))?;
+                n += 1;
+                match crate::walk::walk(&frame) {
+                    Ok(_) => {
+                        let got = ledger_from_xdr(frame, network, "frame")
+                            .map_err(|e| format!("frame {i}: {e}"))?;
+                        if &got != want {
+                            return Err(format!("frame {i}: extracts differently"));
+                        }
+                    }
+                    Err(refusal) => {
+                        refused += 1;
+                        let got = check_refused_ledger(&frame, &refusal, network)
+                            .map_err(|e| format!("frame {i}: {e}"))?;
+                        if got.txs != want.txs
+                            || (got.seq, got.close_time) != (want.seq, want.close_time)
+                        {
+                            return Err(format!("frame {i}: re-encoded, extracts differently"));
+                        }
+                    }
+                }
+            }
+            if n != reference.len() {
+                return Err(format!(
+                    "{n} frames, the reference has {} ledgers",
+                    reference.len()
+                ));
+            }
+            if refused == 0 {
+                return Err("the walker takes every frame: the refusal is not a ledger's".into());
+            }
+            Ok(())
         }
     }
 }

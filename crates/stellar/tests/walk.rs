@@ -13,8 +13,11 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use ledgerstore_db_api::LedgerInput;
-use ledgerstore_stellar::extract::{MAX_XDR_DEPTH, limits, reference};
-use ledgerstore_stellar::file::{decode_file_reference, maybe_decompress};
+use ledgerstore_stellar::extract::{
+    MAX_XDR_DEPTH, check_refusal, check_refused_ledger, limits, reference,
+};
+use ledgerstore_stellar::file::{check_refused_file, decode_file_reference, maybe_decompress};
+use ledgerstore_stellar::walk::cursor::{Fail, Why};
 use ledgerstore_stellar::walk::{inner_hash, tx_hash, walk, walk_limited};
 use ledgerstore_stellar::{Network, ReadLimits, decode_file, ledger_from_xdr};
 use sha2::{Digest, Sha256};
@@ -250,8 +253,10 @@ fn every_stellar_core_unit_test_stream() {
 }
 
 /// Walker and reference on possibly damaged bytes: both refuse, or both
-/// accept with the same ledger; the walker alone refuses only input that
-/// does not re-encode to itself (a bool other than 0 or 1).
+/// accept with the same ledger; the walker alone refuses only a bool other
+/// than 0 or 1, at the first word the reference re-encodes differently,
+/// and the reference's decode re-encoded walks to the same ledger
+/// (`check_refused_ledger`).
 pub fn agree(bytes: &[u8], network: &Network, what: &str) {
     let w = ledger_from_xdr(bytes.to_vec(), network, "walk");
     let r = reference(bytes.to_vec(), network, "reference");
@@ -260,11 +265,10 @@ pub fn agree(bytes: &[u8], network: &Network, what: &str) {
         (Err(_), Err(_)) => {}
         (Ok(_), Err(e)) => panic!("{what}: the walker accepts what the reference refuses: {e}"),
         (Err(e), Ok(_)) => {
-            let lcm = LedgerCloseMeta::from_xdr(bytes, limits(bytes.len())).expect("decodes");
-            assert!(
-                lcm.to_xdr(Limits::none()).expect("encode") != bytes,
-                "{what}: the walker refuses a canonical ledger the reference takes: {e}"
-            );
+            let refusal = walk(bytes).expect_err("refused");
+            if let Err(why) = check_refused_ledger(bytes, &refusal, network) {
+                panic!("{what}: the walker refuses what the reference takes ({e}): {why}");
+            }
         }
     }
 }
@@ -373,4 +377,173 @@ fn depth_accounting_matches_the_decoder_at_every_limit() {
         "{} ledgers; the deepest needs a depth limit of {deepest}",
         ledgers.len()
     );
+}
+
+/// A real ledger with a bool (ledger 2 of a stellar-core unit-test stream)
+/// and where its first bool word is: the first word that, set to 2, the
+/// walker refuses as a bool of 2 while the reference takes it. Also its
+/// network.
+fn a_ledger_and_a_bool() -> (Vec<u8>, usize, Network) {
+    const STREAM: &str =
+        "core-unit-test/stellar-horizon-test-lcms/TxEnvelopeTests/c5e8f50805e3d276.xdr";
+    let network = net("(V) (;,,;) (V)");
+    let tar = zstd::decode_all(&read("core-unit-test-lcms.tar.zst")[..]).expect("zstd");
+    let mut archive = tar::Archive::new(&tar[..]);
+    let mut entry = archive
+        .entries()
+        .expect("tar")
+        .map(|e| e.expect("entry"))
+        .find(|e| e.path().expect("path").display().to_string() == STREAM)
+        .expect(STREAM);
+    let mut bytes = Vec::new();
+    entry.read_to_end(&mut bytes).expect("read");
+    let (_, raw) = ledgerstore_stellar::file::FrameReader::new(&bytes[..], STREAM, 1 << 20)
+        .nth(1)
+        .expect("a second frame")
+        .expect("frame");
+    for at in (0..raw.len()).step_by(4) {
+        let mut b = raw.clone();
+        b[at..at + 4].copy_from_slice(&2u32.to_be_bytes());
+        if walk(&b).is_err_and(|f| f.at == at && f.why == Why::Bool(2))
+            && reference(b.clone(), &network, "flipped").is_ok()
+        {
+            return (raw, at, network);
+        }
+    }
+    panic!("no bool in {STREAM} ledger 2");
+}
+
+/// A bool of 2 in a real ledger: refused (the store keeps canonical
+/// bytes), with a message that says where, what, and why.
+#[test]
+fn a_bool_of_2_is_refused_with_a_clear_message() {
+    let (raw, at, network) = a_ledger_and_a_bool();
+    let mut b = raw.clone();
+    b[at..at + 4].copy_from_slice(&2u32.to_be_bytes());
+    let e = ledger_from_xdr(b.clone(), &network, "flipped")
+        .expect_err("a bool of 2")
+        .to_string();
+    for want in [
+        format!("at byte {at}"),
+        "a bool of 2".into(),
+        "XDR bools are 0 or 1".into(),
+        "not canonical XDR".into(),
+    ] {
+        assert!(e.contains(&want), "{e:?} lacks {want:?}");
+    }
+    // The reference takes it, as false: its re-encoding has a 0 there,
+    // and the walker takes that to the reference's ledger.
+    let mut canonical = raw.clone();
+    canonical[at..at + 4].copy_from_slice(&[0; 4]);
+    let r = reference(b.clone(), &network, "flipped").expect("reference");
+    let want = ledger_from_xdr(canonical, &network, "canonical").expect("walk");
+    assert_eq!(r.txs, want.txs);
+    let refusal = walk(&b).expect_err("bool");
+    assert_eq!(check_refused_ledger(&b, &refusal, &network), Ok(want));
+}
+
+/// The excuse for a refusal is the bool where the walker stopped, and
+/// nothing else: not a refusal elsewhere or of something else, not a
+/// refusal of canonical bytes, however large.
+#[test]
+fn a_non_canonical_bool_excuses_only_its_own_refusal() {
+    let (raw, at, network) = a_ledger_and_a_bool();
+    let mut b = raw.clone();
+    b[at..at + 4].copy_from_slice(&2u32.to_be_bytes());
+    let mut canonical = raw.clone();
+    canonical[at..at + 4].copy_from_slice(&[0; 4]);
+    let fail = |at, why| Fail { at, why };
+    assert_eq!(
+        check_refusal(&b, &canonical, &fail(at, Why::Bool(2))),
+        Ok(())
+    );
+    // Elsewhere (a later ledger part), or another reason at the same word.
+    let c = &canonical;
+    assert!(check_refusal(&b, c, &fail(at + 4, Why::Bool(2))).is_err());
+    assert!(check_refusal(&b, c, &fail(raw.len() - 4, Why::Enum("X"))).is_err());
+    assert!(check_refusal(&b, c, &fail(at, Why::Enum("X"))).is_err());
+    assert!(check_refusal(&b, c, &fail(at, Why::Flag(2))).is_err());
+    // Canonical bytes: no excuse.
+    let e = check_refused_ledger(&raw, &fail(at, Why::Bool(2)), &network).expect_err("canonical");
+    assert!(e.contains("canonical"), "{e}");
+
+    // Files: a stream of the ledger with its bool flipped, then the
+    // ledger as it is, is excused (the walker refuses the first frame);
+    // the same stream without the flip is not (nothing to excuse).
+    let lim = ReadLimits {
+        max_file_bytes: 8 << 20,
+        max_frame_bytes: 4 << 20,
+    };
+    let frame = |x: &[u8]| {
+        let mut f = (0x8000_0000u32 | x.len() as u32).to_be_bytes().to_vec();
+        f.extend_from_slice(x);
+        f
+    };
+    let stream = [frame(&b), frame(&raw)].concat();
+    let want = decode_file_reference(&stream, "s", &network, lim).expect("reference");
+    assert!(decode_file(&stream, "s", &network, lim).is_err());
+    assert_eq!(check_refused_file(&stream, &network, lim, &want), Ok(()));
+    let clean = [frame(&raw), frame(&raw)].concat();
+    let want = decode_file_reference(&clean, "c", &network, lim).expect("reference");
+    let e = check_refused_file(&clean, &network, lim, &want).expect_err("no excuse");
+    assert!(e.contains("takes every frame"), "{e}");
+    // A batch of the ledger with the bool flipped: excused.
+    let seq = walk(&raw).expect("walk").seq;
+    let batch = [
+        &seq.to_be_bytes()[..],
+        &seq.to_be_bytes(),
+        &1u32.to_be_bytes(),
+        &b,
+    ]
+    .concat();
+    let want = decode_file_reference(&batch, "b", &network, lim).expect("reference");
+    assert!(decode_file(&batch, "b", &network, lim).is_err());
+    assert_eq!(check_refused_file(&batch, &network, lim, &want), Ok(()));
+}
+
+/// A canonical ledger larger than a 4 MiB frame (the fuzz target's frame
+/// limit; its files may be 8 MiB): the walker takes it, and a refusal of
+/// it would not be excused (the old check wrapped it in a frame, failed
+/// the frame limit and called it non-canonical).
+#[test]
+fn a_canonical_ledger_over_4_mib_is_no_excuse() {
+    use stellar_xdr::{
+        HostFunction, InvokeHostFunctionOp, LedgerCloseMetaV0, Memo, MuxedAccount, Operation,
+        OperationBody, Preconditions, SequenceNumber, Transaction, TransactionExt,
+        TransactionV1Envelope, Uint256, VecM,
+    };
+    let wasm = vec![7u8; (4 << 20) + 1000];
+    let env = TransactionEnvelope::Tx(TransactionV1Envelope {
+        tx: Transaction {
+            source_account: MuxedAccount::Ed25519(Uint256([1; 32])),
+            fee: 100,
+            seq_num: SequenceNumber(1),
+            cond: Preconditions::None,
+            memo: Memo::None,
+            operations: vec![Operation {
+                source_account: None,
+                body: OperationBody::InvokeHostFunction(InvokeHostFunctionOp {
+                    host_function: HostFunction::UploadContractWasm(wasm.try_into().expect("wasm")),
+                    auth: VecM::default(),
+                }),
+            }]
+            .try_into()
+            .expect("ops"),
+            ext: TransactionExt::V0,
+        },
+        signatures: VecM::default(),
+    });
+    let mut v0 = LedgerCloseMetaV0::default();
+    v0.tx_set.txs = vec![env].try_into().expect("txs");
+    let big = LedgerCloseMeta::V0(v0)
+        .to_xdr(Limits::none())
+        .expect("encode");
+    assert!(big.len() > 4 << 20);
+    assert_eq!(walk(&big).expect("walks").envelopes.len(), 1);
+    let fake = Fail {
+        at: 0,
+        why: Why::Trailing,
+    };
+    let e = check_refused_ledger(&big, &fake, &net("testnet")).expect_err("canonical");
+    assert!(e.contains("canonical"), "{e}");
 }

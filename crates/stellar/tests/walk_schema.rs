@@ -22,37 +22,41 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-/// The types whose byte ranges the walker records (post-order events).
-/// Each must be reachable only from the places listed: the walker relies on
-/// it to tell which envelope, result or header an event belongs to.
-const RECORDED: [(&str, &[&str]); 7] = [
-    (
-        "TransactionEnvelope",
-        &[
-            "DependentTxCluster",
-            "TransactionSet",
-            "TxSetComponentTxsMaybeDiscountedFee",
-        ],
-    ),
-    ("TransactionV0", &["TransactionV0Envelope"]),
-    ("Transaction", &["TransactionV1Envelope"]),
-    ("FeeBumpTransaction", &["FeeBumpTransactionEnvelope"]),
-    (
-        "TransactionResultPair",
-        &["TransactionResultMeta", "TransactionResultMetaV1"],
-    ),
-    (
-        "TransactionMeta",
-        &["TransactionResultMeta", "TransactionResultMetaV1"],
-    ),
-    ("LedgerHeader", &["LedgerHeaderHistoryEntry"]),
+/// The types whose byte ranges the walker records (post-order events),
+/// and every path from `LedgerCloseMeta` to each (a path names each type on
+/// the way, `>`-separated). The walker relies on them to tell which ledger,
+/// envelope, result or header an event belongs to, so a new path to any of
+/// them (a new type holding a `TransactionV1Envelope` in the meta, say)
+/// fails generation until the walker is taught about it. Paths that pass
+/// through a recorded type are listed too: a `Transaction` inside a
+/// fee bump is a different event sequence from one in a V1 envelope.
+const RECORDED: [&str; 8] = [
+    "LedgerCloseMeta",
+    "TransactionEnvelope",
+    "TransactionV0",
+    "Transaction",
+    "FeeBumpTransaction",
+    "TransactionResultPair",
+    "TransactionMeta",
+    "LedgerHeader",
 ];
+
+/// The recorded types whose events keep the start of every field (the
+/// others keep their start and end only).
+const FIELD_MARKS: [&str; 1] = ["LedgerHeader"];
 
 /// Typedefs `stellar-xdr` renders as `pub type X = prim;` (no level).
 const ALIASES: [&str; 4] = ["int32", "int64", "uint32", "uint64"];
 
-/// Fields `stellar-xdr` boxes: (type, field or arm name).
-const BOXED: [(&str, &str); 1] = [("ClaimPredicate", "notPredicate")];
+/// Fields `stellar-xdr` boxes among the types reachable from the roots:
+/// (type, field or arm name in the schema, the field or variant as the
+/// crate's Rust source names it). `check_boxed` holds this list to the
+/// crate's sources, so a second boxed field anywhere reachable fails.
+const BOXED: [(&str, &str, &str); 1] = [("ClaimPredicate", "notPredicate", "Not")];
+
+fn is_boxed(ty: &str, field: &str) -> bool {
+    BOXED.iter().any(|&(t, f, _)| t == ty && f == field)
+}
 
 /// The roots: everything reachable from them gets a skip function.
 const ROOTS: [&str; 2] = ["LedgerCloseMeta", "LedgerCloseMetaBatch"];
@@ -219,7 +223,8 @@ impl Gen<'_> {
     fn emit(&self, name: &str, out: &mut String) {
         let d = self.schema.def(name);
         let kind = d["kind"].as_str().expect("kind");
-        let recorded = RECORDED.iter().any(|(r, _)| *r == name);
+        let recorded = RECORDED.contains(&name);
+        let field_marks = FIELD_MARKS.contains(&name);
         let _ = writeln!(out, "\n/// `{name}` ({kind}).");
         let _ = writeln!(
             out,
@@ -236,8 +241,8 @@ impl Gen<'_> {
                 let mut marks = vec!["start".to_string()];
                 for (i, f) in fields.iter().enumerate() {
                     let fname = f["name"].as_str().expect("field");
-                    let boxed = BOXED.contains(&(name, fname));
-                    if recorded && i > 0 {
+                    let boxed = is_boxed(name, fname);
+                    if field_marks && i > 0 {
                         let _ = writeln!(out, "    let f{i} = c.pos();");
                         marks.push(format!("f{i}"));
                     }
@@ -300,7 +305,7 @@ impl Gen<'_> {
                         .collect();
                     let arm = a["name"].as_str().unwrap_or("");
                     let body = match a.get("type") {
-                        Some(t) => self.expr(t, "d", BOXED.contains(&(name, arm))),
+                        Some(t) => self.expr(t, "d", is_boxed(name, arm)),
                         None => "{}".into(),
                     };
                     let body = if body == "{}" {
@@ -336,21 +341,27 @@ fn max(t: &Value, key: &str) -> String {
     }
 }
 
-/// The generated skipper, from the schema in `dir`.
-fn generate(dir: &Path) -> String {
-    let json: Value = serde_json::from_slice(
+/// `xdr.json` of the crate in `dir`.
+fn load(dir: &Path) -> Value {
+    serde_json::from_slice(
         &std::fs::read(dir.join("xdr-definitions-json/xdr.json")).expect("xdr.json"),
     )
-    .expect("json");
-    assert_eq!(json["resolved_features"], Value::Array(vec![]), "features");
+    .expect("json")
+}
+
+fn schema_of(json: &Value) -> Schema {
     let defs = json["definitions"]
         .as_array()
         .expect("definitions")
         .iter()
         .map(|d| (d["name"].as_str().expect("name").to_string(), d.clone()))
         .collect();
-    let schema = Schema { defs };
-    // Everything reachable from the roots, and who refers to whom.
+    Schema { defs }
+}
+
+/// Everything reachable from the roots, and who refers to whom (each
+/// type's parents).
+fn reach(schema: &Schema) -> (BTreeSet<String>, BTreeMap<String, BTreeSet<String>>) {
     let mut seen = BTreeSet::new();
     let mut sites: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut stack: Vec<String> = ROOTS.iter().map(|r| r.to_string()).collect();
@@ -363,15 +374,40 @@ fn generate(dir: &Path) -> String {
             stack.push(c);
         }
     }
-    for (ty, want) in RECORDED {
-        let got: Vec<&str> = sites
-            .get(ty)
-            .map(|s| s.iter().map(String::as_str).collect())
-            .unwrap_or_default();
-        assert_eq!(
-            got, want,
-            "{ty}: referenced from other places than the walker expects"
-        );
+    (seen, sites)
+}
+
+/// Each [`BOXED`] entry names a reachable type and one of its fields or
+/// arms.
+fn check_boxed_names(schema: &Schema, reachable: &BTreeSet<String>) -> Result<(), String> {
+    for (ty, field, _) in BOXED {
+        let d = schema.def(ty);
+        let members = d["fields"].as_array().or_else(|| d["arms"].as_array());
+        let found = members
+            .into_iter()
+            .flatten()
+            .any(|m| m["name"].as_str() == Some(field));
+        if !reachable.contains(ty) || !found {
+            return Err(format!(
+                "BOXED: {ty}.{field} is not a field of a reachable type"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The generated skipper, from the schema in `dir`, and the types it
+/// covers.
+fn generate(dir: &Path) -> (String, BTreeSet<String>) {
+    let json = load(dir);
+    assert_eq!(json["resolved_features"], Value::Array(vec![]), "features");
+    let schema = schema_of(&json);
+    let (seen, sites) = reach(&schema);
+    let checked = check_recorded_paths(&sites)
+        .and_then(|()| check_batch(&schema))
+        .and_then(|()| check_boxed_names(&schema, &seen));
+    if let Err(e) = checked {
+        panic!("{e}");
     }
     let version = dir
         .file_name()
@@ -398,14 +434,131 @@ fn generate(dir: &Path) -> String {
         }
         g.emit(name, &mut out);
     }
+    (out, seen)
+}
+
+/// Every path from `LedgerCloseMeta` to each recorded type, as the
+/// generator finds them in the schema (see [`RECORDED`]).
+const RECORDED_PATHS: &[&str] = &[
+    "LedgerCloseMeta",
+    "LedgerCloseMeta > LedgerCloseMetaV0 > LedgerHeaderHistoryEntry > LedgerHeader",
+    "LedgerCloseMeta > LedgerCloseMetaV0 > TransactionResultMeta > TransactionMeta",
+    "LedgerCloseMeta > LedgerCloseMetaV0 > TransactionResultMeta > TransactionResultPair",
+    "LedgerCloseMeta > LedgerCloseMetaV0 > TransactionSet > TransactionEnvelope",
+    "LedgerCloseMeta > LedgerCloseMetaV0 > TransactionSet > TransactionEnvelope > FeeBumpTransactionEnvelope > FeeBumpTransaction",
+    "LedgerCloseMeta > LedgerCloseMetaV0 > TransactionSet > TransactionEnvelope > FeeBumpTransactionEnvelope > FeeBumpTransaction > FeeBumpTransactionInnerTx > TransactionV1Envelope > Transaction",
+    "LedgerCloseMeta > LedgerCloseMetaV0 > TransactionSet > TransactionEnvelope > TransactionV0Envelope > TransactionV0",
+    "LedgerCloseMeta > LedgerCloseMetaV0 > TransactionSet > TransactionEnvelope > TransactionV1Envelope > Transaction",
+    "LedgerCloseMeta > LedgerCloseMetaV1 > GeneralizedTransactionSet > TransactionSetV1 > TransactionPhase > ParallelTxsComponent > ParallelTxExecutionStage > DependentTxCluster > TransactionEnvelope",
+    "LedgerCloseMeta > LedgerCloseMetaV1 > GeneralizedTransactionSet > TransactionSetV1 > TransactionPhase > ParallelTxsComponent > ParallelTxExecutionStage > DependentTxCluster > TransactionEnvelope > FeeBumpTransactionEnvelope > FeeBumpTransaction",
+    "LedgerCloseMeta > LedgerCloseMetaV1 > GeneralizedTransactionSet > TransactionSetV1 > TransactionPhase > ParallelTxsComponent > ParallelTxExecutionStage > DependentTxCluster > TransactionEnvelope > FeeBumpTransactionEnvelope > FeeBumpTransaction > FeeBumpTransactionInnerTx > TransactionV1Envelope > Transaction",
+    "LedgerCloseMeta > LedgerCloseMetaV1 > GeneralizedTransactionSet > TransactionSetV1 > TransactionPhase > ParallelTxsComponent > ParallelTxExecutionStage > DependentTxCluster > TransactionEnvelope > TransactionV0Envelope > TransactionV0",
+    "LedgerCloseMeta > LedgerCloseMetaV1 > GeneralizedTransactionSet > TransactionSetV1 > TransactionPhase > ParallelTxsComponent > ParallelTxExecutionStage > DependentTxCluster > TransactionEnvelope > TransactionV1Envelope > Transaction",
+    "LedgerCloseMeta > LedgerCloseMetaV1 > GeneralizedTransactionSet > TransactionSetV1 > TransactionPhase > TxSetComponent > TxSetComponentTxsMaybeDiscountedFee > TransactionEnvelope",
+    "LedgerCloseMeta > LedgerCloseMetaV1 > GeneralizedTransactionSet > TransactionSetV1 > TransactionPhase > TxSetComponent > TxSetComponentTxsMaybeDiscountedFee > TransactionEnvelope > FeeBumpTransactionEnvelope > FeeBumpTransaction",
+    "LedgerCloseMeta > LedgerCloseMetaV1 > GeneralizedTransactionSet > TransactionSetV1 > TransactionPhase > TxSetComponent > TxSetComponentTxsMaybeDiscountedFee > TransactionEnvelope > FeeBumpTransactionEnvelope > FeeBumpTransaction > FeeBumpTransactionInnerTx > TransactionV1Envelope > Transaction",
+    "LedgerCloseMeta > LedgerCloseMetaV1 > GeneralizedTransactionSet > TransactionSetV1 > TransactionPhase > TxSetComponent > TxSetComponentTxsMaybeDiscountedFee > TransactionEnvelope > TransactionV0Envelope > TransactionV0",
+    "LedgerCloseMeta > LedgerCloseMetaV1 > GeneralizedTransactionSet > TransactionSetV1 > TransactionPhase > TxSetComponent > TxSetComponentTxsMaybeDiscountedFee > TransactionEnvelope > TransactionV1Envelope > Transaction",
+    "LedgerCloseMeta > LedgerCloseMetaV1 > LedgerHeaderHistoryEntry > LedgerHeader",
+    "LedgerCloseMeta > LedgerCloseMetaV1 > TransactionResultMeta > TransactionMeta",
+    "LedgerCloseMeta > LedgerCloseMetaV1 > TransactionResultMeta > TransactionResultPair",
+    "LedgerCloseMeta > LedgerCloseMetaV2 > GeneralizedTransactionSet > TransactionSetV1 > TransactionPhase > ParallelTxsComponent > ParallelTxExecutionStage > DependentTxCluster > TransactionEnvelope",
+    "LedgerCloseMeta > LedgerCloseMetaV2 > GeneralizedTransactionSet > TransactionSetV1 > TransactionPhase > ParallelTxsComponent > ParallelTxExecutionStage > DependentTxCluster > TransactionEnvelope > FeeBumpTransactionEnvelope > FeeBumpTransaction",
+    "LedgerCloseMeta > LedgerCloseMetaV2 > GeneralizedTransactionSet > TransactionSetV1 > TransactionPhase > ParallelTxsComponent > ParallelTxExecutionStage > DependentTxCluster > TransactionEnvelope > FeeBumpTransactionEnvelope > FeeBumpTransaction > FeeBumpTransactionInnerTx > TransactionV1Envelope > Transaction",
+    "LedgerCloseMeta > LedgerCloseMetaV2 > GeneralizedTransactionSet > TransactionSetV1 > TransactionPhase > ParallelTxsComponent > ParallelTxExecutionStage > DependentTxCluster > TransactionEnvelope > TransactionV0Envelope > TransactionV0",
+    "LedgerCloseMeta > LedgerCloseMetaV2 > GeneralizedTransactionSet > TransactionSetV1 > TransactionPhase > ParallelTxsComponent > ParallelTxExecutionStage > DependentTxCluster > TransactionEnvelope > TransactionV1Envelope > Transaction",
+    "LedgerCloseMeta > LedgerCloseMetaV2 > GeneralizedTransactionSet > TransactionSetV1 > TransactionPhase > TxSetComponent > TxSetComponentTxsMaybeDiscountedFee > TransactionEnvelope",
+    "LedgerCloseMeta > LedgerCloseMetaV2 > GeneralizedTransactionSet > TransactionSetV1 > TransactionPhase > TxSetComponent > TxSetComponentTxsMaybeDiscountedFee > TransactionEnvelope > FeeBumpTransactionEnvelope > FeeBumpTransaction",
+    "LedgerCloseMeta > LedgerCloseMetaV2 > GeneralizedTransactionSet > TransactionSetV1 > TransactionPhase > TxSetComponent > TxSetComponentTxsMaybeDiscountedFee > TransactionEnvelope > FeeBumpTransactionEnvelope > FeeBumpTransaction > FeeBumpTransactionInnerTx > TransactionV1Envelope > Transaction",
+    "LedgerCloseMeta > LedgerCloseMetaV2 > GeneralizedTransactionSet > TransactionSetV1 > TransactionPhase > TxSetComponent > TxSetComponentTxsMaybeDiscountedFee > TransactionEnvelope > TransactionV0Envelope > TransactionV0",
+    "LedgerCloseMeta > LedgerCloseMetaV2 > GeneralizedTransactionSet > TransactionSetV1 > TransactionPhase > TxSetComponent > TxSetComponentTxsMaybeDiscountedFee > TransactionEnvelope > TransactionV1Envelope > Transaction",
+    "LedgerCloseMeta > LedgerCloseMetaV2 > LedgerHeaderHistoryEntry > LedgerHeader",
+    "LedgerCloseMeta > LedgerCloseMetaV2 > TransactionResultMetaV1 > TransactionMeta",
+    "LedgerCloseMeta > LedgerCloseMetaV2 > TransactionResultMetaV1 > TransactionResultPair",
+];
+
+/// Every simple path from `LedgerCloseMeta` (or another root) to each
+/// recorded type, found backwards through `parents` (who refers to whom).
+fn recorded_paths(parents: &BTreeMap<String, BTreeSet<String>>) -> BTreeSet<String> {
+    fn up(
+        parents: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        out: &mut BTreeSet<String>,
+    ) {
+        let here = path.last().expect("path").clone();
+        let ps = parents.get(&here);
+        if here == "LedgerCloseMeta" || ps.is_none_or(BTreeSet::is_empty) {
+            let mut p = path.clone();
+            p.reverse();
+            out.insert(p.join(" > "));
+            return;
+        }
+        for p in ps.into_iter().flatten() {
+            if path.contains(p) {
+                continue;
+            }
+            path.push(p.clone());
+            up(parents, path, out);
+            path.pop();
+        }
+    }
+    let mut out = BTreeSet::new();
+    for ty in RECORDED {
+        up(parents, &mut vec![ty.to_string()], &mut out);
+    }
     out
 }
 
+/// The paths to the recorded types are exactly [`RECORDED_PATHS`].
+fn check_recorded_paths(parents: &BTreeMap<String, BTreeSet<String>>) -> Result<(), String> {
+    let got = recorded_paths(parents);
+    let want: BTreeSet<String> = RECORDED_PATHS.iter().map(|p| p.to_string()).collect();
+    if got == want {
+        return Ok(());
+    }
+    let new: Vec<&String> = got.difference(&want).collect();
+    let gone: Vec<&String> = want.difference(&got).collect();
+    let all: String = got.iter().map(|p| format!("    \"{p}\",\n")).collect();
+    Err(format!(
+        "the paths to the recorded types changed: new {new:#?}, gone {gone:#?}. Teach the \
+         walker (src/walk/mod.rs) about them, then update RECORDED_PATHS to:\n{all}"
+    ))
+}
+
+/// `walk_batch` walks `LedgerCloseMetaBatch` with the generated
+/// `s_ledger_close_meta_batch` and reads `startSequence` and `endSequence`
+/// as the words at bytes 0 and 4: the batch must be exactly that.
+fn check_batch(schema: &Schema) -> Result<(), String> {
+    let d = schema.def("LedgerCloseMetaBatch");
+    let fields: Vec<String> = d["fields"]
+        .as_array()
+        .map(|fs| {
+            fs.iter()
+                .map(|f| format!("{} {}", f["name"], f["type"]))
+                .collect()
+        })
+        .unwrap_or_default();
+    let want = [
+        r#""startSequence" {"kind":"ref","name":"uint32"}"#,
+        r#""endSequence" {"kind":"ref","name":"uint32"}"#,
+        r#""ledgerCloseMetas" {"element":{"kind":"ref","name":"LedgerCloseMeta"},"kind":"var_array"}"#,
+    ];
+    if d["kind"] != "struct" || fields != want {
+        return Err(format!(
+            "LedgerCloseMetaBatch is not the struct walk_batch reads: {} with fields {fields:#?}",
+            d["kind"]
+        ));
+    }
+    Ok(())
+}
+
 /// The Rust-representation facts the generator assumes, against the
-/// crate's generated sources.
-fn check_representation(dir: &Path) {
+/// crate's generated sources: which typedefs are aliases, and which
+/// fields of the reachable types are boxed.
+fn check_representation(dir: &Path, reachable: &BTreeSet<String>) -> Result<(), String> {
     let generated = dir.join("src/generated");
-    let (mut aliases, mut boxed) = (BTreeSet::new(), BTreeSet::new());
+    let mut aliases = BTreeSet::new();
+    let mut sources = Vec::new();
     for f in std::fs::read_dir(&generated).expect("generated") {
         let path = f.expect("entry").path();
         if path.is_dir() {
@@ -416,35 +569,65 @@ fn check_representation(dir: &Path) {
             if let Some(rest) = l.strip_prefix("pub type ") {
                 aliases.insert(rest.split(' ').next().expect("name").to_ascii_lowercase());
             }
-            if l.trim_start().starts_with("pub enum") || l.trim_start().starts_with("pub struct") {
-                continue;
-            }
-            if l.contains("Box<") && l.contains("::read_xdr(r)") {
-                boxed.insert(path.file_name().expect("f").to_string_lossy().to_string());
-            }
         }
+        let name = path.file_name().expect("f").to_string_lossy().to_string();
+        sources.push((name, text));
     }
     let want: BTreeSet<String> = ALIASES.iter().map(|a| a.to_string()).collect();
-    assert_eq!(aliases, want, "typedefs rendered as aliases");
-    // Boxed fields outside the reachable types (the contract spec types)
-    // do not matter; ClaimPredicate's must be the only reachable one.
-    assert!(boxed.contains("claim_predicate.rs"), "{boxed:?}");
-    for b in &boxed {
-        assert!(
-            b == "claim_predicate.rs"
-                || b.starts_with("sc_spec_")
-                || b == "const.rs"
-                || b == "type_enum.rs",
-            "a boxed field in {b}: add it to BOXED"
-        );
+    if aliases != want {
+        return Err(format!("typedefs rendered as aliases: {aliases:?}"));
     }
+    check_boxed(&sources, reachable)
+}
+
+/// The boxed reads (`Box<T>` / `Box::<T>` ... `::read_xdr(r)`) in the
+/// sources of the reachable types, as (type, Rust field or variant), are
+/// exactly [`BOXED`]'s. A source file holds one type and is named after
+/// it (`claim_predicate.rs`).
+fn check_boxed(sources: &[(String, String)], reachable: &BTreeSet<String>) -> Result<(), String> {
+    let squash = |s: &str| s.replace('_', "").to_ascii_lowercase();
+    let by_file: BTreeMap<String, &String> = reachable.iter().map(|t| (squash(t), t)).collect();
+    let mut got = BTreeSet::new();
+    for (file, text) in sources {
+        let Some(ty) = file
+            .strip_suffix(".rs")
+            .and_then(|f| by_file.get(&squash(f)))
+        else {
+            continue;
+        };
+        for l in text.lines() {
+            let l = l.trim();
+            if !(l.contains("Box<") || l.contains("Box::<")) || !l.contains("::read_xdr(r)") {
+                continue;
+            }
+            // `field: Box::<T>::read_xdr(r)?,` or `E::Arm => Self::Arm(...)`.
+            let member = match l.split_once("Self::") {
+                Some((_, arm)) => arm.split('(').next().unwrap_or(arm),
+                None => l.split(':').next().unwrap_or(l),
+            };
+            got.insert((ty.to_string(), member.trim().to_string()));
+        }
+    }
+    let want: BTreeSet<(String, String)> = BOXED
+        .iter()
+        .map(|&(t, _, rust)| (t.to_string(), rust.to_string()))
+        .collect();
+    if got != want {
+        return Err(format!(
+            "boxed fields of the reachable types: {got:?}, BOXED says {want:?}: add the new \
+             ones to BOXED (the skipper spends a level for each box)"
+        ));
+    }
+    Ok(())
 }
 
 #[test]
 fn the_generated_skipper_matches_the_schema() {
     let dir = stellar_xdr_dir();
-    check_representation(&dir);
-    let want = generate(&dir);
+    let (want, reachable) = generate(&dir);
+    if let Err(e) = check_representation(&dir, &reachable) {
+        panic!("{e}");
+    }
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/walk/skip.rs");
     if std::env::var_os("LEDGERSTORE_REGENERATE").is_some() {
         std::fs::write(&path, &want).expect("write skip.rs");
@@ -456,4 +639,79 @@ fn the_generated_skipper_matches_the_schema() {
          (LEDGERSTORE_REGENERATE=1 cargo test -p ledgerstore-stellar --test walk_schema)",
         dir.display()
     );
+}
+
+/// A schema with one more field added to `ty`.
+fn with_field(json: &Value, ty: &str, field: Value) -> Schema {
+    let mut json = json.clone();
+    let defs = json["definitions"].as_array_mut().expect("definitions");
+    let d = defs
+        .iter_mut()
+        .find(|d| d["name"] == ty)
+        .unwrap_or_else(|| panic!("no {ty}"));
+    d["fields"].as_array_mut().expect("fields").push(field);
+    schema_of(&json)
+}
+
+/// A `TransactionV1Envelope` held somewhere new (here in the apply meta):
+/// its `Transaction`'s direct parent is still `TransactionV1Envelope`
+/// alone, so only the check of every path catches it.
+#[test]
+fn a_new_path_to_a_recorded_type_is_caught() {
+    let json = load(&stellar_xdr_dir());
+    let (_, sites) = reach(&schema_of(&json));
+    assert_eq!(check_recorded_paths(&sites), Ok(()));
+    let sneaky = serde_json::json!({
+        "name": "sneaky",
+        "type": {"kind": "ref", "name": "TransactionV1Envelope"}
+    });
+    let (_, sites) = reach(&with_field(&json, "TransactionResultMeta", sneaky));
+    let parents: Vec<&String> = sites["Transaction"].iter().collect();
+    assert_eq!(
+        parents,
+        ["TransactionV1Envelope"],
+        "direct parents unchanged"
+    );
+    let e = check_recorded_paths(&sites).expect_err("a new path");
+    assert!(
+        e.contains("LedgerCloseMeta > LedgerCloseMetaV0 > TransactionResultMeta > TransactionV1Envelope > Transaction"),
+        "{e}"
+    );
+}
+
+/// `walk_batch` reads the first two words as the sequences: a batch with
+/// another field fails generation.
+#[test]
+fn a_changed_batch_is_caught() {
+    let json = load(&stellar_xdr_dir());
+    assert_eq!(check_batch(&schema_of(&json)), Ok(()));
+    let extra = serde_json::json!({"name": "ext", "type": {"kind": "ref", "name": "uint32"}});
+    let e = check_batch(&with_field(&json, "LedgerCloseMetaBatch", extra)).expect_err("changed");
+    assert!(e.contains("ext"), "{e}");
+}
+
+/// A second boxed field in a reachable type fails, wherever it is; boxes
+/// in unreachable types (the contract spec) do not matter.
+#[test]
+fn a_second_boxed_field_is_caught() {
+    let dir = stellar_xdr_dir();
+    let (_, reachable) = generate(&dir);
+    let src = |f: &str| {
+        let text = std::fs::read_to_string(dir.join("src/generated").join(f)).expect(f);
+        (f.to_string(), text)
+    };
+    let real = vec![src("claim_predicate.rs"), src("sc_spec_type_map.rs")];
+    assert_eq!(check_boxed(&real, &reachable), Ok(()));
+    let mut meta = src("transaction_meta_v3.rs");
+    assert!(reachable.contains("TransactionMetaV3"));
+    meta.1 = meta.1.replace(
+        "ext: ExtensionPoint::read_xdr(r)?,",
+        "ext: Box::<ExtensionPoint>::read_xdr(r)?,",
+    );
+    let mut boxed = real.clone();
+    boxed.push(meta);
+    let e = check_boxed(&boxed, &reachable).expect_err("a second box");
+    assert!(e.contains("TransactionMetaV3"), "{e}");
+    // BOXED's own entry, missing from the sources, fails as well.
+    assert!(check_boxed(&real[1..], &reachable).is_err());
 }

@@ -27,8 +27,11 @@ pub enum Why {
     Arm(&'static str),
     /// A value this enum does not declare.
     Enum(&'static str),
-    /// A bool or an optional's flag other than 0 or 1.
-    Bool,
+    /// A bool word other than 0 or 1 (the word): refused by the walker
+    /// alone, see the module docs of [`crate::walk`].
+    Bool(u32),
+    /// An optional's flag other than 0 or 1 (the word).
+    Flag(u32),
     /// A length above the type's maximum.
     TooLong,
     /// Padding bytes that are not zero.
@@ -46,12 +49,24 @@ impl std::fmt::Display for Why {
             Why::Depth => write!(f, "nested deeper than the decode depth limit"),
             Why::Arm(t) => write!(f, "an unknown union arm of {t}"),
             Why::Enum(t) => write!(f, "a value {t} does not declare"),
-            Why::Bool => write!(f, "a bool or optional flag other than 0 or 1"),
+            Why::Bool(v) => write!(
+                f,
+                "a bool of {v} ({v:#x}): XDR bools are 0 or 1, so the ledger is not canonical XDR \
+                 (stellar-core never writes it; the store keeps ledgers as canonical bytes and \
+                 refuses it)"
+            ),
+            Why::Flag(v) => write!(f, "an optional's flag of {v} ({v:#x}), not 0 or 1"),
             Why::TooLong => write!(f, "a length above the type's maximum"),
             Why::Padding => write!(f, "non-zero padding"),
             Why::Trailing => write!(f, "trailing bytes after the value"),
             Why::Shape(s) => write!(f, "unexpected structure: {s}"),
         }
+    }
+}
+
+impl std::fmt::Display for Fail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "at byte {}: {}", self.at, self.why)
     }
 }
 
@@ -61,6 +76,8 @@ pub type Res = Result<(), Fail>;
 /// The recorded types (see `tests/walk_schema.rs`, `RECORDED`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A `LedgerCloseMeta` (the walked ledger, or one of a batch).
+    LedgerCloseMeta,
     /// A `TransactionEnvelope` (tx set).
     TransactionEnvelope,
     /// A `TransactionV0` (inside a V0 envelope).
@@ -77,8 +94,9 @@ pub enum Kind {
     LedgerHeader,
 }
 
-/// A recorded value: its kind and its marks in [`Cur::marks`] — for a
-/// struct the start of each field then the end, for a union start and end.
+/// A recorded value: its kind and its marks in [`Cur::marks`]: its start
+/// and its end, and for a `LedgerHeader` the start of each field between
+/// them (see `FIELD_MARKS` in `tests/walk_schema.rs`).
 #[derive(Debug, Clone, Copy)]
 pub struct Event {
     /// What it is.
@@ -179,7 +197,7 @@ impl<'a> Cur<'a> {
         let at = self.pos;
         match self.word(d)? {
             0 | 1 => Ok(()),
-            _ => Err(self.fail(at, Why::Bool)),
+            v => Err(self.fail(at, Why::Bool(v))),
         }
     }
 
@@ -224,7 +242,7 @@ impl<'a> Cur<'a> {
         match self.word(d)? {
             0 => Ok(()),
             1 => f(self, d),
-            _ => Err(self.fail(at, Why::Bool)),
+            v => Err(self.fail(at, Why::Flag(v))),
         }
     }
 
@@ -274,11 +292,5 @@ impl<'a> Cur<'a> {
     /// The marks of `e`.
     pub fn marks_of(&self, e: &Event) -> &[usize] {
         self.marks.get(e.first..e.first + e.count).unwrap_or(&[])
-    }
-
-    /// Forgets the events (a new ledger).
-    pub fn clear_events(&mut self) {
-        self.events.clear();
-        self.marks.clear();
     }
 }

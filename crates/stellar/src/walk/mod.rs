@@ -20,7 +20,12 @@
 //! if the checked-in file differs. A handful of types are *recorded*
 //! ([`cursor::Kind`]): their skip function also notes where they start and
 //! end (for the header, where each field starts), and the walker assembles
-//! the ledger's slices from those events.
+//! the ledger's slices from those events. [`walk`] and [`walk_batch`] run
+//! the generated function of their root; a batch's events are split by
+//! ledger at each recorded `LedgerCloseMeta`. The generator also fails if
+//! any path from `LedgerCloseMeta` to a recorded type changes, if a
+//! reachable field is boxed that it does not know of, or if
+//! `LedgerCloseMetaBatch` changes.
 //!
 //! # The invariant
 //!
@@ -33,11 +38,23 @@
 //! values the enum declares, lengths within the declared maximum and the
 //! remaining bytes (nothing is allocated from a length), no trailing bytes,
 //! and the depth limit ([`MAX_XDR_DEPTH`](crate::extract::MAX_XDR_DEPTH))
-//! spent level for level where `read_xdr` spends it. The one difference:
-//! `stellar-xdr` 30 reads a bool from any word (all but 1 are false, so the
-//! value does not re-encode to its bytes); the walker accepts only 0 and 1,
-//! as XDR and stellar-core do. The tests (`tests/walk.rs`) and the `xdr`
-//! fuzz target check the invariant on every corpus and on mutated input.
+//! spent level for level where `read_xdr` spends it.
+//!
+//! # The one deliberate difference: bools
+//!
+//! `stellar-xdr` 30 reads a bool from any word (all but 1 are false, so
+//! the value does not re-encode to its bytes). The walker accepts only 0
+//! and 1, as XDR (RFC 4506 §4.4) and stellar-core do: the store keeps
+//! slices of the input as they are, so they must be the canonical
+//! encoding, and stellar-core never writes another word. Such a ledger is
+//! refused with [`Why::Bool`](cursor::Why::Bool), whose message names the byte, the value,
+//! and that XDR bools are 0 or 1 so the ledger is not canonical XDR. Tests
+//! and the `xdr` fuzz target accept this refusal only where it applies
+//! ([`check_refusal`](crate::extract::check_refusal)): at the first word
+//! the reference re-encodes differently, with the re-encoded ledger then
+//! walking to the reference's ledger. The tests (`tests/walk.rs`,
+//! `tests/walk_review.rs`) and the fuzz target check the invariant on
+//! every corpus and on mutated input.
 
 pub mod cursor;
 mod hash;
@@ -164,9 +181,13 @@ pub fn walk(raw: &[u8]) -> Result<LedgerSlices, WalkError> {
 /// depth accounting to the decoder's at every depth.
 pub fn walk_limited(raw: &[u8], depth: u32) -> Result<LedgerSlices, WalkError> {
     let mut c = Cur::new(raw);
-    let slices = ledger(&mut c, depth)?;
+    skip::s_ledger_close_meta(&mut c, depth)?;
     end(&c)?;
-    Ok(slices)
+    let mut all = ledgers(&c)?;
+    match (all.pop(), all.is_empty()) {
+        (Some((_, slices)), true) => Ok(slices),
+        _ => Err(c.fail(0, Why::Shape("one LedgerCloseMeta"))),
+    }
 }
 
 /// A walked `LedgerCloseMetaBatch`.
@@ -180,27 +201,23 @@ pub struct BatchSlices {
     pub ledgers: Vec<(Span, LedgerSlices)>,
 }
 
-/// Walks a `LedgerCloseMetaBatch` (all of `plain`).
+/// Walks a `LedgerCloseMetaBatch` (all of `plain`) with the generated
+/// skipper, like a lone ledger; `tests/walk_schema.rs` checks that the
+/// batch is `{uint32 startSequence; uint32 endSequence; LedgerCloseMeta
+/// ledgerCloseMetas<>;}`, whose first two words are read here.
 pub fn walk_batch(plain: &[u8]) -> Result<BatchSlices, WalkError> {
     let mut c = Cur::new(plain);
-    // struct LedgerCloseMetaBatch { uint32 startSequence; uint32
-    // endSequence; LedgerCloseMeta ledgerCloseMetas<>; }
-    let d = c.level(MAX_XDR_DEPTH)?;
-    let start = c.word(d)?;
-    let end_seq = c.word(d)?;
-    let d = c.level(d)?;
-    let n = c.word(d)?;
-    let mut ledgers = Vec::new();
-    for _ in 0..n {
-        let at = c.pos();
-        let s = ledger(&mut c, d)?;
-        ledgers.push((Span::between(at, c.pos()), s));
-    }
+    skip::s_ledger_close_meta_batch(&mut c, MAX_XDR_DEPTH)?;
     end(&c)?;
+    let word = |at: usize| -> u32 {
+        plain
+            .get(at..at + 4)
+            .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
     Ok(BatchSlices {
-        start,
-        end: end_seq,
-        ledgers,
+        start: word(0),
+        end: word(4),
+        ledgers: ledgers(&c)?,
     })
 }
 
@@ -211,12 +228,29 @@ fn end(c: &Cur<'_>) -> Result<(), Fail> {
     Ok(())
 }
 
-/// Walks one `LedgerCloseMeta` at the cursor, with `d` levels left; spans
-/// are relative to where it starts.
-fn ledger(c: &mut Cur<'_>, d: u32) -> Result<LedgerSlices, Fail> {
-    let base = c.pos();
-    c.clear_events();
-    skip::s_ledger_close_meta(c, d)?;
+/// The walked `LedgerCloseMeta`s: the cursor's events split at each
+/// `LedgerCloseMeta` (post-order: a ledger's events come before its own),
+/// each ledger's span and its slices, relative to where it starts.
+fn ledgers(c: &Cur<'_>) -> Result<Vec<(Span, LedgerSlices)>, Fail> {
+    let mut out = Vec::new();
+    let mut first = 0;
+    for (i, e) in c.events.iter().enumerate() {
+        if e.kind == Kind::LedgerCloseMeta {
+            let m = c.marks_of(e);
+            let whole = Span::between(m[0], m[m.len() - 1]);
+            out.push((whole, ledger(c, &c.events[first..i], whole.offset)?));
+            first = i + 1;
+        }
+    }
+    if first != c.events.len() {
+        return Err(c.fail(0, Why::Shape("events outside a LedgerCloseMeta")));
+    }
+    Ok(out)
+}
+
+/// Assembles one ledger's slices from its events (`base`: where the
+/// ledger starts; spans are relative to it).
+fn ledger(c: &Cur<'_>, events: &[Event], base: usize) -> Result<LedgerSlices, Fail> {
     let buf = c.buf();
     let word = |at: usize| -> u32 {
         buf.get(at..at + 4)
@@ -230,7 +264,7 @@ fn ledger(c: &mut Cur<'_>, d: u32) -> Result<LedgerSlices, Fail> {
     let mut results = Vec::new();
     let mut metas = Vec::new();
     let mut headers = 0;
-    for e in &c.events {
+    for e in events {
         let m = c.marks_of(e);
         let whole = Span::between(m[0], m[m.len() - 1]).shift(base);
         match e.kind {
@@ -268,6 +302,9 @@ fn ledger(c: &mut Cur<'_>, d: u32) -> Result<LedgerSlices, Fail> {
                 };
                 pending.clear();
                 out.envelopes.push(env);
+            }
+            Kind::LedgerCloseMeta => {
+                return Err(c.fail(m[0], Why::Shape("a LedgerCloseMeta inside a ledger")));
             }
             Kind::TransactionResultPair => results.push(whole),
             Kind::TransactionMeta => metas.push(whole),

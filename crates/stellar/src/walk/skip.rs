@@ -1148,13 +1148,10 @@ pub(super) fn s_fee_bump_transaction(c: &mut Cur<'_>, d: u32) -> Res {
     let start = c.pos();
     let d = c.level(d)?;
     s_muxed_account(c, d)?;
-    let f1 = c.pos();
     c.dword(d)?;
-    let f2 = c.pos();
     s_fee_bump_transaction_inner_tx(c, d)?;
-    let f3 = c.pos();
     s_fee_bump_transaction_ext(c, d)?;
-    let end = [start, f1, f2, f3, c.pos()];
+    let end = [start, c.pos()];
     c.record(Kind::FeeBumpTransaction, &end);
     Ok(())
 }
@@ -1397,6 +1394,7 @@ pub(super) fn s_ledger_bounds(c: &mut Cur<'_>, d: u32) -> Res {
 
 /// `LedgerCloseMeta` (union).
 pub(super) fn s_ledger_close_meta(c: &mut Cur<'_>, d: u32) -> Res {
+    let start = c.pos();
     let d = c.level(d)?;
     let at = c.pos();
     match c.int(d)? {
@@ -1405,6 +1403,8 @@ pub(super) fn s_ledger_close_meta(c: &mut Cur<'_>, d: u32) -> Res {
         2 => s_ledger_close_meta_v2(c, d)?,
         _ => return Err(c.fail(at, Why::Arm("LedgerCloseMeta"))),
     }
+    let end = [start, c.pos()];
+    c.record(Kind::LedgerCloseMeta, &end);
     Ok(())
 }
 
@@ -3279,19 +3279,13 @@ pub(super) fn s_transaction(c: &mut Cur<'_>, d: u32) -> Res {
     let start = c.pos();
     let d = c.level(d)?;
     s_muxed_account(c, d)?;
-    let f1 = c.pos();
     c.word(d).map(drop)?;
-    let f2 = c.pos();
     s_sequence_number(c, d)?;
-    let f3 = c.pos();
     s_preconditions(c, d)?;
-    let f4 = c.pos();
     s_memo(c, d)?;
-    let f5 = c.pos();
     c.array(d, 100, |c: &mut Cur<'_>, d: u32| s_operation(c, d))?;
-    let f6 = c.pos();
     s_transaction_ext(c, d)?;
-    let end = [start, f1, f2, f3, f4, f5, f6, c.pos()];
+    let end = [start, c.pos()];
     c.record(Kind::Transaction, &end);
     Ok(())
 }
@@ -3468,9 +3462,8 @@ pub(super) fn s_transaction_result_pair(c: &mut Cur<'_>, d: u32) -> Res {
     let start = c.pos();
     let d = c.level(d)?;
     s_hash(c, d)?;
-    let f1 = c.pos();
     s_transaction_result(c, d)?;
-    let end = [start, f1, c.pos()];
+    let end = [start, c.pos()];
     c.record(Kind::TransactionResultPair, &end);
     Ok(())
 }
@@ -3509,19 +3502,13 @@ pub(super) fn s_transaction_v0(c: &mut Cur<'_>, d: u32) -> Res {
     let start = c.pos();
     let d = c.level(d)?;
     s_uint256(c, d)?;
-    let f1 = c.pos();
     c.word(d).map(drop)?;
-    let f2 = c.pos();
     s_sequence_number(c, d)?;
-    let f3 = c.pos();
     c.optional(d, |c: &mut Cur<'_>, d: u32| s_time_bounds(c, d))?;
-    let f4 = c.pos();
     s_memo(c, d)?;
-    let f5 = c.pos();
     c.array(d, 100, |c: &mut Cur<'_>, d: u32| s_operation(c, d))?;
-    let f6 = c.pos();
     s_transaction_v0_ext(c, d)?;
-    let end = [start, f1, f2, f3, f4, f5, f6, c.pos()];
+    let end = [start, c.pos()];
     c.record(Kind::TransactionV0, &end);
     Ok(())
 }

@@ -98,6 +98,17 @@ impl ColdError {
         }
     }
 
+    /// What a client may be told of this failure (GetStatus'
+    /// `follow_error`): the object and what failed, never the store's
+    /// location, endpoint or credentials, which the log keeps.
+    pub fn client_text(&self) -> String {
+        match self {
+            Self::Remote { object, detail, .. } => format!("object {object}: {detail}"),
+            Self::Damaged { .. } => self.to_string(),
+            _ => "reading the published manifest failed (the cause is in the server's log)".into(),
+        }
+    }
+
     /// Names the ledgers an object read was for (what a client can act
     /// on), for the errors a read answers with.
     pub(crate) fn for_ledgers(self, first: u32, last: u32) -> Self {

@@ -256,10 +256,10 @@ impl Replica {
             if let Ok(Some(_)) = r {
                 Arc::clone(&self).prefetch();
             }
-            let err = r.err().map(|e| e.to_string());
-            if let Some(e) = &err {
+            let err = r.err().map(|e| {
                 tracing::warn!(error = %e, "following the manifest failed; serving the one held");
-            }
+                e.client_text()
+            });
             *self.follow_error.lock().unwrap_or_else(|p| p.into_inner()) = err;
             tokio::select! {
                 _ = tokio::time::sleep(poll) => {}
@@ -675,7 +675,6 @@ impl Replica {
         let c = self.cache.figures();
         let (gets, get_bytes) = self.remote.reads();
         ReplicaStatus {
-            store: self.remote.location().to_string(),
             manifest_version: m.map_or(0, |m| m.version),
             manifest_age_s: m.map_or(0.0, |m| {
                 now_ms.saturating_sub(m.created_unix_ms) as f64 / 1000.0

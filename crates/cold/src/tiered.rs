@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use ledgerstore_db_api::{LedgerRecord, TxHash, TxPos, TxRecord};
-use ledgerstore_store::{Ledgerstore, Reader, ReaderStatus, StoreError, StoreResult};
+use ledgerstore_store::{Ledgerstore, OldestLedger, Reader, ReaderStatus, StoreError, StoreResult};
 
 use crate::error::{ColdError, ColdResult};
 use crate::replica::Replica;
@@ -39,11 +39,25 @@ impl Tiered {
         self.store.evicted_below()
     }
 
+    /// The answer for evicted data the published store cannot serve now.
+    /// It names the ledgers, never the store: clients are not told the
+    /// bucket or its endpoint (the start log and `[cold] store` have them).
     fn unavailable(&self, what: String, reason: impl Into<String>) -> StoreError {
         StoreError::Unavailable {
             what,
-            store: self.cold.location().to_string(),
             reason: reason.into(),
+        }
+    }
+
+    /// Keeps the oldest ledger's close time, read from the published
+    /// store, in an eviction record written before it kept it, so the
+    /// next answers need no request (and survive the store being down).
+    fn remember_oldest(&self, seq: u32, close_time: u64) {
+        if seq >= self.below() || self.store.first_ledger() != Some(seq) {
+            return;
+        }
+        if let Err(e) = self.store.record_oldest(OldestLedger { seq, close_time }) {
+            tracing::warn!(error = %e, "recording the oldest ledger's close time in segments/EVICTED failed; it is read from the published store until it is recorded");
         }
     }
 
@@ -231,6 +245,20 @@ impl Reader for Tiered {
         self.evicted_ledger(seq)
     }
 
+    /// The oldest ledger's, once evicted, from the eviction record: the
+    /// figures every Stellar RPC response carries do not depend on the
+    /// published store.
+    fn close_time(&self, seq: u32) -> StoreResult<Option<u64>> {
+        if let Some(o) = self.store.evicted_oldest().filter(|o| o.seq == seq) {
+            return Ok(Some(o.close_time));
+        }
+        let t = Reader::get_ledger(self, seq)?.map(|l| l.close_time);
+        if let Some(close_time) = t {
+            self.remember_oldest(seq, close_time);
+        }
+        Ok(t)
+    }
+
     fn ledger_chunk(&self, from: u32, end: u32, max: usize) -> StoreResult<Vec<LedgerRecord>> {
         for _ in 0..CHUNK_ATTEMPTS {
             let below = self.below();
@@ -271,8 +299,11 @@ impl Reader for Tiered {
 /// Evicts the published base ranges older than the newest `keep` (at
 /// least one stays: the next round checks its mark against it), once
 /// `cold` serves a manifest that lists them. Returns the ledgers evicted.
-pub async fn evict(store: Arc<Ledgerstore>, cold: &Replica, keep: u32) -> ColdResult<u64> {
+/// An eviction record written before it kept the oldest ledger's close
+/// time gets it here, from `cold`.
+pub async fn evict(store: Arc<Ledgerstore>, cold: &Arc<Replica>, keep: u32) -> ColdResult<u64> {
     cold.refresh().await?;
+    fill_oldest(&store, cold).await;
     let Some(m) = cold.manifest() else {
         return Ok(0);
     };
@@ -289,6 +320,32 @@ pub async fn evict(store: Arc<Ledgerstore>, cold: &Replica, keep: u32) -> ColdRe
         .await
         .map_err(|e| ColdError::Task(e.to_string()))?
         .map_err(ColdError::from)
+}
+
+/// Fills the oldest ledger's close time into an eviction record that
+/// lacks it, reading that ledger from `cold` (failures are logged: the
+/// next round tries again, and reads fill it too).
+async fn fill_oldest(store: &Arc<Ledgerstore>, cold: &Arc<Replica>) {
+    let Some(first) = store.first_ledger() else {
+        return;
+    };
+    let lacks = store
+        .evicted()
+        .is_some_and(|e| e.oldest.is_none() && first < e.below);
+    if !lacks {
+        return;
+    }
+    let tiered = Tiered {
+        store: Arc::clone(store),
+        cold: Arc::clone(cold),
+    };
+    match tokio::task::spawn_blocking(move || tiered.close_time(first)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "reading the oldest ledger's close time from the published store failed; retrying next round")
+        }
+        Err(e) => tracing::warn!(error = %e, "reading the oldest ledger's close time failed"),
+    }
 }
 
 #[cfg(test)]

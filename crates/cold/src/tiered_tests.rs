@@ -18,7 +18,8 @@ use ledgerstore_backends::Backends;
 use ledgerstore_db_api::{Layout, LedgerInput, TxHash};
 use ledgerstore_pack::Manifest;
 use ledgerstore_store::{
-    DictOptions, EvictStep, IndexedOptions, Ledgerstore, Reader, StoreError, StoreOptions,
+    DictOptions, EvictStep, IndexedOptions, Ledgerstore, OldestLedger, Reader, StoreError,
+    StoreOptions,
 };
 use ledgerstore_synth::{Synth, SynthConfig};
 use object_store::local::LocalFileSystem;
@@ -655,4 +656,197 @@ fn an_eviction_cut_short_is_finished_by_the_next_one() {
     }
     assert_eq!(store.get_tx(&hash).expect("read"), None, "its bodies too");
     assert!(store.get_ledger(40).expect("read").is_some());
+}
+
+/// The hash list at `first..=last` of the fixture's data dir.
+fn hash_list(f: &Fixture, first: u32, last: u32) -> std::path::PathBuf {
+    f.tmp
+        .path()
+        .join("data/segments")
+        .join(ledgerstore_segment::hashes::file_name(first, last))
+}
+
+/// A hash list of an evicted range whose bytes are damaged but which still
+/// opens (same length, header intact): the body is gone, so nothing else
+/// checks the hash it records. The list is checked whole before a lookup
+/// trusts it; the damaged one is reported, and its transactions come from
+/// the published store's segments, never a silent NOT_FOUND.
+#[test]
+fn a_damaged_hash_list_of_an_evicted_range_is_reported_and_loses_no_transaction() {
+    let f = Fixture::new(10, 6, 45, false);
+    let (hash, other) = (f.tx(15, 2), f.tx(12, 0));
+    let want = f.store.get_tx(&hash).expect("get").expect("stored");
+    let want_other = f.store.get_tx(&other).expect("get").expect("stored");
+    let cold = f.replica("cache", 1 << 30);
+    f.evict_below(30);
+    let tiered = f.tiered(&cold);
+    let list = hash_list(&f, 10, 19);
+    let mut bytes = std::fs::read(&list).expect("read the hash list");
+    let at = bytes
+        .windows(32)
+        .position(|w| w == hash.0)
+        .expect("the list records the hash");
+    bytes[at + 7] ^= 0x10;
+    std::fs::write(&list, &bytes).expect("damage the hash list");
+
+    assert_eq!(
+        Reader::get_tx(&*tiered, &hash).expect("from the published store"),
+        Some(want.clone()),
+        "a damaged hash list must not answer NOT_FOUND"
+    );
+    assert_eq!(
+        Reader::get_tx_ledger(&*tiered, &hash).expect("ledger of"),
+        Some(15)
+    );
+    assert_eq!(
+        Reader::batch_get_txs(&*tiered, &[other, absent(5), hash]).expect("batch"),
+        vec![Some(want_other), None, Some(want)]
+    );
+    let damaged = f.store.damaged_hash_lists();
+    assert_eq!(damaged.len(), 1, "{damaged:?}");
+    assert_eq!((damaged[0].first, damaged[0].last), (10, 19));
+    assert!(damaged[0].detail.contains("checksum"), "{damaged:?}");
+
+    // The intact lists still answer locally, with no request.
+    f.faults.take_log();
+    let kept = f.tx(25, 1);
+    assert_eq!(
+        Reader::get_tx_ledger(&*tiered, &kept).expect("ledger of"),
+        Some(25)
+    );
+    assert_eq!(f.faults.take_log(), Vec::<Request>::new());
+}
+
+/// `segments/EVICTED` as a build before the `oldest` field wrote it.
+fn write_old_record(tmp: &std::path::Path, below: u32, store: &str) {
+    let rec = format!("{{\"below\":{below},\"store\":{store:?}}}");
+    std::fs::write(tmp.join("data/segments/EVICTED"), rec).expect("old record");
+}
+
+/// The `oldest` field as `segments/EVICTED` holds it on disk.
+fn recorded_oldest(tmp: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(tmp.join("data/segments/EVICTED")).expect("EVICTED");
+    text.split_once("\"oldest\":")
+        .map_or(String::new(), |(_, o)| {
+            o.trim_end_matches('}').to_string() + "}"
+        })
+}
+
+/// The writer's oldest ledger is evicted and its published store is down
+/// at start: the oldest ledger's close time, which every Stellar RPC
+/// response carries, comes from the eviction record with no request. A
+/// record written before it kept that still reads, and gets it once the
+/// store serves the ledger (at a read, or at the next eviction round).
+#[test]
+fn the_oldest_ledgers_close_time_is_served_locally_while_the_store_is_down() {
+    let f = Fixture::new(10, 4, 45, false);
+    let want = f
+        .store
+        .get_ledger(1)
+        .expect("read")
+        .expect("ledger 1")
+        .close_time;
+    f.evict_below(30);
+    assert_eq!(
+        f.store.evicted().and_then(|e| e.oldest),
+        Some(OldestLedger {
+            seq: 1,
+            close_time: want
+        })
+    );
+    f.faults.down.store(true, Ordering::SeqCst);
+    let cold = f.replica("cache", 1 << 30);
+    assert!(cold.manifest().is_none());
+    let tiered = f.tiered(&cold);
+    f.faults.take_log();
+    assert_eq!(
+        Reader::close_time(&*tiered, 1).expect("from EVICTED"),
+        Some(want)
+    );
+    let newest = f
+        .store
+        .get_ledger(40)
+        .expect("read")
+        .expect("40")
+        .close_time;
+    assert_eq!(
+        Reader::close_time(&*tiered, 40).expect("local"),
+        Some(newest)
+    );
+    assert_eq!(f.faults.take_log(), Vec::<Request>::new(), "no request");
+    // The ledger itself is still not served from nowhere.
+    assert!(matches!(
+        Reader::get_ledger(&*tiered, 1),
+        Err(StoreError::Unavailable { .. })
+    ));
+
+    // A record without the field (an older build's), the store down: the
+    // close time is unavailable, never made up.
+    let Fixture {
+        tmp,
+        rt,
+        store,
+        remote,
+        faults,
+        ..
+    } = f;
+    let loc = remote.location().to_string();
+    drop(tiered);
+    drop(store);
+    write_old_record(tmp.path(), 30, &loc);
+    let store = Arc::new(
+        Ledgerstore::open(
+            &tmp.path().join("data"),
+            options(10, false),
+            &Backends::for_tests(),
+        )
+        .expect("reopen"),
+    );
+    assert_eq!(
+        store.evicted().map(|e| (e.below, e.oldest)),
+        Some((30, None))
+    );
+    let tiered = Tiered {
+        store: Arc::clone(&store),
+        cold: Arc::clone(&cold),
+    };
+    assert!(matches!(
+        Reader::close_time(&tiered, 1),
+        Err(StoreError::Unavailable { .. })
+    ));
+
+    // The store answers: a read derives it and records it.
+    faults.down.store(false, Ordering::SeqCst);
+    rt.block_on(cold.refresh()).expect("refresh");
+    assert_eq!(Reader::close_time(&tiered, 1).expect("derived"), Some(want));
+    assert_eq!(
+        recorded_oldest(tmp.path()),
+        format!("{{\"seq\":1,\"close_time\":{want}}}")
+    );
+
+    // The next eviction round fills it too, with no read before it.
+    write_old_record(tmp.path(), 30, &loc);
+    drop(tiered);
+    drop(store);
+    let store = Arc::new(
+        Ledgerstore::open(
+            &tmp.path().join("data"),
+            options(10, false),
+            &Backends::for_tests(),
+        )
+        .expect("reopen"),
+    );
+    rt.block_on(crate::evict(Arc::clone(&store), &cold, 1))
+        .expect("evict");
+    assert_eq!(
+        recorded_oldest(tmp.path()),
+        format!("{{\"seq\":1,\"close_time\":{want}}}")
+    );
+    assert_eq!(
+        store.evicted_oldest(),
+        Some(OldestLedger {
+            seq: 1,
+            close_time: want
+        })
+    );
 }

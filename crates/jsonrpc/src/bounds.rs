@@ -4,6 +4,9 @@
 //! A close time needs the ledger record (one zstd frame of ~1.4 MB raw),
 //! so the two ends are cached by seq: the oldest rarely changes, the
 //! latest once per ledger, and a lookup must not decompress two ledgers.
+//! The oldest end needs only its close time ([`Reader::close_time`]): a
+//! writer that evicted its oldest ledger answers it from local state, so
+//! every response does not depend on its published store.
 
 use std::sync::Mutex;
 
@@ -17,6 +20,14 @@ pub(crate) struct End {
     pub seq: u32,
     /// Unix seconds.
     pub close_time: u64,
+}
+
+/// The newest ledger, with its header's protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Latest {
+    pub seq: u32,
+    /// Unix seconds.
+    pub close_time: u64,
     /// The header's `ledgerVersion`.
     pub protocol_version: u32,
 }
@@ -25,7 +36,7 @@ pub(crate) struct End {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Range {
     pub oldest: End,
-    pub latest: End,
+    pub latest: Latest,
 }
 
 impl Range {
@@ -39,7 +50,7 @@ impl Range {
 #[derive(Debug, Default)]
 pub(crate) struct Bounds {
     oldest: Mutex<Option<End>>,
-    latest: Mutex<Option<End>>,
+    latest: Mutex<Option<Latest>>,
 }
 
 impl Bounds {
@@ -54,30 +65,47 @@ impl Bounds {
             ));
         };
         Ok(Range {
-            oldest: end(&self.oldest, store, first)?,
-            latest: end(&self.latest, store, last)?,
+            oldest: cached(&self.oldest, first, |e| e.seq, || oldest(store, first))?,
+            latest: cached(&self.latest, last, |e| e.seq, || latest(store, last))?,
         })
     }
 }
 
-fn end(slot: &Mutex<Option<End>>, store: &dyn Reader, seq: u32) -> RpcResult<End> {
+/// The value in `slot` if it is ledger `seq`'s, else `read`'s (kept).
+fn cached<T: Copy>(
+    slot: &Mutex<Option<T>>,
+    seq: u32,
+    seq_of: impl Fn(&T) -> u32,
+    read: impl FnOnce() -> RpcResult<T>,
+) -> RpcResult<T> {
     if let Ok(g) = slot.lock()
         && let Some(e) = *g
-        && e.seq == seq
+        && seq_of(&e) == seq
     {
         return Ok(e);
     }
-    let rec = store.get_ledger(seq)?.ok_or_else(|| {
-        RpcError::Internal(format!("ledger {seq} is inside the mark but not stored"))
-    })?;
-    let header = crate::xdr::ledger_header(&rec)?.entry.header;
-    let e = End {
-        seq,
-        close_time: rec.close_time,
-        protocol_version: header.ledger_version,
-    };
+    let e = read()?;
     if let Ok(mut g) = slot.lock() {
         *g = Some(e);
     }
     Ok(e)
+}
+
+fn missing(seq: u32) -> RpcError {
+    RpcError::Internal(format!("ledger {seq} is inside the mark but not stored"))
+}
+
+fn oldest(store: &dyn Reader, seq: u32) -> RpcResult<End> {
+    let close_time = store.close_time(seq)?.ok_or_else(|| missing(seq))?;
+    Ok(End { seq, close_time })
+}
+
+fn latest(store: &dyn Reader, seq: u32) -> RpcResult<Latest> {
+    let rec = store.get_ledger(seq)?.ok_or_else(|| missing(seq))?;
+    let header = crate::xdr::ledger_header(&rec)?.entry.header;
+    Ok(Latest {
+        seq,
+        close_time: rec.close_time,
+        protocol_version: header.ledger_version,
+    })
 }

@@ -251,7 +251,10 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
     let end = end.expect("refused");
     assert_eq!(end.code(), tonic::Code::FailedPrecondition, "{end:?}");
     assert!(
-        end.message().contains("read replica of s3://cold/pubnet"),
+        end.message()
+            .contains("a read replica: it serves the published ranges")
+            && !end.message().contains("s3://")
+            && !end.message().contains(&endpoint),
         "{}",
         end.message()
     );
@@ -614,7 +617,15 @@ async fn a_writer_that_evicts_published_ranges_keeps_serving_them() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let rec: Value = serde_json::from_slice(&std::fs::read(&evicted).expect("read")).expect("json");
-    assert_eq!(rec, json!({"below": 30, "store": "s3://cold/evict"}));
+    assert_eq!(
+        rec,
+        json!({
+            "below": 30,
+            "store": "s3://cold/evict",
+            // What Stellar RPC reports of the evicted oldest ledger.
+            "oldest": {"seq": 1, "close_time": s.ledger(1).close_time},
+        })
+    );
 
     // Every transaction and ledger still comes back, evicted or not.
     for seq in 1..=45 {
@@ -695,6 +706,8 @@ async fn a_writer_that_evicts_published_ranges_keeps_serving_them() {
 /// The first ledger a writer with `--cold.keep-local-ranges 1` keeps of
 /// the fixture (5-ledger base ranges): the last published range's.
 const KEPT_FROM: u32 = 63_092_995;
+/// The fixture's first ledger.
+const FIRST: u32 = 63_092_982;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_evicting_writer_whose_published_store_is_down_answers_unavailable_never_empty() {
@@ -744,10 +757,13 @@ async fn an_evicting_writer_whose_published_store_is_down_answers_unavailable_ne
         assert!(Instant::now() < deadline, "nothing was evicted");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let health = curl(&w.jsonrpc, "getHealth", json!({}))["result"].clone();
+    assert_eq!(health["oldestLedger"], FIRST, "{health}");
     let (clean, _) = w.terminate();
     assert!(clean);
     let rec: Value = serde_json::from_slice(&std::fs::read(&evicted).expect("read")).expect("json");
     assert_eq!(rec["below"], KEPT_FROM);
+    assert_eq!(rec["oldest"]["seq"], FIRST, "{rec}");
 
     // The object store stops; the writer starts without its manifest.
     server.kill();
@@ -761,11 +777,16 @@ async fn an_evicting_writer_whose_published_store_is_down_answers_unavailable_ne
     assert_eq!(e.code(), tonic::Code::Unavailable, "{}", e.message());
     assert!(
         e.message().contains(&format!(
-            "(ledger {old_seq}) left this data dir for the published store s3://cold/down"
+            "(ledger {old_seq}) left this data dir for the published store, which cannot serve \
+             it now"
         )),
         "{}",
         e.message()
     );
+    // Clients learn the ledgers, never the bucket or its endpoint.
+    for secret in ["s3://", "cold/down", endpoint.as_str(), "127.0.0.1"] {
+        assert!(!e.message().contains(secret), "{secret}: {}", e.message());
+    }
     let e = get_tx(&w, &[0x5a; 32]).await.expect_err("absent");
     assert_eq!(e.code(), tonic::Code::NotFound, "{}", e.message());
     get_tx(&w, &hex::decode(new).expect("hex"))
@@ -831,10 +852,30 @@ async fn an_evicting_writer_whose_published_store_is_down_answers_unavailable_ne
     );
     let r = curl(&w.jsonrpc, "getTransaction", json!({"hash": old}));
     assert!(r.get("result").is_none(), "{r}");
+    let message = r["error"]["message"].as_str().unwrap_or_default();
     assert!(
-        r["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("left this data dir")),
+        message.contains(&format!("(ledger {old_seq}) left this data dir")),
         "{r}"
+    );
+    for secret in ["s3://", "cold/down", endpoint.as_str(), "127.0.0.1"] {
+        assert!(!message.contains(secret), "{secret}: {r}");
+    }
+
+    // What is local answers, with the oldest ledger's close time from
+    // segments/EVICTED (before, every call failed: that ledger's record is
+    // only in the stopped store).
+    let h = curl(&w.jsonrpc, "getHealth", json!({}));
+    assert_eq!(h["result"], health, "{h}");
+    let l = curl(&w.jsonrpc, "getLatestLedger", json!({}));
+    assert_eq!(l["result"]["sequence"], 63_093_001, "{l}");
+    let t = curl(&w.jsonrpc, "getTransaction", json!({"hash": new}));
+    assert!(
+        t["result"]["status"] == "SUCCESS" || t["result"]["status"] == "FAILED",
+        "{t}"
+    );
+    assert_eq!(t["result"]["oldestLedger"], FIRST, "{t}");
+    assert_eq!(
+        t["result"]["oldestLedgerCloseTime"], health["oldestLedgerCloseTime"],
+        "{t}"
     );
 }

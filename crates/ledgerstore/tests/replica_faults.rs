@@ -9,6 +9,7 @@ mod daemon_util;
 mod lake_util;
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use daemon_util::Daemon;
 use ledgerstore_proto::v1 as pb;
@@ -109,7 +110,7 @@ async fn damaged_pack_tables_are_data_loss_and_clients_never_see_the_bucket() {
     assert!(o.status.success(), "ingest: {}", stderr(&o));
     let root = tmp.path().join("s3");
     std::fs::create_dir_all(root.join("cold")).expect("bucket");
-    let server = s3_server(&versitygw, &root);
+    let mut server = s3_server(&versitygw, &root);
     let endpoint = server.url();
     let o = run({
         let mut c = bin();
@@ -174,5 +175,33 @@ async fn damaged_pack_tables_are_data_loss_and_clients_never_see_the_bucket() {
     for secret in [STORE, "cold/pubnet", endpoint.as_str(), "127.0.0.1"] {
         assert!(!e.message().contains(secret), "{secret}: {}", e.message());
     }
-    drop(server);
+
+    // The store stops: GetStatus tells clients that the latest poll
+    // failed, and what it was reading, never where the store is (the log,
+    // on stderr, keeps the cause naming it).
+    server.kill();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        let st = rep.status().await.replica.expect("replica status");
+        if !st.follow_error.is_empty() {
+            break st;
+        }
+        assert!(Instant::now() < deadline, "no poll failed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    #[allow(deprecated)]
+    let location = status.store.clone();
+    assert_eq!(location, "", "GetStatus names no store");
+    for secret in [STORE, "cold/pubnet", endpoint.as_str(), "127.0.0.1", S3_KEY] {
+        assert!(
+            !status.follow_error.contains(secret),
+            "{secret}: {}",
+            status.follow_error
+        );
+    }
+    assert!(
+        status.follow_error.contains("manifest"),
+        "{}",
+        status.follow_error
+    );
 }

@@ -164,7 +164,6 @@ pub fn replica_status_out(r: &ReplicaStatus) -> pb::Status {
         transactions: r.txs,
         version: env!("CARGO_PKG_VERSION").into(),
         replica: Some(pb::ReplicaStatus {
-            store: r.store.clone(),
             manifest_version: r.manifest_version,
             manifest_age_seconds: r.manifest_age_s,
             packs: r.packs,
@@ -181,6 +180,9 @@ pub fn replica_status_out(r: &ReplicaStatus) -> pb::Status {
             cache_hit_ratio: ratio(r.cache_hits, r.cache_hits + r.cache_misses),
             gets_per_lookup: ratio(r.object_gets, r.lookups),
             bytes_per_lookup: ratio(r.object_get_bytes, r.lookups),
+            // `store` (deprecated) stays empty: clients are not told the
+            // bucket or its endpoint; the start log names the location.
+            ..pb::ReplicaStatus::default()
         }),
         ..pb::Status::default()
     }

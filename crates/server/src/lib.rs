@@ -114,12 +114,9 @@ where
     let (stop_tx, stop_rx) = watch::channel(false);
     let state = Arc::new(match &serving {
         Serving::Store { .. } => AppState::new(cfg.clone(), metrics.clone(), stop_rx.clone()),
-        Serving::Replica { replica, .. } => AppState::new_replica(
-            cfg.clone(),
-            metrics.clone(),
-            stop_rx.clone(),
-            replica.location().to_string(),
-        ),
+        Serving::Replica { .. } => {
+            AppState::new_replica(cfg.clone(), metrics.clone(), stop_rx.clone())
+        }
     });
 
     let grpc_listener = bind("gRPC", &cfg.grpc.listen).await?;
@@ -431,6 +428,13 @@ async fn read_through(
             if let Err(e) = c.refresh().await {
                 tracing::warn!(error = %e, "reading the published manifest failed; reads of evicted ranges answer UNAVAILABLE until it is read (the publisher retries every cold.publish_interval_ms)");
             }
+            // The operator's record of where evicted ranges are read from:
+            // client-visible answers never name it.
+            tracing::info!(
+                store = c.location(),
+                evicted_below = store.evicted_below(),
+                "serving evicted ranges from the published store"
+            );
             Ok(Arc::new(ledgerstore_cold::Tiered {
                 store: Arc::clone(store),
                 cold: Arc::clone(c),

@@ -15,8 +15,8 @@ pub struct AppState {
     store: OnceLock<Arc<Ledgerstore>>,
     /// What the query APIs read: the store, or a replica's published ranges.
     reader: OnceLock<Arc<dyn Reader>>,
-    /// Set on a read replica: the store location it follows.
-    replica_of: Option<String>,
+    /// True on a read replica.
+    replica: bool,
     /// Effective configuration.
     pub cfg: Arc<Config>,
     /// Metrics.
@@ -34,23 +34,22 @@ impl AppState {
             ingest_streams: Arc::new(Semaphore::new(cfg.ingest.max_streams)),
             store: OnceLock::new(),
             reader: OnceLock::new(),
-            replica_of: None,
+            replica: false,
             cfg,
             metrics,
             shutdown,
         }
     }
 
-    /// State of a read replica of `location`: it has no store, and its
-    /// write services refuse.
+    /// State of a read replica: it has no store, and its write services
+    /// refuse.
     pub fn new_replica(
         cfg: Arc<Config>,
         metrics: Arc<Metrics>,
         shutdown: watch::Receiver<bool>,
-        location: String,
     ) -> Self {
         Self {
-            replica_of: Some(location),
+            replica: true,
             ..Self::new(cfg, metrics, shutdown)
         }
     }
@@ -89,11 +88,13 @@ impl AppState {
     /// The store, or UNAVAILABLE while opening or shutting down;
     /// FAILED_PRECONDITION on a read replica, which has none.
     pub fn store(&self) -> Result<Arc<Ledgerstore>, Status> {
-        if let Some(location) = &self.replica_of {
-            return Err(Status::failed_precondition(format!(
-                "this daemon is a read replica of {location}: it serves the published ranges and \
-                 takes no writes; send ingest and backups to the writer"
-            )));
+        if self.replica {
+            // The location it follows is not named: clients are not told
+            // the bucket or its endpoint.
+            return Err(Status::failed_precondition(
+                "this daemon is a read replica: it serves the published ranges and takes no \
+                 writes; send ingest and backups to the writer",
+            ));
         }
         if self.shutting_down() {
             return Err(unavailable(

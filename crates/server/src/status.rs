@@ -163,11 +163,10 @@ mod tests {
             (
                 StoreError::Unavailable {
                     what: "ledger 25".into(),
-                    store: "s3://cold/x".into(),
                     reason: "its manifest could not be read yet".into(),
                 },
                 Code::Unavailable,
-                "ledger 25 left this data dir for the published store s3://cold/x",
+                "ledger 25 left this data dir for the published store, which cannot serve it now",
             ),
             (
                 StoreError::Corrupt("x".into()),

@@ -156,15 +156,15 @@ pub enum StoreError {
     /// (`[cold] keep_local_ranges`), and that store cannot serve them now:
     /// its manifest could not be read yet, or does not list them. The
     /// answer is unknown, not empty: retry.
+    /// It names the ledgers, never the store: clients may not learn the
+    /// bucket or its endpoint (the server's log has them).
     #[error(
-        "{what} left this data dir for the published store {store}, which cannot serve it now: \
+        "{what} left this data dir for the published store, which cannot serve it now: \
          {reason}; retry (GetStatus shows the published store's state)"
     )]
     Unavailable {
         /// What was asked for, e.g. `ledger 25`.
         what: String,
-        /// The published store (`[cold] store`).
-        store: String,
         /// Why it cannot serve.
         reason: String,
     },

@@ -37,8 +37,8 @@ pub use check::{CheckReport, MAX_LISTED_PROBLEMS};
 pub use datadir::{DataDir, Manifest, MarkState, TableTotals};
 pub use error::{StoreError, StoreResult};
 pub use indexed::{
-    ClosedRanges, ClosedSegment, DictOptions, DictStats, EvictStep, Evicted, ExplicitPolicy,
-    IndexedOptions, MergePolicy, SegmentStats,
+    ClosedRanges, ClosedSegment, DamagedList, DictOptions, DictStats, EvictStep, Evicted,
+    ExplicitPolicy, IndexedOptions, MergePolicy, OldestLedger, SegmentStats,
 };
 pub use ingest::IngestOutcome;
 pub use ledgerstore_segment::SegmentInfo;

@@ -21,6 +21,13 @@ pub trait Reader: Send + Sync + 'static {
     fn batch_get_txs(&self, hashes: &[TxHash]) -> StoreResult<Vec<Option<TxRecord>>>;
     /// A ledger by seq.
     fn get_ledger(&self, seq: u32) -> StoreResult<Option<LedgerRecord>>;
+    /// The close time (unix seconds) of ledger `seq`, as every Stellar RPC
+    /// response reports it for the oldest ledger. A writer whose oldest
+    /// ledger was evicted answers from its eviction record, so the answer
+    /// does not wait on (or fail with) the published store.
+    fn close_time(&self, seq: u32) -> StoreResult<Option<u64>> {
+        Ok(self.get_ledger(seq)?.map(|l| l.close_time))
+    }
     /// Up to `max` ledgers of `from..=end` that exist, ascending.
     fn ledger_chunk(&self, from: u32, end: u32, max: usize) -> StoreResult<Vec<LedgerRecord>>;
     /// The oldest ledger held.
@@ -51,8 +58,6 @@ pub enum ReaderStatus {
 /// A read replica's figures (GetStatus, `/metrics`).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ReplicaStatus {
-    /// The object-store location it follows.
-    pub store: String,
     /// The manifest version it serves (0: none published yet).
     pub manifest_version: u64,
     /// Seconds since that manifest was written.
@@ -83,7 +88,9 @@ pub struct ReplicaStatus {
     pub object_get_bytes: u64,
     /// Lookups answered (transactions, ledgers).
     pub lookups: u64,
-    /// The last failure to follow the manifest, if the latest poll failed.
+    /// Why the latest poll of the manifest failed, if it did, in words a
+    /// client may see: never the store's location or endpoint (the
+    /// server's log has the cause).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub follow_error: Option<String>,
 }

@@ -5,10 +5,19 @@
 //! and `GetTransactionLedger` stay exact). The daemon answers the rest of
 //! an evicted range from the published store.
 //!
-//! `segments/EVICTED` (JSON: `{"below": X, "store": URL}`) is written
-//! atomically *before* anything is deleted: everything below ledger `X`
-//! may be missing locally, and is published at `store`. A crash mid-delete
-//! leaves that true, and the next eviction deletes the rest.
+//! `segments/EVICTED` (JSON: `{"below": X, "store": URL, "oldest":
+//! {"seq": S, "close_time": T}}`) is written atomically *before* anything
+//! is deleted: everything below ledger `X` may be missing locally, and is
+//! published at `store`. A crash mid-delete leaves that true, and the next
+//! eviction deletes the rest.
+//!
+//! `oldest` is what every Stellar RPC response needs of the oldest ledger
+//! (`oldestLedgerCloseTime`), kept here so the writer answers those from
+//! local state while its published store is down. (Responses take the
+//! protocol version from the latest ledger only, which stays local.) A
+//! file written before the field reads without it; the field is filled at
+//! the next eviction while the oldest ledger is still local, or once the
+//! published store serves it (`record_oldest`).
 
 use std::path::Path;
 
@@ -51,6 +60,20 @@ pub struct Evicted {
     pub below: u32,
     /// The store they are published to (`[cold] store`).
     pub store: String,
+    /// The oldest ledger's figures the query APIs report (None in a file
+    /// written before the field, until it is filled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oldest: Option<OldestLedger>,
+}
+
+/// What the query APIs report about the oldest ledger, kept for when its
+/// record is only in the published store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OldestLedger {
+    /// Its seq (the data dir's first ledger).
+    pub seq: u32,
+    /// Its close time, unix seconds.
+    pub close_time: u64,
 }
 
 impl Evicted {
@@ -67,6 +90,13 @@ impl Evicted {
     }
 }
 
+/// Writes `rec` to `segments/EVICTED` atomically (the caller holds the
+/// record's lock, so two writers do not lose each other's fields).
+fn write_record(tier: &crate::indexed::IndexedTier, rec: &Evicted) -> StoreResult<()> {
+    let bytes = serde_json::to_vec(rec).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    crate::datadir::write_atomic(tier.segments.dir(), FILE, &bytes)
+}
+
 impl Ledgerstore {
     /// Where this dir's evicted ranges are published, if it evicted any.
     pub fn evicted(&self) -> Option<Evicted> {
@@ -75,6 +105,52 @@ impl Ledgerstore {
             .read()
             .map(|e| e.clone())
             .unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// The oldest ledger's figures, from the eviction record, when that
+    /// ledger was evicted (its record is then only in the published
+    /// store) and the record holds them.
+    pub fn evicted_oldest(&self) -> Option<OldestLedger> {
+        let first = self.first_ledger()?;
+        self.evicted()?
+            .oldest
+            .filter(|o| o.seq == first && o.seq < self.evicted_below())
+    }
+
+    /// Records the oldest ledger's figures in an eviction record that
+    /// lacks them (one written before the field): `oldest` was read from
+    /// the published store. Returns whether the record changed.
+    pub fn record_oldest(&self, oldest: OldestLedger) -> StoreResult<bool> {
+        let tier = self.tier()?;
+        if self.first_ledger() != Some(oldest.seq) {
+            return Ok(false);
+        }
+        let mut g = tier.evicted.write().unwrap_or_else(|p| p.into_inner());
+        let Some(rec) = g.as_ref().filter(|r| r.oldest != Some(oldest)) else {
+            return Ok(false);
+        };
+        let rec = Evicted {
+            oldest: Some(oldest),
+            ..rec.clone()
+        };
+        write_record(tier, &rec)?;
+        *g = Some(rec);
+        Ok(true)
+    }
+
+    /// The oldest ledger's figures for a new eviction record: the previous
+    /// record's, or read locally while that ledger is still here.
+    fn oldest_for_record(&self, prev: Option<&Evicted>) -> StoreResult<Option<OldestLedger>> {
+        let Some(first) = self.first_ledger() else {
+            return Ok(None);
+        };
+        if let Some(o) = prev.and_then(|p| p.oldest).filter(|o| o.seq == first) {
+            return Ok(Some(o));
+        }
+        Ok(self.get_ledger(first)?.map(|l| OldestLedger {
+            seq: first,
+            close_time: l.close_time,
+        }))
     }
 
     /// Ledgers below this one left the data dir (0: none did).
@@ -134,18 +210,20 @@ impl Ledgerstore {
         if below <= from {
             return Ok(0);
         }
-        let rec = Evicted {
-            below,
-            store: store.to_string(),
-        };
-        let bytes = serde_json::to_vec(&rec).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        crate::datadir::write_atomic(tier.segments.dir(), FILE, &bytes)?;
-        match tier.evicted.write() {
-            Ok(mut g) => *g = Some(rec),
-            Err(p) => *p.into_inner() = Some(rec),
+        let oldest = self.oldest_for_record(prev.as_ref())?;
+        {
+            let mut g = tier.evicted.write().unwrap_or_else(|p| p.into_inner());
+            let rec = Evicted {
+                below,
+                store: store.to_string(),
+                // Filled meanwhile from the published store, if not here.
+                oldest: oldest.or_else(|| g.as_ref().and_then(|r| r.oldest)),
+            };
+            write_record(tier, &rec)?;
+            *g = Some(rec);
+            tier.evicted_below
+                .store(below, std::sync::atomic::Ordering::Release);
         }
-        tier.evicted_below
-            .store(below, std::sync::atomic::Ordering::Release);
         step(EvictStep::Recorded);
         let mut seq = from;
         while seq < below {
@@ -255,7 +333,9 @@ impl Ledgerstore {
         Ok(None)
     }
 
-    /// The hash at an evicted position, from its base range's hash list.
+    /// The hash at an evicted position, from its base range's hash list,
+    /// once that file matched its checksum (see `list_check`): damage is
+    /// an error, never a "not found".
     pub(crate) fn evicted_hash(&self, pos: TxPos) -> StoreResult<Option<[u8; 32]>> {
         let tier = self.tier()?;
         let policy = tier.segments.policy();
@@ -270,6 +350,9 @@ impl Ledgerstore {
             .segments
             .dir()
             .join(ledgerstore_segment::hashes::file_name(start, end));
+        // Its body is gone: only a list that matched its checksum may say
+        // "not this hash".
+        tier.list_checks.check(&path, start, end)?;
         Ok(ledgerstore_segment::hashes::hash_at(
             &path, start, end, pos,
         )?)

@@ -27,6 +27,7 @@ mod closed;
 pub(crate) mod dict;
 mod evict;
 pub(crate) mod hot;
+mod list_check;
 #[cfg(test)]
 mod merge_tests;
 pub(crate) mod segments;
@@ -34,7 +35,8 @@ pub(crate) mod segments;
 mod tests;
 
 pub use closed::{ClosedRanges, ClosedSegment};
-pub use evict::{EvictStep, Evicted};
+pub use evict::{EvictStep, Evicted, OldestLedger};
+pub use list_check::DamagedList;
 use segments::{Cold, SegmentSet, SetOpen};
 pub use segments::{MergePolicy, SegmentStats};
 pub(crate) use segments::{check_explicit_policy, recorded_policy};
@@ -137,6 +139,8 @@ pub(crate) struct IndexedTier {
     pub(crate) evicted: RwLock<Option<Evicted>>,
     /// `evicted`'s `below` (0: nothing evicted), read on every lookup.
     pub(crate) evicted_below: std::sync::atomic::AtomicU32,
+    /// Verdicts on the evicted ranges' hash lists (see [`list_check`]).
+    pub(crate) list_checks: list_check::ListChecks,
 }
 
 /// How [`IndexedTier::open`] opens the tier.
@@ -207,6 +211,7 @@ impl IndexedTier {
                 evicted.as_ref().map_or(0, |e| e.below),
             ),
             evicted: RwLock::new(evicted),
+            list_checks: list_check::ListChecks::default(),
         })
     }
 

@@ -28,13 +28,12 @@ pub struct JsonRpcConfig {
     /// item that would pass it. The first item may take up to
     /// `max_response_bytes`.
     pub max_page_bytes: u32,
-    /// JSON bytes of one batch request's answers together. The calls of a
-    /// batch run one after another; a page inside a batch ends at what is
-    /// left, and a call that starts after the batch's answers reached this
-    /// is refused with a message that says so. A batch that reads ledgers
-    /// (or holds more than one `getTransaction`) runs in one of the
-    /// `max_heavy_calls` slots, so batches hold at most
-    /// `max_heavy_calls × max_batch_bytes` of answers at once.
+    /// JSON bytes of one batch request's answers together (at most
+    /// `max_response_bytes` less 1 KiB per `max_batch_calls`). The calls
+    /// of a batch run one after another; a page inside a batch ends at
+    /// what is left, and once a call finds no room the later ones are
+    /// refused unrun with a message that says so. A batch that reads
+    /// ledgers runs in one of the `max_heavy_calls` slots.
     pub max_batch_bytes: u32,
     /// Ledgers one `getLedgers` or `getTransactions` call reads; the page
     /// ends there, with a cursor.
@@ -73,13 +72,19 @@ impl JsonRpcConfig {
                 ),
             ));
         }
-        if !(64 << 10..=self.max_response_bytes).contains(&self.max_batch_bytes) {
+        // A batch's answers may pass its budget by each call's envelope
+        // and refusal text (under 1 KiB a call): room for that is kept
+        // below the response limit, or the whole batch would be lost.
+        let room = (self.max_batch_calls as u64).saturating_mul(1024);
+        let most = (self.max_response_bytes as u64).saturating_sub(room);
+        if !(64 << 10..=most).contains(&(self.max_batch_bytes as u64)) {
             return Err(invalid(
                 "jsonrpc.max_batch_bytes",
                 self.max_batch_bytes,
                 format!(
-                    "65536 to jsonrpc.max_response_bytes ({})",
-                    self.max_response_bytes
+                    "65536 to jsonrpc.max_response_bytes ({}) less 1024 bytes for each of \
+                     jsonrpc.max_batch_calls ({}): {most}",
+                    self.max_response_bytes, self.max_batch_calls
                 ),
             ));
         }

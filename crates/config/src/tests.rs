@@ -110,7 +110,11 @@ fn bad_values_name_the_key_and_the_expected_range() {
         ),
         (
             "[jsonrpc]\nmax_response_bytes = 2097152\nmax_page_bytes = 1048576\nmax_batch_bytes = 4194304\n",
-            "jsonrpc.max_batch_bytes = 4194304: 65536 to jsonrpc.max_response_bytes (2097152)",
+            "jsonrpc.max_batch_bytes = 4194304: 65536 to jsonrpc.max_response_bytes (2097152) less 1024 bytes for each of jsonrpc.max_batch_calls (100): 1994752",
+        ),
+        (
+            "[jsonrpc]\nmax_response_bytes = 1048576\nmax_page_bytes = 1048576\nmax_batch_bytes = 1048576\n",
+            "jsonrpc.max_batch_bytes = 1048576: 65536 to jsonrpc.max_response_bytes (1048576) less 1024 bytes for each of jsonrpc.max_batch_calls (100): 946176",
         ),
         (
             "[jsonrpc]\nmax_heavy_calls = 0\n",

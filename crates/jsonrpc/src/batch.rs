@@ -11,26 +11,39 @@
 //!   message that says so, without running;
 //! - all its calls end by one deadline, `query.timeout_ms` from the
 //!   batch's start;
-//! - a batch that reads whole ledgers, or holds more than one
-//!   `getTransaction`, takes one slot of the [`Gate`] before its first
-//!   call and keeps it until its last has ended, so at most
-//!   `jsonrpc.max_heavy_calls` batches hold answers at once, and a batch
-//!   waiting in line holds none.
+//! - a batch that reads whole ledgers takes one slot of the [`Gate`]
+//!   before its first call; each of its blocking jobs keeps a share of
+//!   that slot until the job ends, so a client that leaves or a call past
+//!   the deadline frees no slot while a read still runs, and at most
+//!   `jsonrpc.max_heavy_calls` batches read ledgers at once. When the gate
+//!   refuses a batch, only its ledger-reading calls are refused: point
+//!   lookups and info calls still run;
+//! - once a call finds no room in what is left (or less than
+//!   [`MIN_ROOM`] is left), the budget is spent and later calls are
+//!   refused without running.
+//!
+//! What this does not bound: an answer waiting for a client that does not
+//! read it. jsonrpsee keeps it until it is written, as it does a single
+//! call's; `jsonrpc.max_connections` bounds how many wait.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
+use jsonrpsee::server::BatchResponseBuilder;
 use jsonrpsee::server::middleware::rpc::{
     Batch, BatchEntry, MethodResponse, Notification, Request, RpcServiceT,
 };
-use jsonrpsee::server::BatchResponseBuilder;
 use jsonrpsee::types::ErrorObjectOwned;
 
 use crate::RpcMetrics;
 use crate::budget::Call;
 use crate::error::{RpcError, RpcResult};
 use crate::gate::{Gate, Slot};
+
+/// Below this many bytes left, a batch's budget counts as spent: a page
+/// needs room for its opening, one item and its closing fields.
+pub(crate) const MIN_ROOM: usize = 4 * crate::budget::TRAILER;
 use crate::methods::{Kind, kind};
 
 /// What a call inside a batch finds in its extensions.
@@ -42,8 +55,9 @@ pub(crate) struct Share {
     pub call: Call,
     /// Answer bytes the batch may still take.
     left: AtomicUsize,
-    /// Whether the batch holds a gate slot (its calls then take none).
-    pub holds_slot: bool,
+    /// The batch's gate slot, if it reads ledgers: its calls take none,
+    /// and each job keeps a clone until it ends.
+    pub slot: Option<Arc<Slot>>,
 }
 
 impl Share {
@@ -52,11 +66,17 @@ impl Share {
         self.left.load(Ordering::Acquire)
     }
 
+    /// Marks the budget spent: a call found no room in what was left.
+    pub(crate) fn exhaust(&self) {
+        self.left.store(0, Ordering::Release);
+    }
+
     fn spend(&self, bytes: usize) {
         let _ = self
             .left
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |l| {
-                Some(l.saturating_sub(bytes))
+                let l = l.saturating_sub(bytes);
+                Some(if l < MIN_ROOM { 0 } else { l })
             });
     }
 }
@@ -74,18 +94,10 @@ pub(crate) struct Guard<S> {
 }
 
 /// Whether a batch of these methods runs in a gate slot: it reads whole
-/// ledgers, or holds more than one point lookup (each may be a large
-/// transaction).
-fn needs_slot<'a>(methods: impl Iterator<Item = &'a str>) -> bool {
-    let mut points = 0;
-    for m in methods {
-        match kind(m) {
-            Some(Kind::Heavy) => return true,
-            Some(Kind::Point) => points += 1,
-            Some(Kind::Info) | None => {}
-        }
-    }
-    points > 1
+/// ledgers. Point lookups never wait at the gate, in a batch or alone;
+/// the batch's byte budget bounds their answers.
+fn needs_slot<'a>(mut methods: impl Iterator<Item = &'a str>) -> bool {
+    methods.any(|m| kind(m) == Some(Kind::Heavy))
 }
 
 impl<S> Guard<S>
@@ -98,14 +110,26 @@ where
         + Sync,
 {
     /// One call of the batch: run, or refused without running.
-    async fn one(&self, mut req: Request<'_>, share: &Arc<Share>, slot: &RpcResult<()>) -> MethodResponse {
+    async fn one(
+        &self,
+        mut req: Request<'_>,
+        share: &Arc<Share>,
+        slot: &RpcResult<()>,
+    ) -> MethodResponse {
+        let heavy = kind(req.method_name()) == Some(Kind::Heavy);
         let refusal = match slot {
-            Err(e) => Some((e.code(), e.to_string())),
-            Ok(()) if Instant::now() >= share.call.deadline => {
-                let e = share.call.timed_out();
-                Some((e.code(), e.to_string()))
+            Err(e) if heavy => Some((e.code(), e.to_string())),
+            _ if Instant::now() >= share.call.deadline => {
+                let e = RpcError::Timeout(share.call.timeout.as_millis() as u64);
+                let msg = format!(
+                    "{} was not run: this batch's deadline ({} ms from its start, \
+                     query.timeout_ms) passed; send it in another request",
+                    req.method_name(),
+                    share.call.timeout.as_millis()
+                );
+                Some((e.code(), msg))
             }
-            Ok(()) if share.left() == 0 => {
+            _ if share.left() == 0 => {
                 let e = RpcError::request(format!(
                     "this batch's answers already take {} bytes, all of jsonrpc.max_batch_bytes; \
                      {} was not run: send it in another request",
@@ -114,12 +138,13 @@ where
                 ));
                 Some((e.code(), e.to_string()))
             }
-            Ok(()) => None,
+            _ => None,
         };
         match refusal {
             Some((code, msg)) => {
                 if kind(req.method_name()).is_some() {
-                    self.metrics.record_code(req.method_name(), share.start, code);
+                    self.metrics
+                        .record_code(req.method_name(), share.start, code);
                 }
                 MethodResponse::error(req.id, ErrorObjectOwned::owned(code, msg, None::<()>))
             }
@@ -150,7 +175,10 @@ where
         self.service.call(req)
     }
 
-    fn notification<'a>(&self, n: Notification<'a>) -> impl Future<Output = MethodResponse> + Send + 'a {
+    fn notification<'a>(
+        &self,
+        n: Notification<'a>,
+    ) -> impl Future<Output = MethodResponse> + Send + 'a {
         self.service.notification(n)
     }
 
@@ -163,16 +191,20 @@ where
                 Ok(BatchEntry::Call(r)) => Some(r.method_name()),
                 _ => None,
             }));
-            let mut held: Option<Slot> = None;
+            let mut held: Option<Arc<Slot>> = None;
             let slot = match heavy {
-                true => this.gate.enter("a batch", &call).await.map(|s| held = Some(s)),
+                true => this
+                    .gate
+                    .enter("a batch", &call)
+                    .await
+                    .map(|s| held = Some(Arc::new(s))),
                 false => Ok(()),
             };
             let share = Arc::new(Share {
                 start,
                 call,
                 left: AtomicUsize::new(this.budget),
-                holds_slot: held.is_some(),
+                slot: held,
             });
             let mut out = BatchResponseBuilder::new_with_limit(this.max_response);
             let mut notified = false;
@@ -194,7 +226,7 @@ where
                     return too_big;
                 }
             }
-            drop(held);
+            drop(share);
             if out.is_empty() && notified {
                 MethodResponse::notification()
             } else {
@@ -209,11 +241,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn batches_that_read_ledgers_or_several_transactions_take_a_slot() {
+    fn only_batches_that_read_ledgers_take_a_slot() {
         let slot = |m: &[&str]| needs_slot(m.iter().copied());
         assert!(slot(&["getHealth", "getLedgers"]));
         assert!(slot(&["getLatestLedger"]));
-        assert!(slot(&["getTransaction", "getTransaction"]));
+        assert!(!slot(&["getTransaction", "getTransaction"]));
         assert!(!slot(&["getTransaction", "getHealth", "getNetwork"]));
         assert!(!slot(&["noSuchMethod", "getVersionInfo"]));
         assert!(!slot(&[]));

@@ -180,7 +180,12 @@ impl io::Write for Sink {
 pub(crate) fn write_failed(sink: &Sink, call: &Call, e: impl std::fmt::Display) -> RpcError {
     match sink.stopped() {
         Some(Stop::Deadline) => call.timed_out(),
-        _ => RpcError::Internal(format!("writing the page: {e}")),
+        Some(Stop::Full) => RpcError::NoRoom(format!(
+            "the answer has no room left ({} bytes): this batch's budget \
+             (jsonrpc.max_batch_bytes) is spent; send this call in another request",
+            call.cap
+        )),
+        None => RpcError::Internal(format!("writing the page: {e}")),
     }
 }
 

@@ -27,6 +27,11 @@ pub enum RpcError {
     /// A well-formed request this instance cannot answer (out of range).
     #[error("{0}")]
     InvalidRequest(String),
+    /// One item of the answer is larger than the room it has: the
+    /// response limit, or what is left of its batch's budget (a batch
+    /// whose call gets this has spent its budget).
+    #[error("{0}")]
+    NoRoom(String),
     /// The store is opening or shutting down.
     #[error("{0}")]
     Unavailable(String),
@@ -54,7 +59,7 @@ impl RpcError {
     pub fn code(&self) -> i32 {
         match self {
             Self::InvalidParams(_) => INVALID_PARAMS,
-            Self::InvalidRequest(_) => INVALID_REQUEST,
+            Self::InvalidRequest(_) | Self::NoRoom(_) => INVALID_REQUEST,
             Self::Unavailable(_)
             | Self::Timeout(_)
             | Self::Busy(_)

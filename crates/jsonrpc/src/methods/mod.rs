@@ -15,6 +15,7 @@ use crate::Ctx;
 use crate::batch::Share;
 use crate::budget::Call;
 use crate::error::{RpcError, RpcResult};
+use crate::gate::Slot;
 
 mod info;
 mod ledgers;
@@ -86,13 +87,20 @@ async fn call(
     if let Some(b) = &batch {
         call = call.within(&b.call, b.left());
     }
-    // A batch that reads ledgers already holds a slot for all its calls.
-    let gated = !point && !batch.as_ref().is_some_and(|b| b.holds_slot);
+    // A batch that reads ledgers already holds a slot for all its calls;
+    // each of its jobs keeps a share of it until the job ends.
+    let held = batch.as_ref().and_then(|b| b.slot.clone());
+    let gated = !point && held.is_none();
     let out = if point && ctx.access.read_inline() {
         inline(name, handler, &params, &ctx, &call)
     } else {
-        pooled(name, handler, gated, params, &ctx, call).await
+        pooled(name, handler, gated, held, params, &ctx, call).await
     };
+    if let (Some(b), Err(RpcError::NoRoom(_))) = (&batch, &out) {
+        // A call of the batch that did not fit in what was left: the
+        // batch's budget is spent, and later calls are refused unrun.
+        b.exhaust();
+    }
     ctx.metrics.record(name, start, &out);
     // Busy refusals are counted (jsonrpc_server_handled_total), not
     // logged: under a flood they would fill the log.
@@ -130,14 +138,16 @@ fn inline(
 }
 
 /// A call on the blocking pool; a ledger-reading one first takes a slot
-/// of the gate (unless its batch holds one), which the task holds until
-/// it ends. The task checks the
+/// of the gate (or shares its batch's, `held`), which the task holds
+/// until it ends, so a client that leaves, or a call past its deadline,
+/// frees no slot while its read still runs. The task checks the
 /// deadline itself and stops; the answer is a timeout at the deadline
 /// even if a store read is still blocked.
 async fn pooled(
     name: &'static str,
     handler: Handler,
     gated: bool,
+    held: Option<Arc<Slot>>,
     params: Params<'static>,
     ctx: &Arc<Ctx>,
     call: Call,
@@ -150,6 +160,7 @@ async fn pooled(
     let job = tokio::task::spawn_blocking(move || {
         let r = handler(&job_ctx, &params, &call);
         drop(slot);
+        drop(held);
         r
     });
     let deadline = tokio::time::Instant::from_std(call.deadline);

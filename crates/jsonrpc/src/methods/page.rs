@@ -129,12 +129,12 @@ fn answer_cap(ctx: &Ctx, call: &Call) -> usize {
 fn too_big(what: String, call: &Call, cap: usize) -> RpcError {
     let room = cap + TRAILER;
     if call.cap <= room {
-        return RpcError::request(format!(
+        return RpcError::NoRoom(format!(
             "{what} takes more than the {room} bytes left of this batch's budget \
              (jsonrpc.max_batch_bytes): send this call in a request of its own"
         ));
     }
-    RpcError::request(format!(
+    RpcError::NoRoom(format!(
         "{what} takes more than the response limit of {room} bytes \
          (jsonrpc.max_response_bytes): XDR-JSON takes about twice base64's bytes, \
          or raise the limit"

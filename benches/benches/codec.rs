@@ -9,7 +9,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ledgerstore_db_api::{
-    Compress, Decompress, LedgerRecord, LedgerRecordRef, TxRecord, TxRecordRef,
+    Compress, Decompress, LedgerBytes, LedgerRecord, LedgerRecordRef, TxRecord, TxRecordRef,
 };
 use ledgerstore_synth::{Synth, SynthConfig};
 
@@ -30,7 +30,7 @@ fn codec(c: &mut Criterion) {
         close_time: ledger.close_time,
         tx_hashes: &hashes,
         aliases: &[],
-        raw: &ledger.raw,
+        bytes: LedgerBytes::Whole(&ledger.raw),
     };
 
     let mut g = c.benchmark_group("codec/tx_record");

@@ -29,7 +29,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ledgerstore_db_api::TxRecord;
-use ledgerstore_db_api::{Decompress, DictSet, Dictionary, LedgerRecord, TxBody, TxHash, TxPos};
+use ledgerstore_db_api::{
+    Decompress, DictSet, Dictionary, LedgerRecord, StoredLedger, TxBody, TxHash, TxPos,
+};
 use ledgerstore_pack::format::HEADER;
 use ledgerstore_pack::{Header, LedgerEntry, Manifest, PackRef, SegmentRef};
 use ledgerstore_segment::Segment;
@@ -631,19 +633,101 @@ impl Replica {
         }
     }
 
-    fn ledger(&self, m: &Manifest, seq: u32) -> ColdResult<Option<LedgerRecord>> {
+    fn ledger(&self, m: &Manifest, dicts: &DictSet, seq: u32) -> ColdResult<Option<LedgerRecord>> {
         let Some(p) = m.pack_of(seq) else {
             return Ok(None);
         };
-        self.pack_ledger(p, seq)
+        self.pack_ledger(p, dicts, seq)
             .map(Some)
             .map_err(|e| e.for_ledgers(p.first, p.last))
     }
 
-    fn pack_ledger(&self, p: &PackRef, seq: u32) -> ColdResult<LedgerRecord> {
+    /// Ledger `seq` of pack `p`, with exactly the bytes ingested: a
+    /// skeleton record is joined with the pack's bodies of the ledger and
+    /// checked against its recorded SHA-256 (damage names the pack).
+    fn pack_ledger(&self, p: &PackRef, dicts: &DictSet, seq: u32) -> ColdResult<LedgerRecord> {
         let key = &p.object.key;
         let h = self.header(p)?;
         let le = self.ledger_entry(p, &h, seq)?;
+        let stored = self.pack_record(p, &h, &le, seq)?;
+        let damaged = |e: ledgerstore_db_api::DbError| ColdError::damaged(key, e.to_string());
+        if !stored.needs_bodies() {
+            return stored.into_whole().map_err(damaged);
+        }
+        let n = u32::try_from(stored.tx_hashes.len()).unwrap_or(u32::MAX);
+        let records = self.pack_records(p, &h, &le, dicts, seq, n)?;
+        stored.join_records(&records).map_err(damaged)
+    }
+
+    /// The records of ledger `seq`'s first `n` bodies (its transactions,
+    /// in apply order), with one read: a ledger's bodies lie contiguous
+    /// after its record. Each is checked against its entry's CRC-32.
+    fn pack_records(
+        &self,
+        p: &PackRef,
+        h: &Header,
+        le: &LedgerEntry,
+        dicts: &DictSet,
+        seq: u32,
+        n: u32,
+    ) -> ColdResult<Vec<TxRecord>> {
+        let key = &p.object.key;
+        let damaged = |e: String| ColdError::damaged(key, format!("ledger {seq} bodies: {e}"));
+        let mut pages: HashMap<u64, Vec<u8>> = HashMap::new();
+        let mut entries = Vec::with_capacity(n as usize);
+        for i in 0..n {
+            let (page, _) = h.body_page_of(le, i).map_err(|e| damaged(e.to_string()))?;
+            let name = format!("bt/{key}/{page}");
+            if !pages.contains_key(&page) {
+                let range = h.body_page(page).map_err(|e| damaged(e.to_string()))?;
+                pages.insert(page, self.piece(name.clone(), key, range)?);
+            }
+            let table = pages.get(&page).map_or(&[][..], Vec::as_slice);
+            let e = self.checked(&name, || {
+                h.body_entry(table, le, i)
+                    .map_err(|e| damaged(e.to_string()))
+            })?;
+            let range = h.data_range(&e).map_err(|e| damaged(e.to_string()))?;
+            entries.push((e, range));
+        }
+        let (Some((_, first)), Some((_, last))) = (entries.first(), entries.last()) else {
+            return Ok(Vec::new());
+        };
+        let span = first.start..last.end;
+        if entries.windows(2).any(|w| w[1].1.start < w[0].1.end) || span.end < span.start {
+            return Err(damaged(
+                "the body table's entries overlap or run backwards".into(),
+            ));
+        }
+        let name = format!("bs/{key}/{seq}");
+        let bytes = self.piece(name.clone(), key, span.clone())?;
+        self.checked(&name, || {
+            entries
+                .iter()
+                .enumerate()
+                .map(|(i, (e, r))| {
+                    let at = (r.start - span.start) as usize..(r.end - span.start) as usize;
+                    let b = bytes
+                        .get(at)
+                        .ok_or_else(|| damaged(format!("body {i} lies outside the read")))?;
+                    e.check(b).map_err(|e| damaged(format!("body {i}: {e}")))?;
+                    TxBody::decompress(b)
+                        .and_then(|body| body.record(dicts))
+                        .map_err(|e| damaged(format!("body {i}: {e}")))
+                })
+                .collect()
+        })
+    }
+
+    /// Ledger `seq`'s stored record, as the pack holds it.
+    fn pack_record(
+        &self,
+        p: &PackRef,
+        h: &Header,
+        le: &LedgerEntry,
+        seq: u32,
+    ) -> ColdResult<StoredLedger> {
+        let key = &p.object.key;
         let damaged = |e: String| ColdError::damaged(key, format!("ledger {seq}: {e}"));
         let range = h
             .data_range(&le.record)
@@ -654,7 +738,7 @@ impl Replica {
             le.record
                 .check(&bytes)
                 .map_err(|e| damaged(e.to_string()))?;
-            let rec = LedgerRecord::decompress(&bytes).map_err(|e| damaged(e.to_string()))?;
+            let rec = StoredLedger::decompress(&bytes).map_err(|e| damaged(e.to_string()))?;
             if rec.seq != seq {
                 return Err(damaged(format!(
                     "the table's entry holds ledger {}'s record",
@@ -749,7 +833,7 @@ impl Reader for Replica {
         self.lookups.fetch_add(1, Ordering::Relaxed);
         let view = self.view();
         match &view.manifest {
-            Some(m) => Ok(self.ledger(m, seq)?),
+            Some(m) => Ok(self.ledger(m, &view.dicts, seq)?),
             None => Ok(None),
         }
     }
@@ -764,7 +848,7 @@ impl Reader for Replica {
         let mut seq = from;
         while seq <= end && out.len() < max {
             self.lookups.fetch_add(1, Ordering::Relaxed);
-            out.extend(self.ledger(m, seq)?);
+            out.extend(self.ledger(m, &view.dicts, seq)?);
             seq += 1;
         }
         Ok(out)

@@ -158,6 +158,11 @@ impl<'a> Reader<'a> {
         Ok(self.take(len)?.to_vec())
     }
 
+    /// Bytes not yet read.
+    pub(crate) fn remaining(&self) -> usize {
+        self.buf.len()
+    }
+
     pub(crate) fn finish(self) -> DbResult<()> {
         if self.buf.is_empty() {
             Ok(())

@@ -31,6 +31,35 @@ pub enum DbError {
         /// What was wrong.
         detail: String,
     },
+    /// A ledger's cut (where a transaction part sits in its raw bytes) is
+    /// wrong: outside raw, overlapping another, or not the part's bytes.
+    #[error("cuts[{cut}]: {reason}")]
+    BadCut {
+        /// Index of the cut in the ledger's list.
+        cut: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A skeleton ledger record and its transactions' bodies do not put
+    /// back the ledger that was stored: one of them is damaged.
+    #[error(
+        "ledger {seq}: its stored skeleton and transaction bodies do not reassemble the ingested \
+         ledger ({detail}); the ledger record or a body is damaged"
+    )]
+    Reassembly {
+        /// The ledger.
+        seq: u32,
+        /// What did not match.
+        detail: String,
+    },
+    /// A skeleton ledger record was read where only a whole ledger will do
+    /// (a reader that has no access to the bodies): refused, never served
+    /// as the ledger.
+    #[error("ledger {seq}: its record holds a skeleton; the ledger needs its bodies to be read")]
+    NeedsBodies {
+        /// The ledger.
+        seq: u32,
+    },
     /// zstd failed to compress or decompress.
     #[error("zstd: {0}")]
     Compression(#[source] std::io::Error),

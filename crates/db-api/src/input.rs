@@ -19,6 +19,15 @@ pub struct TxInput {
 }
 
 impl TxInput {
+    /// The bytes of one part.
+    pub fn part(&self, part: Part) -> &[u8] {
+        match part {
+            Part::Envelope => &self.envelope,
+            Part::Result => &self.result,
+            Part::Meta => &self.meta,
+        }
+    }
+
     /// Bytes of the three bodies.
     pub fn body_len(&self) -> usize {
         self.envelope.len() + self.result.len() + self.meta.len()
@@ -36,9 +45,76 @@ pub struct LedgerInput {
     pub raw: Vec<u8>,
     /// Transactions in apply order.
     pub txs: Vec<TxInput>,
+    /// Where the transactions' parts sit in `raw`, when the source knows
+    /// (Stellar extraction does; synthetic and other ledgers leave it
+    /// empty). A store that keeps bodies by position stores `raw` without
+    /// these ranges (a skeleton) and puts the bodies back on read, so each
+    /// transaction is stored once. Validated: in bounds, non-overlapping,
+    /// non-empty, and each range's bytes equal to the part it names.
+    pub cuts: Vec<Cut>,
+}
+
+/// Which part of a transaction a [`Cut`] names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Part {
+    /// [`TxInput::envelope`].
+    Envelope,
+    /// [`TxInput::result`].
+    Result,
+    /// [`TxInput::meta`].
+    Meta,
+}
+
+impl Part {
+    /// All parts, in code order.
+    pub const ALL: [Part; 3] = [Part::Envelope, Part::Result, Part::Meta];
+
+    /// The stored code (0, 1, 2).
+    pub fn code(self) -> u32 {
+        match self {
+            Part::Envelope => 0,
+            Part::Result => 1,
+            Part::Meta => 2,
+        }
+    }
+
+    /// The part of a stored code.
+    pub fn from_code(code: u32) -> Option<Part> {
+        Part::ALL.get(code as usize).copied()
+    }
+
+    /// The field name, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Part::Envelope => "envelope",
+            Part::Result => "result",
+            Part::Meta => "meta",
+        }
+    }
+}
+
+/// One transaction part's place in a ledger's raw bytes: it starts at
+/// `offset` and is as long as the part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cut {
+    /// Byte offset in [`LedgerInput::raw`].
+    pub offset: u32,
+    /// Apply index of the transaction (into [`LedgerInput::txs`]).
+    pub tx: u32,
+    /// Which of its parts.
+    pub part: Part,
 }
 
 impl LedgerInput {
+    /// The same ledger without cuts: what a source that does not know
+    /// where the parts sit gives (Stellar extraction's reference path).
+    pub fn without_cuts(&self) -> LedgerInput {
+        LedgerInput {
+            cuts: Vec::new(),
+            ..self.clone()
+        }
+    }
+
     /// Raw bytes of the ledger plus its transactions.
     pub fn total_len(&self) -> usize {
         self.raw.len() + self.txs.iter().map(TxInput::body_len).sum::<usize>()

@@ -19,6 +19,7 @@ pub mod input;
 pub mod iostat;
 pub mod layout;
 pub mod records;
+pub mod skeleton;
 pub mod table;
 
 pub use body::{ALIAS_BODY, TxBody};
@@ -28,9 +29,13 @@ pub use engine::{
     Access, CommitTiming, EngineFactory, EngineKind, EngineStats, KvStore, KvWrite, TableBackup,
 };
 pub use error::{DbError, DbResult};
-pub use input::{LedgerInput, TxInput};
+pub use input::{Cut, LedgerInput, Part, TxInput};
 pub use layout::Layout;
-pub use records::{Alias, LedgerRecord, LedgerRecordRef, TxRecord, TxRecordRef};
+pub use records::{
+    Alias, LedgerBytes, LedgerContent, LedgerRecord, LedgerRecordRef, StoredLedger, TxRecord,
+    TxRecordRef,
+};
+pub use skeleton::{SkelCut, Skeleton, check_cuts, sha256, split};
 pub use table::{Ledgers, Table, TableId, TxBodies, TxData, TxHash, TxHotIndex, TxIndex, TxPos};
 
 /// Total size of the regular files under `path` (0 when it does not exist).

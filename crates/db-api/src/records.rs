@@ -14,14 +14,25 @@
 //! `[2u8][seq u32][close_time u64][tx_count u32][tx_count × 32-byte hash]
 //! [alias_count u32][alias_count × (index u32, 32-byte hash)][raw]`, the
 //! aliases in ascending `index`.
+//!
+//! `LedgerRecord` v3, a skeleton (written by the `indexed` layout when the
+//! source says where the transactions' parts sit in raw): v2's fields,
+//! with zero aliases allowed, then in place of `raw`
+//! `[raw_len u32][sha256 32][cut_count u32][cut_count × (varint at-delta,
+//! varint tx × 3 + part)][skeleton]` (see [`crate::skeleton`]). Only
+//! [`StoredLedger`] reads it; a whole ledger comes back through
+//! [`StoredLedger::join`] with the bodies.
 
 use crate::codec::{Compress, Decompress, Reader, put_bytes, zstd_compress, zstd_decompress};
 use crate::error::{DbError, DbResult};
+use crate::input::Part;
+use crate::skeleton::Skeleton;
 use crate::table::TxHash;
 
 const TX_RECORD_V1: u8 = 1;
 const LEDGER_RECORD_V1: u8 = 1;
 const LEDGER_RECORD_V2: u8 = 2;
+const LEDGER_RECORD_V3: u8 = 3;
 
 /// A second hash a transaction is found by (Stellar: the inner
 /// transaction's hash of a fee bump), naming the transaction by its apply
@@ -105,6 +116,15 @@ impl Compress for TxRecordRef<'_> {
 }
 
 impl TxRecord {
+    /// The bytes of one part.
+    pub fn part(&self, part: Part) -> &[u8] {
+        match part {
+            Part::Envelope => &self.envelope,
+            Part::Result => &self.result,
+            Part::Meta => &self.meta,
+        }
+    }
+
     /// The borrowed view.
     pub fn view(&self) -> TxRecordRef<'_> {
         TxRecordRef {
@@ -178,7 +198,17 @@ pub struct LedgerRecord {
     pub raw: Vec<u8>,
 }
 
-/// A borrowed view of a [`LedgerRecord`]: hashes as raw 32-byte slices.
+/// A ledger's bytes as a record stores them.
+#[derive(Debug, Clone, Copy)]
+pub enum LedgerBytes<'a> {
+    /// The whole raw ledger (v1, v2).
+    Whole(&'a [u8]),
+    /// Its skeleton; the bodies hold the rest (v3).
+    Split(&'a Skeleton),
+}
+
+/// A borrowed view of a [`LedgerRecord`] or [`StoredLedger`]: hashes as
+/// raw 32-byte slices.
 #[derive(Debug, Clone, Copy)]
 pub struct LedgerRecordRef<'a, H> {
     /// Ledger sequence.
@@ -189,34 +219,41 @@ pub struct LedgerRecordRef<'a, H> {
     pub tx_hashes: &'a [H],
     /// Aliases, in ascending index.
     pub aliases: &'a [Alias<H>],
-    /// Raw ledger bytes.
-    pub raw: &'a [u8],
+    /// The ledger's bytes: whole, or a skeleton.
+    pub bytes: LedgerBytes<'a>,
 }
 
 impl<H: AsRef<[u8]>> LedgerRecordRef<'_, H> {
+    fn version(&self) -> u8 {
+        match self.bytes {
+            LedgerBytes::Split(_) => LEDGER_RECORD_V3,
+            LedgerBytes::Whole(_) if self.aliases.is_empty() => LEDGER_RECORD_V1,
+            LedgerBytes::Whole(_) => LEDGER_RECORD_V2,
+        }
+    }
+
     /// Encodes the record (uncompressed).
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.raw_len());
-        let v2 = !self.aliases.is_empty();
-        out.push(if v2 {
-            LEDGER_RECORD_V2
-        } else {
-            LEDGER_RECORD_V1
-        });
+        let version = self.version();
+        out.push(version);
         out.extend_from_slice(&self.seq.to_be_bytes());
         out.extend_from_slice(&self.close_time.to_be_bytes());
         out.extend_from_slice(&(self.tx_hashes.len() as u32).to_be_bytes());
         for h in self.tx_hashes {
             out.extend_from_slice(h.as_ref());
         }
-        if v2 {
+        if version != LEDGER_RECORD_V1 {
             out.extend_from_slice(&(self.aliases.len() as u32).to_be_bytes());
             for a in self.aliases {
                 out.extend_from_slice(&a.index.to_be_bytes());
                 out.extend_from_slice(a.hash.as_ref());
             }
         }
-        put_bytes(&mut out, self.raw);
+        match self.bytes {
+            LedgerBytes::Whole(raw) => put_bytes(&mut out, raw),
+            LedgerBytes::Split(s) => s.encode_into(&mut out),
+        }
         out
     }
 }
@@ -225,12 +262,190 @@ impl<H: AsRef<[u8]>> Compress for LedgerRecordRef<'_, H> {
     fn compress(&self, level: i32) -> DbResult<Vec<u8>> {
         zstd_compress(&self.encode(), level)
     }
+    /// Exact for v1 and v2; an upper bound for v3 (varints).
     fn raw_len(&self) -> usize {
-        let aliases = match self.aliases.len() {
-            0 => 0,
-            n => 4 + 36 * n,
+        let aliases = match (self.version(), self.aliases.len()) {
+            (LEDGER_RECORD_V1, _) => 0,
+            (_, n) => 4 + 36 * n,
         };
-        1 + 4 + 8 + 4 + 32 * self.tx_hashes.len() + aliases + 4 + self.raw.len()
+        let bytes = match self.bytes {
+            LedgerBytes::Whole(raw) => 4 + raw.len(),
+            LedgerBytes::Split(s) => s.encoded_len(),
+        };
+        1 + 4 + 8 + 4 + 32 * self.tx_hashes.len() + aliases + bytes
+    }
+}
+
+/// A `ledgers` value as stored: a whole ledger (v1, v2) or a skeleton
+/// (v3). Readers that return a ledger turn it into a [`LedgerRecord`]
+/// with [`Self::join`] (the bodies put back) or [`Self::into_whole`];
+/// readers that need only its hashes (rollback, check, segment builds)
+/// read them here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredLedger {
+    /// Ledger sequence.
+    pub seq: u32,
+    /// Close time, unix seconds.
+    pub close_time: u64,
+    /// Hashes of the ledger's transactions, in apply order.
+    pub tx_hashes: Vec<TxHash>,
+    /// Second hashes of some of them, in ascending index.
+    pub aliases: Vec<Alias<TxHash>>,
+    /// The bytes.
+    pub content: LedgerContent,
+}
+
+/// What a [`StoredLedger`] holds of the ledger's bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LedgerContent {
+    /// The whole raw ledger.
+    Whole(Vec<u8>),
+    /// The skeleton: the raw without its transactions' parts.
+    Split(Skeleton),
+}
+
+impl StoredLedger {
+    /// The borrowed view.
+    pub fn view(&self) -> LedgerRecordRef<'_, TxHash> {
+        LedgerRecordRef {
+            seq: self.seq,
+            close_time: self.close_time,
+            tx_hashes: &self.tx_hashes,
+            aliases: &self.aliases,
+            bytes: match &self.content {
+                LedgerContent::Whole(raw) => LedgerBytes::Whole(raw),
+                LedgerContent::Split(s) => LedgerBytes::Split(s),
+            },
+        }
+    }
+
+    /// True when the record holds a skeleton: the ledger needs its bodies.
+    pub fn needs_bodies(&self) -> bool {
+        matches!(self.content, LedgerContent::Split(_))
+    }
+
+    /// Every hash the ledger's transactions are found by, in position
+    /// order (see [`LedgerRecord::lookup_hashes`]).
+    pub fn lookup_hashes(&self) -> impl Iterator<Item = &TxHash> {
+        self.tx_hashes
+            .iter()
+            .chain(self.aliases.iter().map(|a| &a.hash))
+    }
+
+    /// How many hashes [`Self::lookup_hashes`] yields.
+    pub fn lookup_count(&self) -> usize {
+        self.tx_hashes.len() + self.aliases.len()
+    }
+
+    fn with_raw(self, raw: Vec<u8>) -> LedgerRecord {
+        LedgerRecord {
+            seq: self.seq,
+            close_time: self.close_time,
+            tx_hashes: self.tx_hashes,
+            aliases: self.aliases,
+            raw,
+        }
+    }
+
+    /// The whole ledger of a v1 or v2 record; a skeleton is
+    /// [`DbError::NeedsBodies`].
+    pub fn into_whole(self) -> DbResult<LedgerRecord> {
+        match self.content {
+            LedgerContent::Whole(raw) => Ok(LedgerRecord {
+                seq: self.seq,
+                close_time: self.close_time,
+                tx_hashes: self.tx_hashes,
+                aliases: self.aliases,
+                raw,
+            }),
+            LedgerContent::Split(_) => Err(DbError::NeedsBodies { seq: self.seq }),
+        }
+    }
+
+    /// The whole ledger: a skeleton with `part(tx, part)` put back and
+    /// checked against its recorded SHA-256 ([`DbError::Reassembly`]
+    /// otherwise); a whole record as it is.
+    pub fn join<'a>(self, part: impl Fn(u32, Part) -> Option<&'a [u8]>) -> DbResult<LedgerRecord> {
+        match &self.content {
+            LedgerContent::Whole(_) => self.into_whole(),
+            LedgerContent::Split(s) => {
+                let raw = s.join(self.seq, part)?;
+                Ok(self.with_raw(raw))
+            }
+        }
+    }
+
+    /// [`Self::join`] with the ledger's transaction records in apply
+    /// order; each must be this ledger's, at its index.
+    pub fn join_records(self, records: &[TxRecord]) -> DbResult<LedgerRecord> {
+        let seq = self.seq;
+        if let Some((i, r)) = records
+            .iter()
+            .enumerate()
+            .find(|(i, r)| r.ledger_seq != seq || r.index as usize != *i)
+        {
+            return Err(DbError::Reassembly {
+                seq,
+                detail: format!("body {i} says ledger {} index {}", r.ledger_seq, r.index),
+            });
+        }
+        self.join(|tx, p| records.get(tx as usize).map(|r| r.part(p)))
+    }
+
+    /// Decodes an uncompressed record of any version.
+    pub fn decode(bytes: &[u8]) -> DbResult<Self> {
+        let mut r = Reader::new("ledger record", bytes);
+        let version = r.u8()?;
+        if !(LEDGER_RECORD_V1..=LEDGER_RECORD_V3).contains(&version) {
+            return Err(DbError::UnsupportedVersion {
+                what: "ledger record",
+                version,
+                supported: "1, 2, 3",
+            });
+        }
+        let seq = r.u32()?;
+        let close_time = r.u64()?;
+        let count = r.u32()? as usize;
+        let hashes = r.take(count.checked_mul(32).ok_or(DbError::Corrupt {
+            what: "ledger record",
+            detail: "tx count overflows".into(),
+        })?)?;
+        let tx_hashes = hashes
+            .chunks_exact(32)
+            .filter_map(TxHash::from_slice)
+            .collect();
+        let aliases = match version {
+            LEDGER_RECORD_V1 => Vec::new(),
+            LEDGER_RECORD_V2 => decode_aliases(&mut r, count, 1)?,
+            _ => decode_aliases(&mut r, count, 0)?,
+        };
+        let content = match version {
+            LEDGER_RECORD_V3 => LedgerContent::Split(Skeleton::decode(&mut r, count)?),
+            _ => LedgerContent::Whole(r.bytes()?),
+        };
+        r.finish()?;
+        Ok(StoredLedger {
+            seq,
+            close_time,
+            tx_hashes,
+            aliases,
+            content,
+        })
+    }
+}
+
+impl Compress for StoredLedger {
+    fn compress(&self, level: i32) -> DbResult<Vec<u8>> {
+        self.view().compress(level)
+    }
+    fn raw_len(&self) -> usize {
+        self.view().raw_len()
+    }
+}
+
+impl Decompress for StoredLedger {
+    fn decompress(bytes: &[u8]) -> DbResult<Self> {
+        StoredLedger::decode(&zstd_decompress(bytes)?)
     }
 }
 
@@ -242,7 +457,7 @@ impl LedgerRecord {
             close_time: self.close_time,
             tx_hashes: &self.tx_hashes,
             aliases: &self.aliases,
-            raw: &self.raw,
+            bytes: LedgerBytes::Whole(&self.raw),
         }
     }
 
@@ -265,59 +480,24 @@ impl LedgerRecord {
         self.view().encode()
     }
 
-    /// Decodes an uncompressed record.
+    /// Decodes an uncompressed v1 or v2 record; a skeleton (v3) is
+    /// [`DbError::NeedsBodies`] (read it as a [`StoredLedger`]).
     pub fn decode(bytes: &[u8]) -> DbResult<Self> {
-        let mut r = Reader::new("ledger record", bytes);
-        let v2 = match r.u8()? {
-            LEDGER_RECORD_V1 => false,
-            LEDGER_RECORD_V2 => true,
-            version => {
-                return Err(DbError::UnsupportedVersion {
-                    what: "ledger record",
-                    version,
-                    supported: "1, 2",
-                });
-            }
-        };
-        let seq = r.u32()?;
-        let close_time = r.u64()?;
-        let count = r.u32()? as usize;
-        let hashes = r.take(count.checked_mul(32).ok_or(DbError::Corrupt {
-            what: "ledger record",
-            detail: "tx count overflows".into(),
-        })?)?;
-        let tx_hashes = hashes
-            .chunks_exact(32)
-            .filter_map(TxHash::from_slice)
-            .collect();
-        let aliases = if v2 {
-            decode_aliases(&mut r, count)?
-        } else {
-            Vec::new()
-        };
-        let raw = r.bytes()?;
-        r.finish()?;
-        Ok(LedgerRecord {
-            seq,
-            close_time,
-            tx_hashes,
-            aliases,
-            raw,
-        })
+        StoredLedger::decode(bytes)?.into_whole()
     }
 }
 
-/// The alias list of a v2 record: at least one, ascending index, each
-/// naming one of the `txs` transactions.
-fn decode_aliases(r: &mut Reader<'_>, txs: usize) -> DbResult<Vec<Alias<TxHash>>> {
+/// The alias list of a v2 or v3 record: at least `min`, ascending index,
+/// each naming one of the `txs` transactions.
+fn decode_aliases(r: &mut Reader<'_>, txs: usize, min: usize) -> DbResult<Vec<Alias<TxHash>>> {
     let corrupt = |detail: String| DbError::Corrupt {
         what: "ledger record",
         detail,
     };
     let count = r.u32()? as usize;
-    if count == 0 || count > txs {
+    if count < min || count > txs {
         return Err(corrupt(format!(
-            "{count} aliases for {txs} transactions (expected 1 to {txs})"
+            "{count} aliases for {txs} transactions (expected {min} to {txs})"
         )));
     }
     let mut out: Vec<Alias<TxHash>> = Vec::with_capacity(count);
@@ -418,6 +598,89 @@ mod tests {
             };
             assert!(LedgerRecord::decode(&r.encode()).is_err());
         }
+    }
+
+    #[test]
+    fn skeleton_record_is_v3_and_joins_only_with_its_bodies() {
+        use crate::input::{Cut, TxInput};
+        let raw = b"headEEEErrMMMMtail".to_vec();
+        let txs = vec![TxInput {
+            hash: vec![1; 32],
+            envelope: b"EEEE".to_vec(),
+            result: b"rr".to_vec(),
+            meta: b"MMMM".to_vec(),
+            alias: Some(vec![2; 32]),
+        }];
+        let cuts: Vec<Cut> = [(4, Part::Envelope), (8, Part::Result), (10, Part::Meta)]
+            .map(|(offset, part)| Cut {
+                offset,
+                tx: 0,
+                part,
+            })
+            .to_vec();
+        let skel = crate::skeleton::split(&raw, &cuts, &txs).expect("split");
+        let hashes = [TxHash([1; 32])];
+        for aliases in [vec![], vec![alias(0, 2)]] {
+            let rec = LedgerRecordRef {
+                seq: 5,
+                close_time: 9,
+                tx_hashes: &hashes,
+                aliases: &aliases,
+                bytes: LedgerBytes::Split(&skel),
+            };
+            let bytes = rec.encode();
+            assert_eq!(bytes[0], 3);
+            assert!(bytes.len() <= rec.raw_len());
+            // Only the stored form reads it; a whole ledger needs bodies.
+            assert!(matches!(
+                LedgerRecord::decode(&bytes),
+                Err(DbError::NeedsBodies { seq: 5 })
+            ));
+            let stored = StoredLedger::decode(&bytes).expect("decode");
+            assert_eq!(stored.aliases, aliases);
+            assert_eq!(stored.lookup_count(), 1 + aliases.len());
+            let body = TxRecord {
+                ledger_seq: 5,
+                close_time: 9,
+                index: 0,
+                envelope: txs[0].envelope.clone(),
+                result: txs[0].result.clone(),
+                meta: txs[0].meta.clone(),
+            };
+            let whole = stored.clone().join_records(&[body.clone()]).expect("join");
+            assert_eq!(whole.raw, raw);
+            assert_eq!(whole.aliases, aliases);
+            // Another ledger's body, or a damaged one: refused, naming 5.
+            for bad in [
+                TxRecord {
+                    ledger_seq: 6,
+                    ..body.clone()
+                },
+                TxRecord {
+                    meta: b"MMMN".to_vec(),
+                    ..body.clone()
+                },
+            ] {
+                assert!(matches!(
+                    stored.clone().join_records(&[bad]),
+                    Err(DbError::Reassembly { seq: 5, .. })
+                ));
+            }
+            for cut in [1, 20, bytes.len() - 1] {
+                assert!(StoredLedger::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+            }
+        }
+        // A whole record reads the same through both types.
+        let whole = LedgerRecord {
+            seq: 5,
+            close_time: 9,
+            tx_hashes: hashes.to_vec(),
+            aliases: Vec::new(),
+            raw: raw.clone(),
+        };
+        let stored = StoredLedger::decode(&whole.encode()).expect("decode");
+        assert!(!stored.needs_bodies());
+        assert_eq!(stored.into_whole().expect("whole"), whole);
     }
 
     #[test]

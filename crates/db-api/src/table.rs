@@ -2,7 +2,7 @@
 //!
 //! | table      | key                    | value                                  |
 //! |------------|------------------------|----------------------------------------|
-//! | `ledgers`  | ledger seq, u32 BE (4) | [`LedgerRecord`], zstd                  |
+//! | `ledgers`  | ledger seq, u32 BE (4) | [`StoredLedger`], zstd                 |
 //! | `tx_data`  | tx hash (32)           | [`TxRecord`], zstd                      |
 //! | `tx_index` | tx hash (32)           | ledger seq, u32 BE (4), uncompressed    |
 //!
@@ -24,7 +24,7 @@
 
 use crate::codec::{Compress, Decode, Decompress, Encode};
 use crate::error::{DbError, DbResult};
-use crate::records::{LedgerRecord, TxRecord};
+use crate::records::{StoredLedger, TxRecord};
 
 /// A table: a name, a key type and a value type.
 pub trait Table {
@@ -69,14 +69,16 @@ impl std::fmt::Display for TableId {
     }
 }
 
-/// `ledgers`: ledger seq → [`LedgerRecord`].
+/// `ledgers`: ledger seq → [`StoredLedger`] (a whole
+/// [`LedgerRecord`](crate::records::LedgerRecord), or
+/// a skeleton whose bodies are in `tx_bodies`).
 #[derive(Debug)]
 pub struct Ledgers;
 impl Table for Ledgers {
     const NAME: &'static str = "ledgers";
     const ID: TableId = TableId::Ledgers;
     type Key = u32;
-    type Value = LedgerRecord;
+    type Value = StoredLedger;
 }
 
 /// `tx_data`: tx hash → [`TxRecord`].

@@ -6,8 +6,10 @@
 //! docs/reliability.md used 100,000).
 
 use ledgerstore_db_api::{
-    Compress, Decompress, LedgerRecord, TxHash, TxRecord,
+    Compress, Cut, Decompress, LedgerBytes, LedgerRecord, LedgerRecordRef, Part, StoredLedger,
+    TxHash, TxInput, TxRecord,
     codec::{zstd_compress, zstd_decompress},
+    split,
 };
 use proptest::prelude::*;
 
@@ -55,8 +57,83 @@ fn ledger_record() -> impl Strategy<Value = LedgerRecord> {
         })
 }
 
+/// A random raw ledger and random cuts into it: `picks` are (gap before,
+/// length, tx, part) in raw order; each range becomes that part of that
+/// tx (a later pick of the same (tx, part) replaces the earlier one's
+/// bytes, so it is left uncut).
+fn cut_ledger() -> impl Strategy<Value = (Vec<u8>, Vec<TxInput>, Vec<Cut>)> {
+    (
+        prop::collection::vec(any::<u8>(), 0..3000),
+        prop::collection::vec((0usize..200, 1usize..300, 0u32..6, 0u32..3), 0..30),
+    )
+        .prop_map(|(raw, picks)| {
+            let mut txs: Vec<TxInput> = (0..6)
+                .map(|i| TxInput {
+                    hash: vec![i; 32],
+                    envelope: Vec::new(),
+                    result: Vec::new(),
+                    meta: Vec::new(),
+                    alias: None,
+                })
+                .collect();
+            let mut cuts: Vec<Cut> = Vec::new();
+            let mut at = 0usize;
+            for (gap, len, tx, part) in picks {
+                let start = at + gap;
+                let Some(bytes) = raw.get(start..start + len) else {
+                    break;
+                };
+                let part = Part::from_code(part).expect("0..3");
+                let t = &mut txs[tx as usize];
+                let slot = match part {
+                    Part::Envelope => &mut t.envelope,
+                    Part::Result => &mut t.result,
+                    Part::Meta => &mut t.meta,
+                };
+                *slot = bytes.to_vec();
+                cuts.retain(|c| (c.tx, c.part) != (tx, part));
+                cuts.push(Cut {
+                    offset: start as u32,
+                    tx,
+                    part,
+                });
+                at = start + len;
+            }
+            // Given in any order: the reverse of raw order.
+            cuts.reverse();
+            (raw, txs, cuts)
+        })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    /// split → v3 record → zstd → decode → join gives back raw exactly,
+    /// and the skeleton is raw minus the cut bytes.
+    #[test]
+    fn skeletons_join_back_to_raw((raw, txs, cuts) in cut_ledger()) {
+        let s = split(&raw, &cuts, &txs).expect("split");
+        let cut: usize = cuts.iter().map(|c| txs[c.tx as usize].part(c.part).len()).sum();
+        prop_assert_eq!(s.bytes.len(), raw.len() - cut);
+        let hashes: Vec<TxHash> = txs.iter().map(|t| TxHash([t.hash[0]; 32])).collect();
+        let rec = LedgerRecordRef {
+            seq: 7,
+            close_time: 1,
+            tx_hashes: &hashes,
+            aliases: &[],
+            bytes: LedgerBytes::Split(&s),
+        };
+        let encoded = rec.encode();
+        prop_assert!(encoded.len() <= rec.raw_len());
+        let stored = StoredLedger::decompress(&rec.compress(1).expect("c")).expect("d");
+        prop_assert!(stored.needs_bodies());
+        prop_assert!(LedgerRecord::decode(&encoded).is_err(), "a skeleton is never whole");
+        let back = stored
+            .join(|tx, p| txs.get(tx as usize).map(|t| t.part(p)))
+            .expect("join");
+        prop_assert_eq!(back.raw, raw);
+        prop_assert_eq!(back.tx_hashes, hashes);
+    }
 
     #[test]
     fn tx_records_round_trip(rec in tx_record(), level in 1i32..6) {
@@ -76,6 +153,7 @@ proptest! {
         let _ = LedgerRecord::decode(&b);
         let _ = TxRecord::decompress(&b);
         let _ = LedgerRecord::decompress(&b);
+        let _ = StoredLedger::decode(&b);
         let _ = zstd_decompress(&b);
     }
 

@@ -61,6 +61,7 @@ impl Case {
                 close_time: u.arbitrary()?,
                 raw: vec![7; u.int_in_range(0..=7)?],
                 txs,
+                cuts: Vec::new(),
             });
         }
         Ok(Self {

@@ -5,7 +5,8 @@
 
 use ledgerstore_db_api::codec::zstd_decompress;
 use ledgerstore_db_api::{
-    Decode, Decompress, DictSet, Dictionary, Encode, LedgerRecord, TxBody, TxHash, TxPos, TxRecord,
+    Decode, Decompress, DictSet, Dictionary, Encode, LedgerRecord, StoredLedger, TxBody, TxHash,
+    TxPos, TxRecord,
 };
 use ledgerstore_segment::{hashes, parse_file_name};
 use ledgerstore_stellar::lake::parse_name;
@@ -39,10 +40,16 @@ fn tx_record(bytes: &[u8]) {
 
 /// A ledger record that decodes is canonical.
 fn ledger_record(bytes: &[u8]) {
+    if let Ok(rec) = StoredLedger::decode(bytes) {
+        assert!(
+            rec.view().encode() == bytes,
+            "a ledger record does not re-encode to its input"
+        );
+    }
     if let Ok(rec) = LedgerRecord::decode(bytes) {
         assert!(
             rec.encode() == bytes,
-            "a ledger record does not re-encode to its input"
+            "a whole ledger record does not re-encode to its input"
         );
     }
 }

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use base64::Engine;
 use ledgerstore_db_api::codec::zstd_compress;
 use ledgerstore_db_api::{
-    DictSet, Dictionary, LedgerInput, LedgerRecordRef, TxBody, TxHash, TxPos, TxRecordRef,
+    DictSet, Dictionary, LedgerBytes, LedgerInput, LedgerRecordRef, TxBody, TxHash, TxPos,
+    TxRecordRef, split,
 };
 use ledgerstore_pack::{DictRef, Manifest, Object, PackRef, PackWriter, SegmentRef};
 use ledgerstore_segment::{SegmentBuilder, hashes};
@@ -170,10 +171,20 @@ fn codec() -> FuzzResult<Vec<Seed>> {
         close_time: ledger.close_time,
         tx_hashes: &hashes,
         aliases: &[],
-        raw: &ledger.raw,
+        bytes: LedgerBytes::Whole(&ledger.raw),
     }
     .encode();
     put(1, "ledger-record".into(), &ledger_rec);
+    let skeleton = split(&ledger.raw, &ledger.cuts, &ledger.txs)?;
+    let skeleton_rec = LedgerRecordRef {
+        seq: ledger.seq,
+        close_time: ledger.close_time,
+        tx_hashes: &hashes,
+        aliases: &[],
+        bytes: LedgerBytes::Split(&skeleton),
+    }
+    .encode();
+    put(1, "ledger-record-v3".into(), &skeleton_rec);
     put(
         3,
         "ledger-record.zst".into(),

@@ -68,7 +68,10 @@ fn open(dir: &Path, layout: Layout) -> Ledgerstore {
 }
 
 /// Ingests `ledgers` (contiguous) in batches of 8 and reads every ledger
-/// and every transaction back, byte for byte. Returns the txs stored.
+/// (one by one and as a range) and every transaction back, byte for byte;
+/// `check` finds nothing wrong, and in `indexed` verified every ledger
+/// with transactions as a skeleton put back together (each transaction
+/// stored once). Returns the txs stored.
 fn store_and_verify(dir: &Path, layout: Layout, ledgers: &[LedgerInput], what: &str) -> usize {
     let store = open(dir, layout);
     for batch in ledgers.chunks(8) {
@@ -77,6 +80,35 @@ fn store_and_verify(dir: &Path, layout: Layout, ledgers: &[LedgerInput], what: &
             .unwrap_or_else(|e| panic!("{what}: ingest: {e}"));
     }
     let mut txs = 0;
+    let (Some(first), Some(last)) = (ledgers.first(), ledgers.last()) else {
+        return 0;
+    };
+    let (first, last) = (first.seq, last.seq);
+    let range: Vec<_> = store
+        .ledgers(first, last, 5)
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| panic!("{what}: range: {e}"));
+    assert_eq!(range.len(), ledgers.len(), "{what}: range");
+    for (got, l) in range.iter().zip(ledgers) {
+        assert!(
+            got.raw == l.raw,
+            "{what}: ledger {} raw via the range",
+            l.seq
+        );
+    }
+    // Segment builds move hashes out of the hot index: check a settled dir.
+    store.wait_for_segments().expect("segments");
+    let report = store.check().expect("check");
+    assert!(report.is_ok(), "{what}: {:?}", report.problems);
+    // Extraction cuts every part of every ledger that has transactions.
+    assert!(
+        ledgers
+            .iter()
+            .all(|l| l.cuts.is_empty() || l.cuts.len() == 3 * l.txs.len())
+    );
+    let cut = ledgers.iter().filter(|l| !l.cuts.is_empty()).count() as u64;
+    let skeletons = if layout == Layout::Indexed { cut } else { 0 };
+    assert_eq!(report.reassembled, skeletons, "{what}: skeletons verified");
     for l in ledgers {
         let got = store
             .get_ledger(l.seq)
@@ -160,9 +192,33 @@ fn twenty_pubnet_ledgers_of_2026_match_their_oracle() {
         ..StoreOptions::default()
     };
     store_opts.indexed.range_ledgers = 5;
-    drop(Ledgerstore::open(tmp.path(), store_opts, &Backends::for_tests()).expect("create"));
+    drop(
+        Ledgerstore::open(tmp.path(), store_opts.clone(), &Backends::for_tests()).expect("create"),
+    );
     let txs = store_and_verify(tmp.path(), Layout::Indexed, &ledgers, name);
     assert_eq!(txs, 5_188);
+    // The same ledgers stored whole (no cuts: every ledger before record
+    // v3), side by side: the skeletons drop the second copy of each
+    // transaction from the `ledgers` table.
+    let whole_dir = tempfile::tempdir().expect("tempdir");
+    drop(Ledgerstore::open(whole_dir.path(), store_opts, &Backends::for_tests()).expect("create"));
+    let whole: Vec<LedgerInput> = ledgers.iter().map(LedgerInput::without_cuts).collect();
+    store_and_verify(whole_dir.path(), Layout::Indexed, &whole, name);
+    let table_bytes = |dir: &Path| -> Vec<(&'static str, u64)> {
+        let stats = open(dir, Layout::Indexed).stats().expect("stats");
+        stats
+            .tables
+            .iter()
+            .map(|t| (t.table, t.stored_bytes))
+            .collect()
+    };
+    let (skel, before) = (table_bytes(tmp.path()), table_bytes(whole_dir.path()));
+    eprintln!("stored bytes by table: whole ledgers {before:?}, skeletons {skel:?}");
+    let ledgers_table = |t: &[(&str, u64)]| t.iter().find(|x| x.0 == "ledgers").map_or(0, |x| x.1);
+    assert!(
+        ledgers_table(&skel) * 4 < ledgers_table(&before),
+        "skeletons {skel:?} against whole ledgers {before:?}"
+    );
 }
 
 /// Pubnet ledgers from protocols 2 to 22 (LedgerCloseMeta V0 and V1), one
@@ -190,8 +246,13 @@ fn pubnet_ledgers_of_every_protocol_era() {
                 .unwrap_or_else(|e| panic!("{name} line {}: {e}", n + 1));
             let at = format!("{name} line {}", n + 1);
             let l = ledger_from_xdr(xdr, &net, &at).unwrap_or_else(|e| panic!("{at}: {e}"));
-            let tmp = tempfile::tempdir().expect("tempdir");
-            txs += store_and_verify(tmp.path(), Layout::Hybrid, std::slice::from_ref(&l), &at);
+            for layout in [Layout::Hybrid, Layout::Indexed] {
+                let tmp = tempfile::tempdir().expect("tempdir");
+                let n = store_and_verify(tmp.path(), layout, std::slice::from_ref(&l), &at);
+                if layout == Layout::Indexed {
+                    txs += n;
+                }
+            }
             ledgers += 1;
         }
     }
@@ -210,15 +271,15 @@ fn apply_load_ledgers_with_their_own_passphrase() {
     let ledgers = decode_fixture(name, "Apply Load");
     assert_eq!(ledgers.len(), 30);
     assert_eq!(ledgers[0].seq, 10_048);
-    let tmp = tempfile::tempdir().expect("tempdir");
-    assert_eq!(
-        store_and_verify(tmp.path(), Layout::Hybrid, &ledgers, name),
-        14_760
-    );
+    for layout in [Layout::Hybrid, Layout::Indexed] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        assert_eq!(store_and_verify(tmp.path(), layout, &ledgers, name), 14_760);
+    }
 }
 
 /// All 854 record-marked streams written by stellar-core's unit tests
-/// (protocols 0–28, LCM V0–V2), each in its own store. Each is stored
+/// (protocols 0–28, LCM V0–V2), each in its own store (every tenth in
+/// `indexed`, as skeletons put back exactly). Each is stored
 /// exactly or refused with a reason that names the stream.
 #[test]
 fn every_stellar_core_unit_test_stream() {
@@ -249,7 +310,14 @@ fn every_stellar_core_unit_test_stream() {
         };
         let dir = tmp.path().join(streams.to_string());
         ledgers += decoded.len();
-        txs += store_and_verify(&dir, Layout::Hybrid, &decoded, &path);
+        // Every tenth stream as skeletons too (all of them walk, split and
+        // join in crates/stellar/tests/walk.rs; a store each costs time).
+        let layout = if streams % 10 == 0 {
+            Layout::Indexed
+        } else {
+            Layout::Hybrid
+        };
+        txs += store_and_verify(&dir, layout, &decoded, &path);
         std::fs::remove_dir_all(&dir).expect("clean");
     }
     eprintln!(

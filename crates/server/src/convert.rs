@@ -24,6 +24,9 @@ pub fn ledger_in(l: pb::Ledger) -> LedgerInput {
                 alias: (!t.alias.is_empty()).then_some(t.alias),
             })
             .collect(),
+        // The gRPC ledger names no cuts: stored whole. Raw Stellar
+        // ledgers (`stellar_ledgers`) are extracted here, with cuts.
+        cuts: Vec::new(),
     }
 }
 

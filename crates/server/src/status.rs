@@ -23,7 +23,12 @@ pub fn from_store(e: &StoreError) -> Status {
         | StoreError::Repairing { .. }
         | StoreError::Remote { .. }
         | StoreError::Unavailable { .. } => Code::Unavailable,
-        StoreError::RemoteDamaged { .. } => Code::DataLoss,
+        // A ledger whose stored skeleton and bodies do not give back the
+        // ingested bytes: data lost, never served.
+        StoreError::RemoteDamaged { .. }
+        | StoreError::Db(DbError::Reassembly { .. } | DbError::NeedsBodies { .. }) => {
+            Code::DataLoss
+        }
         StoreError::Db(_)
         | StoreError::Segment(_)
         | StoreError::Io { .. }

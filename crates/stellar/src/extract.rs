@@ -18,7 +18,11 @@
 //!   transaction is found by.
 //!
 //! The fee changes (`feeProcessing`, `postTxApplyFeeProcessing`) stay in
-//! the ledger's raw `LedgerCloseMeta`, which is stored whole.
+//! the ledger's raw `LedgerCloseMeta`. The production path also records
+//! where each part sits in raw ([`LedgerInput::cuts`]), so a store can keep
+//! the ledger as a skeleton and each part once; the reference leaves the
+//! cuts empty (tests compare the two without them, and check the walker's
+//! cuts against the reference's re-encoded parts).
 //!
 //! Two implementations give the same [`LedgerInput`]:
 //! - the production path, [`ledger_from_xdr`] and [`from_slices`]: the
@@ -30,7 +34,7 @@
 
 use std::collections::HashMap;
 
-use ledgerstore_db_api::{LedgerInput, TxInput};
+use ledgerstore_db_api::{Cut, LedgerInput, Part, TxInput};
 use stellar_xdr::{
     GeneralizedTransactionSet, LedgerCloseMeta, LedgerHeader, Limits, ReadXdr, TransactionEnvelope,
     TransactionMeta, TransactionPhase, TransactionResultPair, TxSetComponent, WriteXdr,
@@ -97,6 +101,7 @@ pub fn from_slices(
         }
     }
     let mut txs = Vec::with_capacity(applied.len());
+    let mut cuts = Vec::with_capacity(3 * applied.len());
     for (index, a) in applied.iter().enumerate() {
         let hash = a.hash(&raw);
         let Some((_, env)) = by_hash.remove(&hash) else {
@@ -107,6 +112,17 @@ pub fn from_slices(
                 hex(&hash)
             )));
         };
+        for (span, part) in [
+            (env.envelope, Part::Envelope),
+            (a.result, Part::Result),
+            (a.meta, Part::Meta),
+        ] {
+            cuts.push(Cut {
+                offset: span_offset(span.offset, seq)?,
+                tx: index as u32,
+                part,
+            });
+        }
         txs.push(TxInput {
             hash: hash.to_vec(),
             envelope: env.envelope.of(&raw).to_vec(),
@@ -120,6 +136,16 @@ pub fn from_slices(
         close_time: slices.close_time,
         raw,
         txs,
+        cuts,
+    })
+}
+
+/// A part's offset as a cut records it (raw is bounded far below 4 GiB by
+/// the read limits; a larger one is refused, not truncated).
+fn span_offset(offset: usize, seq: u32) -> StellarResult<u32> {
+    u32::try_from(offset).map_err(|_| StellarError::Mismatch {
+        seq,
+        detail: format!("a transaction part starts at byte {offset}, past 4 GiB"),
     })
 }
 
@@ -261,6 +287,7 @@ pub fn extract(
         close_time: h.scp_value.close_time.0,
         raw,
         txs,
+        cuts: Vec::new(),
     })
 }
 

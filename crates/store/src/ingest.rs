@@ -5,8 +5,8 @@ use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use ledgerstore_db_api::{
-    Alias, Compress, DbError, DictSet, KvStore, LedgerInput, LedgerRecordRef, TableId, TxBody,
-    TxHash, TxPos, TxRecordRef,
+    Alias, Compress, DbError, DictSet, KvStore, LedgerBytes, LedgerInput, LedgerRecordRef, TableId,
+    TxBody, TxHash, TxPos, TxRecordRef, split,
 };
 use rayon::prelude::*;
 
@@ -458,12 +458,22 @@ fn prepare(new: &[LedgerInput], level: i32, dicts: Option<&DictSet>) -> StoreRes
         .map(|l| {
             let hashes: Vec<&[u8]> = l.txs.iter().map(|t| &t.hash[..]).collect();
             let aliases = aliases_of(l);
+            // Bodies keyed by position (`indexed`) put a skeleton back in
+            // one range read; bodies keyed by hash would cost a point read
+            // per transaction, so those layouts keep the whole raw.
+            let skeleton = match (dicts, l.cuts.is_empty()) {
+                (Some(_), false) => Some(split(&l.raw, &l.cuts, &l.txs)?),
+                _ => None,
+            };
             let rec = LedgerRecordRef {
                 seq: l.seq,
                 close_time: l.close_time,
                 tx_hashes: &hashes,
                 aliases: &aliases,
-                raw: &l.raw,
+                bytes: match &skeleton {
+                    Some(s) => LedgerBytes::Split(s),
+                    None => LedgerBytes::Whole(&l.raw),
+                },
             };
             Ok::<_, DbError>((l.seq.to_be_bytes(), rec.compress(level)?, rec.raw_len()))
         })

@@ -439,6 +439,8 @@ mod backup_tests;
 #[cfg(test)]
 mod durability_tests;
 #[cfg(test)]
+mod skeleton_tests;
+#[cfg(test)]
 mod test_engines;
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,9 @@
 
 use std::collections::VecDeque;
 
-use ledgerstore_db_api::{Decompress, LedgerRecord, TxHash, TxRecord};
+use ledgerstore_db_api::{
+    DbError, Decompress, LedgerRecord, StoredLedger, TxBody, TxHash, TxPos, TxRecord,
+};
 use rayon::prelude::*;
 
 use crate::Ledgerstore;
@@ -76,9 +78,72 @@ impl Ledgerstore {
             return Ok(None);
         }
         match self.ledgers.get(&seq.to_be_bytes())? {
-            Some(b) => Ok(Some(LedgerRecord::decompress(&b)?)),
+            Some(b) => self.whole_ledger(StoredLedger::decompress(&b)?),
             None => Ok(None),
         }
+    }
+
+    /// The ledger a stored record describes, with exactly the bytes
+    /// ingested: a whole record as it is; a skeleton (layout `indexed`)
+    /// joined with its transactions' bodies and checked against its
+    /// recorded SHA-256 ([`DbError::Reassembly`], naming the ledger, when
+    /// anything is damaged or missing). None when the bodies were evicted
+    /// to the published store meanwhile: the caller reads it there.
+    pub(crate) fn whole_ledger(&self, stored: StoredLedger) -> StoreResult<Option<LedgerRecord>> {
+        if !stored.needs_bodies() {
+            return Ok(Some(stored.into_whole()?));
+        }
+        let seq = stored.seq;
+        match self.ledger_bodies(seq, stored.tx_hashes.len())? {
+            Some(records) => Ok(Some(stored.join_records(&records)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The `n` transaction records of ledger `seq` (positions `0..n`), in
+    /// one range read. None when some are missing because the ledger is
+    /// being evicted; any other absence or damage is a reassembly error.
+    fn ledger_bodies(&self, seq: u32, n: usize) -> StoreResult<Option<Vec<TxRecord>>> {
+        let damaged = |detail: String| DbError::Reassembly { seq, detail };
+        // Only `indexed` writes skeletons: elsewhere one is damage.
+        let Some(tier) = self.indexed.as_ref() else {
+            return Err(DbError::NeedsBodies { seq }.into());
+        };
+        let dicts = tier.dicts();
+        let mut out: Vec<TxRecord> = Vec::with_capacity(n);
+        while out.len() < n {
+            let want = TxPos {
+                seq,
+                index: out.len() as u32,
+            };
+            let rows = self.tx_data.scan(&want.to_bytes(), n - out.len())?;
+            let before = out.len();
+            for (k, v) in rows {
+                let at = out.len() as u32;
+                if TxPos::from_bytes(&k) != Some(TxPos { seq, index: at }) {
+                    break;
+                }
+                let rec = TxBody::decompress(&v)
+                    .and_then(|b| b.record(&dicts))
+                    .map_err(|e| damaged(format!("the body at index {at}: {e}")))?;
+                out.push(rec);
+            }
+            if out.len() == before {
+                break;
+            }
+        }
+        if out.len() < n {
+            // Eviction deletes the bodies first; the boundary moved before.
+            if seq < self.evicted_below() {
+                return Ok(None);
+            }
+            return Err(damaged(format!(
+                "tx_bodies holds the bodies of {} of its {n} transactions",
+                out.len()
+            ))
+            .into());
+        }
+        Ok(Some(out))
     }
 
     /// Ledgers in `start..=end` that exist, ascending, clipped to the mark
@@ -126,7 +191,12 @@ impl LedgerRange<'_> {
             if seq > self.end {
                 return Ok(());
             }
-            self.buf.push_back(LedgerRecord::decompress(&v)?);
+            match self.store.whole_ledger(StoredLedger::decompress(&v)?)? {
+                Some(l) => self.buf.push_back(l),
+                // Being evicted: the range ends here (a tiered reader sees
+                // the boundary move and reads again).
+                None => return Ok(()),
+            }
             self.next = seq.checked_add(1).filter(|n| *n <= self.end);
         }
         Ok(())

@@ -7,7 +7,7 @@
 //! `indexed` both other tables are keyed by position, so the orphans are
 //! exactly the positions those records list.
 
-use ledgerstore_db_api::{Decompress, Dictionary, KvStore, LedgerRecord, TableId, TxPos};
+use ledgerstore_db_api::{Decompress, Dictionary, KvStore, StoredLedger, TableId, TxPos};
 
 use crate::Ledgerstore;
 use crate::error::{StoreError, StoreResult};
@@ -38,7 +38,7 @@ impl Ledgerstore {
             };
             let last_seq = <u32 as ledgerstore_db_api::Decode>::decode(last_key)?;
             for (key, value) in chunk {
-                let rec = LedgerRecord::decompress(&value).map_err(|e| {
+                let rec = StoredLedger::decompress(&value).map_err(|e| {
                     StoreError::Corrupt(format!(
                         "ledger record above the mark cannot be read for rollback: {e}"
                     ))

@@ -4,7 +4,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use ledgerstore_backends::Backends;
-use ledgerstore_db_api::{Compress, Layout, LedgerInput, LedgerRecordRef, TableId, TxHash};
+use ledgerstore_db_api::{
+    Compress, Layout, LedgerBytes, LedgerInput, LedgerRecordRef, TableId, TxHash,
+};
 use ledgerstore_synth::{Synth, SynthConfig};
 
 use super::*;
@@ -218,7 +220,7 @@ pub(crate) fn plant_residue(store: &Ledgerstore, ledgers: &[LedgerInput]) {
             close_time: ledger.close_time,
             tx_hashes: &hashes,
             aliases: &[],
-            raw: &ledger.raw,
+            bytes: LedgerBytes::Whole(&ledger.raw),
         };
         w.put(&ledger.seq.to_be_bytes(), &rec.compress(3).expect("c"))
             .expect("put");

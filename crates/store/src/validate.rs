@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use ledgerstore_db_api::{LedgerInput, TxHash};
+use ledgerstore_db_api::{DbError, LedgerInput, TxHash, check_cuts};
 
 use crate::error::{StoreError, StoreResult};
 
@@ -184,7 +184,15 @@ fn check_ledger(li: usize, ledger: &LedgerInput, limits: &Limits) -> StoreResult
             "transactions",
         ));
     }
-    Ok(())
+    // A cut that names other bytes than its part would store a ledger
+    // that never reassembles: refused before anything is written.
+    match check_cuts(&ledger.raw, &ledger.cuts, &ledger.txs) {
+        Ok(_) => Ok(()),
+        Err(DbError::BadCut { cut, reason }) => {
+            Err(invalid(format!("ledgers[{li}].cuts[{cut}]"), reason))
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[cfg(test)]
@@ -209,6 +217,7 @@ mod tests {
             close_time: 1,
             raw: vec![9; 8],
             txs,
+            cuts: Vec::new(),
         }
     }
 
@@ -290,6 +299,20 @@ mod tests {
         let mut l = ledger(1, vec![]);
         l.raw.clear();
         assert!(err(&[l], None).contains("ledgers[0].raw: must not be empty"));
+        // A cut must hold its part's bytes (raw is 8 × 9; the envelope 1).
+        let mut l = ledger(1, vec![tx(1)]);
+        l.cuts = vec![ledgerstore_db_api::Cut {
+            offset: 2,
+            tx: 0,
+            part: ledgerstore_db_api::Part::Envelope,
+        }];
+        let e = err(&[l.clone()], None);
+        assert!(
+            e.contains("ledgers[0].cuts[0]: the bytes at 2 are not tx 0 envelope"),
+            "{e}"
+        );
+        l.raw[2] = 1;
+        validate(&[l], None, &Limits::default()).expect("a cut holding its part");
     }
 
     #[test]

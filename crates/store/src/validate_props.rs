@@ -62,6 +62,7 @@ fn batch() -> impl Strategy<Value = Vec<LedgerInput>> {
                         close_time: 1,
                         raw,
                         txs,
+                        cuts: Vec::new(),
                     }
                 })
                 .collect()

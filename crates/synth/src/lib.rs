@@ -8,7 +8,7 @@
 //! 9:1, because its txs share the ledger's pool of accounts and assets, as
 //! real ledgers do. `tx hash = SHA-256(envelope)`.
 
-use ledgerstore_db_api::{LedgerInput, TxInput};
+use ledgerstore_db_api::{Cut, LedgerInput, Part, TxInput};
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
@@ -156,7 +156,49 @@ impl Synth {
             close_time: self.cfg.genesis_close_time + 5 * u64::from(seq),
             raw,
             txs,
+            // Synthetic raw holds no parts of its transactions: stored whole.
+            cuts: Vec::new(),
         }
+    }
+
+    /// Ledger `seq` shaped as a Stellar ledger holds its transactions: the
+    /// raw is a header, the envelopes in reverse apply order (a tx set's
+    /// order differs from apply order), then each transaction's result,
+    /// some fee bytes and its meta, then a tail; `cuts` name every part
+    /// (listed out of raw order). A store keeps it as a skeleton.
+    pub fn cut_ledger(&self, seq: u32) -> LedgerInput {
+        let mut l = self.ledger(seq);
+        let mut raw = format!("header of ledger {seq}").into_bytes();
+        let mut cuts = Vec::with_capacity(3 * l.txs.len());
+        let mut cut = |raw: &mut Vec<u8>, tx: usize, part: Part, bytes: &[u8]| {
+            cuts.push(Cut {
+                offset: raw.len() as u32,
+                tx: tx as u32,
+                part,
+            });
+            raw.extend_from_slice(bytes);
+        };
+        for (i, t) in l.txs.iter().enumerate().rev() {
+            cut(&mut raw, i, Part::Envelope, &t.envelope);
+        }
+        for (i, t) in l.txs.iter().enumerate() {
+            cut(&mut raw, i, Part::Result, &t.result);
+            raw.extend_from_slice(b"fee changes");
+            cut(&mut raw, i, Part::Meta, &t.meta);
+        }
+        raw.extend_from_slice(b"tail");
+        cuts.reverse();
+        l.raw = raw;
+        l.cuts = cuts;
+        l
+    }
+
+    /// [`Self::cut_ledger`] for `count` ledgers from `start`.
+    pub fn cut_batch(&self, start: u32, count: u32) -> Vec<LedgerInput> {
+        (0..count)
+            .into_par_iter()
+            .map(|i| self.cut_ledger(start + i))
+            .collect()
     }
 
     /// `count` ledgers from `start`, generated in parallel.

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use ledgerstore_db_api::{Decompress, LedgerRecord, TxPos};
+use ledgerstore_db_api::{Decompress, StoredLedger, TxPos};
 
 use super::MergePolicy;
 use crate::Ledgerstore;
@@ -87,7 +87,7 @@ impl Ledgerstore {
         })
     }
 
-    /// A committed ledger's stored value (zstd of its `LedgerRecord`), and
+    /// A committed ledger's stored value (zstd of its `StoredLedger`), and
     /// the number of bodies it has (transactions plus aliases).
     pub fn stored_ledger(&self, seq: u32) -> StoreResult<Option<(Vec<u8>, u32)>> {
         if !self.is_visible(seq) {
@@ -96,7 +96,7 @@ impl Ledgerstore {
         let Some(bytes) = self.ledgers.get(&seq.to_be_bytes())? else {
             return Ok(None);
         };
-        let rec = LedgerRecord::decompress(&bytes)?;
+        let rec = StoredLedger::decompress(&bytes)?;
         let n = u32::try_from(rec.lookup_count())
             .map_err(|_| StoreError::Corrupt(format!("ledger {seq}: too many transactions")))?;
         Ok(Some((bytes, n)))

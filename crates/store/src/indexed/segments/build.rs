@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use ledgerstore_db_api::{Decompress, LedgerRecord, TxHash, TxPos};
+use ledgerstore_db_api::{Decompress, StoredLedger, TxHash, TxPos};
 use ledgerstore_segment::{SegmentBuilder, SegmentWriter, hashes};
 
 use super::{Manifest, SegmentSet, Slot, remove_file, verified};
@@ -517,7 +517,7 @@ impl SegmentSet {
         'scan: loop {
             let chunk = self.ledgers.scan(&next.to_be_bytes(), LEDGER_CHUNK)?;
             for (k, v) in &chunk {
-                let rec = LedgerRecord::decompress(v)?;
+                let rec = StoredLedger::decompress(v)?;
                 if rec.seq > last {
                     break 'scan;
                 }

@@ -17,7 +17,9 @@
 use std::sync::Arc;
 
 use ledgerstore_db_api::{LedgerRecord, TxHash, TxPos, TxRecord};
-use ledgerstore_store::{Ledgerstore, OldestLedger, Reader, ReaderStatus, StoreError, StoreResult};
+use ledgerstore_store::{
+    LedgerHead, Ledgerstore, OldestLedger, Reader, ReaderStatus, StoreError, StoreResult,
+};
 
 use crate::error::{ColdError, ColdResult};
 use crate::replica::Replica;
@@ -243,6 +245,17 @@ impl Reader for Tiered {
             }
         }
         self.evicted_ledger(seq)
+    }
+
+    /// From the local record while it is held (nothing reassembled);
+    /// else the whole ledger, from wherever [`Self::get_ledger`] reads it.
+    fn ledger_head(&self, seq: u32) -> StoreResult<Option<LedgerHead>> {
+        if seq >= self.below()
+            && let Some(h) = self.store.ledger_head(seq)?
+        {
+            return Ok(Some(h));
+        }
+        Ok(Reader::get_ledger(self, seq)?.map(LedgerHead::from))
     }
 
     /// The oldest ledger's, once evicted, from the eviction record: the

@@ -647,7 +647,10 @@ mod tests {
                 result: txs[0].result.clone(),
                 meta: txs[0].meta.clone(),
             };
-            let whole = stored.clone().join_records(&[body.clone()]).expect("join");
+            let whole = stored
+                .clone()
+                .join_records(std::slice::from_ref(&body))
+                .expect("join");
             assert_eq!(whole.raw, raw);
             assert_eq!(whole.aliases, aliases);
             // Another ledger's body, or a damaged one: refused, naming 5.

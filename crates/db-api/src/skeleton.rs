@@ -57,6 +57,7 @@ pub fn check_cuts(raw: &[u8], cuts: &[Cut], txs: &[TxInput]) -> DbResult<Vec<usi
     if raw.len() > u32::MAX as usize && !cuts.is_empty() {
         return Err(bad(0, format!("raw is {} bytes, over 4 GiB", raw.len())));
     }
+    let mut seen = vec![false; txs.len() * 3];
     for (i, c) in cuts.iter().enumerate() {
         let Some(tx) = txs.get(c.tx as usize) else {
             return Err(bad(
@@ -64,6 +65,10 @@ pub fn check_cuts(raw: &[u8], cuts: &[Cut], txs: &[TxInput]) -> DbResult<Vec<usi
                 format!("names tx {}, but the ledger has {}", c.tx, txs.len()),
             ));
         };
+        let code = c.tx as usize * 3 + c.part.code() as usize;
+        if std::mem::replace(&mut seen[code], true) {
+            return Err(bad(i, format!("names tx {} {} again", c.tx, c.part.name())));
+        }
         let part = tx.part(c.part);
         if part.is_empty() {
             return Err(bad(
@@ -157,9 +162,31 @@ impl Skeleton {
     ) -> DbResult<Vec<u8>> {
         let damaged = |detail: String| DbError::Reassembly { seq, detail };
         let raw_len = self.raw_len as usize;
+        // The parts first, and their lengths against the record's, so a
+        // damaged length or cut table allocates nothing past the ledger.
+        let mut parts = Vec::with_capacity(self.cuts.len());
+        let mut total = self.bytes.len();
+        for c in &self.cuts {
+            let p = part(c.tx, c.part)
+                .ok_or_else(|| damaged(format!("no body holds tx {} {}", c.tx, c.part.name())))?;
+            total = total.saturating_add(p.len());
+            if total > raw_len {
+                return Err(damaged(format!(
+                    "tx {} {} runs past the recorded {raw_len} bytes",
+                    c.tx,
+                    c.part.name()
+                )));
+            }
+            parts.push(p);
+        }
+        if total != raw_len {
+            return Err(damaged(format!(
+                "the skeleton and its parts hold {total} bytes, the record says {raw_len}"
+            )));
+        }
         let mut out = Vec::with_capacity(raw_len);
         let mut from = 0usize;
-        for c in &self.cuts {
+        for (c, p) in self.cuts.iter().zip(parts) {
             let at = c.at as usize;
             let gap = self.bytes.get(from..at).ok_or_else(|| {
                 damaged(format!(
@@ -167,15 +194,6 @@ impl Skeleton {
                 ))
             })?;
             out.extend_from_slice(gap);
-            let p = part(c.tx, c.part)
-                .ok_or_else(|| damaged(format!("no body holds tx {} {}", c.tx, c.part.name())))?;
-            if out.len() + p.len() > raw_len {
-                return Err(damaged(format!(
-                    "tx {} {} runs past the recorded {raw_len} bytes",
-                    c.tx,
-                    c.part.name()
-                )));
-            }
             out.extend_from_slice(p);
             from = at;
         }
@@ -227,16 +245,31 @@ impl Skeleton {
         let count = r.u32()? as usize;
         // Each cut takes at least two bytes: no allocation from a length.
         let mut cuts = Vec::with_capacity(count.min(r.remaining() / 2));
+        // Each (tx, part) is cut at most once: a repeated one would let a
+        // small record name gigabytes of parts.
+        let mut seen = vec![0u64; (txs * 3).div_ceil(64)];
         let mut at = 0u64;
         for i in 0..count {
-            at += get_varint(r)?;
+            let delta = get_varint(r)?;
+            at = at
+                .checked_add(delta)
+                .filter(|a| *a <= u64::from(u32::MAX))
+                .ok_or_else(|| corrupt(format!("cut {i} lies past 4 GiB")))?;
             let code = get_varint(r)?;
             let (tx, part) = (code / 3, (code % 3) as u32);
-            if tx >= txs as u64 || at > u64::from(u32::MAX) {
+            if tx >= txs as u64 {
                 return Err(corrupt(format!(
                     "cut {i} names tx {tx} at {at}, of {txs} transactions"
                 )));
             }
+            let bit = code as usize;
+            if seen[bit / 64] & (1 << (bit % 64)) != 0 {
+                return Err(corrupt(format!(
+                    "cut {i} names tx {tx} {} again",
+                    Part::from_code(part).unwrap_or(Part::Meta).name()
+                )));
+            }
+            seen[bit / 64] |= 1 << (bit % 64);
             cuts.push(SkelCut {
                 at: at as u32,
                 tx: tx as u32,
@@ -427,5 +460,62 @@ mod tests {
             .expect_err("missing")
             .to_string();
         assert!(msg.contains("ledger 9"), "{msg}");
+    }
+
+    /// A record names each part once, and its offsets fit in 4 GiB: a
+    /// small damaged record cannot name gigabytes of parts, and every
+    /// record that decodes re-encodes to its own bytes.
+    #[test]
+    fn repeated_parts_and_offset_overflow_are_corrupt() {
+        let (raw, txs, cuts) = ledger();
+        let s = split(&raw, &cuts, &txs).expect("split");
+        let decode = |sk: &Skeleton| {
+            let mut out = Vec::new();
+            sk.encode_into(&mut out);
+            Skeleton::decode(&mut crate::codec::Reader::new("t", &out), 2)
+        };
+        let mut again = s.clone();
+        again.cuts.push(SkelCut { at: 4, ..s.cuts[3] });
+        let err = decode(&again).expect_err("a repeated part");
+        assert!(err.to_string().contains("again"), "{err}");
+        // check_cuts refuses the same part at another, non-overlapping
+        // offset too.
+        let (mut raw2, mut cuts2) = (raw.clone(), cuts.clone());
+        raw2.extend_from_slice(b"r0");
+        cuts2.push(cut(raw.len() as u32, 0, Part::Result));
+        match split(&raw2, &cuts2, &txs) {
+            Err(DbError::BadCut { cut, reason }) => {
+                assert!(reason.contains("again"), "{reason}");
+                assert_eq!(cut, 6);
+            }
+            other => panic!("{other:?}"),
+        }
+        // Deltas that add past u64 (or past u32) are corrupt, not a panic.
+        let mut out = Vec::new();
+        out.extend_from_slice(&(raw.len() as u32).to_be_bytes());
+        out.extend_from_slice(&[0; 32]);
+        out.extend_from_slice(&2u32.to_be_bytes());
+        put_varint(&mut out, 1);
+        put_varint(&mut out, 0);
+        put_varint(&mut out, u64::MAX);
+        put_varint(&mut out, 1);
+        crate::codec::put_bytes(&mut out, b"HHxt");
+        let err =
+            Skeleton::decode(&mut crate::codec::Reader::new("t", &out), 2).expect_err("overflow");
+        assert!(err.to_string().contains("4 GiB"), "{err}");
+    }
+
+    /// A recorded length that disagrees with the skeleton and its parts
+    /// is refused before anything of that length is allocated.
+    #[test]
+    fn a_damaged_length_is_refused_before_allocating_it() {
+        let (raw, txs, cuts) = ledger();
+        let mut s = split(&raw, &cuts, &txs).expect("split");
+        s.raw_len = u32::MAX;
+        let err = s.join(9, part_of(&txs)).expect_err("too long");
+        assert!(err.to_string().contains("the record says"), "{err}");
+        s.raw_len = 3;
+        let err = s.join(9, part_of(&txs)).expect_err("too short");
+        assert!(err.to_string().contains("runs past"), "{err}");
     }
 }

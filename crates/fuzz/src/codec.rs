@@ -38,13 +38,31 @@ fn tx_record(bytes: &[u8]) {
     }
 }
 
-/// A ledger record that decodes is canonical.
+/// A ledger record that decodes is canonical, and a skeleton joined with
+/// parts drawn from the input either fails or gives exactly the recorded
+/// length and SHA-256 (a damaged length or cut table must not panic or
+/// allocate past it).
 fn ledger_record(bytes: &[u8]) {
     if let Ok(rec) = StoredLedger::decode(bytes) {
         assert!(
             rec.view().encode() == bytes,
             "a ledger record does not re-encode to its input"
         );
+        if let ledgerstore_db_api::LedgerContent::Split(s) = &rec.content {
+            let part = |tx: u32, p: ledgerstore_db_api::Part| -> Option<&[u8]> {
+                let code = tx as usize * 3 + p.code() as usize;
+                let from = code % bytes.len().max(1);
+                let len = (code * 7 + 1) % 64;
+                bytes.get(from..(from + len).min(bytes.len()))
+            };
+            if let Ok(raw) = s.join(rec.seq, part) {
+                assert_eq!(raw.len(), s.raw_len as usize, "a join of another length");
+                assert!(
+                    ledgerstore_db_api::sha256(&raw) == s.sha256,
+                    "a join that does not match its SHA-256"
+                );
+            }
+        }
     }
     if let Ok(rec) = LedgerRecord::decode(bytes) {
         assert!(

@@ -101,8 +101,9 @@ fn oldest(store: &dyn Reader, seq: u32) -> RpcResult<End> {
 }
 
 fn latest(store: &dyn Reader, seq: u32) -> RpcResult<Latest> {
-    let rec = store.get_ledger(seq)?.ok_or_else(|| missing(seq))?;
-    let header = crate::xdr::ledger_header(&rec)?.entry.header;
+    // The record alone: the header lies before every transaction part.
+    let rec = store.ledger_head(seq)?.ok_or_else(|| missing(seq))?;
+    let header = crate::xdr::header_of(seq, &rec.head)?.entry.header;
     Ok(Latest {
         seq,
         close_time: rec.close_time,

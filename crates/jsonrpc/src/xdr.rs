@@ -58,16 +58,21 @@ pub(crate) struct Header {
 /// `LedgerCloseMeta`, read without decoding the rest (a ledger's meta is
 /// ~1.4 MB; its header a few hundred bytes).
 pub(crate) fn ledger_header(rec: &LedgerRecord) -> RpcResult<Header> {
-    let raw = &rec.raw;
+    header_of(rec.seq, &rec.raw)
+}
+
+/// [`ledger_header`] from ledger `seq`'s leading bytes (a
+/// [`ledgerstore_store::LedgerHead`]'s are enough).
+pub(crate) fn header_of(seq: u32, raw: &[u8]) -> RpcResult<Header> {
     let not_stellar = |e: String| {
         RpcError::NotStellar(format!(
             "ledger {} is not a Stellar LedgerCloseMeta ({e}); this data dir holds ledgers \
              that were not ingested from Stellar (synthetic data?), which the Stellar RPC \
              methods cannot serve",
-            rec.seq
+            seq
         ))
     };
-    let mut r = Limited::new(Cursor::new(raw.as_slice()), limits(raw.len()));
+    let mut r = Limited::new(Cursor::new(raw), limits(raw.len()));
     let version = i32::read_xdr(&mut r).map_err(|e| not_stellar(e.to_string()))?;
     match version {
         0 => {}
@@ -80,7 +85,7 @@ pub(crate) fn ledger_header(rec: &LedgerRecord) -> RpcResult<Header> {
     let entry =
         LedgerHeaderHistoryEntry::read_xdr(&mut r).map_err(|e| not_stellar(e.to_string()))?;
     let span = from..r.inner.position() as usize;
-    if entry.header.ledger_seq != rec.seq {
+    if entry.header.ledger_seq != seq {
         return Err(not_stellar(format!(
             "its header says ledger {}",
             entry.header.ledger_seq

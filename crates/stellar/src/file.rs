@@ -401,7 +401,11 @@ pub fn check_refused_file(
             }
             let again = decode_batch(&canonical, "re-encoded", network)
                 .map_err(|e| format!("the re-encoded batch, the walker: {e}"))?;
-            if !again.iter().map(LedgerInput::without_cuts).eq(reference.iter().cloned()) {
+            if !again
+                .iter()
+                .map(LedgerInput::without_cuts)
+                .eq(reference.iter().cloned())
+            {
                 return Err("the re-encoded batch extracts differently".into());
             }
             Ok(())

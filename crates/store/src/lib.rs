@@ -43,7 +43,7 @@ pub use indexed::{
 pub use ingest::IngestOutcome;
 pub use ledgerstore_segment::SegmentInfo;
 pub use read::LedgerRange;
-pub use reader::{Reader, ReaderStatus, ReplicaStatus, ledger_iter};
+pub use reader::{LedgerHead, Reader, ReaderStatus, ReplicaStatus, ledger_head_iter, ledger_iter};
 pub use report::{BatchReport, JsonLinesSink, StoreTiming};
 pub use stats::{StoreStats, TableStats};
 pub use validate::Limits;

@@ -7,8 +7,8 @@ use ledgerstore_db_api::{
 };
 use rayon::prelude::*;
 
-use crate::Ledgerstore;
-use crate::error::StoreResult;
+use crate::error::{StoreError, StoreResult};
+use crate::{LedgerHead, Ledgerstore};
 
 /// Lookups at or above this count decompress in parallel.
 const PARALLEL_DECOMPRESS: usize = 64;
@@ -81,6 +81,45 @@ impl Ledgerstore {
             Some(b) => self.whole_ledger(StoredLedger::decompress(&b)?),
             None => Ok(None),
         }
+    }
+
+    /// Ledger `seq` as its record holds it, its transactions not put back
+    /// ([`LedgerHead`]: hashes, close time, header).
+    pub fn ledger_head(&self, seq: u32) -> StoreResult<Option<LedgerHead>> {
+        if !self.is_visible(seq) {
+            return Ok(None);
+        }
+        match self.ledgers.get(&seq.to_be_bytes())? {
+            Some(b) => Ok(Some(StoredLedger::decompress(&b)?.into())),
+            None => Ok(None),
+        }
+    }
+
+    /// Up to `max` ledgers of `from..=end` as [`LedgerHead`]s, ascending,
+    /// clipped to the mark: one range read, nothing reassembled.
+    pub fn ledger_heads(&self, from: u32, end: u32, max: usize) -> StoreResult<Vec<LedgerHead>> {
+        let Some(end) = self.last_ledger().map(|last| end.min(last)) else {
+            return Ok(Vec::new());
+        };
+        if from > end || max == 0 {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        for (k, v) in self.ledgers.scan(&from.to_be_bytes(), max)? {
+            let seq = <u32 as ledgerstore_db_api::Decode>::decode(&k)?;
+            if seq > end {
+                break;
+            }
+            let head = LedgerHead::from(StoredLedger::decompress(&v)?);
+            if head.seq != seq {
+                return Err(StoreError::Corrupt(format!(
+                    "ledgers[{seq}]: its record says ledger {}",
+                    head.seq
+                )));
+            }
+            out.push(head);
+        }
+        Ok(out)
     }
 
     /// The ledger a stored record describes, with exactly the bytes

@@ -4,7 +4,7 @@
 //! store's own types and errors, so the mapping to status codes stays in
 //! one place per API.
 
-use ledgerstore_db_api::{LedgerRecord, TxHash, TxRecord};
+use ledgerstore_db_api::{LedgerContent, LedgerRecord, StoredLedger, TxHash, TxRecord};
 use serde::Serialize;
 
 use crate::error::StoreResult;
@@ -30,6 +30,22 @@ pub trait Reader: Send + Sync + 'static {
     }
     /// Up to `max` ledgers of `from..=end` that exist, ascending.
     fn ledger_chunk(&self, from: u32, end: u32, max: usize) -> StoreResult<Vec<LedgerRecord>>;
+    /// Ledger `seq` without its transactions put back ([`LedgerHead`]):
+    /// for callers that need only its hashes, close time or header. A
+    /// store that keeps skeletons answers from the record alone, so such
+    /// a caller never reassembles (or fails on a damaged body of) a ledger
+    /// it does not return.
+    fn ledger_head(&self, seq: u32) -> StoreResult<Option<LedgerHead>> {
+        Ok(self.get_ledger(seq)?.map(LedgerHead::from))
+    }
+    /// [`Self::ledger_chunk`] as [`LedgerHead`]s.
+    fn ledger_head_chunk(&self, from: u32, end: u32, max: usize) -> StoreResult<Vec<LedgerHead>> {
+        Ok(self
+            .ledger_chunk(from, end, max)?
+            .into_iter()
+            .map(LedgerHead::from)
+            .collect())
+    }
     /// The oldest ledger held.
     fn first_ledger(&self) -> Option<u32>;
     /// The newest ledger held (the mark).
@@ -44,6 +60,51 @@ pub trait Reader: Send + Sync + 'static {
     }
     /// Figures for GetStatus.
     fn status(&self) -> StoreResult<ReaderStatus>;
+}
+
+/// A ledger as its record holds it, without its transactions put back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerHead {
+    /// Ledger sequence.
+    pub seq: u32,
+    /// Close time, unix seconds.
+    pub close_time: u64,
+    /// Hashes of its transactions, in apply order.
+    pub tx_hashes: Vec<TxHash>,
+    /// The ledger's leading bytes: at least everything before its first
+    /// transaction part (a Stellar ledger's header), and the whole ledger
+    /// when the record holds it whole.
+    pub head: Vec<u8>,
+}
+
+impl From<LedgerRecord> for LedgerHead {
+    fn from(l: LedgerRecord) -> Self {
+        Self {
+            seq: l.seq,
+            close_time: l.close_time,
+            tx_hashes: l.tx_hashes,
+            head: l.raw,
+        }
+    }
+}
+
+impl From<StoredLedger> for LedgerHead {
+    fn from(l: StoredLedger) -> Self {
+        let head = match l.content {
+            LedgerContent::Whole(raw) => raw,
+            LedgerContent::Split(mut s) => {
+                let first = s.cuts.first().map_or(s.bytes.len(), |c| c.at as usize);
+                s.bytes.truncate(first);
+                s.bytes
+            }
+        };
+        Self {
+            seq: l.seq,
+            close_time: l.close_time,
+            tx_hashes: l.tx_hashes,
+            head,
+        }
+    }
 }
 
 /// What [`Reader::status`] reports.
@@ -116,6 +177,18 @@ impl Reader for Ledgerstore {
         self.ledgers(from, end, max).take(max).collect()
     }
 
+    fn ledger_head(&self, seq: u32) -> StoreResult<Option<LedgerHead>> {
+        Ledgerstore::ledger_head(self, seq)
+    }
+
+    fn ledger_head_chunk(&self, from: u32, end: u32, max: usize) -> StoreResult<Vec<LedgerHead>> {
+        self.ledger_heads(from, end, max)
+    }
+
+    fn close_time(&self, seq: u32) -> StoreResult<Option<u64>> {
+        Ok(Ledgerstore::ledger_head(self, seq)?.map(|h| h.close_time))
+    }
+
     fn first_ledger(&self) -> Option<u32> {
         Ledgerstore::first_ledger(self)
     }
@@ -145,16 +218,48 @@ pub fn ledger_iter(
     end: u32,
     chunk: usize,
 ) -> impl Iterator<Item = StoreResult<LedgerRecord>> + '_ {
+    chunked(
+        start,
+        end,
+        chunk,
+        |l: &LedgerRecord| l.seq,
+        move |f, e, n| reader.ledger_chunk(f, e, n),
+    )
+}
+
+/// [`ledger_iter`] as [`LedgerHead`]s.
+pub fn ledger_head_iter(
+    reader: &dyn Reader,
+    start: u32,
+    end: u32,
+    chunk: usize,
+) -> impl Iterator<Item = StoreResult<LedgerHead>> + '_ {
+    chunked(
+        start,
+        end,
+        chunk,
+        |l: &LedgerHead| l.seq,
+        move |f, e, n| reader.ledger_head_chunk(f, e, n),
+    )
+}
+
+fn chunked<'a, T: 'a>(
+    start: u32,
+    end: u32,
+    chunk: usize,
+    seq_of: impl Fn(&T) -> u32 + 'a,
+    fetch: impl Fn(u32, u32, usize) -> StoreResult<Vec<T>> + 'a,
+) -> impl Iterator<Item = StoreResult<T>> + 'a {
     let chunk = chunk.max(1);
     let mut next = (start <= end).then_some(start);
     let mut buf = std::collections::VecDeque::new();
     std::iter::from_fn(move || {
         if buf.is_empty() {
             let from = next?;
-            match reader.ledger_chunk(from, end, chunk) {
+            match fetch(from, end, chunk) {
                 Ok(got) => {
-                    next = match got.last() {
-                        Some(l) if got.len() == chunk && l.seq < end => Some(l.seq + 1),
+                    next = match got.last().map(&seq_of) {
+                        Some(seq) if got.len() == chunk && seq < end => Some(seq + 1),
                         _ => None,
                     };
                     buf.extend(got);

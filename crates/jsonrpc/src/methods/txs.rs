@@ -2,7 +2,7 @@
 
 use jsonrpsee::types::Params;
 use ledgerstore_db_api::TxRecord;
-use ledgerstore_store::{Reader, ledger_iter};
+use ledgerstore_store::{Reader, ledger_head_iter};
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -218,7 +218,9 @@ impl Scan<'_> {
         // of history is never empty while its budget lasts.
         let mut counted = 0u32;
         let mut scanned = None;
-        let mut ledgers = ledger_iter(self.store, self.first, self.end, LEDGER_CHUNK);
+        // Hashes only: the transactions are read by hash below, so the
+        // ledgers are never put back together.
+        let mut ledgers = ledger_head_iter(self.store, self.first, self.end, LEDGER_CHUNK);
         loop {
             // Past half the deadline the page ends with what it has (an
             // empty one still moves its cursor past the ledgers scanned),

@@ -233,10 +233,10 @@ impl Replica {
             .map(|&i| (wants[i].key.clone(), wants[i].range.clone()))
             .collect();
         for (&i, got) in missing.iter().zip(self.fetch_all(reqs, deadline)?) {
-            if let (Ok(bytes), Some(name)) = (&got, &wants[i].name) {
-                if let Err(e) = self.cache.put(name, bytes) {
-                    tracing::warn!(entry = %name, error = %e, "caching a piece failed; serving it uncached");
-                }
+            if let (Ok(bytes), Some(name)) = (&got, &wants[i].name)
+                && let Err(e) = self.cache.put(name, bytes)
+            {
+                tracing::warn!(entry = %name, error = %e, "caching a piece failed; serving it uncached");
             }
             out[i] = Some(Arc::new(got));
         }

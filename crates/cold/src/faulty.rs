@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -29,6 +30,23 @@ struct State {
     create_then_refuse: bool,
     /// Listings hide manifests newer than this.
     manifests_up_to: Option<u64>,
+    /// Every GET waits this long first (an object store's latency).
+    delay: Option<Duration>,
+    /// GETs in flight now, and the most at once.
+    in_flight: u64,
+    peak: u64,
+    /// GETs that started while none was in flight: the sequential round
+    /// trips a reader waited for.
+    rounds: u64,
+}
+
+/// Counts a GET out of flight when it ends (or is dropped).
+struct Flight<'a>(&'a Faulty);
+
+impl Drop for Flight<'_> {
+    fn drop(&mut self) {
+        self.0.state().in_flight -= 1;
+    }
 }
 
 /// The wrapper.
@@ -99,6 +117,23 @@ impl Faulty {
         .boxed()
     }
 
+    /// Every GET waits `delay` first (None: none).
+    pub(crate) fn delay_gets(&self, delay: Option<Duration>) {
+        self.state().delay = delay;
+    }
+
+    /// (GETs in flight now, the most at once, sequential rounds) since
+    /// [`Self::reset_flights`].
+    pub(crate) fn flights(&self) -> (u64, u64, u64) {
+        let s = self.state();
+        (s.in_flight, s.peak, s.rounds)
+    }
+
+    pub(crate) fn reset_flights(&self) {
+        let mut s = self.state();
+        (s.peak, s.rounds) = (s.in_flight, 0);
+    }
+
     /// Conditional creates succeed, then report "already exists".
     pub(crate) fn create_then_refuse(&self, on: bool) {
         self.state().create_then_refuse = on;
@@ -134,17 +169,27 @@ impl ObjectStore for Faulty {
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
         let key = location.to_string();
-        {
+        let delay = {
             let mut s = self.state();
             if !options.head {
                 *s.gets.entry(key.clone()).or_default() += 1;
             }
-            if let Some(text) = s.fail.get(&key) {
-                return Err(object_store::Error::Generic {
-                    store: "S3",
-                    source: text.clone().into(),
-                });
+            if s.in_flight == 0 {
+                s.rounds += 1;
             }
+            s.in_flight += 1;
+            s.peak = s.peak.max(s.in_flight);
+            s.delay
+        };
+        let _flight = Flight(self);
+        if let Some(d) = delay {
+            tokio::time::sleep(d).await;
+        }
+        if let Some(text) = self.state().fail.get(&key) {
+            return Err(object_store::Error::Generic {
+                store: "S3",
+                source: text.clone().into(),
+            });
         }
         self.inner.get_opts(location, options).await
     }

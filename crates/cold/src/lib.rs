@@ -11,6 +11,8 @@
 //!   ranges, through a bounded disk cache ([`DiskCache`]).
 //! - [`Remote`]: the object store, with every read counted.
 
+#[cfg(test)]
+mod batch_tests;
 mod cache;
 mod error;
 pub mod failpoint;

@@ -15,6 +15,7 @@
 //!   published store; a chunk read while the boundary moved is read again.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use ledgerstore_db_api::{LedgerRecord, TxHash, TxPos, TxRecord};
 use ledgerstore_store::{
@@ -27,6 +28,16 @@ use crate::replica::Replica;
 /// Times a chunk is read again because an eviction moved the boundary
 /// while it was read (each eviction moves it once).
 const CHUNK_ATTEMPTS: usize = 4;
+
+/// What the published store is asked for a transaction the local store
+/// did not find.
+enum Evicted {
+    /// Answered without a request.
+    Done(StoreResult<Option<TxRecord>>),
+    /// Evicted at `pos`: its body is read from the pack of the manifest
+    /// published up to `mark`.
+    At { pos: TxPos, mark: u32 },
+}
 
 /// Local data as a cache of the published store.
 pub struct Tiered {
@@ -93,23 +104,98 @@ impl Tiered {
     /// evicted it (its position is in the local segments and hash lists),
     /// its body from the pack; else not found, with no request made.
     fn evicted_tx(&self, hash: &TxHash) -> StoreResult<Option<TxRecord>> {
+        match self.evicted_plan(hash) {
+            Evicted::Done(r) => r,
+            Evicted::At { pos, mark } => {
+                let got = self.cold.get_tx_at(hash, pos)?;
+                self.evicted_found(hash, pos, mark, got)
+            }
+        }
+    }
+
+    /// Where the published store holds a transaction the local store did
+    /// not find, or the answer without a request.
+    fn evicted_plan(&self, hash: &TxHash) -> Evicted {
         if self.below() == 0 {
-            return Ok(None);
+            return Evicted::Done(Ok(None));
         }
         let pos = match self.store.evicted_position(hash) {
             Ok(Some(pos)) => pos,
-            Ok(None) => return Ok(None),
+            Ok(None) => return Evicted::Done(Ok(None)),
             Err(e @ StoreError::Segment(_)) => {
-                return self.without_hash_list(hash, &e, |c| c.get_tx(hash));
+                return Evicted::Done(self.without_hash_list(hash, &e, |c| c.get_tx(hash)));
             }
-            Err(e) => return Err(e),
+            Err(e) => return Evicted::Done(Err(e)),
         };
         let what = || format!("transaction {hash} (ledger {})", pos.seq);
-        let (_, mark) = self.published(what)?;
-        if let Some(r) = self.cold.get_tx_at(hash, pos)? {
-            return Ok(Some(r));
+        match self.published(what) {
+            Ok((_, mark)) => Evicted::At { pos, mark },
+            Err(e) => Evicted::Done(Err(e)),
         }
-        Err(self.mismatch(hash, pos, mark, what()))
+    }
+
+    /// The answer for `hash`, evicted at `pos`, from what the published
+    /// store's pack holds there (`got`).
+    fn evicted_found(
+        &self,
+        hash: &TxHash,
+        pos: TxPos,
+        mark: u32,
+        got: Option<TxRecord>,
+    ) -> StoreResult<Option<TxRecord>> {
+        match got {
+            Some(r) => Ok(Some(r)),
+            None => {
+                let what = format!("transaction {hash} (ledger {})", pos.seq);
+                Err(self.mismatch(hash, pos, mark, what))
+            }
+        }
+    }
+
+    /// Many transactions: the local store's, then the evicted ones' bodies
+    /// read together from the published store (as one
+    /// [`Self::evicted_tx`] each would answer; the first failure, in the
+    /// order asked, fails the batch). With a `deadline`, the published
+    /// store's reads stop once it passes.
+    fn batch(
+        &self,
+        hashes: &[TxHash],
+        deadline: Option<Instant>,
+    ) -> StoreResult<Vec<Option<TxRecord>>> {
+        let mut out = self.store.batch_get_txs(hashes)?;
+        let mut plans = Vec::new();
+        for (i, (slot, h)) in out.iter().zip(hashes).enumerate() {
+            if slot.is_some() {
+                continue;
+            }
+            let plan = self.evicted_plan(h);
+            // Nothing after a failure is answered.
+            let failed = matches!(plan, Evicted::Done(Err(_)));
+            plans.push((i, plan));
+            if failed {
+                break;
+            }
+        }
+        let wants: Vec<(TxHash, TxPos)> = plans
+            .iter()
+            .filter_map(|(i, p)| match p {
+                Evicted::At { pos, .. } => Some((hashes[*i], *pos)),
+                Evicted::Done(_) => None,
+            })
+            .collect();
+        let mut got = self.cold.get_txs_at(&wants, deadline)?.into_iter();
+        for (i, plan) in plans {
+            out[i] = match plan {
+                Evicted::Done(r) => r?,
+                Evicted::At { pos, mark } => {
+                    let found = got
+                        .next()
+                        .ok_or_else(|| StoreError::Corrupt("a batch lookup was lost".into()))??;
+                    self.evicted_found(&hashes[i], pos, mark, found)?
+                }
+            };
+        }
+        Ok(out)
     }
 
     /// A hash list of an evicted range could not be read (`local`, e.g.
@@ -222,13 +308,15 @@ impl Reader for Tiered {
     }
 
     fn batch_get_txs(&self, hashes: &[TxHash]) -> StoreResult<Vec<Option<TxRecord>>> {
-        let mut out = self.store.batch_get_txs(hashes)?;
-        for (slot, h) in out.iter_mut().zip(hashes) {
-            if slot.is_none() {
-                *slot = self.evicted_tx(h)?;
-            }
-        }
-        Ok(out)
+        self.batch(hashes, None)
+    }
+
+    fn batch_get_txs_until(
+        &self,
+        hashes: &[TxHash],
+        deadline: Instant,
+    ) -> StoreResult<Vec<Option<TxRecord>>> {
+        self.batch(hashes, Some(deadline))
     }
 
     fn get_ledger(&self, seq: u32) -> StoreResult<Option<LedgerRecord>> {

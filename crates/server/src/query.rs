@@ -154,7 +154,11 @@ impl pb::query_server::Query for QueryService {
                 .map(|(i, b)| hash(&format!("hashes[{i}]"), b))
                 .collect::<Result<Vec<_>, _>>()?;
             let keys = parsed.clone();
-            let found = self.blocking(move |s| s.batch_get_txs(&keys)).await?;
+            // The read stops once the answer is DEADLINE_EXCEEDED.
+            let deadline = Instant::now() + self.timeout();
+            let found = self
+                .blocking(move |s| s.batch_get_txs_until(&keys, deadline))
+                .await?;
             let results = parsed
                 .into_iter()
                 .zip(found)

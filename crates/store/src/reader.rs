@@ -19,6 +19,17 @@ pub trait Reader: Send + Sync + 'static {
     fn get_tx_ledger(&self, hash: &TxHash) -> StoreResult<Option<u32>>;
     /// Many transactions; answers in the order of `hashes`.
     fn batch_get_txs(&self, hashes: &[TxHash]) -> StoreResult<Vec<Option<TxRecord>>>;
+    /// [`Reader::batch_get_txs`] for a request that is answered (as
+    /// timed out) at `deadline`: a reader whose reads wait on the network
+    /// stops reading once it passes, and fails; others ignore it.
+    fn batch_get_txs_until(
+        &self,
+        hashes: &[TxHash],
+        deadline: std::time::Instant,
+    ) -> StoreResult<Vec<Option<TxRecord>>> {
+        let _ = deadline;
+        self.batch_get_txs(hashes)
+    }
     /// A ledger by seq.
     fn get_ledger(&self, seq: u32) -> StoreResult<Option<LedgerRecord>>;
     /// The close time (unix seconds) of ledger `seq`, as every Stellar RPC

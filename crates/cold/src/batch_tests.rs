@@ -1,0 +1,343 @@
+//! Batched lookups of a replica (`replica_batch.rs`): the same answers as
+//! one lookup per hash, in a few sequential object-store round trips
+//! rather than one per hash, and stopped by their deadline.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ledgerstore_backends::Backends;
+use ledgerstore_db_api::{Layout, LedgerInput, TxHash};
+use ledgerstore_store::{
+    DictOptions, IndexedOptions, Ledgerstore, Reader, StoreError, StoreOptions,
+};
+use ledgerstore_synth::{Synth, SynthConfig};
+use object_store::local::LocalFileSystem;
+
+use crate::faulty::Faulty;
+use crate::{DiskCache, Remote, Replica, publish};
+
+/// Transactions per ledger.
+const TXS: usize = 8;
+/// Ledgers ingested; 1..=69 are published (closed ranges of 10).
+const LAST: u32 = 75;
+const PUBLISHED: u32 = 69;
+
+/// A distinct 32-byte alias (a fee bump's inner hash) for `hash`.
+fn alias_of(hash: &[u8]) -> Vec<u8> {
+    hash.iter().map(|b| !b).collect()
+}
+
+/// Ledger `seq`, where every third transaction has an alias.
+fn ledger(s: &Synth, seq: u32) -> LedgerInput {
+    let mut l = s.ledger(seq);
+    for (i, t) in l.txs.iter_mut().enumerate() {
+        if i % 3 == 1 {
+            t.alias = Some(alias_of(&t.hash));
+        }
+    }
+    l
+}
+
+fn h(bytes: &[u8]) -> TxHash {
+    TxHash::from_slice(bytes).expect("32 bytes")
+}
+
+struct World {
+    tmp: tempfile::TempDir,
+    rt: tokio::runtime::Runtime,
+    s: Synth,
+    store: Arc<Ledgerstore>,
+    bucket: std::path::PathBuf,
+    faulty: Arc<Faulty>,
+    remote: Arc<Remote>,
+}
+
+impl World {
+    fn new() -> Self {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let bucket = tmp.path().join("bucket");
+        std::fs::create_dir_all(&bucket).expect("bucket");
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let s = Synth::new(SynthConfig::small(41, TXS as u32));
+        let opts = StoreOptions {
+            layout: Some(Layout::Indexed),
+            indexed: IndexedOptions {
+                range_ledgers: 10,
+                merge_fanout: 2,
+                merge_levels: 1,
+                dict: Some(DictOptions {
+                    train_after_txs: 60,
+                    samples: 60,
+                    max_bytes: 4 << 10,
+                    retrain_every_txs: 0,
+                }),
+                ..IndexedOptions::default()
+            },
+            ..StoreOptions::default()
+        };
+        let data = tmp.path().join("data");
+        let store =
+            Arc::new(Ledgerstore::open(&data, opts, &Backends::for_tests()).expect("open store"));
+        for first in (1..=LAST).step_by(5) {
+            let batch: Vec<_> = (first..=LAST.min(first + 4))
+                .map(|seq| ledger(&s, seq))
+                .collect();
+            store.ingest(&batch, Duration::ZERO).expect("ingest");
+        }
+        store.wait_for_segments().expect("segments");
+        let fs = LocalFileSystem::new_with_prefix(&bucket).expect("local store");
+        let faulty = Faulty::new(Arc::new(fs));
+        let remote = Arc::new(Remote::new(faulty.clone(), "s3://bucket/prefix"));
+        let report = rt
+            .block_on(publish(Arc::clone(&store), &remote, &data.join("publish")))
+            .expect("publish");
+        assert_eq!(report.mark, Some(PUBLISHED));
+        Self {
+            tmp,
+            rt,
+            s,
+            store,
+            bucket,
+            faulty,
+            remote,
+        }
+    }
+
+    /// A replica with an empty cache (its manifest and dictionaries read).
+    fn replica(&self, name: &str) -> Arc<Replica> {
+        let cache = DiskCache::open(&self.tmp.path().join(name), 1 << 30).expect("cache");
+        let rep = Replica::new(Arc::clone(&self.remote), cache, self.rt.handle().clone());
+        self.rt.block_on(rep.refresh()).expect("refresh");
+        rep
+    }
+
+    fn tx(&self, seq: u32, i: usize) -> TxHash {
+        h(&self.s.ledger(seq).txs[i].hash)
+    }
+
+    fn inner(&self, seq: u32, i: usize) -> TxHash {
+        h(&alias_of(&self.s.ledger(seq).txs[i].hash))
+    }
+
+    /// `n` published transactions, spread over the packs out of order.
+    fn spread(&self, n: usize) -> Vec<TxHash> {
+        let all = PUBLISHED as usize * TXS;
+        assert!(n <= all);
+        // 7 is prime to `all` (552): a permutation of the published txs.
+        (0..n)
+            .map(|k| {
+                let j = (k * 7 + 3) % all;
+                self.tx(1 + (j / TXS) as u32, j % TXS)
+            })
+            .collect()
+    }
+}
+
+/// The answers of one `get_tx` per hash, as a batch answers: the records
+/// in order, or the first failure.
+fn one_by_one(
+    rep: &Replica,
+    hashes: &[TxHash],
+) -> Result<Vec<Option<ledgerstore_db_api::TxRecord>>, StoreError> {
+    hashes.iter().map(|h| Reader::get_tx(rep, h)).collect()
+}
+
+fn text<T: std::fmt::Debug>(r: &Result<T, StoreError>) -> String {
+    match r {
+        Ok(v) => format!("Ok({v:?})"),
+        Err(e) => format!("Err({e:?})"),
+    }
+}
+
+#[test]
+fn a_cold_batch_of_500_reads_its_bodies_in_a_few_round_trips_not_one_per_hash() {
+    let w = World::new();
+    let hashes = w.spread(500);
+    let want: Vec<_> = hashes
+        .iter()
+        .map(|h| Some(w.store.get_tx(h).expect("store").expect("stored")))
+        .collect();
+
+    // Every GET waits 20 ms, as a real object store's do: one after
+    // another, the 500 bodies alone would take 10 s.
+    let delay = Duration::from_millis(20);
+    let rep = w.replica("cold");
+    w.faulty.delay_gets(Some(delay));
+    w.faulty.reset_flights();
+    let (gets, bytes) = w.remote.reads();
+    let t = Instant::now();
+    let got = Reader::batch_get_txs(&*rep, &hashes).expect("batch");
+    let took = t.elapsed();
+    let (in_flight, peak, rounds) = w.faulty.flights();
+    let (gets_after, bytes_after) = w.remote.reads();
+    eprintln!(
+        "cold batch of {}: {} GETs ({} bytes), {rounds} sequential rounds, {peak} GETs at \
+         once at most, {took:?}",
+        hashes.len(),
+        gets_after - gets,
+        bytes_after - bytes,
+    );
+    assert!(got == want, "the batch answers as the store does");
+    assert_eq!(in_flight, 0);
+    // Timing-free: a GET that starts while none is in flight is a round
+    // trip the batch waited for. One lookup per hash makes one per GET,
+    // over 500; the batch makes one per segment it downloads (a few)
+    // plus one per phase.
+    assert!(
+        rounds <= 50,
+        "{rounds} sequential round trips for 500 hashes (one per hash: 500 and more)"
+    );
+    assert!(peak >= 2, "GETs in flight together: {peak}");
+    // With a wide margin: one round trip per hash cannot take less than
+    // 500 × 20 ms = 10 s; the batch takes well under a second.
+    assert!(
+        took < Duration::from_secs(5),
+        "a cold batch of 500 took {took:?}"
+    );
+
+    // Warm, it makes no request.
+    w.faulty.delay_gets(None);
+    let before = w.remote.reads();
+    assert!(Reader::batch_get_txs(&*rep, &hashes).expect("warm") == want);
+    assert_eq!(w.remote.reads(), before);
+}
+
+#[test]
+fn a_batch_answers_exactly_what_one_lookup_per_hash_answers() {
+    let w = World::new();
+    let absent = |n: u8| TxHash([n; 32]);
+    let mut hashes = vec![
+        w.tx(3, 0),
+        w.inner(3, 1),
+        absent(1),
+        w.tx(3, 1),
+        w.inner(27, 4),
+        w.tx(50, 7),
+        w.tx(3, 0),
+        absent(2),
+        w.inner(3, 1),
+        w.tx(PUBLISHED + 1, 0),
+        w.inner(PUBLISHED + 2, 1),
+        w.tx(12, 5),
+    ];
+    hashes.extend(w.spread(200));
+
+    // Cold and warm replicas, batch first or lookups first: the same.
+    let batch_first = w.replica("a");
+    let got = Reader::batch_get_txs(&*batch_first, &hashes);
+    let lookups = w.replica("b");
+    let want = one_by_one(&lookups, &hashes);
+    assert_eq!(text(&got), text(&want));
+    let want = want.expect("no damage yet");
+    assert_eq!(want[2], None);
+    assert_eq!(want[9], None, "not published");
+    assert_eq!(want[1], want[3], "an inner hash answers its fee bump");
+    assert_eq!(
+        Reader::batch_get_txs(&*lookups, &hashes).expect("warm"),
+        want
+    );
+    assert_eq!(one_by_one(&batch_first, &hashes).expect("warm"), want);
+
+    // Damage one body (ledger 12's fifth) in the pack of 10..=19: a batch
+    // that needs it fails as the lookup of that hash does (DATA_LOSS
+    // naming the pack), whichever replica and cache state.
+    let m =
+        w.rt.block_on(w.remote.newest_manifest())
+            .expect("read")
+            .expect("published");
+    let pack = m.pack_of(12).expect("pack").object.key.clone();
+    let path = w.bucket.join(&pack);
+    let mut bytes = std::fs::read(&path).expect("pack");
+    let hd = ledgerstore_pack::Header::parse(&bytes).expect("header");
+    let target = w
+        .store
+        .get_tx(&w.tx(12, 5))
+        .expect("store")
+        .expect("stored");
+    let lt = hd.ledger_table as usize + 24 * 2;
+    let first_body = u32::from_be_bytes(bytes[lt + 16..lt + 20].try_into().expect("4")) as usize;
+    let e = hd.body_table as usize + 16 * (first_body + target.index as usize);
+    let at = u64::from_be_bytes(bytes[e..e + 8].try_into().expect("8")) as usize;
+    bytes[at + 40] ^= 0x5a;
+    std::fs::write(&path, &bytes).expect("damage");
+
+    let cold = w.replica("c");
+    let got = Reader::batch_get_txs(&*cold, &hashes);
+    match &got {
+        Err(StoreError::RemoteDamaged { object, detail }) => {
+            assert_eq!(object, &pack);
+            assert!(detail.contains("ledger 12 body"), "{detail}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let lookups = w.replica("d");
+    assert_eq!(text(&got), text(&one_by_one(&lookups, &hashes)));
+    // Warm replicas (the damaged piece is not kept): the same.
+    assert_eq!(text(&Reader::batch_get_txs(&*lookups, &hashes)), text(&got));
+    assert_eq!(text(&one_by_one(&cold, &hashes)), text(&got));
+    // Without the damaged hash, the rest answers.
+    let rest: Vec<TxHash> = hashes
+        .iter()
+        .copied()
+        .filter(|h| *h != w.tx(12, 5))
+        .collect();
+    let got = Reader::batch_get_txs(&*cold, &rest).expect("undamaged");
+    assert_eq!(got, one_by_one(&lookups, &rest).expect("undamaged"));
+
+    // The pack of 20..=29 missing: its hashes fail as they do one by one,
+    // naming it; the first failure in the order asked is the batch's.
+    let gone = m.pack_of(25).expect("pack").object.key.clone();
+    std::fs::remove_file(w.bucket.join(&gone)).expect("remove");
+    let order = [w.tx(5, 0), w.inner(27, 4), w.tx(12, 5), absent(3)];
+    let (a, b) = (w.replica("e"), w.replica("f"));
+    let got = Reader::batch_get_txs(&*a, &order);
+    assert_eq!(text(&got), text(&one_by_one(&b, &order)));
+    assert!(text(&got).contains(&gone), "{}", text(&got));
+}
+
+#[test]
+fn a_batch_stops_reading_at_its_deadline() {
+    let w = World::new();
+    let hashes = w.spread(300);
+    let rep = w.replica("r");
+
+    // Past already: no request at all.
+    let before = w.faulty.gets("");
+    let r = Reader::batch_get_txs_until(&*rep, &hashes, Instant::now());
+    assert!(matches!(r, Err(StoreError::Remote { .. })), "{r:?}");
+    assert_eq!(w.faulty.gets(""), before);
+
+    // Segments mapped (unknown hashes probe them all, and read no pack).
+    let unknown: Vec<TxHash> = (1..=20u8).map(|n| TxHash([n; 32])).collect();
+    assert!(
+        Reader::batch_get_txs(&*rep, &unknown)
+            .expect("probe")
+            .iter()
+            .all(Option::is_none)
+    );
+    let packs = rep.manifest().expect("manifest").packs.len() as u64;
+    // Each GET takes 400 ms; the deadline passes after 100: the GETs in
+    // flight are dropped, and no other starts.
+    w.faulty.delay_gets(Some(Duration::from_millis(400)));
+    let before = w.faulty.gets("");
+    let r =
+        Reader::batch_get_txs_until(&*rep, &hashes, Instant::now() + Duration::from_millis(100));
+    assert!(matches!(r, Err(StoreError::Remote { .. })), "{r:?}");
+    let started = w.faulty.gets("") - before;
+    assert!(
+        started <= packs,
+        "only the packs' headers were asked for: {started} GETs"
+    );
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(w.faulty.gets("") - before, started, "nothing is read after");
+    assert_eq!(w.faulty.flights().0, 0, "no GET is left in flight");
+
+    // Without a deadline the same batch answers.
+    w.faulty.delay_gets(None);
+    assert!(
+        Reader::batch_get_txs(&*rep, &hashes)
+            .expect("batch")
+            .iter()
+            .all(Option::is_some)
+    );
+}

@@ -21,7 +21,7 @@ pub struct JsonRpcConfig {
     pub max_response_bytes: u32,
     /// Calls in one JSON-RPC batch request.
     pub max_batch_calls: u32,
-    /// Concurrent HTTP connections.
+    /// Concurrent TCP connections; one more is answered 503 and closed.
     pub max_connections: u32,
     /// JSON bytes of one `getLedgers` or `getTransactions` page, counted
     /// as it is written: the page ends (partial, with a cursor) before the
@@ -44,6 +44,19 @@ pub struct JsonRpcConfig {
     /// Such calls waiting for a slot (until `query.timeout_ms`); more are
     /// refused at once with a "server busy" error.
     pub max_queued_heavy_calls: u32,
+    /// Bytes of answers of those calls (and of batches holding one) that
+    /// are being built or wait for their client to read them: a call
+    /// reserves room for its largest answer (`max_page_bytes`, a batch
+    /// `max_batch_bytes`) before it reads, waiting until `query.timeout_ms`
+    /// and then refused with a "server busy" error; the room, fitted to
+    /// the answer, is held until the client has read it. At least
+    /// `max_page_bytes` and `max_batch_bytes`.
+    pub max_unsent_bytes: u64,
+    /// Time an answer has to reach its client from when it starts; past
+    /// it, a client that still has not read it loses its connection and
+    /// the daemon the answer. A connection idle (no request being handled,
+    /// no answer being sent) for as long is closed too.
+    pub send_timeout_ms: u64,
 }
 
 impl JsonRpcConfig {
@@ -98,6 +111,24 @@ impl JsonRpcConfig {
                 return Err(invalid(key, v, format!("1 to {most}")));
             }
         }
+        let least = self.max_page_bytes.max(self.max_batch_bytes) as u64;
+        if !(least..=1 << 40).contains(&self.max_unsent_bytes) {
+            return Err(invalid(
+                "jsonrpc.max_unsent_bytes",
+                self.max_unsent_bytes,
+                format!(
+                    "jsonrpc.max_page_bytes and jsonrpc.max_batch_bytes ({least}) to \
+                     1099511627776"
+                ),
+            ));
+        }
+        if !(100..=3_600_000).contains(&self.send_timeout_ms) {
+            return Err(invalid(
+                "jsonrpc.send_timeout_ms",
+                self.send_timeout_ms,
+                "100 to 3600000",
+            ));
+        }
         if self.max_queued_heavy_calls > 100_000 {
             return Err(invalid(
                 "jsonrpc.max_queued_heavy_calls",
@@ -123,6 +154,8 @@ impl Default for JsonRpcConfig {
             max_page_ledgers: 100,
             max_heavy_calls: 4,
             max_queued_heavy_calls: 64,
+            max_unsent_bytes: 64 << 20,
+            send_timeout_ms: 30_000,
         }
     }
 }

@@ -125,6 +125,14 @@ fn bad_values_name_the_key_and_the_expected_range() {
             "jsonrpc.max_page_ledgers = 0: 1 to 10000",
         ),
         (
+            "[jsonrpc]\nmax_unsent_bytes = 8388608\n",
+            "jsonrpc.max_unsent_bytes = 8388608: jsonrpc.max_page_bytes and jsonrpc.max_batch_bytes (16777216) to 1099511627776",
+        ),
+        (
+            "[jsonrpc]\nsend_timeout_ms = 0\n",
+            "jsonrpc.send_timeout_ms = 0: 100 to 3600000",
+        ),
+        (
             "[jsonrpc]\nmax_queued_heavy_calls = 100001\n",
             "jsonrpc.max_queued_heavy_calls = 100001: 0 to 100000",
         ),

@@ -22,9 +22,11 @@
 //!   [`MIN_ROOM`] is left), the budget is spent and later calls are
 //!   refused without running.
 //!
-//! What this does not bound: an answer waiting for a client that does not
-//! read it. jsonrpsee keeps it until it is written, as it does a single
-//! call's; `jsonrpc.max_connections` bounds how many wait.
+//! A batch that reads ledgers also reserves room for its whole answer in
+//! the budget of unsent answers (`jsonrpc.max_unsent_bytes`, see
+//! [`crate::send`]) after its slot, under its deadline; without room its
+//! ledger-reading calls are refused as when the gate refuses it. The room,
+//! fitted to the answer, stays until the client has read it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -40,6 +42,7 @@ use crate::RpcMetrics;
 use crate::budget::Call;
 use crate::error::{RpcError, RpcResult};
 use crate::gate::{Gate, Slot};
+use crate::send::{Hold, Unsent};
 
 /// Below this many bytes left, a batch's budget counts as spent: a page
 /// needs room for its opening, one item and its closing fields.
@@ -58,6 +61,10 @@ pub(crate) struct Share {
     /// The batch's gate slot, if it reads ledgers: its calls take none,
     /// and each job keeps a clone until it ends.
     pub slot: Option<Arc<Slot>>,
+    /// The batch's room for its answer (`jsonrpc.max_unsent_bytes`), if it
+    /// reads ledgers: each job keeps it too, so a client that leaves frees
+    /// no room while a read still runs.
+    pub room: Hold,
 }
 
 impl Share {
@@ -87,10 +94,14 @@ impl Share {
 pub(crate) struct Guard<S> {
     pub service: S,
     pub gate: Arc<Gate>,
+    pub unsent: Unsent,
     pub metrics: RpcMetrics,
     pub timeout: std::time::Duration,
     pub budget: usize,
     pub max_response: usize,
+    /// `jsonrpc.max_batch_calls`: each call's envelope may pass the
+    /// budget by up to 1 KiB.
+    pub max_calls: usize,
 }
 
 /// Whether a batch of these methods runs in a gate slot: it reads whole
@@ -191,13 +202,24 @@ where
                 Ok(BatchEntry::Call(r)) => Some(r.method_name()),
                 _ => None,
             }));
+            let hold = batch.iter().find_map(|e| match e {
+                Ok(BatchEntry::Call(r)) => r.extensions().get::<Hold>().cloned(),
+                _ => None,
+            });
             let mut held: Option<Arc<Slot>> = None;
+            let room = Hold::default();
             let slot = match heavy {
-                true => this
-                    .gate
-                    .enter("a batch", &call)
-                    .await
-                    .map(|s| held = Some(Arc::new(s))),
+                true => match this.gate.enter("a batch", &call).await {
+                    Ok(s) => {
+                        let most = this.budget + this.max_calls.min(batch.len()) * 1024;
+                        let most = most.min(this.max_response);
+                        this.unsent.reserve("a batch", most, &call).await.map(|r| {
+                            held = Some(Arc::new(s));
+                            room.put(r);
+                        })
+                    }
+                    Err(e) => Err(e),
+                },
                 false => Ok(()),
             };
             let share = Arc::new(Share {
@@ -205,6 +227,7 @@ where
                 call,
                 left: AtomicUsize::new(this.budget),
                 slot: held,
+                room: room.clone(),
             });
             let mut out = BatchResponseBuilder::new_with_limit(this.max_response);
             let mut notified = false;
@@ -228,10 +251,14 @@ where
             }
             drop(share);
             if out.is_empty() && notified {
-                MethodResponse::notification()
-            } else {
-                MethodResponse::from_batch(out.finish())
+                return MethodResponse::notification();
             }
+            let rp = MethodResponse::from_batch(out.finish());
+            if let (Some(mut room), Some(hold)) = (room.take(), hold) {
+                room.fit(rp.as_json().get().len());
+                hold.put(room);
+            }
+            rp
         }
     }
 }

@@ -9,8 +9,8 @@
 //! field, including which fields are strings and which numbers.
 //!
 //! The transport is `jsonrpsee`'s server (HTTP only): named params, batch
-//! requests, a request size limit (HTTP 413 past it) and a connection
-//! limit. Point lookups (`getTransaction`, and the calls that read only
+//! requests, a request size limit (HTTP 413 past it); the accept loop is
+//! ours, for a limit on TCP connections and a send deadline. Point lookups (`getTransaction`, and the calls that read only
 //! the held range) run inline on the async worker while the daemon's read
 //! placer, shared with the gRPC lookups, says reads are fast; everything
 //! else runs on tokio's blocking pool, under the same deadline as the gRPC
@@ -22,16 +22,22 @@
 //! text under a budget of bytes and of ledgers read (`budget`), ending
 //! early, with a cursor, when the budget is spent. A batch request shares
 //! one such budget, one deadline and one slot among its calls (`batch`).
-//! Errors map to JSON-RPC
-//! codes in one place ([`error`]).
+//! Answers waiting for their client are bounded too (`send`): in bytes,
+//! by `jsonrpc.max_unsent_bytes`, and in time, by
+//! `jsonrpc.send_timeout_ms`. Errors map to JSON-RPC codes in one place
+//! ([`error`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use jsonrpsee::server::middleware::rpc::RpcServiceBuilder;
-use jsonrpsee::server::{BatchRequestConfig, Server, ServerConfig};
+use jsonrpsee::server::{
+    BatchRequestConfig, Server, ServerConfig, serve_with_graceful_shutdown, stop_channel,
+};
 use ledgerstore_store::Reader;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 
 mod batch;
 mod bounds;
@@ -41,6 +47,7 @@ mod gate;
 mod methods;
 mod metrics;
 mod params;
+mod send;
 mod xdr;
 
 pub use budget::PageBudget;
@@ -50,6 +57,7 @@ pub use metrics::RpcMetrics;
 
 use crate::bounds::Bounds;
 use crate::gate::Gate;
+use crate::send::{Conn, DeadlineIo, SendClock, Unsent};
 
 /// Where the methods find the store: the daemon opens it after the
 /// listener is bound, and withdraws it during shutdown.
@@ -92,8 +100,14 @@ pub struct Settings {
     pub max_queued_heavy_calls: u32,
     /// Calls in one batch.
     pub max_batch_calls: u32,
-    /// Concurrent connections.
+    /// Concurrent TCP connections; more are answered 503 and closed.
     pub max_connections: u32,
+    /// Bytes of answers built or waiting for their client, for the calls
+    /// that read ledgers.
+    pub max_unsent_bytes: u64,
+    /// Time an answer has to reach its client from its start; past it the
+    /// connection is closed. A connection idle for as long is closed too.
+    pub send_timeout: Duration,
     /// `getVersionInfo`.
     pub version: VersionInfo,
 }
@@ -128,6 +142,7 @@ pub(crate) struct Ctx {
     pub metrics: RpcMetrics,
     pub bounds: Bounds,
     pub gate: Arc<Gate>,
+    pub unsent: Unsent,
 }
 
 impl Ctx {
@@ -163,13 +178,15 @@ pub async fn serve(
     access: impl StoreAccess,
     metrics: RpcMetrics,
 ) -> std::io::Result<(SocketAddr, ServerHandle)> {
+    // jsonrpsee's own connection limit counts requests being handled (its
+    // permit goes when the answer is built, not sent): connections are
+    // counted here, on the accept loop, instead.
     let cfg = ServerConfig::builder()
         .http_only()
         .max_request_body_size(settings.max_request_bytes)
         .max_response_body_size(settings.max_response_bytes)
-        .max_connections(settings.max_connections)
+        .max_connections(u32::MAX)
         .set_batch_request_config(BatchRequestConfig::Limit(settings.max_batch_calls))
-        .set_tcp_no_delay(true)
         .build();
     let gate = Arc::new(Gate::new(
         settings.max_heavy_calls as usize,
@@ -177,32 +194,89 @@ pub async fn serve(
         metrics.heavy("running"),
         metrics.heavy("queued"),
     ));
+    let unsent = Unsent::new(settings.max_unsent_bytes, metrics.unsent());
     let guard = {
-        let (gate, metrics) = (gate.clone(), metrics.clone());
+        let (gate, metrics, unsent) = (gate.clone(), metrics.clone(), unsent.clone());
         let (timeout, budget) = (settings.timeout, settings.max_batch_bytes);
         let max_response = settings.max_response_bytes as usize;
+        let max_calls = settings.max_batch_calls as usize;
         RpcServiceBuilder::new().layer_fn(move |service| batch::Guard {
             service,
             gate: gate.clone(),
+            unsent: unsent.clone(),
             metrics: metrics.clone(),
             timeout,
             budget,
             max_response,
+            max_calls,
         })
     };
-    let server = Server::builder()
+    let builder = Server::builder()
         .set_config(cfg)
         .set_rpc_middleware(guard)
-        .build(listen)
-        .await?;
-    let addr = server.local_addr()?;
+        .to_service_builder();
+    let listener = TcpListener::bind(listen).await?;
+    let addr = listener.local_addr()?;
+    let (max_connections, send_timeout) = (settings.max_connections, settings.send_timeout);
     let ctx = Ctx {
         access: Box::new(access),
         settings,
         metrics,
         bounds: Bounds::default(),
         gate,
+        unsent,
     };
-    let module = methods::module(ctx);
-    Ok((addr, server.start(module)))
+    let methods: jsonrpsee::server::Methods = methods::module(ctx).into();
+    let (stop, handle) = stop_channel();
+    let connections = Arc::new(Semaphore::new(max_connections as usize));
+    tokio::spawn(async move {
+        let stopped = stop.clone().shutdown();
+        tokio::pin!(stopped);
+        loop {
+            let sock = tokio::select! {
+                r = listener.accept() => r,
+                () = &mut stopped => break,
+            };
+            let sock = match sock {
+                Ok((sock, _)) => sock,
+                Err(e) => {
+                    // Out of descriptors, mostly: wait, do not spin.
+                    tracing::warn!(error = %e, "Stellar RPC: accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let Ok(permit) = connections.clone().try_acquire_owned() else {
+                too_many(&sock, max_connections);
+                continue;
+            };
+            let _ = sock.set_nodelay(true);
+            let clock = Arc::new(SendClock::new(send_timeout));
+            let service = Conn {
+                inner: builder.clone().build(methods.clone(), stop.clone()),
+                clock: clock.clone(),
+            };
+            let io = DeadlineIo::new(sock, clock);
+            let stopped = stop.clone().shutdown();
+            tokio::spawn(async move {
+                if let Err(e) = serve_with_graceful_shutdown(io, service, stopped).await {
+                    tracing::debug!(error = %e, "Stellar RPC connection closed");
+                }
+                drop(permit);
+            });
+        }
+    });
+    Ok((addr, handle))
+}
+
+/// The answer to a connection past `jsonrpc.max_connections`: written if
+/// the socket takes it at once, then the connection is closed.
+fn too_many(sock: &TcpStream, max: u32) {
+    let text = format!("too many connections: {max} are open (jsonrpc.max_connections)\n");
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n{text}",
+        text.len()
+    );
+    let _ = sock.try_write(answer.as_bytes());
 }

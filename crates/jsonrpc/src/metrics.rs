@@ -15,6 +15,7 @@ pub struct RpcMetrics {
     handled: IntCounterVec,
     seconds: HistogramVec,
     heavy: IntGaugeVec,
+    unsent: IntGauge,
 }
 
 impl RpcMetrics {
@@ -45,19 +46,31 @@ impl RpcMetrics {
             ),
             &["state"],
         )?;
+        let unsent = IntGauge::new(
+            "jsonrpc_unsent_bytes",
+            "Bytes of the jsonrpc.max_unsent_bytes budget taken: room reserved by the \
+             ledger-reading calls being built, and answers not yet read by their clients.",
+        )?;
         r.register(Box::new(handled.clone()))?;
+        r.register(Box::new(unsent.clone()))?;
         r.register(Box::new(seconds.clone()))?;
         r.register(Box::new(heavy.clone()))?;
         Ok(Self {
             handled,
             seconds,
             heavy,
+            unsent,
         })
     }
 
     /// The gauge of heavy calls in `state` (`running`, `queued`).
     pub(crate) fn heavy(&self, state: &str) -> IntGauge {
         self.heavy.with_label_values(&[state])
+    }
+
+    /// The gauge of the answer bytes budget taken (`jsonrpc_unsent_bytes`).
+    pub(crate) fn unsent(&self) -> IntGauge {
+        self.unsent.clone()
     }
 
     /// Records one call of `method` that started at `start`.

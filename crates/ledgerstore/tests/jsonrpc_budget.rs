@@ -553,3 +553,238 @@ fn a_batch_request_shares_one_budget() {
     }
     assert_eq!(answers[50]["result"]["status"], "healthy");
 }
+
+/// Peak RSS while 32 clients that never read hold maximal XDR-JSON
+/// `getLedgers` answers, KiB. Before answers waiting for their client were
+/// bounded, the daemon kept every one until it was read (527 MB in the
+/// review; 318,272 KiB in this test, debug build, from 54,520 idle, and
+/// every stalled client still got its whole page at the end). With
+/// `jsonrpc.max_unsent_bytes` = 32 MiB: 135,520 KiB.
+const STALLED_KIB: u64 = 224 << 10;
+
+/// `jsonrpc.max_unsent_bytes` and `jsonrpc.send_timeout_ms` of the test.
+const UNSENT_BYTES: u64 = 32 << 20;
+const SEND_TIMEOUT_MS: u64 = 3000;
+
+/// How a client that did not read found its connection in the end.
+#[derive(Debug)]
+enum Stalled {
+    /// The daemon closed it before the answer was whole (`n` bytes read).
+    Closed(usize),
+    /// A whole answer: its JSON-RPC body.
+    Answer(Value),
+}
+
+/// What is left on a connection whose client stopped reading: read (as a
+/// client that wakes up) until the connection ends or one whole HTTP
+/// answer is in; a read that waits 20 s fails the test.
+fn drain(s: &mut std::net::TcpStream) -> Stalled {
+    use std::io::Read;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .expect("timeout");
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .expect("content-length");
+            if got.len() >= end + 4 + len {
+                let body = &got[end + 4..end + 4 + len];
+                return Stalled::Answer(serde_json::from_slice(body).expect("a JSON answer"));
+            }
+        }
+        match s.read(&mut buf) {
+            Ok(0) => return Stalled::Closed(got.len()),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted
+                ) =>
+            {
+                return Stalled::Closed(got.len());
+            }
+            Err(e) => panic!(
+                "a client that did not read: after {} bytes the daemon still holds its \
+                 answer ({e})",
+                got.len()
+            ),
+        }
+        assert!(got.len() < 256 << 20, "an answer without end");
+    }
+}
+
+/// A refusal for lack of room (`jsonrpc.max_unsent_bytes`) or of a slot,
+/// -32603 "server busy" naming the setting, or a call that got its room
+/// so late that its deadline passed (-32603 naming `query.timeout_ms`).
+fn is_refusal(e: &Value) -> bool {
+    let msg = e["message"].as_str().unwrap_or_default();
+    let busy = msg.starts_with("server busy: ")
+        && (msg.contains("jsonrpc.max_unsent_bytes") || msg.contains("jsonrpc.max_heavy_calls"));
+    let late = msg.starts_with("the request took longer than") && msg.contains("query.timeout_ms");
+    e["code"] == -32603 && (busy || late)
+}
+
+/// The answer bytes the daemon holds (`jsonrpc_unsent_bytes`).
+fn unsent_bytes(d: &Daemon) -> Option<u64> {
+    d.metrics_text()
+        .lines()
+        .find_map(|l| l.strip_prefix("jsonrpc_unsent_bytes "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// Issue 30: answers waiting for clients that do not read are bounded.
+/// 32 clients with tiny receive buffers each send a maximal XDR-JSON
+/// `getLedgers` and never read. The daemon holds at most
+/// `jsonrpc.max_unsent_bytes` of such answers (a call that finds no room
+/// in time is refused by name), drops an answer not sent within
+/// `jsonrpc.send_timeout_ms` with its connection, and all along
+/// `getTransaction` answers correctly and further `getLedgers` answer or
+/// are refused (busy, or past their deadline); its peak RSS stays bounded. In the end every
+/// stalled client finds its connection closed (or a whole refusal), the
+/// budget is all free, and a fresh `getLedgers` answers.
+#[test]
+fn answers_clients_do_not_read_are_bounded() {
+    use std::time::{Duration, Instant};
+
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    load(&dir);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (unsent, send_timeout) = (UNSENT_BYTES.to_string(), SEND_TIMEOUT_MS.to_string());
+    let d = rt.block_on(Daemon::start_with_env(
+        &dir,
+        &[],
+        &[
+            ("LEDGERSTORE_QUERY__TIMEOUT_MS", "30000"),
+            ("LEDGERSTORE_JSONRPC__MAX_UNSENT_BYTES", &unsent),
+            ("LEDGERSTORE_JSONRPC__SEND_TIMEOUT_MS", &send_timeout),
+        ],
+    ));
+    let url = d.jsonrpc.clone();
+    let addr: std::net::SocketAddr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .expect("the endpoint's address");
+    let oracle = oracle();
+    let txs = oracle["txs"].as_array().expect("txs").clone();
+    let (h, _) = call(&url, "getHealth", &json!({}));
+    assert_eq!(h["result"]["latestLedger"], LAST);
+    let idle = vm_hwm_kib(d.pid());
+
+    // 32 clients send a maximal XDR-JSON page request and never read.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "getLedgers",
+        "params": {"startLedger": FIRST, "pagination": {"limit": 200}, "xdrFormat": "json"}})
+    .to_string();
+    let request = format!(
+        "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let start = Instant::now();
+    let mut stalled: Vec<std::net::TcpStream> = (0..32)
+        .map(|_| {
+            let s = rt.block_on(async {
+                let sock = tokio::net::TcpSocket::new_v4().expect("socket");
+                sock.set_recv_buffer_size(4096).expect("SO_RCVBUF");
+                sock.connect(addr).await.expect("connect")
+            });
+            let mut s = s.into_std().expect("std stream");
+            s.set_nonblocking(false).expect("blocking");
+            s.write_all(request.as_bytes()).expect("send the request");
+            s
+        })
+        .collect();
+
+    // While they hang: point lookups, and further pages that are read.
+    let done = Arc::new(AtomicBool::new(false));
+    let lookups = {
+        let (url, txs, done) = (url.clone(), txs.clone(), done.clone());
+        std::thread::spawn(move || point_lookups(&url, &txs, &done))
+    };
+    let extra: Vec<_> = (0..3)
+        .map(|i| {
+            let url = url.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_secs(2 * i + 1));
+                let params = json!({"startLedger": FIRST, "pagination": {"limit": 200},
+                    "xdrFormat": "json"});
+                let (v, bytes) = call(&url, "getLedgers", &params);
+                match v.get("error") {
+                    Some(e) => {
+                        assert!(is_refusal(e), "getLedgers while clients stall: {e}");
+                        (false, bytes)
+                    }
+                    None => {
+                        let got = v["result"]["ledgers"].as_array().expect("a page");
+                        assert_eq!(got[0]["sequence"], FIRST, "a page from the start");
+                        (true, bytes)
+                    }
+                }
+            })
+        })
+        .collect();
+    let extra: Vec<(bool, usize)> = extra
+        .into_iter()
+        .map(|h| h.join().expect("extra getLedgers"))
+        .collect();
+    // Every stalled call has been answered or refused by its deadline
+    // (30 s), and an answer started by then is dropped 3 s later: wait
+    // for that, with a wide margin.
+    let settle = Duration::from_millis(30_000 + SEND_TIMEOUT_MS + 15_000);
+    std::thread::sleep(settle.saturating_sub(start.elapsed()));
+    done.store(true, Ordering::Release);
+    let answered = lookups.join().expect("lookups");
+    let peak = vm_hwm_kib(d.pid());
+    eprintln!(
+        "VmHWM idle {idle} KiB, with 32 clients that do not read: {peak} KiB; \
+         {answered} getTransaction answers; extra getLedgers (answered, bytes): {extra:?}"
+    );
+
+    let (mut closed, mut refused) = (0, 0);
+    for s in &mut stalled {
+        match drain(s) {
+            Stalled::Closed(n) => {
+                assert!(n < 8 << 20, "{n} bytes: a whole page reached the client");
+                closed += 1;
+            }
+            Stalled::Answer(v) => {
+                let e = v.get("error").unwrap_or_else(|| {
+                    panic!("a whole page waited for a client that did not read")
+                });
+                assert!(is_refusal(e), "a stalled call: {e}");
+                refused += 1;
+            }
+        }
+    }
+    eprintln!("stalled clients: {closed} closed by the daemon, {refused} refused");
+    assert!(closed > 0, "some stalled calls were answered");
+    assert!(
+        answered > 0,
+        "getTransaction answered while clients stalled"
+    );
+    assert!(
+        peak < STALLED_KIB,
+        "clients that do not read took the daemon's peak RSS to {peak} KiB \
+         (bound {STALLED_KIB})"
+    );
+    // A job past its deadline keeps its room until it has stopped.
+    let mut free = false;
+    for _ in 0..600 {
+        if unsent_bytes(&d) == Some(0) {
+            free = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(free, "answers still held: {:?} bytes", unsent_bytes(&d));
+    let refused = AtomicUsize::new(0);
+    let repro = json!({"startLedger": FIRST, "pagination": {"limit": 200}, "xdrFormat": "json"});
+    let page = answer(&url, "getLedgers", &repro, &refused);
+    assert_eq!(page["ledgers"][0]["sequence"], FIRST, "a fresh getLedgers");
+}

@@ -470,6 +470,8 @@ async fn start_jsonrpc(
         max_queued_heavy_calls: j.max_queued_heavy_calls,
         max_batch_calls: j.max_batch_calls,
         max_connections: j.max_connections,
+        max_unsent_bytes: j.max_unsent_bytes,
+        send_timeout: Duration::from_millis(j.send_timeout_ms),
         version: ledgerstore_jsonrpc::VersionInfo::current(),
     };
     let rpc_metrics = ledgerstore_jsonrpc::RpcMetrics::new(metrics.registry())

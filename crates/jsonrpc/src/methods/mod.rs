@@ -13,9 +13,10 @@ use serde_json::value::RawValue;
 
 use crate::Ctx;
 use crate::batch::Share;
-use crate::budget::Call;
+use crate::budget::{Call, TRAILER};
 use crate::error::{RpcError, RpcResult};
 use crate::gate::Slot;
+use crate::send::Hold;
 
 mod info;
 mod ledgers;
@@ -68,7 +69,8 @@ pub(crate) fn module(ctx: Ctx) -> RpcModule<Ctx> {
         // Fails only for a duplicate name; the table has none.
         let _ = m.register_async_method(name, move |params, ctx, ext| {
             let share = ext.get::<Arc<Share>>().cloned();
-            call(name, handler, kind != Kind::Heavy, params, ctx, share)
+            let hold = ext.get::<Hold>().cloned();
+            call(name, handler, kind != Kind::Heavy, params, ctx, share, hold)
         });
     }
     m
@@ -81,20 +83,24 @@ async fn call(
     params: Params<'static>,
     ctx: Arc<Ctx>,
     batch: Option<Arc<Share>>,
+    hold: Option<Hold>,
 ) -> Result<Box<RawValue>, ErrorObjectOwned> {
     let start = Instant::now();
     let mut call = Call::new(start, ctx.settings.timeout);
     if let Some(b) = &batch {
         call = call.within(&b.call, b.left());
     }
-    // A batch that reads ledgers already holds a slot for all its calls;
-    // each of its jobs keeps a share of it until the job ends.
-    let held = batch.as_ref().and_then(|b| b.slot.clone());
+    // A batch that reads ledgers already holds a slot and room for all
+    // its calls; each of its jobs keeps a share of both until the job
+    // ends.
+    let held = batch
+        .as_ref()
+        .and_then(|b| b.slot.clone().map(|s| (s, b.room.clone())));
     let gated = !point && held.is_none();
     let out = if point && ctx.access.read_inline() {
         inline(name, handler, &params, &ctx, &call)
     } else {
-        pooled(name, handler, gated, held, params, &ctx, call).await
+        pooled(name, handler, gated, held, hold, params, &ctx, call).await
     };
     if let (Some(b), Err(RpcError::NoRoom(_))) = (&batch, &out) {
         // A call of the batch that did not fit in what was left: the
@@ -137,17 +143,25 @@ fn inline(
     r
 }
 
+/// Bytes a call's answer may add to its result: the JSON-RPC envelope.
+const ENVELOPE: usize = 256;
+
 /// A call on the blocking pool; a ledger-reading one first takes a slot
-/// of the gate (or shares its batch's, `held`), which the task holds
-/// until it ends, so a client that leaves, or a call past its deadline,
-/// frees no slot while its read still runs. The task checks the
-/// deadline itself and stops; the answer is a timeout at the deadline
-/// even if a store read is still blocked.
+/// of the gate and then room for its largest answer in the budget of
+/// unsent answers (`jsonrpc.max_unsent_bytes`), or shares its batch's
+/// slot and room (`held`). The task holds both until it ends, so a
+/// client that leaves, or a call past its deadline, frees neither while
+/// its read still runs; an answer's room, fitted to it, then goes into
+/// the request's [`Hold`] and stays until the client has read it. The
+/// task checks the deadline itself and stops; the answer is a timeout at
+/// the deadline even if a store read is still blocked.
+#[allow(clippy::too_many_arguments)]
 async fn pooled(
     name: &'static str,
     handler: Handler,
     gated: bool,
-    held: Option<Arc<Slot>>,
+    held: Option<(Arc<Slot>, Hold)>,
+    hold: Option<Hold>,
     params: Params<'static>,
     ctx: &Arc<Ctx>,
     call: Call,
@@ -156,16 +170,30 @@ async fn pooled(
         true => Some(ctx.gate.enter(name, &call).await?),
         false => None,
     };
+    let room = match gated {
+        true => {
+            let s = &ctx.settings;
+            let most = s.page.max_bytes.min(s.max_response_bytes as usize) + TRAILER;
+            Some(ctx.unsent.reserve(name, most, &call).await?)
+        }
+        false => None,
+    };
     let job_ctx = ctx.clone();
     let job = tokio::task::spawn_blocking(move || {
         let r = handler(&job_ctx, &params, &call);
         drop(slot);
         drop(held);
-        r
+        (r, room)
     });
     let deadline = tokio::time::Instant::from_std(call.deadline);
     match tokio::time::timeout_at(deadline, job).await {
-        Ok(Ok(r)) => r,
+        Ok(Ok((r, room))) => {
+            if let (Ok(answer), Some(mut room), Some(hold)) = (&r, room, hold) {
+                room.fit(answer.get().len() + ENVELOPE);
+                hold.put(room);
+            }
+            r
+        }
         Ok(Err(join)) => Err(RpcError::Internal(format!("{name} failed: {join}"))),
         Err(_) => Err(call.timed_out()),
     }

@@ -304,7 +304,7 @@ fn a_batch_stops_reading_at_its_deadline() {
     // Past already: no request at all.
     let before = w.faulty.gets("");
     let r = Reader::batch_get_txs_until(&*rep, &hashes, Instant::now());
-    assert!(matches!(r, Err(StoreError::Remote { .. })), "{r:?}");
+    assert!(matches!(r, Err(StoreError::DeadlinePassed { .. })), "{r:?}");
     assert_eq!(w.faulty.gets(""), before);
 
     // Segments mapped (unknown hashes probe them all, and read no pack).
@@ -322,7 +322,7 @@ fn a_batch_stops_reading_at_its_deadline() {
     let before = w.faulty.gets("");
     let r =
         Reader::batch_get_txs_until(&*rep, &hashes, Instant::now() + Duration::from_millis(100));
-    assert!(matches!(r, Err(StoreError::Remote { .. })), "{r:?}");
+    assert!(matches!(r, Err(StoreError::DeadlinePassed { .. })), "{r:?}");
     let started = w.faulty.gets("") - before;
     assert!(
         started <= packs,

@@ -27,7 +27,7 @@ use ledgerstore_db_api::{ALIAS_BODY, Decompress, TxBody, TxHash, TxPos, TxRecord
 use ledgerstore_pack::format::HEADER;
 use ledgerstore_pack::{Entry, Header, LedgerEntry, Manifest, PackRef, SegmentRef};
 use ledgerstore_segment::Segment;
-use ledgerstore_store::StoreResult;
+use ledgerstore_store::{StoreError, StoreResult};
 
 use super::Replica;
 use crate::error::{ColdError, ColdResult};
@@ -60,19 +60,19 @@ fn dup(e: &ColdError) -> ColdError {
             context: context.clone(),
             source: std::io::Error::new(source.kind(), source.to_string()),
         },
+        ColdError::Store(StoreError::DeadlinePassed { what }) => {
+            ColdError::Store(StoreError::DeadlinePassed { what: what.clone() })
+        }
         other => ColdError::Task(other.to_string()),
     }
 }
 
-/// The answer of a batch whose deadline passed.
+/// The answer of a batch whose deadline passed: DEADLINE_EXCEEDED, not a
+/// store failure a client would retry at once.
 fn deadline_passed() -> ColdError {
-    ColdError::Remote {
-        object: "(batch)".into(),
-        detail: "the request's deadline passed before the published store answered; the rest \
-                 of the batch was not read"
-            .into(),
-        cause: "deadline".into(),
-    }
+    ColdError::Store(StoreError::DeadlinePassed {
+        what: "a batch of transactions".into(),
+    })
 }
 
 fn in_time(deadline: Option<Instant>) -> ColdResult<()> {
@@ -172,12 +172,15 @@ impl Replica {
                                 .collect::<Vec<_>>(),
                             Err(e) if s.members.len() == 1 => vec![(s.members[0].0, Err(e))],
                             // Each part fails (or not) on its own.
+                            // One at a time: the span held one of the
+                            // slots, and a store that failed it may be
+                            // throttling.
                             Err(_) => {
-                                let parts = s.members.into_iter().map(|(i, r)| {
-                                    let (remote, key) = (Arc::clone(&remote), s.key.clone());
-                                    async move { (i, remote.get_range(&key, r).await) }
-                                });
-                                futures::future::join_all(parts).await
+                                let mut out = Vec::with_capacity(s.members.len());
+                                for (i, r) in s.members {
+                                    out.push((i, remote.get_range(&s.key, r).await));
+                                }
+                                out
                             }
                         }
                     }

@@ -32,9 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jsonrpsee::server::middleware::rpc::RpcServiceBuilder;
-use jsonrpsee::server::{
-    BatchRequestConfig, Server, ServerConfig, serve_with_graceful_shutdown, stop_channel,
-};
+use jsonrpsee::server::{BatchRequestConfig, Server, ServerConfig, stop_channel};
 use ledgerstore_store::Reader;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
@@ -259,7 +257,7 @@ pub async fn serve(
             let io = DeadlineIo::new(sock, clock);
             let stopped = stop.clone().shutdown();
             tokio::spawn(async move {
-                if let Err(e) = serve_with_graceful_shutdown(io, service, stopped).await {
+                if let Err(e) = serve_http1(io, service, stopped).await {
                     tracing::debug!(error = %e, "Stellar RPC connection closed");
                 }
                 drop(permit);
@@ -267,6 +265,46 @@ pub async fn serve(
         }
     });
     Ok((addr, handle))
+}
+
+/// The largest buffer hyper keeps for one connection (read, and answers
+/// queued for the socket): what a connection holds beyond the byte
+/// budget's count.
+const CONN_BUF_BYTES: usize = 128 << 10;
+
+/// Serves one connection with HTTP/1.1 only, until it closes; once
+/// `stopped`, it finishes the request in hand and closes. (jsonrpsee's
+/// `serve_with_graceful_shutdown` also speaks HTTP/2 without TLS, whose
+/// flow control lets a client leave an answer unsent without ever filling
+/// the socket, so no socket deadline would see it. Stellar RPC clients
+/// speak HTTP/1.1.)
+async fn serve_http1<S, B>(
+    io: DeadlineIo,
+    service: S,
+    stopped: impl std::future::Future<Output = ()>,
+) -> Result<(), send::BoxError>
+where
+    S: tower_service::Service<http::Request<hyper::body::Incoming>, Response = http::Response<B>>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<send::BoxError>,
+    B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<send::BoxError>,
+{
+    let service = hyper_util::service::TowerToHyperService::new(service);
+    let conn = hyper::server::conn::http1::Builder::new()
+        .max_buf_size(CONN_BUF_BYTES)
+        .serve_connection(hyper_util::rt::TokioIo::new(io), service);
+    tokio::pin!(stopped, conn);
+    tokio::select! {
+        res = &mut conn => res.map_err(Into::into),
+        () = &mut stopped => {
+            conn.as_mut().graceful_shutdown();
+            conn.await.map_err(Into::into)
+        }
+    }
 }
 
 /// The answer to a connection past `jsonrpc.max_connections`: written if

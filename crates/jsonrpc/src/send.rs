@@ -43,7 +43,7 @@ use tokio::time::Sleep;
 use crate::budget::Call;
 use crate::error::{RpcError, RpcResult};
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The budget counts KiB: a permit is a `u32`.
 const UNIT: usize = 1024;

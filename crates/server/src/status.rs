@@ -18,7 +18,9 @@ pub fn from_store(e: &StoreError) -> Status {
         | StoreError::SettingMismatch { .. }
         | StoreError::DataDir { .. }
         | StoreError::Db(DbError::CreationMismatch { .. }) => Code::FailedPrecondition,
-        StoreError::Db(DbError::ReadTimeout { .. }) => Code::DeadlineExceeded,
+        StoreError::Db(DbError::ReadTimeout { .. }) | StoreError::DeadlinePassed { .. } => {
+            Code::DeadlineExceeded
+        }
         StoreError::WritesRefused { .. }
         | StoreError::Repairing { .. }
         | StoreError::Remote { .. }

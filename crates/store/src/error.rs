@@ -168,6 +168,16 @@ pub enum StoreError {
         /// Why it cannot serve.
         reason: String,
     },
+    /// A read of the published store stopped at its request's deadline
+    /// (gRPC `query.timeout_ms`): the answer is unknown.
+    #[error(
+        "{what}: the request's deadline passed before the published store answered; the rest \
+         was not read"
+    )]
+    DeadlinePassed {
+        /// What was being read, e.g. `a batch of 500 transactions`.
+        what: String,
+    },
     /// An object of the published cold tier is missing or does not match
     /// what the manifest records (size, checksum, format): the range it
     /// holds cannot serve until it is published again.

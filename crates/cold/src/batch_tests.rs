@@ -341,3 +341,52 @@ fn a_batch_stops_reading_at_its_deadline() {
             .all(Option::is_some)
     );
 }
+
+/// A batch does not wait past its deadline for the one-at-a-time segment
+/// fetch another lookup holds (issue 30): it answers DEADLINE_EXCEEDED
+/// while that fetch still hangs, and the other lookup answers once its
+/// GET is let go.
+#[test]
+fn a_batch_does_not_wait_past_its_deadline_for_anothers_segment_fetch() {
+    let w = World::new();
+    let rep = w.replica("r");
+    w.faulty.hold_gets(Some("segments/"));
+    let one = {
+        let (rep, hash) = (Arc::clone(&rep), w.tx(5, 0));
+        std::thread::spawn(move || Reader::get_tx(&*rep, &hash))
+    };
+    let mut hanging = false;
+    for _ in 0..2000 {
+        if w.faulty.flights().0 > 0 {
+            hanging = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(hanging, "the lookup's segment GET never started");
+    let (tx, rx) = std::sync::mpsc::channel();
+    {
+        let (rep, hashes) = (Arc::clone(&rep), w.spread(20));
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_millis(200);
+            let _ = tx.send(Reader::batch_get_txs_until(&*rep, &hashes, deadline));
+        });
+    }
+    let batch = rx.recv_timeout(Duration::from_secs(20));
+    let still_hanging = w.faulty.flights().0 > 0;
+    w.faulty.hold_gets(None);
+    let batch = batch.expect("the batch waited for another lookup's fetch past its deadline");
+    assert!(
+        matches!(batch, Err(StoreError::DeadlinePassed { .. })),
+        "{batch:?}"
+    );
+    assert!(still_hanging, "the other lookup's fetch was let go first");
+    let got = one.join().expect("lookup").expect("the lookup answers");
+    assert!(got.is_some(), "the held lookup finds its transaction");
+    assert!(
+        Reader::batch_get_txs(&*rep, &w.spread(20))
+            .expect("batch")
+            .iter()
+            .all(Option::is_some)
+    );
+}

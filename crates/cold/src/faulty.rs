@@ -32,6 +32,8 @@ struct State {
     manifests_up_to: Option<u64>,
     /// Every GET waits this long first (an object store's latency).
     delay: Option<Duration>,
+    /// GETs of keys starting with this wait until it is cleared.
+    hold: Option<String>,
     /// GETs in flight now, and the most at once.
     in_flight: u64,
     peak: u64,
@@ -122,6 +124,12 @@ impl Faulty {
         self.state().delay = delay;
     }
 
+    /// GETs of keys starting with `prefix` wait (each at most 60 s) until
+    /// this is called again with another prefix or None.
+    pub(crate) fn hold_gets(&self, prefix: Option<&str>) {
+        self.state().hold = prefix.map(str::to_string);
+    }
+
     /// (GETs in flight now, the most at once, sequential rounds) since
     /// [`Self::reset_flights`].
     pub(crate) fn flights(&self) -> (u64, u64, u64) {
@@ -184,6 +192,13 @@ impl ObjectStore for Faulty {
         let _flight = Flight(self);
         if let Some(d) = delay {
             tokio::time::sleep(d).await;
+        }
+        for _ in 0..6000 {
+            let held = self.state().hold.as_ref().is_some_and(|p| key.starts_with(p));
+            if !held {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
         if let Some(text) = self.state().fail.get(&key) {
             return Err(object_store::Error::Generic {

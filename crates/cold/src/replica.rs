@@ -35,7 +35,7 @@ use ledgerstore_db_api::{
 use ledgerstore_pack::format::HEADER;
 use ledgerstore_pack::{Header, LedgerEntry, Manifest, PackRef, SegmentRef};
 use ledgerstore_segment::Segment;
-use ledgerstore_store::{Reader, ReaderStatus, ReplicaStatus, StoreResult};
+use ledgerstore_store::{Reader, ReaderStatus, ReplicaStatus, StoreError, StoreResult};
 use tokio::sync::watch;
 
 use crate::cache::{CacheFigures, DiskCache, Kind};
@@ -86,7 +86,7 @@ pub struct Replica {
     segments: Mutex<HashMap<String, Arc<Segment>>>,
     /// Held while a segment is fetched, so lookups that miss it at once
     /// wait for one download instead of each making their own.
-    fetching: Mutex<()>,
+    fetching: parking_lot::Mutex<()>,
     /// Segments found damaged, by key, with their backoff.
     damaged: Mutex<HashMap<String, Damage>>,
     lookups: AtomicU64,
@@ -117,7 +117,7 @@ impl Replica {
             view: RwLock::new(Arc::new(View::default())),
             headers: Mutex::new(HashMap::new()),
             segments: Mutex::new(HashMap::new()),
-            fetching: Mutex::new(()),
+            fetching: parking_lot::Mutex::new(()),
             damaged: Mutex::new(HashMap::new()),
             lookups: AtomicU64::new(0),
             downloads: AtomicU64::new(0),
@@ -343,13 +343,37 @@ impl Replica {
 
     /// The mapped segment of `r`, fetched whole into the cache if needed.
     fn segment(&self, r: &SegmentRef) -> ColdResult<Arc<Segment>> {
+        self.segment_until(r, None)
+    }
+
+    /// [`Self::segment`], waiting for another lookup's fetch (one at a
+    /// time) no later than `deadline`: past it, `DeadlinePassed`. A fetch this
+    /// call starts runs to its end (its file serves the next lookups).
+    pub(crate) fn segment_until(
+        &self,
+        r: &SegmentRef,
+        deadline: Option<Instant>,
+    ) -> ColdResult<Arc<Segment>> {
         let key = &r.object.key;
         let name = segment_name(key);
         if let Some(seg) = self.mapped(key, &name) {
             return Ok(seg);
         }
         self.still_damaged(key)?;
-        let _one = self.fetching.lock().unwrap_or_else(|p| p.into_inner());
+        let _one = match deadline {
+            None => self.fetching.lock(),
+            Some(d) => self
+                .fetching
+                .try_lock_until(d)
+                .ok_or_else(|| {
+                    ColdError::Store(StoreError::DeadlinePassed {
+                        what: format!(
+                            "a lookup waiting for the index of ledgers {}..={}",
+                            r.first, r.last
+                        ),
+                    })
+                })?,
+        };
         if let Some(seg) = self.mapped(key, &name) {
             return Ok(seg);
         }

@@ -542,18 +542,21 @@ impl Replica {
         i: usize,
         r: &SegmentRef,
         memo: &mut HashMap<usize, ColdResult<Arc<Segment>>>,
+        deadline: Option<Instant>,
     ) -> ColdResult<Arc<Segment>> {
         match memo.get(&i) {
             Some(Ok(seg)) => return Ok(Arc::clone(seg)),
             Some(Err(e)) => return Err(dup(e)),
             None => {}
         }
-        match self.segment(r) {
+        match self.segment_until(r, deadline) {
             Ok(seg) => {
                 memo.insert(i, Ok(Arc::clone(&seg)));
                 Ok(seg)
             }
-            Err(e @ ColdError::Damaged { .. }) => Err(e),
+            Err(e @ (ColdError::Damaged { .. } | ColdError::Store(StoreError::DeadlinePassed { .. }))) => {
+                Err(e)
+            }
             Err(e) => {
                 memo.insert(i, Err(dup(&e)));
                 Err(e)
@@ -599,13 +602,16 @@ impl Replica {
                         // A segment not read yet may be a download.
                         in_time(deadline)?;
                     }
-                    match self.batch_segment(s, r, &mut memo) {
+                    match self.batch_segment(s, r, &mut memo, deadline) {
                         Ok(seg) => {
                             if let Some(pos) = seg.lookup(&hash.0) {
                                 asking.push(i);
                                 wants.push((*hash, pos));
                                 break;
                             }
+                        }
+                        Err(e @ ColdError::Store(StoreError::DeadlinePassed { .. })) => {
+                            return Err(e.into());
                         }
                         Err(e) => {
                             failed[i].get_or_insert(e);

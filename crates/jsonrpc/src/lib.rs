@@ -294,7 +294,10 @@ where
     B::Error: Into<send::BoxError>,
 {
     let service = hyper_util::service::TowerToHyperService::new(service);
+    // The timer arms hyper's own header-read timeout (30 s) beside the
+    // socket's deadlines (send.rs).
     let conn = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
         .max_buf_size(CONN_BUF_BYTES)
         .serve_connection(hyper_util::rt::TokioIo::new(io), service);
     tokio::pin!(stopped, conn);

@@ -20,13 +20,15 @@
 //!   deadline wraps the socket.
 //!   A connection idle for as long (no request being handled, no answer
 //!   being sent, or a request's headers arriving that slowly) is closed
-//!   the same way.
+//!   the same way, and so is one whose request's body is not in whole
+//!   within as long from its headers ([`RecvBody`]).
 //! - **A connection limit**, `jsonrpc.max_connections`, counted on TCP
 //!   connections (see [`crate::serve`]): jsonrpsee's own permit is given
 //!   back when an answer is built, not when it is sent.
 
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
@@ -205,6 +207,9 @@ struct ClockState {
     busy: usize,
     /// When the connection last went idle (or opened).
     idle_since: Instant,
+    /// When the request whose body is being read started (its headers
+    /// were in): the body must be in whole within the timeout too.
+    body_since: Option<Instant>,
 }
 
 impl ClockState {
@@ -236,6 +241,7 @@ impl SendClock {
                 live: 0,
                 busy: 0,
                 idle_since: Instant::now(),
+                body_since: None,
             }),
         }
     }
@@ -280,10 +286,90 @@ impl SendClock {
         self.with(|s| s.since).map(|t| t + self.timeout)
     }
 
-    /// By when an idle connection must have sent its next request (its
-    /// headers whole), if it is idle.
+    /// By when the connection must have sent what it owes: an idle
+    /// connection its next request's headers, a request its whole body.
     fn idle_deadline(&self) -> Option<Instant> {
-        self.with(|s| (s.busy == 0 && s.live == 0).then_some(s.idle_since + self.timeout))
+        self.with(|s| {
+            s.body_since
+                .or((s.busy == 0 && s.live == 0).then_some(s.idle_since))
+                .map(|t| t + self.timeout)
+        })
+    }
+
+    /// A request's body starts to be read.
+    fn body_start(&self) {
+        self.with(|s| s.body_since = Some(Instant::now()));
+    }
+
+    /// A request's body is in whole (or dropped).
+    fn body_end(&self) {
+        self.with(|s| s.body_since = None);
+    }
+}
+
+/// A request's body, under its connection's [`SendClock`]: until it is in
+/// whole, a read that waits past the request's start plus the timeout
+/// closes the connection (a client that sends its body slowly would
+/// otherwise keep its connection, and its place, for ever).
+pub(crate) struct RecvBody<B> {
+    inner: B,
+    clock: Option<Arc<SendClock>>,
+    /// Set when the body failed past its deadline: the answer is then a
+    /// 408 naming the setting, not jsonrpsee's "Internal error".
+    late: Arc<AtomicBool>,
+}
+
+impl<B> RecvBody<B> {
+    fn new(inner: B, clock: Arc<SendClock>, late: Arc<AtomicBool>) -> Self {
+        clock.body_start();
+        Self {
+            inner,
+            clock: Some(clock),
+            late,
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(c) = self.clock.take() {
+            c.body_end();
+        }
+    }
+}
+
+impl<B> Drop for RecvBody<B> {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+impl<B: Body + Unpin> Body for RecvBody<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
+        let this = &mut *self;
+        let frame = ready!(Pin::new(&mut this.inner).poll_frame(cx));
+        if matches!(frame, Some(Err(_)))
+            && let Some(c) = &this.clock
+            && c.idle_deadline().is_some_and(|d| d <= Instant::now())
+        {
+            this.late.store(true, Ordering::Release);
+        }
+        if frame.is_none() || this.inner.is_end_stream() {
+            this.finish();
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }
 
@@ -406,7 +492,7 @@ pub(crate) struct Conn<S> {
 impl<S, B> tower_service::Service<http::Request<B>> for Conn<S>
 where
     S: tower_service::Service<
-            http::Request<B>,
+            http::Request<RecvBody<B>>,
             Response = http::Response<HttpBody>,
             Error = BoxError,
         > + Send
@@ -425,16 +511,44 @@ where
         let hold = Hold::default();
         req.extensions_mut().insert(hold.clone());
         let busy = self.clock.request();
-        let answer = self.inner.call(req);
+        let late = Arc::new(AtomicBool::new(false));
+        let (clock, flag) = (self.clock.clone(), late.clone());
+        let answer = self.inner.call(req.map(|b| RecvBody::new(b, clock, flag)));
         let clock = self.clock.clone();
         Box::pin(async move {
             let rp = answer.await?;
+            let rp = if late.load(Ordering::Acquire) {
+                too_slow(clock.timeout)
+            } else {
+                rp
+            };
             let held = hold.take();
             let rp = rp.map(|body| SendBody::new(body, held, clock));
             drop(busy);
             Ok(rp)
         })
     }
+}
+
+/// The answer to a request whose body was not in whole in time: 408, and
+/// the connection closes.
+fn too_slow(timeout: Duration) -> http::Response<HttpBody> {
+    let text = format!(
+        "the request was not sent whole within {} ms (jsonrpc.send_timeout_ms)\n",
+        timeout.as_millis()
+    );
+    let mut rp = http::Response::new(HttpBody::from(text));
+    *rp.status_mut() = http::StatusCode::REQUEST_TIMEOUT;
+    let headers = rp.headers_mut();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain"),
+    );
+    headers.insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
+    rp
 }
 
 /// A connection's socket, under its [`SendClock`]: a write that cannot
@@ -474,7 +588,8 @@ impl DeadlineIo {
             Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
                 io::ErrorKind::TimedOut,
                 format!(
-                    "the connection sent no request for {} ms (jsonrpc.send_timeout_ms)",
+                    "the connection sent no request, or not one whole, for {} ms \
+                     (jsonrpc.send_timeout_ms)",
                     self.clock.timeout.as_millis()
                 ),
             ))),

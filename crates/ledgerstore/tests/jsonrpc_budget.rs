@@ -788,3 +788,116 @@ fn answers_clients_do_not_read_are_bounded() {
     let page = answer(&url, "getLedgers", &repro, &refused);
     assert_eq!(page["ledgers"][0]["sequence"], FIRST, "a fresh getLedgers");
 }
+
+/// What a connection gets until the daemon closes it; a read that waits
+/// 20 s fails the test.
+fn until_closed(s: &mut std::net::TcpStream) -> String {
+    use std::io::Read;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .expect("timeout");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted
+                ) =>
+            {
+                break;
+            }
+            Err(e) => panic!(
+                "the daemon kept a slow request's connection open ({e}) after {:?}",
+                String::from_utf8_lossy(&got)
+            ),
+        }
+        assert!(got.len() < 1 << 20, "an answer without end");
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// Issue 30: a client that sends its request slowly does not keep its
+/// connection. With `jsonrpc.send_timeout_ms` = 1.5 s and
+/// `jsonrpc.max_connections` = 3, three clients take every place: one
+/// sends headers and part of the body and stops, one sends part of the
+/// headers, one trickles its body a byte every 300 ms (it would need a
+/// minute). Each finds its connection closed by the daemon within the
+/// read deadline of `drain` (20 s), and then a fourth client is served.
+/// Before, the idle deadline covered headers only: the first and the
+/// third held their places until they gave up.
+#[test]
+fn requests_sent_slowly_are_closed() {
+    use std::time::Duration;
+
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    load(&dir);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let d = rt.block_on(Daemon::start_with_env(
+        &dir,
+        &[],
+        &[
+            ("LEDGERSTORE_JSONRPC__SEND_TIMEOUT_MS", "1500"),
+            ("LEDGERSTORE_JSONRPC__MAX_CONNECTIONS", "3"),
+        ],
+    ));
+    let url = d.jsonrpc.clone();
+    let addr: std::net::SocketAddr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .expect("the endpoint's address");
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "getHealth"}).to_string();
+    let head = format!(
+        "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let connect = || std::net::TcpStream::connect(addr).expect("connect");
+
+    let mut part_body = connect();
+    part_body
+        .write_all(format!("{head}{}", &body[..10]).as_bytes())
+        .expect("send headers and part of the body");
+    let mut part_head = connect();
+    part_head
+        .write_all(&head.as_bytes()[..20])
+        .expect("send part of the headers");
+    let mut trickle = connect();
+    trickle.write_all(head.as_bytes()).expect("send headers");
+    let writer = {
+        let (mut s, body) = (trickle.try_clone().expect("clone"), body.clone());
+        std::thread::spawn(move || {
+            for b in body.as_bytes() {
+                std::thread::sleep(Duration::from_millis(300));
+                if s.write_all(&[*b]).is_err() {
+                    return true;
+                }
+            }
+            false
+        })
+    };
+
+    for (name, s) in [
+        ("part of the body", &mut part_body),
+        ("part of the headers", &mut part_head),
+        ("a trickled body", &mut trickle),
+    ] {
+        let got = until_closed(s);
+        assert!(
+            got.is_empty()
+                || (got.starts_with("HTTP/1.1 408 ")
+                    && got.contains("not sent whole within 1500 ms (jsonrpc.send_timeout_ms)")),
+            "{name}: the daemon answered {got:?} instead of closing"
+        );
+    }
+    assert!(
+        writer.join().expect("trickle"),
+        "the trickled body was taken whole instead of its connection being closed"
+    );
+    let (h, _) = call(&url, "getHealth", &json!({}));
+    assert_eq!(h["result"]["latestLedger"], LAST, "a fourth client is served");
+}

@@ -11,6 +11,9 @@
 //!   `LedgerCloseMeta`, found by a skipper generated from the XDR schema,
 //!   and tx hashes from those slices. [`extract::ledger_from_xdr`] uses it;
 //!   the full decode ([`extract::reference`]) is its reference.
+//! - [`events`]: the contract events stellar-rpc's `getEvents` serves,
+//!   cut out of a transaction's meta by the same skip functions, with
+//!   stellar-rpc's ids; a typed decode is its reference.
 //! - [`file`]: batch files (`LedgerCloseMetaBatch`) and record-marked
 //!   streams, zstd or not.
 //! - [`lake`]: SEP-54 data lakes (Galexie's layout) behind any
@@ -23,6 +26,7 @@
 //! walker is generated from. Nothing here writes.
 
 pub mod error;
+pub mod events;
 pub mod extract;
 pub mod file;
 pub mod follow;

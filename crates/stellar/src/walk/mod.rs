@@ -58,6 +58,7 @@
 
 pub mod cursor;
 mod hash;
+pub(crate) mod parts;
 #[rustfmt::skip]
 mod skip;
 

@@ -194,7 +194,11 @@ impl ObjectStore for Faulty {
             tokio::time::sleep(d).await;
         }
         for _ in 0..6000 {
-            let held = self.state().hold.as_ref().is_some_and(|p| key.starts_with(p));
+            let held = self
+                .state()
+                .hold
+                .as_ref()
+                .is_some_and(|p| key.starts_with(p));
             if !held {
                 break;
             }

@@ -362,17 +362,14 @@ impl Replica {
         self.still_damaged(key)?;
         let _one = match deadline {
             None => self.fetching.lock(),
-            Some(d) => self
-                .fetching
-                .try_lock_until(d)
-                .ok_or_else(|| {
-                    ColdError::Store(StoreError::DeadlinePassed {
-                        what: format!(
-                            "a lookup waiting for the index of ledgers {}..={}",
-                            r.first, r.last
-                        ),
-                    })
-                })?,
+            Some(d) => self.fetching.try_lock_until(d).ok_or_else(|| {
+                ColdError::Store(StoreError::DeadlinePassed {
+                    what: format!(
+                        "a lookup waiting for the index of ledgers {}..={}",
+                        r.first, r.last
+                    ),
+                })
+            })?,
         };
         if let Some(seg) = self.mapped(key, &name) {
             return Ok(seg);

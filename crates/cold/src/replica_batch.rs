@@ -554,9 +554,10 @@ impl Replica {
                 memo.insert(i, Ok(Arc::clone(&seg)));
                 Ok(seg)
             }
-            Err(e @ (ColdError::Damaged { .. } | ColdError::Store(StoreError::DeadlinePassed { .. }))) => {
-                Err(e)
-            }
+            Err(
+                e @ (ColdError::Damaged { .. }
+                | ColdError::Store(StoreError::DeadlinePassed { .. })),
+            ) => Err(e),
             Err(e) => {
                 memo.insert(i, Err(dup(&e)));
                 Err(e)

@@ -168,6 +168,13 @@ impl Tiered {
             if slot.is_some() {
                 continue;
             }
+            // A damaged hash list sends a plan to the published store
+            // hash by hash: no new one past the deadline.
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(StoreError::DeadlinePassed {
+                    what: "a batch of transactions".into(),
+                });
+            }
             let plan = self.evicted_plan(h);
             // Nothing after a failure is answered.
             let failed = matches!(plan, Evicted::Done(Err(_)));

@@ -257,7 +257,7 @@ pub async fn serve(
             let io = DeadlineIo::new(sock, clock);
             let stopped = stop.clone().shutdown();
             tokio::spawn(async move {
-                if let Err(e) = serve_http1(io, service, stopped).await {
+                if let Err(e) = serve_http1(io, service, send_timeout, stopped).await {
                     tracing::debug!(error = %e, "Stellar RPC connection closed");
                 }
                 drop(permit);
@@ -281,6 +281,7 @@ const CONN_BUF_BYTES: usize = 128 << 10;
 async fn serve_http1<S, B>(
     io: DeadlineIo,
     service: S,
+    header_timeout: Duration,
     stopped: impl std::future::Future<Output = ()>,
 ) -> Result<(), send::BoxError>
 where
@@ -294,10 +295,11 @@ where
     B::Error: Into<send::BoxError>,
 {
     let service = hyper_util::service::TowerToHyperService::new(service);
-    // The timer arms hyper's own header-read timeout (30 s) beside the
-    // socket's deadlines (send.rs).
+    // hyper's own header-read timeout, armed at the same setting as the
+    // socket's deadlines (send.rs), which also cover a slow body.
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(header_timeout)
         .max_buf_size(CONN_BUF_BYTES)
         .serve_connection(hyper_util::rt::TokioIo::new(io), service);
     tokio::pin!(stopped, conn);

@@ -210,6 +210,9 @@ struct ClockState {
     /// When the request whose body is being read started (its headers
     /// were in): the body must be in whole within the timeout too.
     body_since: Option<Instant>,
+    /// A read failed because the connection owed a request past its
+    /// deadline (set by [`DeadlineIo`], the cause a body error is told by).
+    read_expired: bool,
 }
 
 impl ClockState {
@@ -242,6 +245,7 @@ impl SendClock {
                 busy: 0,
                 idle_since: Instant::now(),
                 body_since: None,
+                read_expired: false,
             }),
         }
     }
@@ -287,7 +291,8 @@ impl SendClock {
     }
 
     /// By when the connection must have sent what it owes: an idle
-    /// connection its next request's headers, a request its whole body.
+    /// connection its next request's headers (the timeout from going
+    /// idle), a request its whole body (the timeout from its headers).
     fn idle_deadline(&self) -> Option<Instant> {
         self.with(|s| {
             s.body_since
@@ -354,7 +359,7 @@ impl<B: Body + Unpin> Body for RecvBody<B> {
         let frame = ready!(Pin::new(&mut this.inner).poll_frame(cx));
         if matches!(frame, Some(Err(_)))
             && let Some(c) = &this.clock
-            && c.idle_deadline().is_some_and(|d| d <= Instant::now())
+            && c.with(|s| s.read_expired)
         {
             this.late.store(true, Ordering::Release);
         }
@@ -585,14 +590,17 @@ impl DeadlineIo {
             self.idle.as_mut().reset(deadline);
         }
         match self.idle.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!(
-                    "the connection sent no request, or not one whole, for {} ms \
-                     (jsonrpc.send_timeout_ms)",
-                    self.clock.timeout.as_millis()
-                ),
-            ))),
+            Poll::Ready(()) => Poll::Ready(Err({
+                self.clock.with(|s| s.read_expired = true);
+                io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "the connection sent no request, or not one whole, for {} ms \
+                         (jsonrpc.send_timeout_ms)",
+                        self.clock.timeout.as_millis()
+                    ),
+                )
+            })),
             Poll::Pending => Poll::Pending,
         }
     }
@@ -720,6 +728,46 @@ mod tests {
             .expect("all");
         assert_eq!(unsent.gauge.get(), 64 << 10);
         drop(all);
+    }
+
+    #[tokio::test]
+    async fn a_request_body_is_timed_until_it_is_in_whole() {
+        use http_body_util::{BodyExt, Full};
+        let clock = Arc::new(SendClock::new(Duration::from_secs(1)));
+        assert!(
+            clock.idle_deadline().is_some(),
+            "idle: the headers are owed"
+        );
+        let busy = clock.request();
+        let late = Arc::new(AtomicBool::new(false));
+        let mut body = RecvBody::new(
+            Full::new(Bytes::from_static(b"{}")),
+            clock.clone(),
+            late.clone(),
+        );
+        assert!(clock.idle_deadline().is_some(), "the body is owed");
+        let got = body.frame().await.expect("a frame").expect("data");
+        assert_eq!(got.into_data().expect("data"), Bytes::from_static(b"{}"));
+        assert!(
+            clock.idle_deadline().is_none(),
+            "the body is in: a handler may take its time"
+        );
+        drop(body);
+        assert!(clock.idle_deadline().is_none(), "still handled");
+        assert!(!late.load(Ordering::Acquire));
+        drop(busy);
+        assert!(clock.idle_deadline().is_some(), "idle again");
+
+        // A body dropped before its end (too large, say) ends its clock.
+        let _busy = clock.request();
+        let body = RecvBody::new(
+            Full::new(Bytes::from_static(b"{}")),
+            clock.clone(),
+            late.clone(),
+        );
+        assert!(clock.idle_deadline().is_some());
+        drop(body);
+        assert!(clock.idle_deadline().is_none());
     }
 
     #[tokio::test]

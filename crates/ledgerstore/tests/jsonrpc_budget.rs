@@ -825,7 +825,8 @@ fn until_closed(s: &mut std::net::TcpStream) -> String {
 /// sends headers and part of the body and stops, one sends part of the
 /// headers, one trickles its body a byte every 300 ms (it would need a
 /// minute). Each finds its connection closed by the daemon within the
-/// read deadline of `drain` (20 s), and then a fourth client is served.
+/// read deadline of `until_closed` (20 s), and then a fourth client is
+/// served.
 /// Before, the idle deadline covered headers only: the first and the
 /// third held their places until they gave up.
 #[test]
@@ -887,11 +888,16 @@ fn requests_sent_slowly_are_closed() {
         ("a trickled body", &mut trickle),
     ] {
         let got = until_closed(s);
+        let timed_out = got.starts_with("HTTP/1.1 408 ")
+            && got.contains("not sent whole within 1500 ms (jsonrpc.send_timeout_ms)");
+        // A body cut short is told why (the client sends nothing more, so
+        // the answer arrives before the close); the others may see only
+        // the close (headers cut short: hyper has no request to answer;
+        // a trickle: its next byte may meet the close first).
+        let must_say = name == "part of the body";
         assert!(
-            got.is_empty()
-                || (got.starts_with("HTTP/1.1 408 ")
-                    && got.contains("not sent whole within 1500 ms (jsonrpc.send_timeout_ms)")),
-            "{name}: the daemon answered {got:?} instead of closing"
+            timed_out || (!must_say && got.is_empty()),
+            "{name}: the daemon answered {got:?} instead of a 408 and a close"
         );
     }
     assert!(
@@ -899,5 +905,8 @@ fn requests_sent_slowly_are_closed() {
         "the trickled body was taken whole instead of its connection being closed"
     );
     let (h, _) = call(&url, "getHealth", &json!({}));
-    assert_eq!(h["result"]["latestLedger"], LAST, "a fourth client is served");
+    assert_eq!(
+        h["result"]["latestLedger"], LAST,
+        "a fourth client is served"
+    );
 }

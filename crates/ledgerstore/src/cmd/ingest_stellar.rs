@@ -179,22 +179,41 @@ fn requests(c: Option<&RequestCounters>) -> String {
 }
 
 /// Passes events on until the receiver goes, or (following) until Ctrl-C.
+///
+/// The SIGINT listener is made once, before the first event: a signal
+/// that arrives while no listener exists is swallowed by tokio's handler
+/// (installed process-wide at the first listener), so a listener made
+/// afresh in each turn of the loop missed a Ctrl-C that came while an
+/// event was being handed over, and `--follow` then never stopped
+/// (seen in `ingest_follow_commits_new_files_then_stops_on_interrupt`).
 async fn forward(
     mut events: BoxStream<'static, FollowEvent>,
     tx: tokio::sync::mpsc::Sender<FollowEvent>,
     follow: bool,
 ) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut sigint = if follow {
+        match signal(SignalKind::interrupt()) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("cannot listen for Ctrl-C ({e}): stop with SIGTERM");
+                None
+            }
+        }
+    } else {
+        None
+    };
     loop {
-        let ev = if follow {
-            tokio::select! {
-                ev = events.next() => ev,
-                _ = tokio::signal::ctrl_c() => {
+        let ev = match sigint.as_mut() {
+            Some(sig) => tokio::select! {
+                biased;
+                _ = sig.recv() => {
                     eprintln!("interrupted: committing what arrived, then stopping");
                     return;
                 }
-            }
-        } else {
-            events.next().await
+                ev = events.next() => ev,
+            },
+            None => events.next().await,
         };
         let Some(ev) = ev else { return };
         let stop = !follow && matches!(ev, FollowEvent::Error(_));

@@ -99,3 +99,47 @@ const SECTION_NAMES: [&str; SECTIONS] = [
     "directory",
     "topics",
 ];
+
+/// The posting-list codec on its own, for `examples/posting_codecs.rs`
+/// (which measures it against `roaring`); not part of the API.
+#[doc(hidden)]
+pub mod codec {
+    use crate::error::EventIndexResult;
+    use crate::postings::{Cursor, List};
+
+    /// Appends the encoding of `vals` (strictly increasing, at least 2).
+    pub fn encode(vals: &[u32], out: &mut Vec<u8>) {
+        crate::postings::encode(vals, out);
+    }
+
+    /// Up to `limit` ordinals `≥ from` of the intersection of the lists
+    /// encoded in `lists` (one list: its page), by seeks.
+    pub fn page(
+        lists: &[&[u8]],
+        universe: u32,
+        from: u32,
+        limit: usize,
+    ) -> EventIndexResult<Vec<u32>> {
+        let mut cs = Vec::new();
+        for l in lists {
+            cs.push(Cursor::new(List::parse(l, universe)?, universe));
+        }
+        let mut out = Vec::new();
+        let mut x = from;
+        'next: while out.len() < limit {
+            for c in cs.iter_mut() {
+                match c.seek(x)? {
+                    None => break 'next,
+                    Some(y) if y > x => {
+                        x = y;
+                        continue 'next;
+                    }
+                    Some(_) => {}
+                }
+            }
+            out.push(x);
+            x += 1;
+        }
+        Ok(out)
+    }
+}

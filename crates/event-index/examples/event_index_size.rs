@@ -1,0 +1,187 @@
+//! Bytes per event and query latency of one index file of N synthetic
+//! events in the shapes of the pubnet ledgers (`tests/common/synth.rs`).
+//!
+//! `cargo run --release --locked -p ledgerstore-event-index --example
+//! event_index_size -- N [DIR]` builds `DIR/bench-N.idx` (DIR defaults to
+//! the system temp dir; the file is deleted at the end), prints its size
+//! by section, then the p50/p99 of two getEvents-like queries, each a page
+//! of up to 100 hits from a random ledger of the range, ids resolved:
+//!
+//! - one contract id, drawn as the events draw them (Zipf-like);
+//! - 15 filter terms: 5 filters, each 3 contract ids and the pattern
+//!   `["transfer", *, *, *]`.
+//!
+//! Warm (the file just written, in the page cache), then cold: the page
+//! cache dropped (`/proc/sys/vm/drop_caches`, root only) before each query
+//! and the file mapped anew (mapped pages survive a drop), the open timed
+//! with the query.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use common::synth::{Synth, contract_id, sym};
+use ledgerstore_event_index::{
+    EventIndex, EventIndexBuilder, Filter, Query, Segment, TopicPattern,
+};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+fn peak_rss_mb() -> f64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    s.lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn drop_caches() -> bool {
+    std::fs::write("/proc/sys/vm/drop_caches", "3").is_ok()
+}
+
+fn pct(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[((v.len() - 1) as f64 * p) as usize]
+}
+
+fn zipf(rng: &mut ChaCha8Rng, pop: f64) -> u64 {
+    let u: f64 = rng.random();
+    (pop.powf(u) - 1.0).floor() as u64
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let n: usize = args
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1_000_000);
+    let dir = args.next().map_or_else(std::env::temp_dir, PathBuf::from);
+    let path = dir.join(format!("bench-{n}.idx"));
+    let first = 60_000_000;
+
+    let t = Instant::now();
+    let mut synth = Synth::new(n, 42, first);
+    // The generator's last ledger is only known at the end: size the
+    // range generously (~650 events a ledger, at least 250 a ledger).
+    let last = first + (n / 250) as u32 + 10;
+    let mut b = EventIndexBuilder::new(first, last).expect("builder");
+    for e in synth.by_ref() {
+        let topics: Vec<&[u8]> = e.topics.iter().map(|t| t.as_slice()).collect();
+        b.push(e.id, e.kind, e.contract.as_ref(), &topics)
+            .expect("push");
+    }
+    let gen_s = t.elapsed().as_secs_f64();
+    let size = b.finish(&path).expect("finish");
+    let build_s = t.elapsed().as_secs_f64();
+    let idx = EventIndex::open(&path).expect("open");
+    let used_last = synth.next_ledger() - 1;
+    println!(
+        "events {n}, ledgers {first}..={used_last}, file {size} bytes = {:.2} B/event; \
+         build {build_s:.1} s (generate + push {gen_s:.1} s), peak RSS {:.0} MB",
+        size as f64 / n as f64,
+        peak_rss_mb()
+    );
+    let (nc, nt) = idx.keys();
+    println!("contract ids {nc}, topic keys {nt}");
+    for (name, bytes) in idx.section_sizes() {
+        println!(
+            "  {name:>10}: {bytes:>13} bytes  {:>6.2} B/event",
+            bytes as f64 / n as f64
+        );
+    }
+    let t = Instant::now();
+    idx.verify().expect("sha");
+    println!("verify (SHA-256) {:.2} s", t.elapsed().as_secs_f64());
+
+    let contracts = (n as f64 / 2000.0).max(20.0);
+    let transfer = TopicPattern::new(vec![
+        Segment::Value(sym("transfer")),
+        Segment::Any,
+        Segment::Any,
+        Segment::Any,
+    ])
+    .expect("pattern");
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let pick = |rng: &mut ChaCha8Rng| {
+        if rng.random_bool(0.2) {
+            contract_id(0)
+        } else {
+            contract_id(1 + zipf(rng, contracts))
+        }
+    };
+    let queries: Vec<(&str, Vec<Filter>)> = (0..400)
+        .flat_map(|_| {
+            let one = vec![Filter {
+                contract_ids: vec![pick(&mut rng)],
+                ..Default::default()
+            }];
+            let fifteen = (0..5)
+                .map(|_| Filter {
+                    contract_ids: (0..3).map(|_| pick(&mut rng)).collect(),
+                    topics: vec![transfer.clone()],
+                    ..Default::default()
+                })
+                .collect();
+            [
+                ("one contract id", one),
+                ("15-term (5 filters × 3 ids + topic)", fifteen),
+            ]
+        })
+        .collect();
+    let starts: Vec<u32> = (0..queries.len())
+        .map(|_| rng.random_range(first..=used_last))
+        .collect();
+    let cold_ok = drop_caches();
+    let mut warm = Some(idx);
+    for cold in [false, true] {
+        if cold {
+            warm = None; // unmapped, so that the drop reaches its pages
+        }
+        if cold && !cold_ok {
+            println!("cold: cannot drop the page cache here (not root?)");
+            break;
+        }
+        for shape in ["one contract id", "15-term (5 filters × 3 ids + topic)"] {
+            let (mut lat, mut hits) = (Vec::new(), 0usize);
+            let runs = if cold { 100 } else { 400 };
+            for ((s, fs), &start) in queries
+                .iter()
+                .zip(&starts)
+                .filter(|q| q.0.0 == shape)
+                .take(runs)
+            {
+                let _ = s;
+                // Mapped pages survive drop_caches: unmap, drop, map again.
+                let mut fresh = None;
+                if cold {
+                    drop_caches();
+                }
+                let t = Instant::now();
+                if cold {
+                    fresh = Some(EventIndex::open(&path).expect("open"));
+                }
+                let Some(idx) = fresh.as_ref().or(warm.as_ref()) else {
+                    break;
+                };
+                let page = idx
+                    .query(&Query::from_ledger(fs.clone(), start), 100)
+                    .expect("query");
+                lat.push(t.elapsed().as_secs_f64() * 1e3);
+                hits += page.len();
+            }
+            let k = lat.len();
+            println!(
+                "{} {shape}: p50 {:.3} ms  p99 {:.3} ms  ({k} queries, {:.0} hits a page)",
+                if cold { "cold" } else { "warm" },
+                pct(&mut lat, 0.5),
+                pct(&mut lat, 0.99),
+                hits as f64 / k as f64
+            );
+        }
+    }
+    drop(warm);
+    let _ = std::fs::remove_file(&path);
+}

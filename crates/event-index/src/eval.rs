@@ -1,0 +1,256 @@
+//! Evaluating a query over posting lists: a tree of unions (filters,
+//! contract ids, types, topic patterns, topic counts) and intersections
+//! (a filter's parts, a pattern's positions), walked by `seek`s so that a
+//! page decodes only the blocks it passes through.
+
+use ledgerstore_stellar::events::{EventId, EventType};
+
+use crate::error::EventIndexResult;
+use crate::keys::{FIXED_CONTRACT, FIXED_SYSTEM, ListRef, TOPIC_POSITIONS, fixed_count, topic_key};
+use crate::postings::Cursor;
+use crate::query::{Filter, Query, TopicPattern};
+use crate::read::EventIndex;
+
+enum Node<'a> {
+    All,
+    Empty,
+    List(Cursor<'a>),
+    And(Vec<(usize, Node<'a>)>),
+    Or(Vec<Node<'a>>),
+}
+
+impl<'a> Node<'a> {
+    /// The least member `≥ t`.
+    fn seek(&mut self, t: u32) -> EventIndexResult<Option<u32>> {
+        match self {
+            Node::All => Ok(Some(t)),
+            Node::Empty => Ok(None),
+            Node::List(c) => c.seek(t),
+            Node::Or(children) => {
+                let mut best: Option<u32> = None;
+                for c in children.iter_mut() {
+                    if let Some(v) = c.seek(t)? {
+                        best = Some(best.map_or(v, |b| b.min(v)));
+                        if v == t {
+                            break;
+                        }
+                    }
+                }
+                Ok(best)
+            }
+            Node::And(children) => {
+                let mut x = t;
+                'outer: loop {
+                    for (_, c) in children.iter_mut() {
+                        match c.seek(x)? {
+                            None => return Ok(None),
+                            Some(y) if y > x => {
+                                x = y;
+                                continue 'outer;
+                            }
+                            Some(_) => {}
+                        }
+                    }
+                    return Ok(Some(x));
+                }
+            }
+        }
+    }
+}
+
+/// A node and an upper bound of its size.
+type Sized<'a> = (usize, Node<'a>);
+
+fn or(children: Vec<Sized<'_>>, all: usize) -> Sized<'_> {
+    let mut kept = Vec::new();
+    let mut size = 0;
+    for (s, c) in children {
+        match c {
+            Node::All => return (all, Node::All),
+            Node::Empty => {}
+            c => {
+                size += s;
+                kept.push(c);
+            }
+        }
+    }
+    match kept.len() {
+        0 => (0, Node::Empty),
+        1 => (size, kept.pop().unwrap_or(Node::Empty)),
+        _ => (size.min(all), Node::Or(kept)),
+    }
+}
+
+fn and(children: Vec<Sized<'_>>, all: usize) -> Sized<'_> {
+    let mut kept = Vec::new();
+    for (s, c) in children {
+        match c {
+            Node::All => {}
+            Node::Empty => return (0, Node::Empty),
+            c => kept.push((s, c)),
+        }
+    }
+    // Shortest first: it leads the leapfrog.
+    kept.sort_by_key(|k| k.0);
+    match kept.len() {
+        0 => (all, Node::All),
+        1 => kept.pop().unwrap_or((0, Node::Empty)),
+        _ => (kept[0].0, Node::And(kept)),
+    }
+}
+
+fn list(idx: &EventIndex, r: ListRef) -> EventIndexResult<Sized<'_>> {
+    Ok(match idx.cursor(r)? {
+        None => (0, Node::Empty),
+        Some((c, len)) => (len, Node::List(c)),
+    })
+}
+
+fn pattern<'a>(idx: &'a EventIndex, p: &TopicPattern, all: usize) -> EventIndexResult<Sized<'a>> {
+    let k = p.fixed.len();
+    let counts = if p.rest {
+        if k == 0 {
+            (all, Node::All)
+        } else {
+            let lists = (k..=TOPIC_POSITIONS + 1)
+                .map(|c| list(idx, idx.fixed(fixed_count(c))?))
+                .collect::<EventIndexResult<Vec<_>>>()?;
+            or(lists, all)
+        }
+    } else {
+        list(idx, idx.fixed(fixed_count(k))?)?
+    };
+    let mut parts = vec![counts];
+    for (pos, seg) in p.fixed.iter().enumerate() {
+        if let Some(v) = seg {
+            parts.push(list(idx, idx.topic(topic_key(pos, v))?)?);
+        }
+    }
+    Ok(and(parts, all))
+}
+
+fn filter<'a>(idx: &'a EventIndex, f: &Filter, all: usize) -> EventIndexResult<Sized<'a>> {
+    let mut parts = Vec::new();
+    if !f.types.is_empty() {
+        let mut lists = Vec::new();
+        for t in [EventType::System, EventType::Contract] {
+            if f.types.contains(&t) {
+                let i = if t == EventType::System {
+                    FIXED_SYSTEM
+                } else {
+                    FIXED_CONTRACT
+                };
+                lists.push(list(idx, idx.fixed(i)?)?);
+            }
+        }
+        parts.push(or(lists, all));
+    }
+    if !f.contract_ids.is_empty() {
+        let lists = f
+            .contract_ids
+            .iter()
+            .map(|c| list(idx, idx.contract(c)?))
+            .collect::<EventIndexResult<Vec<_>>>()?;
+        parts.push(or(lists, all));
+    }
+    if !f.topics.is_empty() {
+        let pats = f
+            .topics
+            .iter()
+            .map(|p| pattern(idx, p, all))
+            .collect::<EventIndexResult<Vec<_>>>()?;
+        parts.push(or(pats, all));
+    }
+    Ok(and(parts, all))
+}
+
+/// One matching event: its ordinal in the file and its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hit {
+    /// Its position in the file's id order.
+    pub ordinal: u32,
+    /// Its id.
+    pub id: EventId,
+}
+
+/// The events a query may match, in id order, found by walking postings.
+/// Topic values are matched by a 64-bit hash of position and value, so a
+/// hit can be a false positive: the reader confirms each against the
+/// event's real topics ([`Query::matches`]). Memory is one decoded block
+/// per list the query names, whatever the page length.
+pub struct Matches<'a> {
+    idx: &'a EventIndex,
+    root: Node<'a>,
+    at: u32,
+    end: u32,
+}
+
+impl std::fmt::Debug for Matches<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Matches {{ at: {}, end: {} }}", self.at, self.end)
+    }
+}
+
+impl<'a> Matches<'a> {
+    pub(crate) fn new(idx: &'a EventIndex, q: &Query) -> EventIndexResult<Self> {
+        q.validate()?;
+        let all = idx.events() as usize;
+        let root = if q.filters.is_empty() {
+            Node::All
+        } else {
+            let fs = q
+                .filters
+                .iter()
+                .map(|f| filter(idx, f, all))
+                .collect::<EventIndexResult<Vec<_>>>()?;
+            or(fs, all).1
+        };
+        let at = idx.ordinal_from(q.start)?;
+        let end = match q.end {
+            Some(e) => idx.ordinal_from(e)?,
+            None => idx.events(),
+        };
+        Ok(Matches { idx, root, at, end })
+    }
+
+    /// The ordinal the next search starts at.
+    pub fn position(&self) -> u32 {
+        self.at
+    }
+}
+
+impl Iterator for Matches<'_> {
+    type Item = EventIndexResult<Hit>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.at >= self.end {
+            return None;
+        }
+        let found = match self.root.seek(self.at) {
+            Ok(Some(o)) if o < self.end => o,
+            Ok(_) => {
+                self.at = self.end;
+                return None;
+            }
+            Err(e) => {
+                self.at = self.end;
+                return Some(Err(e));
+            }
+        };
+        self.at = found + 1;
+        Some(self.idx.id_of(found).map(|id| Hit { ordinal: found, id }))
+    }
+}
+
+impl EventIndex {
+    /// The candidates of `q` in this file, in id order; take a page with
+    /// `take(limit)` (or see [`EventIndex::query`]).
+    pub fn matches(&self, q: &Query) -> EventIndexResult<Matches<'_>> {
+        Matches::new(self, q)
+    }
+
+    /// Up to `limit` candidates of `q`, in id order.
+    pub fn query(&self, q: &Query, limit: usize) -> EventIndexResult<Vec<Hit>> {
+        self.matches(q)?.take(limit).collect()
+    }
+}

@@ -1,0 +1,236 @@
+//! Ordinal ↔ event id: per ledger, its first ordinal and its runs, each a
+//! `(tx, op)` with consecutive indexes.
+//!
+//! The ledger table has an entry per ledger of the range and one more:
+//! the ledger's first ordinal and where its runs start in the runs
+//! section (`u32` each); the last entry is `(n, runs length)`. A ledger's
+//! runs are varints: the transaction order's delta from the previous run's
+//! (0 for the first), the operation, the first index and the count.
+
+use ledgerstore_stellar::events::{EventId, OP_MASK, TX_MASK};
+
+use crate::error::{EventIndexError, EventIndexResult};
+use crate::keys::u32_at;
+use crate::varint;
+
+/// Builds the ledger table and the runs from ids in increasing order.
+#[derive(Debug)]
+pub(crate) struct IdsBuilder {
+    first: u32,
+    last: u32,
+    pub(crate) table: Vec<u8>,
+    pub(crate) runs: Vec<u8>,
+    /// The ledger whose runs are being collected, and its runs.
+    ledger: u32,
+    open: Vec<(u32, u32, u32, u32)>,
+    count: u32,
+    prev: Option<EventId>,
+}
+
+impl IdsBuilder {
+    pub(crate) fn new(first: u32, last: u32) -> Self {
+        IdsBuilder {
+            first,
+            last,
+            table: Vec::new(),
+            runs: Vec::new(),
+            ledger: first,
+            open: Vec::new(),
+            count: 0,
+            prev: None,
+        }
+    }
+
+    /// Closes ledgers up to (not including) `upto`.
+    fn close_until(&mut self, upto: u32) {
+        while self.ledger < upto {
+            let at = self.table.len();
+            self.table.resize(at + 8, 0);
+            let start = self.count - self.open.iter().map(|r| r.3).sum::<u32>();
+            self.table[at..at + 4].copy_from_slice(&start.to_le_bytes());
+            let off = self.runs.len() as u32;
+            self.table[at + 4..at + 8].copy_from_slice(&off.to_le_bytes());
+            let mut tx = 0;
+            for (t, op, first, count) in self.open.drain(..) {
+                for v in [t - tx, op, first, count] {
+                    varint::put(&mut self.runs, u64::from(v));
+                }
+                tx = t;
+            }
+            self.ledger += 1;
+        }
+    }
+
+    /// Adds the next event's id; ids must increase and lie in the range.
+    pub(crate) fn push(&mut self, id: EventId) -> EventIndexResult<()> {
+        if id.ledger < self.first || id.ledger > self.last {
+            return Err(EventIndexError::Invalid(format!(
+                "event {id} outside ledgers {}..={}",
+                self.first, self.last
+            )));
+        }
+        if id.tx > TX_MASK || id.op > OP_MASK {
+            return Err(EventIndexError::Invalid(format!(
+                "event {id}: tx or op out of range"
+            )));
+        }
+        if self.prev.is_some_and(|p| p >= id) {
+            return Err(EventIndexError::Invalid(format!("event {id} out of order")));
+        }
+        if self.count == u32::MAX {
+            return Err(EventIndexError::Invalid("more than 2^32 - 1 events".into()));
+        }
+        self.close_until(id.ledger);
+        match self.open.last_mut() {
+            Some(r) if r.0 == id.tx && r.1 == id.op && r.2.checked_add(r.3) == Some(id.index) => {
+                r.3 += 1;
+            }
+            _ => self.open.push((id.tx, id.op, id.index, 1)),
+        }
+        self.count += 1;
+        self.prev = Some(id);
+        Ok(())
+    }
+
+    /// Closes every ledger and writes the final entry.
+    pub(crate) fn finish(&mut self) -> EventIndexResult<u32> {
+        self.close_until(self.last + 1);
+        if self.runs.len() > u32::MAX as usize {
+            return Err(EventIndexError::Invalid("runs over 4 GiB".into()));
+        }
+        let at = self.table.len();
+        self.table.resize(at + 8, 0);
+        self.table[at..at + 4].copy_from_slice(&self.count.to_le_bytes());
+        let off = self.runs.len() as u32;
+        self.table[at + 4..at + 8].copy_from_slice(&off.to_le_bytes());
+        Ok(self.count)
+    }
+}
+
+/// The id sections of an open index.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ids<'a> {
+    pub(crate) first: u32,
+    pub(crate) table: &'a [u8],
+    pub(crate) runs: &'a [u8],
+}
+
+fn corrupt(what: &str) -> EventIndexError {
+    EventIndexError::corrupt(format!("ids: {what}"))
+}
+
+impl<'a> Ids<'a> {
+    fn ledgers(&self) -> usize {
+        self.table.len() / 8 - 1
+    }
+
+    /// Ledger `l`'s (first ordinal, end ordinal, runs).
+    fn ledger(&self, l: usize) -> EventIndexResult<(u32, u32, &'a [u8])> {
+        let (o0, r0) = (u32_at(self.table, 8 * l), u32_at(self.table, 8 * l + 4));
+        let (o1, r1) = (
+            u32_at(self.table, 8 * l + 8),
+            u32_at(self.table, 8 * l + 12),
+        );
+        if o0 > o1 || r0 > r1 {
+            return Err(corrupt("ledger table not increasing"));
+        }
+        let runs = self
+            .runs
+            .get(r0 as usize..r1 as usize)
+            .ok_or_else(|| corrupt("runs past the end"))?;
+        Ok((o0, o1, runs))
+    }
+
+    /// Walks ledger `l`'s runs: `f(tx, op, first, count)` until it returns
+    /// false; checks the counts add up to the ledger's events.
+    fn walk(
+        &self,
+        l: usize,
+        mut f: impl FnMut(u32, u32, u32, u32) -> bool,
+    ) -> EventIndexResult<()> {
+        let (o0, o1, runs) = self.ledger(l)?;
+        let (mut pos, mut tx, mut total) = (0, 0u32, 0u64);
+        while pos < runs.len() {
+            let mut next = || varint::get_u32(runs, &mut pos).ok_or_else(|| corrupt("bad run"));
+            let (dt, op, first, count) = (next()?, next()?, next()?, next()?);
+            tx = tx.checked_add(dt).ok_or_else(|| corrupt("bad run"))?;
+            if tx > TX_MASK || op > OP_MASK || count == 0 || first.checked_add(count).is_none() {
+                return Err(corrupt("run out of range"));
+            }
+            total += u64::from(count);
+            if !f(tx, op, first, count) {
+                return Ok(());
+            }
+        }
+        if total != u64::from(o1 - o0) {
+            return Err(corrupt("runs do not cover the ledger's events"));
+        }
+        Ok(())
+    }
+
+    /// The id of ordinal `ord` (< n).
+    pub(crate) fn id_of(&self, ord: u32) -> EventIndexResult<EventId> {
+        let ledgers = self.ledgers();
+        let (mut lo, mut hi) = (0usize, ledgers);
+        // The last ledger whose first ordinal is ≤ ord and that has events.
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if u32_at(self.table, 8 * (mid + 1)) <= ord {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        if lo >= ledgers {
+            return Err(corrupt("ordinal past the last ledger"));
+        }
+        let (o0, _, _) = self.ledger(lo)?;
+        let mut left = ord
+            .checked_sub(o0)
+            .ok_or_else(|| corrupt("ordinal before its ledger"))?;
+        let mut found = None;
+        self.walk(lo, |tx, op, first, count| {
+            if left < count {
+                found = Some((tx, op, first + left));
+                return false;
+            }
+            left -= count;
+            true
+        })?;
+        let (tx, op, index) = found.ok_or_else(|| corrupt("ordinal not in its ledger's runs"))?;
+        Ok(EventId {
+            ledger: self.first + lo as u32,
+            tx,
+            op,
+            index,
+        })
+    }
+
+    /// The first ordinal whose id is `≥ id`: 0 before the range, n after.
+    pub(crate) fn ordinal_from(&self, id: EventId) -> EventIndexResult<u32> {
+        let ledgers = self.ledgers();
+        let l = id.ledger.saturating_sub(self.first) as usize;
+        if id.ledger < self.first {
+            return Ok(0);
+        }
+        if l >= ledgers {
+            return Ok(u32_at(self.table, 8 * ledgers));
+        }
+        let (o0, _, _) = self.ledger(l)?;
+        let mut skip = 0u32;
+        self.walk(l, |tx, op, first, count| {
+            match (tx, op).cmp(&(id.tx, id.op)) {
+                std::cmp::Ordering::Less => {
+                    skip += count;
+                    true
+                }
+                std::cmp::Ordering::Equal => {
+                    skip += id.index.saturating_sub(first).min(count);
+                    id.index >= first + count
+                }
+                std::cmp::Ordering::Greater => false,
+            }
+        })?;
+        Ok(o0 + skip)
+    }
+}

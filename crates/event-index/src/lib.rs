@@ -1,0 +1,145 @@
+//! Immutable contract-event index files.
+//!
+//! One file indexes the events getEvents serves (stellar-rpc v28: system
+//! and contract events, never diagnostic ones; see
+//! `ledgerstore_stellar::events`) of one closed ledger range
+//! `first..=last`. Events are numbered by ordinal `0..n` in id order; the
+//! file maps ordinals to ids and back, and holds posting lists of
+//! ordinals:
+//!
+//! - per contract id (32 bytes, exact);
+//! - per topic position (0 to 3) and value: the key is 64 bits of SHA-256
+//!   over the position and the `SCVal` XDR bytes ([`topic_key`]);
+//! - per type (`system`, `contract`) and per topic count (0, 1, 2, 3, 4,
+//!   more), so that a pattern's length is matched by the index too.
+//!
+//! A query ([`EventIndex::matches`]) turns getEvents' filters into unions
+//! and intersections of these lists and walks them from the start id,
+//! yielding candidates in id order until the caller stops; it never scans
+//! events. Since topic keys are hashes, a candidate can be a false
+//! positive (two values sharing a key, with odds about 2^-64 per pair):
+//! the reader, which reads each event to serve it, confirms it with
+//! [`Query::matches`] on the real topics.
+//!
+//! Files are written once ([`EventIndexBuilder`], or [`merge`] of adjacent
+//! ranges' files), synced, and published by the caller's rename; an open
+//! file ([`EventIndex`]) is memory-mapped.
+//!
+//! # File layout (all integers little-endian)
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 8 | magic `LSEVTIDX` |
+//! | 8 | 4 | format version: 1 |
+//! | 12 | 4 | reserved (zero) |
+//! | 16 | 4 | first ledger |
+//! | 20 | 4 | last ledger |
+//! | 24 | 8 | events `n` (below 2^32) |
+//! | 32 | 8 | contract ids `c` |
+//! | 40 | 8 | topic keys `t` |
+//! | 48 | 4 | topic directory bits `d` (at most 24) |
+//! | 52 | 4 | reserved (zero) |
+//! | 56 | 112 | the 7 sections' offsets and lengths (`u64` pairs), in the order below |
+//! | 168 | | `postings`: the lists of 2 ordinals or more, each as `postings.rs` describes: its length, a skip table of (last ordinal, end) per block of 128, the blocks' deltas bit-packed (`bitpacking`'s `BitPacker4x`), the last `< 128` as varint deltas |
+//! | | `8 × (last − first + 2)` | `ledgers`: per ledger, its first ordinal and where its runs start (`u32` each); the last entry is `(n, runs length)` |
+//! | | | `runs`: per ledger, its events' ids as runs `(Δtx, op, first index, count)`, varints (`ids.rs`) |
+//! | | 64 | `fixed`: the refs of the lists of type `system`, type `contract`, and topic counts 0, 1, 2, 3, 4, more |
+//! | | `40 × c` | `contracts`: sorted by id: the 32-byte contract id, its list's ref |
+//! | | `4 × (2^d + 1)` | `directory`: for each `d`-bit prefix, the index of the first topic key with that prefix or more; the last entry is `t` |
+//! | | `16 × t` | `topics`: sorted by key: the 64-bit key, its list's ref |
+//! | | 32 | SHA-256 of everything before it |
+//!
+//! A list's ref (`u64`) is its offset in `postings`, or, with bit 63 set,
+//! its only ordinal (inline: most topic values occur once), or `u64::MAX`
+//! for an empty list.
+//!
+//! So a cold lookup of a contract id is a binary search over `40 c` bytes
+//! (a few pages, `c` is small); of a topic value, one directory page and
+//! one page of about 16 keys; then the list's skip table and one block
+//! per seek. An id lookup is a binary search over `ledgers` and a walk of
+//! one ledger's runs.
+//!
+//! Opening checks the header and that the sections tile the file exactly
+//! with the sizes the counts imply (constant work); every read inside a
+//! section is bounds-checked and every decoded block checked (increasing,
+//! below `n`, ending at its skip entry), so a damaged or hostile file gives
+//! [`EventIndexError::Corrupt`], never a panic or an allocation beyond one
+//! block. [`EventIndex::verify`] checks the SHA-256 (for scrubs).
+
+mod error;
+mod eval;
+mod ids;
+mod keys;
+mod merge;
+mod postings;
+mod query;
+mod read;
+mod varint;
+mod write;
+
+pub use error::{EventIndexError, EventIndexResult};
+pub use eval::{Hit, Matches};
+pub use keys::{TOPIC_POSITIONS, topic_key};
+pub use merge::merge;
+pub use postings::BLOCK;
+pub use query::{Filter, MAX_CONTRACT_IDS, MAX_FILTERS, MAX_TOPICS, Query, Segment, TopicPattern};
+pub use read::EventIndex;
+pub use write::EventIndexBuilder;
+
+const MAGIC: &[u8; 8] = b"LSEVTIDX";
+const VERSION: u32 = 1;
+const HEADER: usize = 168;
+const SECTIONS: usize = 7;
+const SECTION_NAMES: [&str; SECTIONS] = [
+    "postings",
+    "ledgers",
+    "runs",
+    "fixed",
+    "contracts",
+    "directory",
+    "topics",
+];
+
+/// The posting-list codec on its own, for `examples/posting_codecs.rs`
+/// (which measures it against `roaring`); not part of the API.
+#[doc(hidden)]
+pub mod codec {
+    use crate::error::EventIndexResult;
+    use crate::postings::{Cursor, List};
+
+    /// Appends the encoding of `vals` (strictly increasing, at least 2).
+    pub fn encode(vals: &[u32], out: &mut Vec<u8>) {
+        crate::postings::encode(vals, out);
+    }
+
+    /// Up to `limit` ordinals `≥ from` of the intersection of the lists
+    /// encoded in `lists` (one list: its page), by seeks.
+    pub fn page(
+        lists: &[&[u8]],
+        universe: u32,
+        from: u32,
+        limit: usize,
+    ) -> EventIndexResult<Vec<u32>> {
+        let mut cs = Vec::new();
+        for l in lists {
+            cs.push(Cursor::new(List::parse(l, universe)?, universe));
+        }
+        let mut out = Vec::new();
+        let mut x = from;
+        'next: while out.len() < limit {
+            for c in cs.iter_mut() {
+                match c.seek(x)? {
+                    None => break 'next,
+                    Some(y) if y > x => {
+                        x = y;
+                        continue 'next;
+                    }
+                    Some(_) => {}
+                }
+            }
+            out.push(x);
+            x += 1;
+        }
+        Ok(out)
+    }
+}

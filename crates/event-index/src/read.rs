@@ -1,0 +1,332 @@
+//! Opening an index file: header and section bounds checked in constant
+//! time; lookups bounds-checked; [`EventIndex::verify`] checks the SHA-256.
+
+use std::fs::File;
+use std::ops::Range;
+use std::path::Path;
+
+use ledgerstore_stellar::events::EventId;
+use memmap2::Mmap;
+use sha2::{Digest, Sha256};
+
+use crate::error::{EventIndexError, EventIndexResult};
+use crate::ids::Ids;
+use crate::keys::{FIXED, ListRef, u32_at, u64_at};
+use crate::postings::{Cursor, List};
+use crate::write::bucket_of;
+use crate::{HEADER, MAGIC, SECTION_NAMES, SECTIONS, VERSION};
+
+enum Bytes {
+    Map(Mmap),
+    Heap(Vec<u8>),
+}
+
+impl std::fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} bytes", self.as_ref().len())
+    }
+}
+
+impl AsRef<[u8]> for Bytes {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            Bytes::Map(m) => m,
+            Bytes::Heap(v) => v,
+        }
+    }
+}
+
+const POSTINGS: usize = 0;
+const LEDGERS: usize = 1;
+const RUNS: usize = 2;
+const FIXED_SEC: usize = 3;
+const CONTRACTS: usize = 4;
+const DIR: usize = 5;
+const TOPICS: usize = 6;
+
+/// An open event index file (memory-mapped, or bytes on the heap).
+#[derive(Debug)]
+pub struct EventIndex {
+    bytes: Bytes,
+    first: u32,
+    last: u32,
+    n: u32,
+    contracts: usize,
+    topics: usize,
+    dir_bits: u32,
+    sections: [Range<usize>; SECTIONS],
+}
+
+fn corrupt(what: impl Into<String>) -> EventIndexError {
+    EventIndexError::corrupt(what)
+}
+
+impl EventIndex {
+    /// Maps and opens the file at `path`.
+    pub fn open(path: &Path) -> EventIndexResult<Self> {
+        let file = File::open(path).map_err(EventIndexError::io(path, "opening"))?;
+        // The file is immutable once published (written, synced, renamed).
+        #[allow(unsafe_code)]
+        let map = unsafe { Mmap::map(&file) }.map_err(EventIndexError::io(path, "mapping"))?;
+        Self::parse(Bytes::Map(map))
+    }
+
+    /// Opens an index held in memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> EventIndexResult<Self> {
+        Self::parse(Bytes::Heap(bytes))
+    }
+
+    fn parse(bytes: Bytes) -> EventIndexResult<Self> {
+        let b = bytes.as_ref();
+        let len = b.len();
+        if len < HEADER + 32 || &b[..8] != MAGIC {
+            return Err(corrupt("not an event index (magic or size)"));
+        }
+        if u32_at(b, 8) != VERSION {
+            return Err(corrupt(format!("unknown version {}", u32_at(b, 8))));
+        }
+        let (first, last) = (u32_at(b, 16), u32_at(b, 20));
+        let n = u32::try_from(u64_at(b, 24)).map_err(|_| corrupt("event count over 2^32"))?;
+        if first > last || last > i32::MAX as u32 {
+            return Err(corrupt("bad ledger range"));
+        }
+        let (nc, nt, bits) = (u64_at(b, 32), u64_at(b, 40), u32_at(b, 48));
+        if bits > 24 {
+            return Err(corrupt("directory too large"));
+        }
+        let want = [
+            None,
+            Some(8 * (u64::from(last - first) + 2)),
+            None,
+            Some(8 * FIXED as u64),
+            Some(
+                nc.checked_mul(40)
+                    .ok_or_else(|| corrupt("contract count"))?,
+            ),
+            Some(4 * ((1u64 << bits) + 1)),
+            Some(
+                nt.checked_mul(16)
+                    .ok_or_else(|| corrupt("topic key count"))?,
+            ),
+        ];
+        let mut sections: [Range<usize>; SECTIONS] = Default::default();
+        let mut at = HEADER as u64;
+        for (i, s) in sections.iter_mut().enumerate() {
+            let (off, slen) = (u64_at(b, 56 + 16 * i), u64_at(b, 64 + 16 * i));
+            let end = off.checked_add(slen).filter(|&e| e <= (len - 32) as u64);
+            let Some(end) = end.filter(|_| off == at) else {
+                return Err(corrupt(format!(
+                    "section {} out of place",
+                    SECTION_NAMES[i]
+                )));
+            };
+            if want[i].is_some_and(|w| w != slen) {
+                return Err(corrupt(format!(
+                    "section {} has the wrong size",
+                    SECTION_NAMES[i]
+                )));
+            }
+            *s = off as usize..end as usize;
+            at = end;
+        }
+        if at != (len - 32) as u64 {
+            return Err(corrupt("sections do not reach the checksum"));
+        }
+        let idx = EventIndex {
+            first,
+            last,
+            n,
+            contracts: nc as usize,
+            topics: nt as usize,
+            dir_bits: bits,
+            sections,
+            bytes,
+        };
+        let table = idx.section(LEDGERS);
+        let end = table.len() - 8;
+        let runs = idx.section(RUNS).len() as u64;
+        if u32_at(table, 0) != 0
+            || u32_at(table, 4) != 0
+            || u32_at(table, end) != n
+            || u64::from(u32_at(table, end + 4)) != runs
+        {
+            return Err(corrupt("ledger table does not span the events"));
+        }
+        let dir = idx.section(DIR);
+        if u32_at(dir, 0) != 0 || u64::from(u32_at(dir, dir.len() - 4)) != nt {
+            return Err(corrupt("topic directory does not span the keys"));
+        }
+        Ok(idx)
+    }
+
+    fn section(&self, i: usize) -> &[u8] {
+        &self.bytes.as_ref()[self.sections[i].clone()]
+    }
+
+    /// Checks the SHA-256 trailer against the bytes before it.
+    pub fn verify(&self) -> EventIndexResult<()> {
+        let b = self.bytes.as_ref();
+        let body = b.len() - 32;
+        if Sha256::digest(&b[..body]).as_slice() != &b[body..] {
+            return Err(EventIndexError::Checksum);
+        }
+        Ok(())
+    }
+
+    /// The first ledger of the range.
+    pub fn first_ledger(&self) -> u32 {
+        self.first
+    }
+
+    /// The last ledger of the range.
+    pub fn last_ledger(&self) -> u32 {
+        self.last
+    }
+
+    /// Events indexed (ordinals are `0..events()`).
+    pub fn events(&self) -> u32 {
+        self.n
+    }
+
+    /// Each section's name and size in bytes, then the header's and the
+    /// trailer's.
+    pub fn section_sizes(&self) -> Vec<(&'static str, usize)> {
+        let mut v: Vec<_> = SECTION_NAMES
+            .iter()
+            .zip(&self.sections)
+            .map(|(name, r)| (*name, r.len()))
+            .collect();
+        v.push(("header+sha", HEADER + 32));
+        v
+    }
+
+    /// Contract ids and topic keys in the dictionaries.
+    pub fn keys(&self) -> (usize, usize) {
+        (self.contracts, self.topics)
+    }
+
+    fn ids(&self) -> Ids<'_> {
+        Ids {
+            first: self.first,
+            table: self.section(LEDGERS),
+            runs: self.section(RUNS),
+        }
+    }
+
+    /// The id of event `ordinal`.
+    pub fn id_of(&self, ordinal: u32) -> EventIndexResult<EventId> {
+        if ordinal >= self.n {
+            return Err(EventIndexError::Query(format!(
+                "ordinal {ordinal} past the end"
+            )));
+        }
+        self.ids().id_of(ordinal)
+    }
+
+    /// The first ordinal whose id is at least `id` (0 before the range,
+    /// `events()` after it).
+    pub fn ordinal_from(&self, id: EventId) -> EventIndexResult<u32> {
+        self.ids().ordinal_from(id)
+    }
+
+    pub(crate) fn fixed(&self, i: usize) -> EventIndexResult<ListRef> {
+        ListRef::from_u64(u64_at(self.section(FIXED_SEC), 8 * i)).ok_or_else(|| corrupt("bad ref"))
+    }
+
+    /// The list of a contract id (binary search over the sorted ids).
+    pub(crate) fn contract(&self, id: &[u8; 32]) -> EventIndexResult<ListRef> {
+        let s = self.section(CONTRACTS);
+        let (mut lo, mut hi) = (0, self.contracts);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match s[40 * mid..40 * mid + 32].cmp(id) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => {
+                    return ListRef::from_u64(u64_at(s, 40 * mid + 32))
+                        .ok_or_else(|| corrupt("bad ref"));
+                }
+            }
+        }
+        Ok(ListRef::Empty)
+    }
+
+    /// The list of a topic key: its directory bucket, then a binary search
+    /// in the bucket (about 16 keys, one page).
+    pub(crate) fn topic(&self, key: u64) -> EventIndexResult<ListRef> {
+        let dir = self.section(DIR);
+        let bucket = bucket_of(key, self.dir_bits) as usize;
+        let (mut lo, mut hi) = (
+            u32_at(dir, 4 * bucket) as usize,
+            u32_at(dir, 4 * bucket + 4) as usize,
+        );
+        if lo > hi || hi > self.topics {
+            return Err(corrupt("topic directory out of range"));
+        }
+        let s = self.section(TOPICS);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let k = u64_at(s, 16 * mid);
+            if k < key {
+                lo = mid + 1;
+            } else if k > key {
+                hi = mid;
+            } else {
+                return ListRef::from_u64(u64_at(s, 16 * mid + 8))
+                    .ok_or_else(|| corrupt("bad ref"));
+            }
+        }
+        Ok(ListRef::Empty)
+    }
+
+    /// A cursor over a list, and its length (0 for an empty list).
+    pub(crate) fn cursor(&self, r: ListRef) -> EventIndexResult<Option<(Cursor<'_>, usize)>> {
+        match r {
+            ListRef::Empty => Ok(None),
+            ListRef::Single(v) if v < self.n => Ok(Some((Cursor::single(v), 1))),
+            ListRef::Single(_) => Err(corrupt("inline ordinal out of range")),
+            ListRef::At(off) => {
+                let p = self.section(POSTINGS);
+                let buf = usize::try_from(off)
+                    .ok()
+                    .and_then(|o| p.get(o..))
+                    .ok_or_else(|| corrupt("list past the postings"))?;
+                let list = List::parse(buf, self.n)?;
+                let len = list.len();
+                Ok(Some((Cursor::new(list, self.n), len)))
+            }
+        }
+    }
+
+    /// Every ordinal of a list (merges).
+    pub(crate) fn decode(&self, r: ListRef, base: u32, out: &mut Vec<u32>) -> EventIndexResult<()> {
+        if let Some((mut c, _)) = self.cursor(r)? {
+            let mut t = 0;
+            while let Some(v) = c.seek(t)? {
+                out.push(v + base);
+                t = v + 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// The contract dictionary's entries, in key order (merges).
+    pub(crate) fn contract_entries(&self) -> impl Iterator<Item = ([u8; 32], u64)> + '_ {
+        self.section(CONTRACTS).chunks_exact(40).map(|e| {
+            let mut id = [0u8; 32];
+            id.copy_from_slice(&e[..32]);
+            (id, u64_at(e, 32))
+        })
+    }
+
+    /// The topic dictionary's entries, in key order (merges).
+    pub(crate) fn topic_entries(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.section(TOPICS)
+            .chunks_exact(16)
+            .map(|e| (u64_at(e, 0), u64_at(e, 8)))
+    }
+
+    pub(crate) fn id_sections(&self) -> (&[u8], &[u8]) {
+        (self.section(LEDGERS), self.section(RUNS))
+    }
+}

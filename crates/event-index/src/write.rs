@@ -1,0 +1,277 @@
+//! Writing an index file: [`EventIndexBuilder`] from events, and the
+//! [`Writer`] it (and [`merge`](crate::merge)) streams lists into.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use ledgerstore_stellar::events::{EventId, EventType};
+use sha2::{Digest, Sha256};
+
+use crate::error::{EventIndexError, EventIndexResult};
+use crate::ids::IdsBuilder;
+use crate::keys::{
+    FIXED, FIXED_CONTRACT, FIXED_SYSTEM, ListRef, TOPIC_POSITIONS, fixed_count, topic_key,
+};
+use crate::{HEADER, MAGIC, SECTIONS, VERSION, postings};
+
+/// Streams posting lists into a new file, then writes the tables, the
+/// header and the SHA-256 trailer.
+pub(crate) struct Writer {
+    path: std::path::PathBuf,
+    out: BufWriter<File>,
+    postings: u64,
+    scratch: Vec<u8>,
+}
+
+impl Writer {
+    pub(crate) fn create(path: &Path) -> EventIndexResult<Self> {
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(EventIndexError::io(path, "creating"))?;
+        let mut out = BufWriter::with_capacity(1 << 20, file);
+        out.write_all(&[0u8; HEADER])
+            .map_err(EventIndexError::io(path, "writing"))?;
+        Ok(Writer {
+            path: path.to_path_buf(),
+            out,
+            postings: 0,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Writes one list (strictly increasing ordinals) and gives its ref.
+    pub(crate) fn list(&mut self, vals: &[u32]) -> EventIndexResult<ListRef> {
+        Ok(match vals {
+            [] => ListRef::Empty,
+            [v] => ListRef::Single(*v),
+            _ => {
+                if vals.windows(2).any(|w| w[0] >= w[1]) {
+                    return Err(EventIndexError::corrupt(
+                        "a list's ordinals do not increase",
+                    ));
+                }
+                self.scratch.clear();
+                postings::encode(vals, &mut self.scratch);
+                let at = self.postings;
+                self.out
+                    .write_all(&self.scratch)
+                    .map_err(EventIndexError::io(&self.path, "writing"))?;
+                self.postings += self.scratch.len() as u64;
+                ListRef::At(at)
+            }
+        })
+    }
+
+    /// Writes the rest and syncs; `contracts` and `topics` sorted by key.
+    pub(crate) fn finish(
+        mut self,
+        range: (u32, u32, u32),
+        ids: &IdsBuilder,
+        fixed: &[ListRef; FIXED],
+        contracts: &[([u8; 32], ListRef)],
+        topics: &[(u64, ListRef)],
+    ) -> EventIndexResult<u64> {
+        let io = |a| EventIndexError::io(&self.path, a);
+        let bits = dir_bits(topics.len());
+        let mut dir = Vec::with_capacity(4 * ((1 << bits) + 1));
+        let mut k = 0usize;
+        for bucket in 0..=(1u64 << bits) {
+            while k < topics.len() && bucket_of(topics[k].0, bits) < bucket {
+                k += 1;
+            }
+            dir.extend_from_slice(&(k as u32).to_le_bytes());
+        }
+        let mut tail: Vec<Vec<u8>> = vec![
+            ids.table.clone(),
+            ids.runs.clone(),
+            fixed
+                .iter()
+                .flat_map(|r| r.to_u64().to_le_bytes())
+                .collect(),
+            contracts
+                .iter()
+                .flat_map(|(id, r)| id.iter().copied().chain(r.to_u64().to_le_bytes()))
+                .collect(),
+            dir,
+            topics
+                .iter()
+                .flat_map(|(key, r)| {
+                    key.to_le_bytes()
+                        .into_iter()
+                        .chain(r.to_u64().to_le_bytes())
+                })
+                .collect(),
+        ];
+        let mut header = Vec::with_capacity(HEADER);
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(&VERSION.to_le_bytes());
+        header.extend_from_slice(&0u32.to_le_bytes());
+        header.extend_from_slice(&range.0.to_le_bytes());
+        header.extend_from_slice(&range.1.to_le_bytes());
+        header.extend_from_slice(&u64::from(range.2).to_le_bytes());
+        header.extend_from_slice(&(contracts.len() as u64).to_le_bytes());
+        header.extend_from_slice(&(topics.len() as u64).to_le_bytes());
+        header.extend_from_slice(&bits.to_le_bytes());
+        header.extend_from_slice(&0u32.to_le_bytes());
+        let mut off = HEADER as u64;
+        let mut lens = vec![self.postings];
+        lens.extend(tail.iter().map(|t| t.len() as u64));
+        debug_assert_eq!(lens.len(), SECTIONS);
+        for len in lens {
+            header.extend_from_slice(&off.to_le_bytes());
+            header.extend_from_slice(&len.to_le_bytes());
+            off += len;
+        }
+        debug_assert_eq!(header.len(), HEADER);
+        for t in tail.drain(..) {
+            self.out.write_all(&t).map_err(io("writing"))?;
+        }
+        let mut file = self
+            .out
+            .into_inner()
+            .map_err(|e| io("writing")(e.into_error()))?;
+        file.seek(SeekFrom::Start(0)).map_err(io("seeking"))?;
+        file.write_all(&header).map_err(io("writing"))?;
+        file.seek(SeekFrom::Start(0)).map_err(io("seeking"))?;
+        let mut sha = Sha256::new();
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let got = file.read(&mut buf).map_err(io("reading back"))?;
+            if got == 0 {
+                break;
+            }
+            sha.update(&buf[..got]);
+        }
+        file.write_all(&sha.finalize()).map_err(io("writing"))?;
+        file.sync_all().map_err(io("syncing"))?;
+        Ok(off + 32)
+    }
+}
+
+/// Bits of the topic directory: about 16 keys a bucket, at most 2^24
+/// buckets.
+pub(crate) fn dir_bits(keys: usize) -> u32 {
+    let mut bits = 0;
+    while bits < 24 && (keys >> bits) > 16 {
+        bits += 1;
+    }
+    bits
+}
+
+/// A key's bucket: its top `bits` bits.
+pub(crate) fn bucket_of(key: u64, bits: u32) -> u64 {
+    if bits == 0 { 0 } else { key >> (64 - bits) }
+}
+
+/// Builds one index file from a closed range's events, given in id order.
+/// Holds every posting in memory (about 4 bytes per event and topic) until
+/// [`finish`](Self::finish).
+#[derive(Debug)]
+pub struct EventIndexBuilder {
+    first: u32,
+    last: u32,
+    ids: IdsBuilder,
+    n: u32,
+    fixed: [Vec<u32>; FIXED],
+    contracts: HashMap<[u8; 32], Vec<u32>>,
+    topics: HashMap<u64, Vec<u32>>,
+}
+
+impl EventIndexBuilder {
+    /// A builder for ledgers `first..=last` (at most `i32::MAX`, as event
+    /// ids require).
+    pub fn new(first: u32, last: u32) -> EventIndexResult<Self> {
+        if first > last || last > i32::MAX as u32 {
+            return Err(EventIndexError::Invalid(format!(
+                "bad ledger range {first}..={last}"
+            )));
+        }
+        Ok(EventIndexBuilder {
+            first,
+            last,
+            ids: IdsBuilder::new(first, last),
+            n: 0,
+            fixed: Default::default(),
+            contracts: HashMap::new(),
+            topics: HashMap::new(),
+        })
+    }
+
+    /// Adds the next event: its id (greater than the previous one's), its
+    /// type (`system` or `contract`: diagnostic events are not served), its
+    /// contract id and its topics' `SCVal` XDR bytes (the first
+    /// [`TOPIC_POSITIONS`] are indexed by value, all are counted).
+    pub fn push(
+        &mut self,
+        id: EventId,
+        kind: EventType,
+        contract: Option<&[u8; 32]>,
+        topics: &[&[u8]],
+    ) -> EventIndexResult<()> {
+        let fixed_type = match kind {
+            EventType::System => FIXED_SYSTEM,
+            EventType::Contract => FIXED_CONTRACT,
+            EventType::Diagnostic => {
+                return Err(EventIndexError::Invalid(format!(
+                    "event {id} is diagnostic"
+                )));
+            }
+        };
+        self.ids.push(id)?;
+        let ord = self.n;
+        self.n += 1;
+        self.fixed[fixed_type].push(ord);
+        self.fixed[fixed_count(topics.len())].push(ord);
+        if let Some(c) = contract {
+            self.contracts.entry(*c).or_default().push(ord);
+        }
+        for (pos, t) in topics.iter().take(TOPIC_POSITIONS).enumerate() {
+            let list = self.topics.entry(topic_key(pos, t)).or_default();
+            if list.last() != Some(&ord) {
+                list.push(ord);
+            }
+        }
+        Ok(())
+    }
+
+    /// Events added so far.
+    pub fn events(&self) -> u32 {
+        self.n
+    }
+
+    /// Writes the file at `path` (created or truncated, then synced; the
+    /// caller renames it into place) and returns its size in bytes.
+    pub fn finish(mut self, path: &Path) -> EventIndexResult<u64> {
+        let n = self.ids.finish()?;
+        let mut w = Writer::create(path)?;
+        let mut contracts: Vec<_> = self.contracts.into_iter().collect();
+        contracts.sort_unstable_by_key(|c| c.0);
+        let mut crefs = Vec::with_capacity(contracts.len());
+        for (id, list) in contracts {
+            crefs.push((id, w.list(&list)?));
+        }
+        let mut topics: Vec<_> = self.topics.drain().collect();
+        topics.sort_unstable_by_key(|t| t.0);
+        let mut trefs = Vec::with_capacity(topics.len());
+        for (key, list) in topics {
+            trefs.push((key, w.list(&list)?));
+        }
+        let mut fixed = [ListRef::Empty; FIXED];
+        for (r, list) in fixed.iter_mut().zip(&self.fixed) {
+            *r = w.list(list)?;
+        }
+        w.finish(
+            (self.first, self.last, n),
+            &self.ids,
+            &fixed,
+            &crefs,
+            &trefs,
+        )
+    }
+}

@@ -19,39 +19,77 @@ enum Node<'a> {
     Or(Vec<Node<'a>>),
 }
 
-impl<'a> Node<'a> {
+/// A bounded search's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seek {
     /// The least member `≥ t`.
-    fn seek(&mut self, t: u32) -> EventIndexResult<Option<u32>> {
+    Found(u32),
+    /// No member `≥ t`.
+    None,
+    /// The budget ran out: no member lies in `t..x` (and `x > t`).
+    Paused(u32),
+}
+
+impl Node<'_> {
+    /// The least member `≥ t`, spending one unit of `budget` per round of
+    /// an intersection (an intersection whose lists interleave without
+    /// meeting may otherwise walk a whole file for one answer).
+    fn seek(&mut self, t: u32, budget: &mut u32) -> EventIndexResult<Seek> {
         match self {
-            Node::All => Ok(Some(t)),
-            Node::Empty => Ok(None),
-            Node::List(c) => c.seek(t),
+            Node::All => Ok(Seek::Found(t)),
+            Node::Empty => Ok(Seek::None),
+            Node::List(c) => Ok(c.seek(t)?.map_or(Seek::None, Seek::Found)),
             Node::Or(children) => {
-                let mut best: Option<u32> = None;
+                // The least of the children's answers; a paused child
+                // bounds the answer like a found one, and a tie goes to
+                // the found one (the paused child has nothing below).
+                let mut best: Option<(u32, bool)> = None;
                 for c in children.iter_mut() {
-                    if let Some(v) = c.seek(t)? {
-                        best = Some(best.map_or(v, |b| b.min(v)));
-                        if v == t {
-                            break;
-                        }
+                    let (v, found) = match c.seek(t, budget)? {
+                        Seek::None => continue,
+                        Seek::Found(v) => (v, true),
+                        Seek::Paused(x) => (x, false),
+                    };
+                    best = Some(match best {
+                        Some((b, bf)) if b < v || (b == v && bf) => (b, bf),
+                        _ => (v, found),
+                    });
+                    if found && v == t {
+                        break;
                     }
                 }
-                Ok(best)
+                Ok(match best {
+                    None => Seek::None,
+                    Some((v, true)) => Seek::Found(v),
+                    Some((x, false)) => Seek::Paused(x),
+                })
             }
             Node::And(children) => {
+                // Each intersection runs one round at least, whatever is
+                // left: a round meets (found) or moves past `t`, so a pause
+                // is always beyond `t` and a search always gets on, even
+                // where an earlier branch spent the budget.
                 let mut x = t;
+                let mut first = true;
                 'outer: loop {
+                    if !first && *budget == 0 {
+                        return Ok(Seek::Paused(x));
+                    }
+                    first = false;
+                    *budget = budget.saturating_sub(1);
                     for (_, c) in children.iter_mut() {
-                        match c.seek(x)? {
-                            None => return Ok(None),
-                            Some(y) if y > x => {
+                        match c.seek(x, budget)? {
+                            Seek::None => return Ok(Seek::None),
+                            Seek::Found(y) | Seek::Paused(y) if y > x => {
                                 x = y;
                                 continue 'outer;
                             }
-                            Some(_) => {}
+                            // Paused at x: nothing is known beyond it.
+                            Seek::Paused(_) => return Ok(Seek::Paused(x)),
+                            Seek::Found(_) => {}
                         }
                     }
-                    return Ok(Some(x));
+                    return Ok(Seek::Found(x));
                 }
             }
         }
@@ -219,15 +257,38 @@ impl<'a> Matches<'a> {
     }
 }
 
-impl Iterator for Matches<'_> {
-    type Item = EventIndexResult<Hit>;
+/// What one bounded step of a search gives ([`Matches::step`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The next candidate.
+    Hit(Hit),
+    /// The step's budget ran out before a candidate was found: none lies
+    /// before [`Matches::position`], where the next step resumes. A
+    /// caller out of time ends its page there (its cursor: the id just
+    /// before that position).
+    Paused,
+}
 
-    fn next(&mut self) -> Option<Self::Item> {
+/// Rounds of intersection a step of [`Iterator::next`] spends before it
+/// goes on (it goes on until an answer: use [`Matches::step`] to stop).
+const NEXT_STEP: u32 = 1 << 16;
+
+impl Matches<'_> {
+    /// The next candidate, searching at most `budget` rounds of
+    /// intersection (each a seek per list of an intersection, a few
+    /// blocks at most); `None` once there is none.
+    pub fn step(&mut self, budget: u32) -> Option<EventIndexResult<Step>> {
         if self.at >= self.end {
             return None;
         }
-        let found = match self.root.seek(self.at) {
-            Ok(Some(o)) if o < self.end => o,
+        let mut left = budget.max(1);
+        let found = match self.root.seek(self.at, &mut left) {
+            Ok(Seek::Found(o)) if o < self.end => o,
+            Ok(Seek::Paused(x)) if x < self.end => {
+                // Progress is guaranteed: a round either meets or moves on.
+                self.at = x.max(self.at);
+                return Some(Ok(Step::Paused));
+            }
             Ok(_) => {
                 self.at = self.end;
                 return None;
@@ -238,7 +299,27 @@ impl Iterator for Matches<'_> {
             }
         };
         self.at = found + 1;
-        Some(self.idx.id_of(found).map(|id| Hit { ordinal: found, id }))
+        Some(
+            self.idx
+                .id_of(found)
+                .map(|id| Step::Hit(Hit { ordinal: found, id })),
+        )
+    }
+}
+
+impl Iterator for Matches<'_> {
+    type Item = EventIndexResult<Hit>;
+
+    /// The next candidate, however long the search (see [`Matches::step`]
+    /// for a bounded one).
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            match self.step(NEXT_STEP)? {
+                Ok(Step::Hit(h)) => return Some(Ok(h)),
+                Ok(Step::Paused) => {}
+                Err(e) => return Some(Err(e)),
+            }
+        }
     }
 }
 

@@ -158,6 +158,10 @@ impl<'a> Ids<'a> {
                 return Err(corrupt("run out of range"));
             }
             total += u64::from(count);
+            // Checked before `f` sees the run: callers add counts up.
+            if total > u64::from(o1 - o0) {
+                return Err(corrupt("runs hold more events than their ledger"));
+            }
             if !f(tx, op, first, count) {
                 return Ok(());
             }
@@ -231,6 +235,43 @@ impl<'a> Ids<'a> {
                 std::cmp::Ordering::Greater => false,
             }
         })?;
-        Ok(o0 + skip)
+        o0.checked_add(skip)
+            .ok_or_else(|| corrupt("runs hold more events than the file"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A well-framed ledger whose runs hold more events than its table
+    /// says (counts of 2^32 − 1): refused before any count is added up,
+    /// never an overflow (the hostile review's file).
+    #[test]
+    fn runs_holding_more_than_their_ledger_are_refused_not_added_up() {
+        let mut runs = Vec::new();
+        for op in 0..3u32 {
+            for v in [0, op, 0, u32::MAX] {
+                crate::varint::put(&mut runs, u64::from(v));
+            }
+        }
+        let mut table = Vec::new();
+        for v in [0u32, 0, 3, runs.len() as u32] {
+            table.extend_from_slice(&v.to_le_bytes());
+        }
+        let ids = Ids {
+            first: 10,
+            table: &table,
+            runs: &runs,
+        };
+        let id = EventId {
+            ledger: 10,
+            tx: 0,
+            op: 5,
+            index: 0,
+        };
+        let err = ids.ordinal_from(id).expect_err("damaged runs");
+        assert!(err.to_string().contains("more events"), "{err}");
+        assert!(ids.id_of(1).is_err());
     }
 }

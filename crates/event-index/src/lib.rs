@@ -1,7 +1,7 @@
 //! Immutable contract-event index files.
 //!
-//! One file indexes the events getEvents serves (stellar-rpc v28: system
-//! and contract events, never diagnostic ones; see
+//! One file indexes the events getEvents serves (stellar-rpc v28: the
+//! transaction-level and operation events, never the diagnostic list; see
 //! `ledgerstore_stellar::events`) of one closed ledger range
 //! `first..=last`. Events are numbered by ordinal `0..n` in id order; the
 //! file maps ordinals to ids and back, and holds posting lists of
@@ -10,8 +10,10 @@
 //! - per contract id (32 bytes, exact);
 //! - per topic position (0 to 3) and value: the key is 64 bits of SHA-256
 //!   over the position and the `SCVal` XDR bytes ([`topic_key`]);
-//! - per type (`system`, `contract`) and per topic count (0, 1, 2, 3, 4,
-//!   more), so that a pattern's length is matched by the index too.
+//! - per type (`system`, `contract`; an event of type `diagnostic` among
+//!   them is on neither list, so only filters without a type match it)
+//!   and per topic count (0, 1, 2, 3, 4, more), so that a pattern's
+//!   length is matched by the index too.
 //!
 //! A query ([`EventIndex::matches`]) turns getEvents' filters into unions
 //! and intersections of these lists and walks them from the start id,
@@ -78,7 +80,7 @@ mod varint;
 mod write;
 
 pub use error::{EventIndexError, EventIndexResult};
-pub use eval::{Hit, Matches};
+pub use eval::{Hit, Matches, Step};
 pub use keys::{TOPIC_POSITIONS, topic_key};
 pub use merge::merge;
 pub use postings::BLOCK;

@@ -204,9 +204,12 @@ impl EventIndexBuilder {
     }
 
     /// Adds the next event: its id (greater than the previous one's), its
-    /// type (`system` or `contract`: diagnostic events are not served), its
-    /// contract id and its topics' `SCVal` XDR bytes (the first
-    /// [`TOPIC_POSITIONS`] are indexed by value, all are counted).
+    /// type, its contract id and its topics' `SCVal` XDR bytes (the first
+    /// [`TOPIC_POSITIONS`] are indexed by value, all are counted). An event
+    /// of type `diagnostic` among the served ones (stellar-core never
+    /// writes one there, but stellar-rpc serves it if it does) is on no
+    /// type list: only filters without a type match it, as in stellar-rpc,
+    /// where a filter's type can only be `system` or `contract`.
     pub fn push(
         &mut self,
         id: EventId,
@@ -215,18 +218,16 @@ impl EventIndexBuilder {
         topics: &[&[u8]],
     ) -> EventIndexResult<()> {
         let fixed_type = match kind {
-            EventType::System => FIXED_SYSTEM,
-            EventType::Contract => FIXED_CONTRACT,
-            EventType::Diagnostic => {
-                return Err(EventIndexError::Invalid(format!(
-                    "event {id} is diagnostic"
-                )));
-            }
+            EventType::System => Some(FIXED_SYSTEM),
+            EventType::Contract => Some(FIXED_CONTRACT),
+            EventType::Diagnostic => None,
         };
         self.ids.push(id)?;
         let ord = self.n;
         self.n += 1;
-        self.fixed[fixed_type].push(ord);
+        if let Some(t) = fixed_type {
+            self.fixed[t].push(ord);
+        }
         self.fixed[fixed_count(topics.len())].push(ord);
         if let Some(c) = contract {
             self.contracts.entry(*c).or_default().push(ord);

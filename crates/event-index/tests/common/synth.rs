@@ -8,7 +8,7 @@
 //! Accounts (`n / 40` of them) and contracts (`n / 2000`) are drawn
 //! log-uniformly, so a few are very frequent and most are rare.
 
-use ledgerstore_stellar::events::{EventId, EventType, TX_MASK};
+use ledgerstore_stellar::events::{EventId, EventType, OP_MASK, TX_MASK};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -127,8 +127,20 @@ impl Synth {
                 let v: u64 = self.rng.random_range(0..1000);
                 topics.push(scval(5, &v.to_be_bytes()));
             }
+            // Rare shapes no real corpus has yet: no topics, more than
+            // four, and a served event of type diagnostic.
+            if self.rng.random_bool(0.03) {
+                topics.clear();
+            } else if self.rng.random_bool(0.04) {
+                let more = self.rng.random_range(2..=4);
+                for _ in 0..more {
+                    topics.push(sym(NAMES[self.rng.random_range(0..NAMES.len())]));
+                }
+            }
             let kind = if self.rng.random_bool(0.02) {
                 EventType::System
+            } else if self.rng.random_bool(0.01) {
+                EventType::Diagnostic
             } else {
                 EventType::Contract
             };
@@ -173,13 +185,25 @@ impl Synth {
                 }
                 for index in 0..k {
                     let (kind, c, topics) = self.op_event();
+                    // A few events without a contract id.
+                    let contract = (!self.rng.random_bool(0.02)).then_some(c);
                     out.push(Ev {
                         id: id(tx, op, index),
                         kind,
-                        contract: Some(c),
+                        contract,
                         topics,
                     });
                 }
+            }
+            // Now and then an event after the transaction (op 0xFFF).
+            if self.rng.random_bool(0.02) {
+                let (kind, c, topics) = self.op_event();
+                out.push(Ev {
+                    id: id(tx, OP_MASK, 0),
+                    kind,
+                    contract: Some(c),
+                    topics,
+                });
             }
         }
         for (i, payer) in refunds.into_iter().enumerate() {

@@ -22,7 +22,9 @@
 //!   event's id and back, and answers queries drawn from the bytes
 //!   exactly as a naive scan written from go-stellar-sdk's rules does
 //!   (in one go, step by step at small budgets, and page by page through
-//!   `Query::after`); invalid queries and patterns are refused exactly
+//!   `Query::after`), and so do queries shaped on a drawn event (its first
+//!   topic then `**`, as many `*` as its topics then `**`, its exact
+//!   topics, its contract and type); invalid queries and patterns are refused exactly
 //!   when getEvents' limits say; and the files of two or three adjacent
 //!   parts merge into the very file built from the whole.
 
@@ -364,7 +366,7 @@ fn draw_events(r: &mut Bytes<'_>) -> (u32, u32, Vec<Ev>) {
         let s = r.byte();
         if started {
             // The next id: the next index, operation, transaction, stage
-            // or ledger (a ledger past the range ends the draw).
+            // or ledger (past the last ledger, the next index).
             match s & 7 {
                 0 | 1 => id.index += 1,
                 2 if id.op < OP_MASK - 1 && id.tx != 0 && id.tx != TX_MASK => {
@@ -382,14 +384,12 @@ fn draw_events(r: &mut Bytes<'_>) -> (u32, u32, Vec<Ev>) {
                     id.tx = TX_MASK;
                     (id.op, id.index) = (0, 0);
                 }
-                _ => {
-                    id.ledger += 1 + u32::from(s >> 7);
-                    if id.ledger > last {
-                        break;
-                    }
+                _ if id.ledger < last => {
+                    id.ledger += 1;
                     id.tx = u32::from(s >> 5) & 1;
                     (id.op, id.index) = (0, 0);
                 }
+                _ => id.index += 1,
             }
         }
         started = true;
@@ -516,25 +516,26 @@ fn naive(
 fn draw_filters(r: &mut Bytes<'_>) -> (Vec<RawFilter>, bool) {
     let values = values();
     let mut valid = true;
-    let count = match r.below(8) {
-        7 => MAX_FILTERS + 1,
+    // Requests beyond getEvents' limits, one draw in 16 each.
+    let count = match r.below(16) {
+        15 => MAX_FILTERS + 1,
         n => n % 4,
     };
     let mut filters = Vec::new();
     for _ in 0..count {
         let mut f = RawFilter::default();
-        match r.below(8) {
-            0..=2 => {}
-            3 => f.types = vec![EventType::System],
-            4 | 5 => f.types = vec![EventType::Contract],
-            6 => f.types = vec![EventType::Contract, EventType::System],
+        match r.below(16) {
+            0..=5 => {}
+            6 | 7 => f.types = vec![EventType::System],
+            8..=11 => f.types = vec![EventType::Contract],
+            12..=14 => f.types = vec![EventType::Contract, EventType::System],
             _ => {
                 f.types = vec![EventType::Diagnostic];
                 valid = false;
             }
         }
-        let contracts = match r.below(8) {
-            7 => MAX_CONTRACT_IDS + 1,
+        let contracts = match r.below(16) {
+            15 => MAX_CONTRACT_IDS + 1,
             n => n % 3,
         };
         valid &= contracts <= MAX_CONTRACT_IDS;
@@ -547,13 +548,23 @@ fn draw_filters(r: &mut Bytes<'_>) -> (Vec<RawFilter>, bool) {
         };
         valid &= topics <= MAX_TOPICS;
         for _ in 0..topics {
-            let segs: Vec<Seg> = (0..r.below(7))
-                .map(|_| match r.below(8) {
-                    0 | 1 => Seg::Star,
-                    2 => Seg::StarStar,
+            // Up to 5 segments of values and `*`; mostly a `**` after
+            // them, sometimes one before the last (invalid), as are none
+            // and 5 before a `**`.
+            let mut segs: Vec<Seg> = (0..r.below(6))
+                .map(|_| match r.below(4) {
+                    0 => Seg::Star,
                     _ => Seg::Val(values[r.below(values.len())].clone()),
                 })
                 .collect();
+            match r.below(8) {
+                0..=3 => segs.push(Seg::StarStar),
+                4 if !segs.is_empty() => {
+                    let at = r.below(segs.len());
+                    segs.insert(at, Seg::StarStar);
+                }
+                _ => {}
+            }
             let pattern = TopicPattern::new(
                 segs.iter()
                     .map(|s| match s {
@@ -636,6 +647,7 @@ fn structured(bytes: &[u8]) {
 
     let mut q = Bytes { b: qbytes, at: 0 };
     let mut any = false;
+    queries_on_an_event(&idx, &evs, &mut q);
     while !any || q.left() {
         any = true;
         query(&idx, &evs, &mut q);
@@ -646,8 +658,10 @@ fn structured(bytes: &[u8]) {
 /// One query drawn from `r`, checked against the naive scan.
 fn query(idx: &EventIndex, evs: &[Ev], r: &mut Bytes<'_>) {
     let (raw, valid) = draw_filters(r);
+    // An event's id anywhere in the file (two bytes scaled), or past them.
     let pick = |r: &mut Bytes<'_>| -> EventId {
-        match evs.get(r.below(evs.len() + 1)) {
+        let at = usize::from(u16::from_be_bytes([r.byte(), r.byte()]));
+        match evs.get((at * (evs.len() + 1)) >> 16) {
             Some(e) => e.id,
             None => EventId {
                 ledger: idx.last_ledger().saturating_add(r.below(2) as u32),
@@ -662,7 +676,7 @@ fn query(idx: &EventIndex, evs: &[Ev], r: &mut Bytes<'_>) {
         1 => (Some(pick(r)), 0),
         _ => (None, idx.first_ledger() + r.below(3) as u32),
     };
-    let end = (r.below(3) == 0).then(|| pick(r));
+    let end = (r.below(4) == 0).then(|| pick(r));
     let budget = 1 + r.below(3) as u32;
     let page = 1 + r.below(6);
     if !valid {
@@ -687,6 +701,63 @@ fn query(idx: &EventIndex, evs: &[Ev], r: &mut Bytes<'_>) {
         None => Query::from_ledger(filters, start),
     };
     q.end = end;
+    check_query(idx, evs, &raw, &q, budget, page);
+}
+
+/// Queries shaped on one event (drawn by `r`): its first topic then `**`,
+/// its topic count in `*`s then `**`, its exact topics, its contract and
+/// type; each alone, over the whole file.
+fn queries_on_an_event(idx: &EventIndex, evs: &[Ev], r: &mut Bytes<'_>) {
+    let at = usize::from(u16::from_be_bytes([r.byte(), r.byte()]));
+    let Some(e) = evs.get((at * evs.len()) >> 16) else {
+        return;
+    };
+    let k = e.topics.len().min(TOPIC_POSITIONS);
+    let mut first_then_rest: Vec<Seg> = e.topics.iter().take(1).cloned().map(Seg::Val).collect();
+    first_then_rest.push(Seg::StarStar);
+    let mut stars_then_rest = vec![Seg::Star; k];
+    stars_then_rest.push(Seg::StarStar);
+    let mut shapes = vec![
+        RawFilter {
+            topics: vec![first_then_rest],
+            ..Default::default()
+        },
+        RawFilter {
+            topics: vec![stars_then_rest],
+            ..Default::default()
+        },
+        RawFilter {
+            types: match e.kind {
+                EventType::Diagnostic => vec![],
+                kind => vec![kind],
+            },
+            contracts: e.contract.into_iter().collect(),
+            ..Default::default()
+        },
+    ];
+    if (1..=TOPIC_POSITIONS).contains(&e.topics.len()) {
+        shapes.push(RawFilter {
+            topics: vec![e.topics.iter().cloned().map(Seg::Val).collect()],
+            ..Default::default()
+        });
+    }
+    let (budget, page) = (1 + r.below(3) as u32, 1 + r.below(6));
+    for f in shapes {
+        let q = Query::from_ledger(vec![to_filter(&f)], idx.first_ledger());
+        check_query(idx, evs, &[f], &q, budget, page);
+    }
+}
+
+/// `q` (the filters `raw`) on `idx` against the naive scan of `evs`: at
+/// once, stepwise at `budget`, and in pages of `page`.
+fn check_query(
+    idx: &EventIndex,
+    evs: &[Ev],
+    raw: &[RawFilter],
+    q: &Query,
+    budget: u32,
+    page: usize,
+) {
     for e in evs {
         let topics: Vec<&[u8]> = e.topics.iter().map(Vec::as_slice).collect();
         let want = raw.is_empty() || raw.iter().any(|f| filter_matches(f, e));
@@ -699,8 +770,8 @@ fn query(idx: &EventIndex, evs: &[Ev], r: &mut Bytes<'_>) {
     }
     // Hash collisions of topic values (64-bit keys over SHA-256) would be
     // false positives; among a handful of fixed values there are none.
-    let want = naive(evs, &raw, q.start, q.end, LIMIT);
-    let got = search(idx, &q, budget, true).expect("a search of a built index");
+    let want = naive(evs, raw, q.start, q.end, LIMIT);
+    let got = search(idx, q, budget, true).expect("a search of a built index");
     let got: Vec<EventId> = got.iter().map(|h| h.id).collect();
     assert_eq!(got, want, "stepwise hits differ from the naive scan");
     // Page by page from a cursor, as getEvents pages.

@@ -635,9 +635,18 @@ fn event_index() -> FuzzResult<Vec<Seed>> {
             })
             .collect()
     };
-    for (i, (q, e)) in [(24usize, 64usize), (48, 200), (8, 600), (96, 40)]
-        .into_iter()
-        .enumerate()
+    for (i, (q, e)) in [
+        (24usize, 64usize),
+        (48, 200),
+        (8, 600),
+        (96, 40),
+        (160, 120),
+        (200, 300),
+        (255, 80),
+        (128, 500),
+    ]
+    .into_iter()
+    .enumerate()
     {
         let mut b = vec![1u8, q as u8];
         b.extend(noise(q + e));

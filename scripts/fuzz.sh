@@ -33,7 +33,7 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(xdr codec segment pack batch)
+[ ${#targets[@]} -gt 0 ] || targets=(xdr codec segment pack batch events event_index)
 case "$amount" in ''|*[!0-9]*|0) echo "fuzz: --$mode must be a positive integer, got '$amount'" >&2; exit 2 ;; esac
 
 bash scripts/setup.sh

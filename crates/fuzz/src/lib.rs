@@ -24,11 +24,16 @@
 //! | `segment` | a segment file (`seg-*.idx`) or a hash list (`hashes-*.bin`) | every position a lookup returns is inside the segment's range; the heap fingerprint filter never changes an answer; a hash list read back is in position order and has the header's count |
 //! | `pack` | a published pack (header, table pages, entries; format versions 1 and 2) or a manifest | every entry a table yields is inside the data section, within the header's largest entry, and its bodies inside the body table; a manifest that parses validates, re-parses, and finds each pack by its ledgers |
 //! | `batch` | a batch of ledgers drawn from the bytes (`arbitrary`) | the validator accepts exactly the batches a reference implementation of the rules accepts, with the same plan |
+//! | `events` | a `TransactionMeta` (with a drawn context and offset), a ledger's metas in sequence, or a whole `LedgerCloseMeta` | the skip-based event walk and the typed decode (`events::reference`) agree (both refuse, or the same events, ids and stage counters; the walk alone refuses only a non-canonical bool, as in `xdr`); the walk's verdict is the generated skipper's; a refusal changes nothing; spans lie in their meta and tile each event |
+//! | `event_index` | an event index file, or events and queries drawn from the bytes | a file that opens answers with errors or hits in strictly increasing ordinals, pauses that move on, ids that map back; an index built from drawn events maps every ordinal to its id and back, answers every query as a naive scan of go-stellar-sdk's rules (at once, step by step, page by page), refuses exactly the requests getEvents refuses, and merged from adjacent parts is the very file built whole |
 
 pub mod batch;
 pub mod codec;
 mod error;
+pub mod event_index;
+pub mod events;
 pub mod pack;
+mod scratch;
 pub mod seeds;
 pub mod segment;
 pub mod xdr;
@@ -72,6 +77,16 @@ pub const TARGETS: &[Target] = &[
         name: "batch",
         reads: "batches of ledgers for the batch validator",
         run: batch::run,
+    },
+    Target {
+        name: "events",
+        reads: "transaction metas and ledgers for the contract-event walk",
+        run: events::run,
+    },
+    Target {
+        name: "event_index",
+        reads: "event index files, and events and queries to build and check one",
+        run: event_index::run,
     },
 ];
 

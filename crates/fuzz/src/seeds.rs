@@ -11,9 +11,14 @@ use ledgerstore_db_api::{
     DictSet, Dictionary, LedgerBytes, LedgerInput, LedgerRecordRef, TxBody, TxHash, TxPos,
     TxRecordRef, split,
 };
+use ledgerstore_event_index::EventIndexBuilder;
 use ledgerstore_pack::{DictRef, Manifest, Object, PackRef, PackWriter, SegmentRef};
 use ledgerstore_segment::{SegmentBuilder, hashes};
-use ledgerstore_stellar::{Network, ledger_from_xdr};
+use ledgerstore_stellar::events::{
+    Events, LedgerCounts, OwnedEvent, Stage, TxContext, ledger_events, tx_events,
+};
+use ledgerstore_stellar::walk::walk;
+use ledgerstore_stellar::{Network, ReadLimits, decode_file, ledger_from_xdr};
 
 use crate::segment::probe;
 use crate::{FuzzError, FuzzResult};
@@ -29,6 +34,8 @@ pub fn seeds(target: &str) -> FuzzResult<Vec<Seed>> {
         "segment" => segment(),
         "pack" => pack(),
         "batch" => Ok(batch()),
+        "events" => events(),
+        "event_index" => event_index(),
         other => Err(FuzzError::UnknownTarget {
             name: other.to_string(),
             targets: crate::target_names(),
@@ -345,4 +352,315 @@ fn batch() -> Vec<Seed> {
         out.push((format!("noise-{i}"), bytes));
     }
     out
+}
+
+/// The 20 pubnet ledgers of 2026 (transaction metas V4), raw.
+const PUBNET_2026: &str = "stellar/testdata/FC3D4709--63092982-63093001.xdr.zst";
+
+/// Every ledger of a ledger file, raw.
+fn ledgers_of(rel: &str, network: &str) -> FuzzResult<Vec<Vec<u8>>> {
+    let net = Network::from_passphrase(network);
+    Ok(decode_file(&read(rel)?, rel, &net, ReadLimits::default())
+        .map_err(|e| fixture_err(rel, e))?
+        .into_iter()
+        .map(|l| l.raw)
+        .collect())
+}
+
+/// The ledgers of stellar-core's unit-test streams of at most
+/// `max_stream` bytes (metas V3 among them).
+fn core_ledgers(max_stream: u64) -> FuzzResult<Vec<Vec<u8>>> {
+    let archive = "stellar/testdata/core-unit-test-lcms.tar.zst";
+    let tar = zstd::decode_all(&read(archive)?[..]).map_err(|e| fixture_err(archive, e))?;
+    let net = Network::from_passphrase(crate::xdr::PASSPHRASES[CORE_TESTS_PICK as usize]);
+    let mut out = Vec::new();
+    let mut entries = tar::Archive::new(&tar[..]);
+    for entry in entries.entries().map_err(|e| fixture_err(archive, e))? {
+        let mut entry = entry.map_err(|e| fixture_err(archive, e))?;
+        let name = entry
+            .path()
+            .map_err(|e| fixture_err(archive, e))?
+            .display()
+            .to_string();
+        if !name.ends_with(".xdr") || entry.size() > max_stream {
+            continue;
+        }
+        let mut bytes = Vec::new();
+        entry
+            .read_to_end(&mut bytes)
+            .map_err(|e| fixture_err(&name, e))?;
+        let ledgers = decode_file(&bytes, &name, &net, ReadLimits::default())
+            .map_err(|e| fixture_err(&name, e))?;
+        out.extend(ledgers.into_iter().map(|l| l.raw));
+    }
+    Ok(out)
+}
+
+/// A ledger's served events, owned.
+fn owned_events(raw: &[u8]) -> FuzzResult<Vec<OwnedEvent>> {
+    let slices = walk(raw).map_err(|e| fixture_err("ledger", e))?;
+    let evs = ledger_events(raw, &slices).map_err(|e| fixture_err("ledger", e))?;
+    Ok(evs.to_owned_events(raw))
+}
+
+/// Each meta of `ledgers` (its bytes) with the stages of its events.
+fn metas_with_stages(ledgers: &[Vec<u8>]) -> FuzzResult<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut out = Vec::new();
+    for raw in ledgers {
+        let slices = walk(raw).map_err(|e| fixture_err("ledger", e))?;
+        for (i, a) in slices.applied.iter().enumerate() {
+            let meta = a.meta.of(raw);
+            let tx = TxContext {
+                ledger: crate::events::LEDGER,
+                apply_index: i as u32,
+                hash: [0; 32],
+                successful: true,
+            };
+            let mut evs = Events::default();
+            tx_events(meta, 0, &tx, &mut LedgerCounts::default(), &mut evs)
+                .map_err(|e| fixture_err("meta", e))?;
+            let stages = evs
+                .list
+                .iter()
+                .map(|e| match e.stage {
+                    Stage::BeforeAllTxs => 0u8,
+                    Stage::Operation(_) => 1,
+                    Stage::AfterTx => 2,
+                    Stage::AfterAllTxs => 3,
+                })
+                .collect();
+            out.push((meta.to_vec(), stages));
+        }
+    }
+    Ok(out)
+}
+
+/// The smallest meta whose events include stage `stage` (any events for
+/// `None`).
+fn smallest(metas: &[(Vec<u8>, Vec<u8>)], stage: Option<u8>) -> Option<&[u8]> {
+    metas
+        .iter()
+        .filter(|(_, st)| stage.map_or(!st.is_empty(), |s| st.contains(&s)))
+        .map(|(m, _)| m.as_slice())
+        .min_by_key(|m| m.len())
+}
+
+/// Real metas with events: pubnet V4, the smallest with each stage (fee
+/// events before all transactions, operation events, events after the
+/// transaction, refunds after all), and a core unit-test V3
+/// (`sorobanMeta.events`), alone (mode 0) and in sequence as one
+/// ledger's (mode 1); whole small ledgers with events (mode 2).
+fn events() -> FuzzResult<Vec<Seed>> {
+    // Ledger 63092982, apply index 1, successful, the meta at offset 5
+    // behind stage counters (7, 3): see `crate::events::context`.
+    const CONTEXT: u8 = 0b0110_0100;
+    let mut out = Vec::new();
+    let pubnet = metas_with_stages(&ledgers_of(
+        PUBNET_2026,
+        ledgerstore_stellar::network::PUBNET,
+    )?)?;
+    let core = core_ledgers(64 << 10)?;
+    let core_metas: Vec<_> = metas_with_stages(&core)?
+        .into_iter()
+        .filter(|(m, _)| m.get(3) == Some(&3))
+        .collect();
+    let mut chain = vec![1u8];
+    let mut picked: Vec<(String, &[u8])> = Vec::new();
+    for (stage, name) in [(0, "fee"), (1, "operation"), (2, "after-tx"), (3, "refund")] {
+        if let Some(m) = smallest(&pubnet, Some(stage)) {
+            picked.push((format!("v4-{name}"), m));
+        }
+    }
+    let v3 =
+        smallest(&core_metas, None).ok_or_else(|| fixture_err("core", "no V3 meta with events"))?;
+    picked.push(("v3-soroban-meta".into(), v3));
+    for (name, meta) in &picked {
+        let mut b = vec![0u8, CONTEXT];
+        b.extend_from_slice(meta);
+        out.push((format!("meta-{name}"), b));
+        if meta.len() < 1 << 16 && chain.len() < 32 << 10 {
+            chain.extend_from_slice(&(meta.len() as u16).to_be_bytes());
+            chain.extend_from_slice(meta);
+        }
+    }
+    out.push(("metas-of-one-ledger".into(), chain));
+    // The smallest core ledger with events (V3), and the smallest ledger
+    // with events of the v23 load test (V4).
+    let mut with_events = Vec::new();
+    for raw in core {
+        if !owned_events(&raw)?.is_empty() {
+            with_events.push(("ledger-core-v3", raw));
+        }
+    }
+    let standalone = "stellar/testdata/load-test-ledgers-v23-standalone.xdr.zstd";
+    for raw in ledgers_of(standalone, ledgerstore_stellar::network::STANDALONE)? {
+        if !owned_events(&raw)?.is_empty() {
+            with_events.push(("ledger-standalone-v4", raw));
+        }
+    }
+    // Pubnet's ledgers with events are large (800 KB and more): the
+    // smallest, cut down to a few transactions with events.
+    let pubnet_ledgers = ledgers_of(PUBNET_2026, ledgerstore_stellar::network::PUBNET)?;
+    if let Some(raw) = pubnet_ledgers.iter().min_by_key(|r| r.len()) {
+        with_events.push(("ledger-pubnet-v4-cut", cut_ledger(raw)?));
+    }
+    with_events.sort_by_key(|(name, raw)| (*name, raw.len()));
+    with_events.dedup_by_key(|(name, _)| *name);
+    for (name, raw) in with_events {
+        if raw.len() <= 256 << 10 {
+            let mut b = vec![2u8];
+            b.extend_from_slice(&raw);
+            out.push((name.into(), b));
+        }
+    }
+    Ok(out)
+}
+
+/// A `LedgerCloseMeta` V2 cut down to an empty transaction set and,
+/// of its `txProcessing`, the first entry and the smallest few whose
+/// metas hold events (in their order): a small V4 ledger with fee,
+/// operation and refund events.
+fn cut_ledger(raw: &[u8]) -> FuzzResult<Vec<u8>> {
+    use stellar_xdr::{GeneralizedTransactionSet, LedgerCloseMeta, ReadXdr, VecM, WriteXdr};
+    let err = |e: stellar_xdr::Error| fixture_err("pubnet ledger", e);
+    let LedgerCloseMeta::V2(mut m) =
+        LedgerCloseMeta::from_xdr(raw, stellar_xdr::Limits::none()).map_err(err)?
+    else {
+        return Err(fixture_err("pubnet ledger", "not a LedgerCloseMeta V2"));
+    };
+    let slices = walk(raw).map_err(|e| fixture_err("pubnet ledger", e))?;
+    let metas = metas_with_stages(&[raw.to_vec()])?;
+    let mut keep: Vec<usize> = (0..metas.len())
+        .filter(|&i| !metas[i].1.is_empty())
+        .collect();
+    keep.sort_by_key(|&i| (i != 0, slices.applied[i].meta.len));
+    keep.truncate(4);
+    keep.sort_unstable();
+    let processing: Vec<_> = keep.iter().map(|&i| m.tx_processing[i].clone()).collect();
+    m.tx_processing = processing.try_into().map_err(err)?;
+    let GeneralizedTransactionSet::V1(set) = &mut m.tx_set;
+    set.phases = VecM::default();
+    m.scp_info = VecM::default();
+    m.evicted_keys = VecM::default();
+    m.upgrades_processing = VecM::default();
+    LedgerCloseMeta::V2(m)
+        .to_xdr(stellar_xdr::Limits::none())
+        .map_err(err)
+}
+
+/// An index file of `evs` over `first..=last`.
+fn index_file(dir: &Path, first: u32, last: u32, evs: &[&OwnedEvent]) -> FuzzResult<Vec<u8>> {
+    let err = |e: ledgerstore_event_index::EventIndexError| fixture_err("event index", e);
+    let mut b = EventIndexBuilder::new(first, last).map_err(err)?;
+    for e in evs {
+        let topics: Vec<&[u8]> = e.topics.iter().map(Vec::as_slice).collect();
+        b.push(e.id, e.kind, e.contract_id.as_ref(), &topics)
+            .map_err(err)?;
+    }
+    let path = dir.join(format!("{first}-{last}-{}.idx", evs.len()));
+    b.finish(&path).map_err(err)?;
+    std::fs::read(&path).map_err(FuzzError::io(path))
+}
+
+/// Index files of real pubnet events (a ledger's first events; a whole
+/// ledger, past one 128-ordinal block per busy list; every 16th event of
+/// the 20 ledgers; one contract's; none), and byte strings the
+/// structured mode draws events and queries from.
+fn event_index() -> FuzzResult<Vec<Seed>> {
+    let dir = tempfile::tempdir().map_err(FuzzError::io(std::env::temp_dir()))?;
+    let mut ledgers = Vec::new();
+    for raw in ledgers_of(PUBNET_2026, ledgerstore_stellar::network::PUBNET)? {
+        ledgers.push(owned_events(&raw)?);
+    }
+    let all: Vec<&OwnedEvent> = ledgers.iter().flatten().collect();
+    let (first, last) = match (all.first(), all.last()) {
+        (Some(a), Some(b)) => (a.id.ledger, b.id.ledger),
+        _ => return Err(fixture_err(PUBNET_2026, "no events")),
+    };
+    let l0: Vec<&OwnedEvent> = ledgers[0].iter().collect();
+    let busiest = {
+        let mut counts = std::collections::HashMap::new();
+        for e in &all {
+            if let Some(c) = e.contract_id {
+                *counts.entry(c).or_insert(0usize) += 1;
+            }
+        }
+        counts
+            .into_iter()
+            .max_by_key(|&(c, n)| (n, c))
+            .map(|(c, _)| c)
+    };
+    let files = [
+        (
+            "ledger-first-40",
+            first,
+            first,
+            l0[..40.min(l0.len())].to_vec(),
+        ),
+        ("ledger-whole", first, first + 1, l0.clone()),
+        (
+            "every-16th",
+            first,
+            last,
+            all.iter().step_by(16).copied().collect(),
+        ),
+        (
+            "one-contract",
+            first + 2,
+            first + 4,
+            all.iter()
+                .filter(|e| (first + 2..=first + 4).contains(&e.id.ledger))
+                .filter(|e| e.contract_id == busiest)
+                .take(300)
+                .copied()
+                .collect(),
+        ),
+        ("empty", first, first + 2, Vec::new()),
+    ];
+    let mut out = Vec::new();
+    for (name, a, b, evs) in files {
+        let mut bytes = vec![0u8];
+        bytes.extend(index_file(dir.path(), a, b, &evs)?);
+        out.push((format!("file-{name}"), bytes));
+    }
+    // Structured: a query-bytes count, query bytes, event bytes.
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut noise = |n: usize| -> Vec<u8> {
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    };
+    for (i, (q, e)) in [
+        (24usize, 64usize),
+        (48, 200),
+        (8, 600),
+        (96, 40),
+        (160, 120),
+        (200, 300),
+        (255, 80),
+        (128, 500),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut b = vec![1u8, q as u8];
+        b.extend(noise(q + e));
+        out.push((format!("structured-noise-{i}"), b));
+    }
+    // Runs of one event (repeat byte 0xE0..) over three ledgers.
+    let mut b = vec![1u8, 12];
+    b.extend(noise(12));
+    // Ledgers 101..=103 from 101; then (step, type) bytes, each event
+    // with the first contract, one topic and a run of 200.
+    b.extend_from_slice(&[2, 1, 2, 0]);
+    for s in [0x08u8, 0x07, 0x0c, 0x04, 0x07] {
+        b.extend_from_slice(&[s, 0xE5, 0, 200]);
+    }
+    out.push(("structured-runs".into(), b));
+    Ok(out)
 }

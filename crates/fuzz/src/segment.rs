@@ -4,11 +4,12 @@
 //! and verified. Odd: a hash list (`hashes-*.bin`), read back over the
 //! range its header names.
 
-use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use ledgerstore_segment::{Segment, hashes};
 use sha2::{Digest, Sha256};
+
+use crate::scratch::Scratch;
 
 /// Hashes every lookup probes: those the seed segments index (see
 /// [`probe`]), so intact and lightly damaged seeds reach the ordinal and
@@ -29,39 +30,6 @@ fn probes() -> &'static [[u8; 32]] {
             .chain([[0u8; 32], [0xFF; 32]])
             .collect()
     })
-}
-
-/// Where the one file under test goes: `/dev/shm` when it exists (the
-/// target writes a file per input), named for this process so parallel
-/// fuzzers do not collide. [`Scratch`] removes it after each input.
-fn scratch_path(name: &str) -> PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    let dir = DIR.get_or_init(|| {
-        let shm = Path::new("/dev/shm");
-        if shm.is_dir() {
-            shm.to_path_buf()
-        } else {
-            std::env::temp_dir()
-        }
-    });
-    dir.join(format!("ledgerstore-fuzz-{}-{name}", std::process::id()))
-}
-
-/// The input written to its scratch file, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn write(name: &str, bytes: &[u8]) -> Self {
-        let path = scratch_path(name);
-        std::fs::write(&path, bytes).expect("writing the input to a scratch file");
-        Self(path)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }
 
 /// Runs one input.

@@ -7,10 +7,13 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
+use ledgerstore_event_index::EventIndex;
 use ledgerstore_fuzz::seeds::{Seed, seeds};
 use ledgerstore_fuzz::xdr::PASSPHRASES;
 use ledgerstore_fuzz::{TARGETS, Target};
 use ledgerstore_segment::{Segment, hashes};
+use ledgerstore_stellar::events::{Events, ledger_events, tx_events};
+use ledgerstore_stellar::walk::walk;
 use ledgerstore_stellar::{Network, ReadLimits, decode_file};
 
 /// Mutants run per seed.
@@ -92,6 +95,56 @@ fn seeds_are_accepted_inputs() {
         "{versions:?}"
     );
     assert!(manifests > 0);
+}
+
+/// The events seeds are real metas and ledgers with events, of V3 and
+/// V4, each mode has some; the event_index seeds are index files that
+/// open, verify and hold events (one of none), and structured inputs.
+#[test]
+fn event_seeds_are_accepted_inputs() {
+    let (mut versions, mut modes) = (Vec::new(), [0; 3]);
+    for (name, bytes) in seeds("events").expect("events seeds") {
+        modes[bytes[0] as usize % 3] += 1;
+        match bytes[0] % 3 {
+            0 => {
+                let meta = &bytes[2..];
+                let (tx, mut counts, _) = ledgerstore_fuzz::events::context(bytes[1]);
+                let mut evs = Events::default();
+                tx_events(meta, 0, &tx, &mut counts, &mut evs)
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert!(!evs.list.is_empty(), "{name}");
+                versions.push(meta[3]);
+            }
+            1 => assert!(bytes.len() > 1000, "{name}"),
+            _ => {
+                let raw = &bytes[1..];
+                let slices = walk(raw).unwrap_or_else(|e| panic!("{name}: {e}"));
+                let evs = ledger_events(raw, &slices).unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert!(!evs.list.is_empty(), "{name}");
+            }
+        }
+    }
+    assert!(
+        versions.contains(&3) && versions.contains(&4),
+        "{versions:?}"
+    );
+    assert!(modes.iter().all(|&m| m > 0), "{modes:?}");
+    let (mut files, mut empty, mut structured) = (0, 0, 0);
+    for (name, bytes) in seeds("event_index").expect("event_index seeds") {
+        if bytes[0] % 2 == 1 {
+            structured += 1;
+            continue;
+        }
+        let idx =
+            EventIndex::from_bytes(bytes[1..].to_vec()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        idx.verify().unwrap_or_else(|e| panic!("{name}: {e}"));
+        files += 1;
+        empty += usize::from(idx.events() == 0);
+    }
+    assert!(
+        files >= 4 && empty == 1 && structured >= 4,
+        "{files} {empty} {structured}"
+    );
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {

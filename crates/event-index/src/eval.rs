@@ -252,7 +252,7 @@ impl<'a> Matches<'a> {
     }
 
     /// The ordinal the next search starts at.
-    pub fn position(&self) -> u32 {
+    pub fn next_ordinal(&self) -> u32 {
         self.at
     }
 }
@@ -263,7 +263,7 @@ pub enum Step {
     /// The next candidate.
     Hit(Hit),
     /// The step's budget ran out before a candidate was found: none lies
-    /// before [`Matches::position`], where the next step resumes. A
+    /// before [`Matches::next_ordinal`], where the next step resumes. A
     /// caller out of time ends its page there (its cursor: the id just
     /// before that position).
     Paused,

@@ -42,11 +42,11 @@ fn a_search_that_meets_nothing_pauses_within_its_budget_and_moves_on() {
     };
     let q = Query::from_ledger(vec![f.to_filter()], first);
     let mut m = idx.matches(&q).expect("query");
-    let (mut steps, mut last_at) = (0u32, m.position());
+    let (mut steps, mut last_at) = (0u32, m.next_ordinal());
     while let Some(s) = m.step(64) {
         assert_eq!(s.expect("step"), Step::Paused, "a hit where none matches");
-        assert!(m.position() > last_at, "a step that did not move on");
-        last_at = m.position();
+        assert!(m.next_ordinal() > last_at, "a step that did not move on");
+        last_at = m.next_ordinal();
         steps += 1;
         assert!(steps <= 1_000, "a step that does no work");
     }

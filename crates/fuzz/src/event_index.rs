@@ -293,13 +293,13 @@ fn steps(
             complete = false;
             break;
         }
-        let at = Matches::position(m);
+        let at = m.next_ordinal();
         let Some(step) = m.step(budget) else {
             break;
         };
         match step {
             Ok(Step::Hit(h)) => hits.push(h),
-            Ok(Step::Paused) => assert!(Matches::position(m) > at, "a pause that did not move on"),
+            Ok(Step::Paused) => assert!(m.next_ordinal() > at, "a pause that did not move on"),
             Err(_) => return None,
         }
     }

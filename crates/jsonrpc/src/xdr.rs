@@ -20,7 +20,7 @@ use stellar_xdr::{
 use crate::error::{RpcError, RpcResult};
 
 /// Deepest XDR nesting decoded (as the ingest path).
-const MAX_DEPTH: u32 = 500;
+pub(crate) const MAX_DEPTH: u32 = 500;
 
 fn limits(len: usize) -> Limits {
     Limits {

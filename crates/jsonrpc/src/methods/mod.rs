@@ -18,6 +18,7 @@ use crate::error::{RpcError, RpcResult};
 use crate::gate::Slot;
 use crate::send::Hold;
 
+mod events;
 mod info;
 mod ledgers;
 mod page;

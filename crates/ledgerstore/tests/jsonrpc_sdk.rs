@@ -40,8 +40,9 @@ fn show(what: &str, o: &Output) -> String {
     )
 }
 
-/// The client's closing line, `N passed, 0 failed`, with N > 0.
-fn assert_all_passed(what: &str, o: &Output) {
+/// The client's closing line, `N passed, 0 failed`, with N at least
+/// `groups`.
+fn assert_all_passed(what: &str, o: &Output, groups: u32) {
     let out = String::from_utf8_lossy(&o.stdout);
     let last = out
         .lines()
@@ -52,10 +53,23 @@ fn assert_all_passed(what: &str, o: &Output) {
         .strip_suffix(" passed, 0 failed")
         .and_then(|n| n.trim().parse::<u32>().ok());
     assert!(
-        o.status.success() && passed.is_some_and(|n| n >= 11),
+        o.status.success() && passed.is_some_and(|n| n >= groups),
         "{}",
         show(what, o)
     );
+}
+
+/// Ingests the 20 real ledgers into a new data dir at `dir`.
+fn ingest_fixture(dir: &Path) {
+    let o = common::bin()
+        .args(["ingest", "--no-progress", "--data-dir"])
+        .arg(dir)
+        .args(common::small_engine_flags())
+        .args(["--network", "pubnet", "--stellar-file"])
+        .arg(testdata(&format!("{FIXTURE}.xdr.zst")))
+        .output()
+        .expect("ingest");
+    assert!(o.status.success(), "{}", show("ingest", &o));
 }
 
 #[tokio::test]
@@ -65,15 +79,7 @@ async fn python_and_js_sdks_read_every_tx_and_ledger_as_the_oracle_says() {
     };
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("data");
-    let o = common::bin()
-        .args(["ingest", "--no-progress", "--data-dir"])
-        .arg(&dir)
-        .args(common::small_engine_flags())
-        .args(["--network", "pubnet", "--stellar-file"])
-        .arg(testdata(&format!("{FIXTURE}.xdr.zst")))
-        .output()
-        .expect("ingest");
-    assert!(o.status.success(), "{}", show("ingest", &o));
+    ingest_fixture(&dir);
     let d = Daemon::start(&dir, &[]).await;
     let oracle = testdata(&format!("{FIXTURE}.oracle.json"));
     let sdk = root().join("crates/ledgerstore/tests/sdk");
@@ -85,7 +91,7 @@ async fn python_and_js_sdks_read_every_tx_and_ledger_as_the_oracle_says() {
         .arg("--inner-hash")
         .output()
         .expect("python client");
-    assert_all_passed("Python stellar-sdk", &py);
+    assert_all_passed("Python stellar-sdk", &py, 11);
 
     let js = Command::new("node")
         .arg(sdk.join("rpc_js.mjs"))
@@ -95,5 +101,72 @@ async fn python_and_js_sdks_read_every_tx_and_ledger_as_the_oracle_says() {
         .arg(&node_modules)
         .output()
         .expect("node client");
-    assert_all_passed("JS @stellar/stellar-sdk", &js);
+    assert_all_passed("JS @stellar/stellar-sdk", &js, 11);
+}
+
+/// The fixture's ledgers as the event oracle lists them.
+const FIRST: u32 = 63_092_982;
+const LAST: u32 = 63_093_001;
+
+/// The oracle's events of the 20 ledgers (`events.oracle.json.zst`, from
+/// `events_oracle.py`), written as a JSON list into `dir`.
+fn oracle_events(dir: &Path) -> PathBuf {
+    let packed = std::fs::read(testdata("events.oracle.json.zst")).expect("oracle");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&zstd::decode_all(&packed[..]).expect("zstd")).expect("json");
+    let events = doc["events"].as_array().expect("events");
+    assert_eq!(events.len(), 12_960);
+    let path = dir.join("events.json");
+    std::fs::write(&path, serde_json::to_vec(events).expect("json")).expect("write");
+    path
+}
+
+/// Waits (bounded) until getEvents serves through ledger `last`: the
+/// daemon indexes events in the background after it opens.
+fn wait_indexed(url: &str, last: u32) {
+    let req = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "getEvents",
+        "params": {"startLedger": FIRST, "pagination": {"limit": 1}}});
+    for _ in 0..600 {
+        let o = Command::new("curl")
+            .args(["-sS", "-X", "POST", "-H", "Content-Type: application/json", "-d"])
+            .arg(req.to_string())
+            .arg(url)
+            .output()
+            .expect("curl");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        if v["result"]["latestLedger"] == last {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("getEvents did not reach ledger {last} within 60 s");
+}
+
+#[tokio::test]
+async fn python_and_js_sdks_page_events_as_the_oracle_says() {
+    let Some((python, node_modules)) = sdks() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    ingest_fixture(&dir);
+    let d = Daemon::start(&dir, &[]).await;
+    wait_indexed(&d.jsonrpc, LAST);
+    let events = oracle_events(tmp.path());
+    let sdk = root().join("crates/ledgerstore/tests/sdk");
+    let py = Command::new(&python)
+        .arg(sdk.join("events_python.py"))
+        .arg(&d.jsonrpc)
+        .arg(&events)
+        .output()
+        .expect("python client");
+    assert_all_passed("Python stellar-sdk getEvents", &py, 7);
+    let js = Command::new("node")
+        .arg(sdk.join("events_js.mjs"))
+        .arg(&d.jsonrpc)
+        .arg(&events)
+        .arg(&node_modules)
+        .output()
+        .expect("node client");
+    assert_all_passed("JS @stellar/stellar-sdk getEvents", &js, 5);
 }

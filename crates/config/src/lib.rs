@@ -80,6 +80,8 @@ pub struct Config {
     pub cold: ColdConfig,
     /// `[replica]`: serving what a writer published, read-only.
     pub replica: ReplicaConfig,
+    /// `[events]`: the contract-event index behind getEvents.
+    pub events: EventsConfig,
 }
 
 /// `[db]`.
@@ -374,6 +376,54 @@ impl Default for SegmentsConfig {
     }
 }
 
+/// `[events]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct EventsConfig {
+    /// Keep the contract-event index that Stellar RPC's getEvents reads,
+    /// in `<data dir>/events/`: the daemon builds it in the background
+    /// from the stored ledgers (a dir without one, or with files lost,
+    /// is indexed from its first ledger) and follows ingest one poll
+    /// behind. Data dirs of ledgers that are not Stellar
+    /// `LedgerCloseMeta` stop it with a message in `stats`.
+    pub enabled: bool,
+    /// Ledgers per level-0 index file: the newest ledgers (fewer than
+    /// this) are indexed in memory, rebuilt at each new ledger. Recorded
+    /// in the events dir at creation and reused: unset, an existing index
+    /// keeps its own and a new one gets 64.
+    pub file_ledgers: Option<u32>,
+    /// Files of one level merged into one of the next (a query opens at
+    /// most `fan_out − 1` files a level). Recorded like `file_ledgers`
+    /// (new indexes: 16).
+    pub fan_out: Option<u32>,
+}
+
+impl Default for EventsConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            file_ledgers: None,
+            fan_out: None,
+        }
+    }
+}
+
+impl EventsConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(n) = self.file_ledgers
+            && !(1..=100_000).contains(&n)
+        {
+            return Err(invalid("events.file_ledgers", n, "1 to 100000"));
+        }
+        if let Some(n) = self.fan_out
+            && !(2..=1024).contains(&n)
+        {
+            return Err(invalid("events.fan_out", n, "2 to 1024"));
+        }
+        Ok(())
+    }
+}
+
 /// `[dict]`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -497,6 +547,7 @@ impl Config {
         self.jsonrpc.validate()?;
         self.cold.validate()?;
         self.replica.validate(&self.cold)?;
+        self.events.validate()?;
         let i = &self.ingest;
         if i.bulk_batch_ledgers == 0 || i.bulk_batch_ledgers > 100_000 {
             return Err(invalid(

@@ -45,6 +45,9 @@ pub enum RpcError {
     /// The store failed.
     #[error("storage error: {0}")]
     Store(#[from] StoreError),
+    /// The event index failed.
+    #[error("event index error: {0}")]
+    Events(#[from] ledgerstore_events::EventsError),
     /// Stored data is not what a Stellar method can serve: synthetic
     /// ledgers, or XDR that does not decode.
     #[error("{0}")]
@@ -64,6 +67,7 @@ impl RpcError {
             | Self::Timeout(_)
             | Self::Busy(_)
             | Self::Store(_)
+            | Self::Events(_)
             | Self::NotStellar(_)
             | Self::Internal(_) => INTERNAL_ERROR,
         }

@@ -4,7 +4,8 @@
 //! can use ledgerstore as a full-history backend.
 //!
 //! Methods: `getTransaction`, `getTransactions`, `getLedgers`,
-//! `getLatestLedger`, `getHealth`, `getNetwork`, `getVersionInfo`. Response
+//! `getLatestLedger`, `getEvents`, `getHealth`, `getNetwork`,
+//! `getVersionInfo`. Response
 //! shapes follow stellar-rpc v28 (go-stellar-sdk `protocols/rpc`) field for
 //! field, including which fields are strings and which numbers.
 //!
@@ -62,6 +63,12 @@ use crate::send::{Conn, DeadlineIo, SendClock, Unsent};
 pub trait StoreAccess: Send + Sync + 'static {
     /// The open store (or read replica), or why there is none right now.
     fn store(&self) -> Result<Arc<dyn Reader>, String>;
+
+    /// The event index `getEvents` reads, or why there is none (off, a
+    /// replica, still opening). Default: none.
+    fn events(&self) -> Result<Arc<ledgerstore_events::EventStore>, String> {
+        Err("getEvents is not served here: no event index".into())
+    }
 
     /// Whether the next point lookup (`getTransaction` and the calls that
     /// read only the range held) should run inline on the async worker

@@ -273,7 +273,10 @@ impl Running {
                 return Err(e);
             }
         };
-        state.set_store_read_through(store.clone(), reader);
+        state.set_store_read_through(store.clone(), reader.clone());
+        if cfg.events.enabled {
+            state.set_events(open_events(&cfg, &store, reader).await);
+        }
         metrics.refresh(&store);
         set_health(&health, tonic_health::ServingStatus::Serving).await;
         tracing::info!(mark = ?store.last_ledger(), layout = %store.layout(), "stores open; serving");
@@ -311,6 +314,10 @@ impl Running {
         if let Some(f) = follower {
             // It commits the ledgers in hand before it returns.
             let _ = f.await;
+        }
+        if let Some(events) = state.events_for_shutdown() {
+            // Its builder reads the store: it stops first.
+            let _ = tokio::task::spawn_blocking(move || events.stop()).await;
         }
         tokio::task::spawn_blocking(move || store.close())
             .await
@@ -485,6 +492,39 @@ async fn start_jsonrpc(
         })
 }
 
+/// Opens the event index beside the data dir (`<data dir>/events`): its
+/// builder then indexes, in the background, every stored ledger not yet
+/// indexed. A failure leaves the daemon serving everything else, and
+/// getEvents answering why.
+async fn open_events(
+    cfg: &Config,
+    store: &Arc<Ledgerstore>,
+    reader: Arc<dyn ledgerstore_store::Reader>,
+) -> Result<Arc<ledgerstore_events::EventStore>, String> {
+    let dir = store.path().join("events");
+    let ecfg = ledgerstore_events::EventsConfig {
+        file_ledgers: cfg.events.file_ledgers,
+        fan_out: cfg.events.fan_out,
+        ..ledgerstore_events::EventsConfig::default()
+    };
+    let shown = dir.display().to_string();
+    let opened = tokio::task::spawn_blocking(move || {
+        ledgerstore_events::EventStore::open(&dir, reader, ecfg)
+    })
+    .await;
+    match opened {
+        Ok(Ok(e)) => {
+            tracing::info!(dir = %shown, indexed_through = ?e.indexed_through(), "event index open");
+            Ok(Arc::new(e))
+        }
+        Ok(Err(e)) => {
+            tracing::error!(dir = %shown, error = %e, "event index failed to open; getEvents is off");
+            Err(e.to_string())
+        }
+        Err(j) => Err(format!("opening task failed: {j}")),
+    }
+}
+
 /// The Stellar RPC's way to the store, and its read placement: the same
 /// as the gRPC services'.
 struct RpcStore {
@@ -496,6 +536,10 @@ struct RpcStore {
 impl ledgerstore_jsonrpc::StoreAccess for RpcStore {
     fn store(&self) -> Result<Arc<dyn ledgerstore_store::Reader>, String> {
         self.state.reader().map_err(|s| s.message().to_string())
+    }
+
+    fn events(&self) -> Result<Arc<ledgerstore_events::EventStore>, String> {
+        self.state.events()
     }
 
     fn read_inline(&self) -> bool {

@@ -3,6 +3,7 @@
 use std::sync::{Arc, OnceLock};
 
 use ledgerstore_config::Config;
+use ledgerstore_events::EventStore;
 use ledgerstore_store::{Ledgerstore, Reader};
 use tokio::sync::{Semaphore, watch};
 use tonic::Status;
@@ -17,6 +18,8 @@ pub struct AppState {
     reader: OnceLock<Arc<dyn Reader>>,
     /// True on a read replica.
     replica: bool,
+    /// The event index getEvents reads, or why there is none.
+    events: OnceLock<Result<Arc<EventStore>, String>>,
     /// Effective configuration.
     pub cfg: Arc<Config>,
     /// Metrics.
@@ -35,6 +38,7 @@ impl AppState {
             store: OnceLock::new(),
             reader: OnceLock::new(),
             replica: false,
+            events: OnceLock::new(),
             cfg,
             metrics,
             shutdown,
@@ -110,6 +114,38 @@ impl AppState {
     /// The store even during shutdown (for the final commits).
     pub fn store_for_shutdown(&self) -> Option<Arc<Ledgerstore>> {
         self.store.get().cloned()
+    }
+
+    /// Publishes the event index, or why it could not open.
+    pub fn set_events(&self, events: Result<Arc<EventStore>, String>) {
+        let _ = self.events.set(events);
+    }
+
+    /// The event index, or why getEvents cannot be answered.
+    pub fn events(&self) -> Result<Arc<EventStore>, String> {
+        if self.replica {
+            return Err("getEvents is not served by read replicas yet: the event index is \
+                        not published with the packs; ask the writer"
+                .into());
+        }
+        if !self.cfg.events.enabled {
+            return Err("getEvents is off on this daemon: its event index is disabled \
+                        (events.enabled = false)"
+                .into());
+        }
+        if self.shutting_down() {
+            return Err("ledgerstore is shutting down; retry on the restarted daemon".into());
+        }
+        match self.events.get() {
+            Some(Ok(e)) => Ok(e.clone()),
+            Some(Err(why)) => Err(format!("getEvents: the event index failed to open: {why}")),
+            None => Err("ledgerstore is still opening its stores; retry shortly".into()),
+        }
+    }
+
+    /// The event index, for shutdown.
+    pub fn events_for_shutdown(&self) -> Option<Arc<EventStore>> {
+        self.events.get().and_then(|e| e.as_ref().ok()).cloned()
     }
 
     /// True once shutdown started.

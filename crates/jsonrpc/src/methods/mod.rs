@@ -45,7 +45,7 @@ pub(crate) enum Kind {
     Heavy,
 }
 
-const METHODS: [(&str, Handler, Kind); 7] = [
+const METHODS: [(&str, Handler, Kind); 8] = [
     ("getHealth", info::get_health, Kind::Info),
     ("getNetwork", info::get_network, Kind::Info),
     ("getVersionInfo", info::get_version_info, Kind::Info),
@@ -53,6 +53,7 @@ const METHODS: [(&str, Handler, Kind); 7] = [
     ("getLedgers", ledgers::get_ledgers, Kind::Heavy),
     ("getTransaction", txs::get_transaction, Kind::Point),
     ("getTransactions", txs::get_transactions, Kind::Heavy),
+    ("getEvents", events::get_events, Kind::Heavy),
 ];
 
 /// What `method` costs, or `None` for no such method.

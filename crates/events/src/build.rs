@@ -191,9 +191,8 @@ impl Builder {
             return Ok(());
         }
         for seq in from..=mark {
-            if !self.cache.contains_key(&seq) {
-                let items = read_items(shared, seq)?;
-                self.cache.insert(seq, items);
+            if let std::collections::btree_map::Entry::Vacant(v) = self.cache.entry(seq) {
+                v.insert(read_items(shared, seq)?);
             }
         }
         let mut b = EventIndexBuilder::new(from, mark)

@@ -307,10 +307,10 @@ impl EventStore {
 
     fn stop(&mut self) {
         self.shared.halt();
-        if let Some(t) = self.thread.take() {
-            if t.join().is_err() {
-                tracing::error!("events: the builder thread panicked");
-            }
+        if let Some(t) = self.thread.take()
+            && t.join().is_err()
+        {
+            tracing::error!("events: the builder thread panicked");
         }
     }
 }

@@ -293,12 +293,13 @@ impl LedgerEvents {
 
     fn event(&mut self, shared: &Shared, id: EventId) -> EventsResult<ServedEvent> {
         let staged = id.tx == 0 || id.tx >= TX_MASK;
-        if self.whole.is_none() && !staged && !self.txs.contains_key(&id.tx) {
-            if self.txs.len() < WHOLE_LEDGER_AFTER_TXS {
-                if let Some(w) = self.read_tx(shared, id.tx)? {
-                    self.txs.insert(id.tx, w);
-                }
-            }
+        if self.whole.is_none()
+            && !staged
+            && !self.txs.contains_key(&id.tx)
+            && self.txs.len() < WHOLE_LEDGER_AFTER_TXS
+            && let Some(w) = self.read_tx(shared, id.tx)?
+        {
+            self.txs.insert(id.tx, w);
         }
         if let Some(ev) = self
             .txs

@@ -272,7 +272,8 @@ fn filtered_queries_equal_the_oracle_filtered_alike() {
         .iter()
         .find_map(|e| e.topics.get(1).cloned())
         .expect("topic");
-    let cases: Vec<(Vec<Filter>, Box<dyn Fn(&ServedEvent) -> bool>)> = vec![
+    type Keep = Box<dyn Fn(&ServedEvent) -> bool>;
+    let cases: Vec<(Vec<Filter>, Keep)> = vec![
         (
             vec![Filter {
                 contract_ids: vec![top, rare],

@@ -37,6 +37,10 @@
 //! - Every file ends a level-0 window (`(last + 1) % file_ledgers == 0`);
 //!   the tail (fewer than `file_ledgers` ledgers above the last file) is
 //!   never written.
+//! - A file that does not open (damaged header or sections) is deleted at
+//!   open, and one whose SHA-256 fails is deleted by
+//!   [`EventStore::verify`] or before it is merged; the builder rebuilds
+//!   its ledgers from the store.
 //! - Published files are disjoint. A crash between a merge's rename and
 //!   its deletes leaves files covered by the merged one: open deletes
 //!   them. Files that overlap otherwise, or names that are not ours,
@@ -157,8 +161,19 @@ impl EventStore {
         }
         let mut snap = Snapshot::default();
         for (first, last) in listing.ranges {
-            let f = IndexFile::open(dir.join(file_name(first, last)), first, last)?;
-            snap.files.insert(first, f);
+            let path = dir.join(file_name(first, last));
+            match IndexFile::open(path.clone(), first, last) {
+                Ok(f) => {
+                    snap.files.insert(first, f);
+                }
+                Err(e @ EventsError::Index { .. }) => {
+                    // Damaged: the builder builds its ledgers again.
+                    tracing::warn!(error = %e, "events: deleted a damaged index file, to be rebuilt");
+                    files::remove(&path)?;
+                    files::sync_dir(dir)?;
+                }
+                Err(e) => return Err(e),
+            }
         }
         let shared = Arc::new(Shared {
             dir: dir.to_path_buf(),

@@ -440,6 +440,21 @@ fn a_crash_between_a_merge_and_its_deletes_opens_clean() {
     let after = drain(&ev, &all_query(vec![]), || limits(1000, usize::MAX)).0;
     assert_eq!(after, before);
     ev.close();
+    // A truncated file is deleted at open and built again.
+    let victim = f.events_dir.join("ev-0063092992-0063092999.idx");
+    let len = std::fs::metadata(&victim).expect("size").len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&victim)
+        .and_then(|file| file.set_len(len / 2))
+        .expect("truncate");
+    let ev = open(&f, cfg());
+    assert!(ev.wait_indexed_through(LAST, WAIT));
+    assert!(ev.wait_round(WAIT));
+    assert_eq!(ev.stats().files, 2);
+    let again = drain(&ev, &all_query(vec![]), || limits(1000, usize::MAX)).0;
+    assert_eq!(again, before);
+    ev.close();
     // A foreign file refuses the open, naming it.
     std::fs::write(f.events_dir.join("notes.txt"), b"x").expect("write");
     let reader: Arc<dyn Reader> = f.store.clone();
@@ -528,4 +543,130 @@ fn drain_to(ev: &EventStore, end: u32) -> (Vec<ServedEvent>, usize) {
         .expect("query");
     assert_eq!(page.resume, None);
     (page.events, 1)
+}
+
+/// The first stream of stellar-core's unit tests (protocols 20 to 22:
+/// `TransactionMeta` V3, events in `sorobanMeta`) whose ledgers have
+/// served events, decoded.
+fn v3_stream_with_events() -> (String, Vec<LedgerInput>) {
+    use std::io::Read;
+    let name = "core-unit-test-lcms.tar.zst";
+    let packed = std::fs::read(testdata(name)).expect("fixture");
+    let tar = zstd::decode_all(&packed[..]).expect("zstd");
+    let mut archive = tar::Archive::new(&tar[..]);
+    let net = Network::parse("(V) (;,,;) (V)").expect("network");
+    for entry in archive.entries().expect("tar") {
+        let mut entry = entry.expect("entry");
+        let path = entry.path().expect("path").display().to_string();
+        if !path.ends_with(".xdr") {
+            continue;
+        }
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).expect("read");
+        let Ok(ledgers) = decode_file(&bytes, &path, &net, ReadLimits::default()) else {
+            continue;
+        };
+        let v3_events = ledgers.iter().any(|l| {
+            let slices = walk(&l.raw).expect("walk");
+            let v3 = slices
+                .applied
+                .iter()
+                .any(|a| a.meta.of(&l.raw).get(3) == Some(&3));
+            v3 && !ledger_events(&l.raw, &slices)
+                .expect("events")
+                .list
+                .is_empty()
+        });
+        let consecutive = ledgers.windows(2).all(|w| w[1].seq == w[0].seq + 1);
+        if v3_events && consecutive && ledgers.len() >= 3 {
+            return (path, ledgers);
+        }
+    }
+    panic!("no stream with V3 metas and events");
+}
+
+#[test]
+fn transaction_meta_v3_events_of_protocols_20_to_22_are_served() {
+    let (path, ledgers) = v3_stream_with_events();
+    let f = store_with(&ledgers);
+    let ev = open(&f, cfg());
+    let (first, last) = (ledgers[0].seq, ledgers[ledgers.len() - 1].seq);
+    assert!(
+        ev.wait_indexed_through(last, WAIT),
+        "{path}: {:?}",
+        ev.stats()
+    );
+    let want = extracted(&ledgers);
+    assert!(!want.is_empty());
+    eprintln!("{path}: ledgers {first}..={last}, {} events", want.len());
+    let mut got = Vec::new();
+    let mut from = start(first);
+    loop {
+        let page = ev
+            .query(
+                &Query::from_ledger(vec![], first),
+                from,
+                last + 1,
+                &limits(3, usize::MAX),
+            )
+            .expect("query");
+        got.extend(page.events);
+        match page.resume {
+            Some(r) => from = r,
+            None => break,
+        }
+    }
+    assert_eq!(got, want, "{path}");
+    // By contract: each event's own contract finds it.
+    let c = want
+        .iter()
+        .find_map(|e| e.contract_id)
+        .expect("a contract event");
+    let q = Query::from_ledger(
+        vec![Filter {
+            contract_ids: vec![c],
+            ..Filter::default()
+        }],
+        first,
+    );
+    let page = ev
+        .query(&q, start(first), last + 1, &limits(10_000, usize::MAX))
+        .expect("query");
+    let by_c: Vec<_> = want
+        .iter()
+        .filter(|e| e.contract_id == Some(c))
+        .cloned()
+        .collect();
+    assert_eq!(page.events, by_c, "{path}");
+}
+
+#[test]
+fn ledgers_that_are_not_stellar_stop_the_builder_with_a_named_error() {
+    let synth = ledgerstore_synth::Synth::new(ledgerstore_synth::SynthConfig::small(7, 3));
+    let f = store_with(&synth.batch(100, 12));
+    let ev = open(&f, cfg());
+    assert!(
+        ev.shared.wait_status(WAIT, |st| st.last_error.is_some()),
+        "{:?}",
+        ev.stats()
+    );
+    let stats = ev.stats();
+    let err = stats.last_error.expect("an error");
+    assert!(
+        err.contains("ledger 100") && err.contains("not a Stellar"),
+        "{err}"
+    );
+    assert_eq!(stats.indexed_through, None);
+    assert_eq!(stats.files, 0);
+    // Nothing is skipped: a query finds nothing indexed.
+    let page = ev
+        .query(
+            &Query::from_ledger(vec![], 100),
+            start(100),
+            112,
+            &limits(10, 10),
+        )
+        .expect("query");
+    assert_eq!((page.events.len(), page.resume), (0, None));
+    ev.close();
 }

@@ -243,7 +243,8 @@ fn missing_window(shared: &Shared, store_first: u32, mark: u32) -> Option<(u32, 
 }
 
 /// Files of level below `k` that tile a level-`k` window (clipped at the
-/// origin), two or more: the first such group.
+/// origin), two or more, with at most `max_file_events` events in all:
+/// the first such group.
 fn complete_group(shared: &Shared, k: u32) -> Option<Vec<Arc<IndexFile>>> {
     let snap = shared.snapshot();
     let origin = snap.lowest()?;
@@ -270,8 +271,14 @@ fn complete_group(shared: &Shared, k: u32) -> Option<Vec<Arc<IndexFile>>> {
             continue;
         }
         group.push(f.clone());
-        if f.last == w.1 && group.len() >= 2 {
-            return Some(group);
+        if f.last == w.1 {
+            let events: u64 = group.iter().map(|g| u64::from(g.idx.events())).sum();
+            if group.len() >= 2 && events <= u64::from(shared.cfg.max_file_events) {
+                return Some(group);
+            }
+            // Whole but too large to merge (or a lone file): left as is.
+            group.clear();
+            window = None;
         }
     }
     None

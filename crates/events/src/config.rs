@@ -27,6 +27,13 @@ pub struct EventsConfig {
     /// [`EventStore::notify`](crate::EventStore::notify)).
     #[serde(rename = "poll_ms", with = "millis")]
     pub poll: Duration,
+    /// The most events a merged file may hold: a group of files over it
+    /// is left as it is. A merge holds up to ~8 bytes per event of its
+    /// output in memory (`ledgerstore_event_index::merge`), so the
+    /// default, 2^25, bounds a merge near 270 MB; files are at most
+    /// 2^32 − 1 events anyway. With pubnet's ~650 events a ledger it
+    /// stops merges at level 2 (16,384 ledgers a file, ~10 M events).
+    pub max_file_events: u32,
 }
 
 impl Default for EventsConfig {
@@ -35,6 +42,7 @@ impl Default for EventsConfig {
             file_ledgers: 64,
             fan_out: 16,
             poll: Duration::from_millis(200),
+            max_file_events: 1 << 25,
         }
     }
 }
@@ -59,6 +67,13 @@ impl EventsConfig {
                 field: "events.fan_out",
                 value: self.fan_out.to_string(),
                 allowed: "between 2 and 1024",
+            });
+        }
+        if !(1..=i32::MAX as u32).contains(&self.max_file_events) {
+            return Err(EventsError::Config {
+                field: "events.max_file_events",
+                value: self.max_file_events.to_string(),
+                allowed: "between 1 and 2147483647",
             });
         }
         if self.poll < Duration::from_millis(1) || self.poll > Duration::from_secs(60) {
@@ -137,7 +152,7 @@ pub(crate) fn settle(dir: &Path, cfg: EventsConfig, has_files: bool) -> EventsRe
             let recorded = EventsConfig {
                 file_ledgers,
                 fan_out,
-                poll: cfg.poll,
+                ..cfg
             };
             recorded.validate()?;
             if (file_ledgers, fan_out) != (cfg.file_ledgers, cfg.fan_out) {

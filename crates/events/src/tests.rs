@@ -50,6 +50,7 @@ fn cfg() -> EventsConfig {
         file_ledgers: 4,
         fan_out: 2,
         poll: Duration::from_millis(20),
+        ..EventsConfig::default()
     }
 }
 
@@ -526,7 +527,7 @@ fn reopening_keeps_the_recorded_settings() {
     let other = EventsConfig {
         file_ledgers: 64,
         fan_out: 16,
-        poll: Duration::from_millis(20),
+        ..cfg()
     };
     let ev = open(&f, other);
     let stats = ev.stats();
@@ -669,4 +670,24 @@ fn ledgers_that_are_not_stellar_stop_the_builder_with_a_named_error() {
         .expect("query");
     assert_eq!((page.events.len(), page.resume), (0, None));
     ev.close();
+}
+
+#[test]
+fn merges_stop_at_max_file_events() {
+    let ledgers = pubnet_ledgers();
+    let f = store_with(&ledgers);
+    let capped = EventsConfig {
+        max_file_events: 3_000,
+        ..cfg()
+    };
+    let ev = open(&f, capped);
+    assert!(ev.wait_indexed_through(LAST, WAIT));
+    assert!(ev.wait_round(WAIT));
+    let stats = ev.stats();
+    // Every group of files that tiles a window (84..87 with 88..91,
+    // 82..83 with 84..91's parts, ...) holds over 3,000 events.
+    assert_eq!(stats.files, 5, "{stats:?}");
+    assert_eq!(stats.levels.len(), 1);
+    let (got, _) = drain(&ev, &all_query(vec![]), || limits(1000, usize::MAX));
+    assert_eq!(got, extracted(&ledgers));
 }

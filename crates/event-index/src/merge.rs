@@ -111,4 +111,5 @@ pub fn merge(parts: &[&EventIndex], path: &Path) -> EventIndexResult<u64> {
         &contracts,
         &topics,
     )
+    .map(|(size, _)| size)
 }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Cursor, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use ledgerstore_stellar::events::{EventId, EventType};
@@ -16,16 +16,35 @@ use crate::keys::{
 };
 use crate::{HEADER, MAGIC, SECTIONS, VERSION, postings};
 
+/// Where a [`Writer`] puts the file: a file (synced at the end) or
+/// memory.
+pub(crate) trait Sink: Read + Write + Seek {
+    /// Makes the bytes durable (a file's `sync_all`; nothing in memory).
+    fn sync(&mut self) -> std::io::Result<()>;
+}
+
+impl Sink for File {
+    fn sync(&mut self) -> std::io::Result<()> {
+        self.sync_all()
+    }
+}
+
+impl Sink for Cursor<Vec<u8>> {
+    fn sync(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Streams posting lists into a new file, then writes the tables, the
 /// header and the SHA-256 trailer.
-pub(crate) struct Writer {
+pub(crate) struct Writer<S: Sink = File> {
     path: std::path::PathBuf,
-    out: BufWriter<File>,
+    out: BufWriter<S>,
     postings: u64,
     scratch: Vec<u8>,
 }
 
-impl Writer {
+impl Writer<File> {
     pub(crate) fn create(path: &Path) -> EventIndexResult<Self> {
         let file = File::options()
             .read(true)
@@ -34,7 +53,20 @@ impl Writer {
             .truncate(true)
             .open(path)
             .map_err(EventIndexError::io(path, "creating"))?;
-        let mut out = BufWriter::with_capacity(1 << 20, file);
+        Self::with_sink(path, file)
+    }
+}
+
+impl Writer<Cursor<Vec<u8>>> {
+    /// A writer into memory (`path` only names it in errors).
+    pub(crate) fn in_memory() -> EventIndexResult<Self> {
+        Self::with_sink(Path::new("<memory>"), Cursor::new(Vec::new()))
+    }
+}
+
+impl<S: Sink> Writer<S> {
+    fn with_sink(path: &Path, sink: S) -> EventIndexResult<Self> {
+        let mut out = BufWriter::with_capacity(1 << 20, sink);
         out.write_all(&[0u8; HEADER])
             .map_err(EventIndexError::io(path, "writing"))?;
         Ok(Writer {
@@ -69,6 +101,7 @@ impl Writer {
     }
 
     /// Writes the rest and syncs; `contracts` and `topics` sorted by key.
+    /// Gives the size and the sink.
     pub(crate) fn finish(
         mut self,
         range: (u32, u32, u32),
@@ -76,7 +109,7 @@ impl Writer {
         fixed: &[ListRef; FIXED],
         contracts: &[([u8; 32], ListRef)],
         topics: &[(u64, ListRef)],
-    ) -> EventIndexResult<u64> {
+    ) -> EventIndexResult<(u64, S)> {
         let io = |a| EventIndexError::io(&self.path, a);
         let bits = dir_bits(topics.len());
         let mut dir = Vec::with_capacity(4 * ((1 << bits) + 1));
@@ -149,8 +182,8 @@ impl Writer {
             sha.update(&buf[..got]);
         }
         file.write_all(&sha.finalize()).map_err(io("writing"))?;
-        file.sync_all().map_err(io("syncing"))?;
-        Ok(off + 32)
+        file.sync().map_err(io("syncing"))?;
+        Ok((off + 32, file))
     }
 }
 
@@ -248,9 +281,23 @@ impl EventIndexBuilder {
 
     /// Writes the file at `path` (created or truncated, then synced; the
     /// caller renames it into place) and returns its size in bytes.
-    pub fn finish(mut self, path: &Path) -> EventIndexResult<u64> {
+    pub fn finish(self, path: &Path) -> EventIndexResult<u64> {
+        let w = Writer::create(path)?;
+        self.write(w).map(|(size, _)| size)
+    }
+
+    /// The file's bytes, built in memory (for [`EventIndex::from_bytes`]:
+    /// an index of a few live ledgers that is rebuilt as they come, never
+    /// written); the same bytes [`finish`](Self::finish) writes.
+    ///
+    /// [`EventIndex::from_bytes`]: crate::EventIndex::from_bytes
+    pub fn finish_to_vec(self) -> EventIndexResult<Vec<u8>> {
+        let w = Writer::in_memory()?;
+        self.write(w).map(|(_, c)| c.into_inner())
+    }
+
+    fn write<S: Sink>(mut self, mut w: Writer<S>) -> EventIndexResult<(u64, S)> {
         let n = self.ids.finish()?;
-        let mut w = Writer::create(path)?;
         let mut contracts: Vec<_> = self.contracts.into_iter().collect();
         contracts.sort_unstable_by_key(|c| c.0);
         let mut crefs = Vec::with_capacity(contracts.len());

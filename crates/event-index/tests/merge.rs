@@ -69,3 +69,22 @@ fn parts_that_are_not_adjacent_are_refused() {
     assert!(merge(&[], &dir.path().join("m")).is_err());
     assert!(merge(&[&a], &dir.path().join("m")).is_ok());
 }
+
+#[test]
+fn a_builder_finished_in_memory_gives_the_bytes_of_its_file() {
+    let (first, last, evs) = pubnet();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("file");
+    write(&path, first, last, &evs);
+    let mut b = ledgerstore_event_index::EventIndexBuilder::new(first, last).expect("builder");
+    for e in &evs {
+        let topics: Vec<&[u8]> = e.topics.iter().map(|t| t.as_slice()).collect();
+        b.push(e.id, e.kind, e.contract.as_ref(), &topics)
+            .expect("push");
+    }
+    let bytes = b.finish_to_vec().expect("finish");
+    assert_eq!(bytes, std::fs::read(&path).expect("read"));
+    let idx = EventIndex::from_bytes(bytes).expect("open");
+    idx.verify().expect("sha");
+    assert_eq!(idx.events() as usize, evs.len());
+}

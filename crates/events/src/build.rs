@@ -1,0 +1,332 @@
+//! The builder thread: each round reads the store's range, builds every
+//! missing level-0 file in ascending order (merging as windows complete),
+//! then rebuilds the in-memory tail when new ledgers came.
+//!
+//! Memory: one level-0 window's [`EventIndexBuilder`] (its postings, ~4
+//! bytes per event and topic) plus the tail's events kept as [`Item`]s
+//! (at most `file_ledgers` ledgers' events with their topics' bytes, so
+//! that each new ledger is read once); a merge holds what
+//! [`ledgerstore_event_index::merge`] holds (the parts' dictionaries'
+//! keys and one merged list, up to ~8 bytes per event of the merged
+//! range).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ledgerstore_event_index::{EventIndex, EventIndexBuilder, merge};
+use ledgerstore_stellar::events::{EventId, EventType, ledger_events};
+use ledgerstore_stellar::walk::walk;
+
+use crate::error::{EventsError, EventsResult};
+use crate::files::{IndexFile, TMP, file_name, publish, remove, sync_dir};
+use crate::state::{Shared, Tail};
+
+/// The longest wait between retries after a failed round.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// One event as the index takes it.
+#[derive(Debug, Clone)]
+pub(crate) struct Item {
+    id: EventId,
+    kind: EventType,
+    contract: Option<[u8; 32]>,
+    topics: Vec<Vec<u8>>,
+}
+
+/// The served events of stored ledger `seq`, as index items.
+pub(crate) fn read_items(shared: &Shared, seq: u32) -> EventsResult<Vec<Item>> {
+    let rec = shared
+        .reader
+        .get_ledger(seq)
+        .map_err(|source| EventsError::Store { seq, source })?
+        .ok_or(EventsError::MissingLedger(seq))?;
+    let raw = &rec.raw;
+    let slices = walk(raw)
+        .map_err(|e| EventsError::ledger(seq, format!("not a Stellar LedgerCloseMeta: {e}")))?;
+    if slices.seq != seq {
+        return Err(EventsError::ledger(
+            seq,
+            format!("the stored bytes are ledger {}", slices.seq),
+        ));
+    }
+    let evs = ledger_events(raw, &slices).map_err(|e| EventsError::ledger(seq, e))?;
+    Ok(evs
+        .list
+        .iter()
+        .map(|e| Item {
+            id: e.id,
+            kind: e.kind,
+            contract: e.contract_id,
+            topics: evs
+                .topics_of(e)
+                .iter()
+                .map(|s| s.of(raw).to_vec())
+                .collect(),
+        })
+        .collect())
+}
+
+/// The builder's memory across rounds: the tail's ledgers' items.
+#[derive(Debug, Default)]
+pub(crate) struct Builder {
+    cache: BTreeMap<u32, Vec<Item>>,
+}
+
+/// The builder thread's body: rounds until the store stops.
+pub(crate) fn run(shared: Arc<Shared>) {
+    let mut b = Builder::default();
+    let poll = shared.cfg.poll;
+    let mut backoff = poll;
+    loop {
+        let wait = match b.round(&shared) {
+            Ok(()) => {
+                shared.round_done(None);
+                backoff = poll;
+                poll
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, retry_in = ?backoff, "events: building the index failed");
+                shared.round_done(Some(e.to_string()));
+                let wait = backoff;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                wait
+            }
+        };
+        if !shared.sleep(wait) {
+            return;
+        }
+    }
+}
+
+impl Builder {
+    /// One round: missing level-0 files (oldest first, merging as windows
+    /// complete), then the tail.
+    pub(crate) fn round(&mut self, shared: &Shared) -> EventsResult<()> {
+        let (Some(store_first), Some(mark)) =
+            (shared.reader.first_ledger(), shared.reader.last_ledger())
+        else {
+            return Ok(());
+        };
+        self.merges(shared)?;
+        while let Some((ws, we)) = missing_window(shared, store_first, mark) {
+            if shared.stopping() {
+                return Ok(());
+            }
+            shared.status().building = true;
+            self.build_window(shared, ws, we)?;
+            self.merges(shared)?;
+        }
+        self.update_tail(shared, store_first, mark)
+    }
+
+    fn build_window(&mut self, shared: &Shared, ws: u32, we: u32) -> EventsResult<()> {
+        let name = file_name(ws, we);
+        let tmp = shared.dir.join(format!("{TMP}{name}"));
+        let mut b = EventIndexBuilder::new(ws, we).map_err(|e| EventsError::index(&tmp, e))?;
+        for seq in ws..=we {
+            if shared.stopping() {
+                return Ok(());
+            }
+            let items = match self.cache.remove(&seq) {
+                Some(items) => items,
+                None => read_items(shared, seq)?,
+            };
+            for it in &items {
+                let topics: Vec<&[u8]> = it.topics.iter().map(Vec::as_slice).collect();
+                b.push(it.id, it.kind, it.contract.as_ref(), &topics)
+                    .map_err(|e| EventsError::index(&tmp, e))?;
+            }
+        }
+        let written = b.finish(&tmp).map_err(|e| EventsError::index(&tmp, e));
+        if let Err(e) = written {
+            remove(&tmp)?;
+            return Err(e);
+        }
+        publish(&shared.dir, &tmp, &name)?;
+        let file = IndexFile::open(shared.dir.join(&name), ws, we)?;
+        tracing::debug!(file = %name, events = file.idx.events(), "events: built");
+        shared.update(|s| s.files.insert(ws, file));
+        self.cache.retain(|&seq, _| seq > we);
+        Ok(())
+    }
+
+    /// Merges every complete group, lowest level first.
+    fn merges(&mut self, shared: &Shared) -> EventsResult<()> {
+        let mut k = 1;
+        while shared.geo.size(k).is_some() {
+            while let Some(group) = complete_group(shared, k) {
+                if shared.stopping() {
+                    return Ok(());
+                }
+                shared.status().building = true;
+                merge_group(shared, &group)?;
+            }
+            k += 1;
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the tail (the ledgers above the last file, fewer than a
+    /// window) when the mark moved.
+    fn update_tail(&mut self, shared: &Shared, store_first: u32, mark: u32) -> EventsResult<()> {
+        let snap = shared.snapshot();
+        let from = snap
+            .files_end()
+            .map_or(store_first, |e| e.saturating_add(1));
+        self.cache.retain(|&seq, _| seq >= from);
+        let current = snap.tail.as_ref().map(|t| (t.first, t.last));
+        if from > mark {
+            // The files reach the mark: a tail would be below their end.
+            if current.is_some() {
+                shared.update(|s| s.tail = None);
+            }
+            return Ok(());
+        }
+        if mark - from >= shared.cfg.file_ledgers {
+            // A whole window is unbuilt (the round stopped early).
+            return Ok(());
+        }
+        if current == Some((from, mark)) {
+            return Ok(());
+        }
+        for seq in from..=mark {
+            if let std::collections::btree_map::Entry::Vacant(v) = self.cache.entry(seq) {
+                v.insert(read_items(shared, seq)?);
+            }
+        }
+        let mut b = EventIndexBuilder::new(from, mark)
+            .map_err(|e| EventsError::index(std::path::Path::new("tail"), e))?;
+        for it in self.cache.range(from..=mark).flat_map(|(_, v)| v) {
+            let topics: Vec<&[u8]> = it.topics.iter().map(Vec::as_slice).collect();
+            b.push(it.id, it.kind, it.contract.as_ref(), &topics)
+                .map_err(|e| EventsError::index(std::path::Path::new("tail"), e))?;
+        }
+        let idx = b
+            .finish_to_vec()
+            .and_then(EventIndex::from_bytes)
+            .map_err(|e| EventsError::index(std::path::Path::new("tail"), e))?;
+        let tail = Arc::new(Tail {
+            first: from,
+            last: mark,
+            idx,
+        });
+        shared.update(|s| s.tail = Some(tail));
+        Ok(())
+    }
+}
+
+/// The first level-0 window at or above the store's first ledger, wholly
+/// at or below the mark, that no file covers; clipped at the store's
+/// first ledger and the index's origin.
+fn missing_window(shared: &Shared, store_first: u32, mark: u32) -> Option<(u32, u32)> {
+    let snap = shared.snapshot();
+    let origin = snap.lowest().map_or(store_first, |f| f.min(store_first));
+    let mut seq = store_first;
+    for f in snap.files.values() {
+        if f.last < seq {
+            continue;
+        }
+        if f.first <= seq {
+            seq = f.last.checked_add(1)?;
+            continue;
+        }
+        break;
+    }
+    if seq > mark {
+        return None;
+    }
+    let (ws, we) = shared.geo.window(0, seq, origin)?;
+    let ws = ws.max(seq);
+    // A file above the gap starts a window, so the window ends before it.
+    (we <= mark).then_some((ws, we))
+}
+
+/// Files of level below `k` that tile a level-`k` window (clipped at the
+/// origin), two or more, with at most `max_file_events` events in all:
+/// the first such group.
+fn complete_group(shared: &Shared, k: u32) -> Option<Vec<Arc<IndexFile>>> {
+    let snap = shared.snapshot();
+    let origin = snap.lowest()?;
+    let mut group: Vec<Arc<IndexFile>> = Vec::new();
+    let mut window = None;
+    for f in snap.files.values() {
+        let w = shared.geo.window(k, f.first, origin)?;
+        if f.last > w.1 {
+            // A file of level k or above.
+            group.clear();
+            window = None;
+            continue;
+        }
+        if window != Some(w) {
+            group.clear();
+            window = Some(w);
+        }
+        let adjacent = group
+            .last()
+            .map_or(f.first == w.0, |g| g.last.checked_add(1) == Some(f.first));
+        if !adjacent {
+            group.clear();
+            window = None;
+            continue;
+        }
+        group.push(f.clone());
+        if f.last == w.1 {
+            let events: u64 = group.iter().map(|g| u64::from(g.idx.events())).sum();
+            if group.len() >= 2 && events <= u64::from(shared.cfg.max_file_events) {
+                return Some(group);
+            }
+            // Whole but too large to merge (or a lone file): left as is.
+            group.clear();
+            window = None;
+        }
+    }
+    None
+}
+
+/// Merges `group` into one file, publishes it, swaps it in for the parts
+/// and deletes them. Each part's SHA-256 is checked first: a damaged part
+/// is deleted (the builder rebuilds it) and the merge fails naming it.
+fn merge_group(shared: &Shared, group: &[Arc<IndexFile>]) -> EventsResult<()> {
+    let (Some(a), Some(z)) = (group.first(), group.last()) else {
+        return Ok(());
+    };
+    for p in group {
+        if let Err(e) = p.idx.verify() {
+            drop_file(shared, p)?;
+            return Err(EventsError::index(&p.path, e));
+        }
+    }
+    let name = file_name(a.first, z.last);
+    let tmp = shared.dir.join(format!("{TMP}{name}"));
+    let parts: Vec<&EventIndex> = group.iter().map(|p| &p.idx).collect();
+    if let Err(e) = merge(&parts, &tmp) {
+        remove(&tmp)?;
+        return Err(EventsError::index(&tmp, e));
+    }
+    publish(&shared.dir, &tmp, &name)?;
+    let file = IndexFile::open(shared.dir.join(&name), a.first, z.last)?;
+    tracing::debug!(file = %name, parts = group.len(), "events: merged");
+    shared.update(|s| {
+        for p in group {
+            s.files.remove(&p.first);
+        }
+        s.files.insert(a.first, file);
+    });
+    for p in group {
+        remove(&p.path)?;
+    }
+    sync_dir(&shared.dir)
+}
+
+/// Forgets a file and deletes it (damaged or missing: the builder builds
+/// its ledgers again).
+pub(crate) fn drop_file(shared: &Shared, f: &Arc<IndexFile>) -> EventsResult<()> {
+    shared.update(|s| {
+        if s.files.get(&f.first).is_some_and(|g| Arc::ptr_eq(g, f)) {
+            s.files.remove(&f.first);
+        }
+    });
+    remove(&f.path)?;
+    sync_dir(&shared.dir)
+}

@@ -1,0 +1,337 @@
+//! The full-history contract-event index for getEvents, kept in a dir
+//! beside a store's data (the daemon's `<data dir>/events/`), and the
+//! queries over it.
+//!
+//! The index is a set of immutable [`ledgerstore_event_index`] files, each
+//! of one closed ledger range, plus an in-memory index of the newest
+//! ledgers (the tail). A builder thread follows the store's mark
+//! ([`Reader::last_ledger`], polled every `poll` and on [`EventStore::notify`]);
+//! a query ([`EventStore::query`]) walks the files' posting lists and
+//! reads each hit's event from the store (never scanning ledgers).
+//!
+//! # On-disk layout
+//!
+//! | name | what |
+//! |---|---|
+//! | `EVENTS` | marker: `ledgerstore-events 1`, `file_ledgers N`, `fan_out M` (one a line), written at creation |
+//! | `ev-<first:010>-<last:010>.idx` | the index of ledgers `first..=last` ([`ledgerstore_event_index`]'s format, SHA-256 trailer) |
+//! | `tmp-…` | a file being written; deleted at open |
+//!
+//! # Geometry
+//!
+//! A level-k window is `file_ledgers × fan_out^k` ledgers aligned to a
+//! multiple of that size, clipped below at the origin (the first ledger
+//! indexed: the store's first ledger when the index began, so the first
+//! windows may start unaligned). The builder writes level-0 files, one
+//! per window wholly at or below the mark, in ascending order; when the
+//! files of a level-k window tile it (two or more), they are merged
+//! ([`ledgerstore_event_index::merge`], byte-identical to a direct
+//! build) into the window's file, which is renamed in before the parts
+//! are deleted. So a query touches at most `fan_out − 1` files per level
+//! plus the tail.
+//!
+//! # Invariants
+//!
+//! - Every file is published by writing `tmp-<name>`, syncing it,
+//!   renaming it and syncing the dir; a published file never changes.
+//! - Every file ends a level-0 window (`(last + 1) % file_ledgers == 0`);
+//!   the tail (fewer than `file_ledgers` ledgers above the last file) is
+//!   never written.
+//! - A file that does not open (damaged header or sections) is deleted at
+//!   open, and one whose SHA-256 fails is deleted by
+//!   [`EventStore::verify`] or before it is merged; the builder rebuilds
+//!   its ledgers from the store.
+//! - Published files are disjoint. A crash between a merge's rename and
+//!   its deletes leaves files covered by the merged one: open deletes
+//!   them. Files that overlap otherwise, or names that are not ours,
+//!   refuse the open, naming the file.
+//! - The geometry is the marker's: reopening with other settings keeps
+//!   the recorded ones (and logs it).
+//! - [`EventStore::indexed_through`] is the last ledger such that every
+//!   ledger from [`EventStore::first_ledger`] up to it is searchable; a
+//!   query never reads past it, so a hole (a damaged file deleted by
+//!   [`EventStore::verify`], until the builder rebuilds it from the
+//!   stored ledgers) shortens answers rather than silently skipping
+//!   events.
+//! - A ledger whose events cannot be read stops the builder at that
+//!   ledger (its error is in [`EventStats::last_error`], retried with
+//!   backoff): nothing is skipped. Open the store only for Stellar
+//!   networks: a synthetic ledger never indexes.
+//! - The store's first ledger is assumed never to decrease.
+
+mod build;
+mod config;
+mod error;
+mod files;
+mod query;
+mod state;
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use ledgerstore_event_index::Query;
+use ledgerstore_stellar::events::EventId;
+use ledgerstore_store::Reader;
+
+pub use config::{EventsConfig, FAN_OUT_MAX, FILE_LEDGERS_MAX, MARKER};
+pub use error::{EventsError, EventsResult};
+pub use query::{Page, PageLimits, ServedEvent, Stop};
+
+use files::{Geometry, IndexFile, file_name};
+use state::{Shared, Snapshot, Status};
+
+/// Files of one level ([`EventStats::levels`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LevelStats {
+    /// The level: its files cover `file_ledgers × fan_out^level` ledgers.
+    pub level: u32,
+    /// Files.
+    pub files: usize,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+/// Figures of the events store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventStats {
+    /// Index files.
+    pub files: usize,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Events indexed (files and tail).
+    pub events: u64,
+    /// The first searchable ledger.
+    pub first_ledger: Option<u32>,
+    /// See [`EventStore::indexed_through`].
+    pub indexed_through: Option<u32>,
+    /// The builder is building or merging files now.
+    pub building: bool,
+    /// Why the builder's latest round failed (it retries).
+    pub last_error: Option<String>,
+    /// Per level, lowest first.
+    pub levels: Vec<LevelStats>,
+    /// The settings in force (the marker's geometry).
+    pub config: EventsConfig,
+}
+
+/// What [`EventStore::verify`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Files whose SHA-256 was checked.
+    pub checked: usize,
+    /// Damaged or missing files, with why; each was deleted and will be
+    /// rebuilt from the stored ledgers.
+    pub damaged: Vec<(String, String)>,
+}
+
+/// The events store: the index files of a dir, the builder thread that
+/// keeps them, and queries.
+pub struct EventStore {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for EventStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "EventStore({})", self.shared.dir.display())
+    }
+}
+
+impl EventStore {
+    /// Opens (creating it and its marker if needed) the events dir and
+    /// starts the builder thread. Deletes temporary files and files a
+    /// merged file covers; refuses foreign names.
+    pub fn open(dir: &Path, reader: Arc<dyn Reader>, cfg: EventsConfig) -> EventsResult<Self> {
+        cfg.validate()?;
+        std::fs::create_dir_all(dir).map_err(EventsError::io(dir, "creating"))?;
+        let pre = files::scan(dir, None)?;
+        let cfg = config::settle(dir, cfg, !pre.ranges.is_empty())?;
+        let geo = Geometry {
+            file_ledgers: cfg.file_ledgers,
+            fan_out: cfg.fan_out,
+        };
+        let listing = files::scan(dir, Some(geo))?;
+        for name in pre.removed.iter().chain(&listing.removed) {
+            tracing::info!(dir = %dir.display(), file = %name, "events: deleted a leftover file");
+        }
+        let mut snap = Snapshot::default();
+        for (first, last) in listing.ranges {
+            let path = dir.join(file_name(first, last));
+            match IndexFile::open(path.clone(), first, last) {
+                Ok(f) => {
+                    snap.files.insert(first, f);
+                }
+                Err(e @ EventsError::Index { .. }) => {
+                    // Damaged: the builder builds its ledgers again.
+                    tracing::warn!(error = %e, "events: deleted a damaged index file, to be rebuilt");
+                    files::remove(&path)?;
+                    files::sync_dir(dir)?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let shared = Arc::new(Shared {
+            dir: dir.to_path_buf(),
+            reader,
+            cfg,
+            geo,
+            index: RwLock::new(snap),
+            status: Mutex::new(Status::default()),
+            cond: Condvar::new(),
+            stop: AtomicBool::new(false),
+        });
+        let s = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("events-builder".into())
+            .spawn(move || build::run(s))
+            .map_err(EventsError::io(dir, "starting the builder thread of"))?;
+        Ok(EventStore {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// A page of the events matching `q` (its `start` and `end` are
+    /// ignored) with ids from `from` (inclusive) in ledgers below
+    /// `end_ledger`, capped at [`indexed_through`](Self::indexed_through)
+    /// `+ 1`, and at or above the store's first ledger.
+    pub fn query(
+        &self,
+        q: &Query,
+        from: EventId,
+        end_ledger: u32,
+        limits: &PageLimits,
+    ) -> EventsResult<Page> {
+        query::query(&self.shared, q, from, end_ledger, limits)
+    }
+
+    /// The last ledger such that every ledger from
+    /// [`first_ledger`](Self::first_ledger) up to it is searchable.
+    pub fn indexed_through(&self) -> Option<u32> {
+        self.shared.indexed_through()
+    }
+
+    /// The first searchable ledger: the store's first, once it is
+    /// indexed.
+    pub fn first_ledger(&self) -> Option<u32> {
+        self.shared
+            .indexed_through()
+            .and(self.shared.reader.first_ledger())
+    }
+
+    /// Wakes the builder (the daemon calls it after each commit).
+    pub fn notify(&self) {
+        self.shared.wake();
+    }
+
+    /// Waits until [`indexed_through`](Self::indexed_through) reaches
+    /// `seq` and no file is left to build or merge at the builder's latest
+    /// round, or `timeout` passes; true if it did.
+    pub fn wait_indexed_through(&self, seq: u32, timeout: Duration) -> bool {
+        self.shared
+            .wait_for(timeout, |t| t.is_some_and(|t| t >= seq))
+    }
+
+    /// Waits for the builder to finish a round that starts after this
+    /// call, or `timeout`; true if it did (tests, and callers that want
+    /// the effect of a [`notify`](Self::notify)).
+    pub fn wait_round(&self, timeout: Duration) -> bool {
+        let start = self.shared.status().rounds;
+        self.shared.wake();
+        // Two rounds: the one running now may have begun before the call.
+        self.shared
+            .wait_status(timeout, |st| st.rounds >= start + 2)
+    }
+
+    /// Figures.
+    pub fn stats(&self) -> EventStats {
+        let snap = self.shared.snapshot();
+        let (building, last_error) = {
+            let st = self.shared.status();
+            (st.building, st.last_error.clone())
+        };
+        let mut levels: Vec<LevelStats> = Vec::new();
+        for f in snap.files.values() {
+            let level = self.shared.geo.level(f.first, f.last);
+            match levels.iter_mut().find(|l| l.level == level) {
+                Some(l) => {
+                    l.files += 1;
+                    l.bytes += f.bytes;
+                }
+                None => levels.push(LevelStats {
+                    level,
+                    files: 1,
+                    bytes: f.bytes,
+                }),
+            }
+        }
+        levels.sort_by_key(|l| l.level);
+        let files_events: u64 = snap.files.values().map(|f| u64::from(f.idx.events())).sum();
+        EventStats {
+            files: snap.files.len(),
+            bytes: snap.files.values().map(|f| f.bytes).sum(),
+            events: files_events + snap.tail.as_ref().map_or(0, |t| u64::from(t.idx.events())),
+            first_ledger: self.first_ledger(),
+            indexed_through: self.indexed_through(),
+            building,
+            last_error,
+            levels,
+            config: self.shared.cfg,
+        }
+    }
+
+    /// Scrubs the files: checks each one's SHA-256 (and that it is still
+    /// there); a damaged or missing file is deleted, named in the report,
+    /// and rebuilt by the builder from the stored ledgers.
+    pub fn verify(&self) -> EventsResult<VerifyReport> {
+        let snap = self.shared.snapshot();
+        let mut report = VerifyReport::default();
+        for f in snap.files.values() {
+            if self.shared.stopping() {
+                break;
+            }
+            report.checked += 1;
+            let held = |s: &Snapshot| s.files.get(&f.first).is_some_and(|g| Arc::ptr_eq(g, f));
+            let problem = if !f.path.exists() {
+                // Merged away since the snapshot was taken: not a loss.
+                held(&self.shared.snapshot()).then(|| "missing".to_string())
+            } else {
+                f.idx.verify().err().map(|e| e.to_string())
+            };
+            if let Some(why) = problem {
+                tracing::warn!(file = %f.path.display(), %why, "events: damaged index file deleted, to be rebuilt");
+                build::drop_file(&self.shared, f)?;
+                report.damaged.push((f.name(), why));
+            }
+        }
+        if !report.damaged.is_empty() {
+            self.shared.wake();
+        }
+        Ok(report)
+    }
+
+    /// Stops the builder thread and waits for it.
+    pub fn close(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        self.shared.halt();
+        if let Some(t) = self.thread.take()
+            && t.join().is_err()
+        {
+            tracing::error!("events: the builder thread panicked");
+        }
+    }
+}
+
+impl Drop for EventStore {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,205 @@
+//! What the builder thread and the queries share: the published files and
+//! the tail (swapped under a lock, read as a snapshot of `Arc`s), the
+//! builder's status, and the condvar that wakes the builder and the
+//! waiters.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::time::{Duration, Instant};
+
+use ledgerstore_event_index::EventIndex;
+use ledgerstore_store::Reader;
+
+use crate::config::EventsConfig;
+use crate::files::{Geometry, IndexFile};
+
+/// The in-memory index of the ledgers above the last file.
+#[derive(Debug)]
+pub(crate) struct Tail {
+    pub(crate) first: u32,
+    pub(crate) last: u32,
+    pub(crate) idx: EventIndex,
+}
+
+/// The files (by first ledger, disjoint) and the tail. The tail may
+/// start at or below the last file's end for a moment (a level-0 file was
+/// just published from the tail's ledgers): its ledgers up to that end
+/// are ignored ([`Snapshot::tail_from`]).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Snapshot {
+    pub(crate) files: BTreeMap<u32, Arc<IndexFile>>,
+    pub(crate) tail: Option<Arc<Tail>>,
+}
+
+impl Snapshot {
+    /// The end of the last file.
+    pub(crate) fn files_end(&self) -> Option<u32> {
+        self.files.values().next_back().map(|f| f.last)
+    }
+
+    /// The first tail ledger a query reads.
+    pub(crate) fn tail_from(&self) -> u32 {
+        self.files_end().map_or(0, |e| e.saturating_add(1))
+    }
+
+    /// The lowest ledger indexed (by a file or the tail).
+    pub(crate) fn lowest(&self) -> Option<u32> {
+        match (self.files.values().next(), &self.tail) {
+            (Some(f), _) => Some(f.first),
+            (None, Some(t)) => Some(t.first),
+            (None, None) => None,
+        }
+    }
+
+    /// The last ledger such that every ledger from `from` up to it is
+    /// searchable (a hole left by a deleted file stops it); None when
+    /// `from` is not.
+    pub(crate) fn covered_through(&self, from: u32) -> Option<u32> {
+        let mut pos = u64::from(from);
+        let tail = self.tail.as_ref().map(|t| (t.first, t.last));
+        for (first, last) in self.files.values().map(|f| (f.first, f.last)).chain(tail) {
+            if u64::from(last) < pos {
+                continue;
+            }
+            if u64::from(first) > pos {
+                break;
+            }
+            pos = u64::from(last) + 1;
+        }
+        (pos > u64::from(from)).then(|| (pos - 1) as u32)
+    }
+}
+
+/// The builder's status, behind the mutex the condvar waits on.
+#[derive(Debug, Default)]
+pub(crate) struct Status {
+    /// A wake-up asked for ([`EventStore::notify`](crate::EventStore::notify)).
+    pub(crate) wake: bool,
+    /// The builder is building or merging files.
+    pub(crate) building: bool,
+    /// Why the latest round failed; cleared by a round that succeeds.
+    pub(crate) last_error: Option<String>,
+    /// Rounds finished (waiters watch it).
+    pub(crate) rounds: u64,
+}
+
+pub(crate) struct Shared {
+    pub(crate) dir: PathBuf,
+    pub(crate) reader: Arc<dyn Reader>,
+    pub(crate) cfg: EventsConfig,
+    pub(crate) geo: Geometry,
+    pub(crate) index: RwLock<Snapshot>,
+    pub(crate) status: Mutex<Status>,
+    pub(crate) cond: Condvar,
+    pub(crate) stop: AtomicBool,
+}
+
+impl Shared {
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        self.index.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(crate) fn update<T>(&self, f: impl FnOnce(&mut Snapshot) -> T) -> T {
+        let mut s = self.index.write().unwrap_or_else(|p| p.into_inner());
+        f(&mut s)
+    }
+
+    pub(crate) fn status(&self) -> MutexGuard<'_, Status> {
+        self.status.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Wakes the builder.
+    pub(crate) fn wake(&self) {
+        self.status().wake = true;
+        self.cond.notify_all();
+    }
+
+    /// Asks the builder to stop.
+    pub(crate) fn halt(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.wake();
+    }
+
+    /// The builder's wait between rounds: until `wait` passes, a wake-up
+    /// or a stop. False once stopping.
+    pub(crate) fn sleep(&self, wait: Duration) -> bool {
+        let until = Instant::now() + wait;
+        let mut st = self.status();
+        while !st.wake && !self.stopping() {
+            let now = Instant::now();
+            if now >= until {
+                break;
+            }
+            st = self
+                .cond
+                .wait_timeout(st, until - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        st.wake = false;
+        !self.stopping()
+    }
+
+    /// Records a round's end and wakes the waiters.
+    pub(crate) fn round_done(&self, error: Option<String>) {
+        let mut st = self.status();
+        st.rounds += 1;
+        st.building = false;
+        st.last_error = error;
+        drop(st);
+        self.cond.notify_all();
+    }
+
+    /// See [`EventStore::indexed_through`](crate::EventStore::indexed_through).
+    pub(crate) fn indexed_through(&self) -> Option<u32> {
+        let first = self.reader.first_ledger()?;
+        self.snapshot().covered_through(first)
+    }
+
+    /// Waits until `done` holds for [`Self::indexed_through`], or
+    /// `timeout` passes.
+    pub(crate) fn wait_for(&self, timeout: Duration, done: impl Fn(Option<u32>) -> bool) -> bool {
+        let until = Instant::now() + timeout;
+        let mut st = self.status();
+        loop {
+            if done(self.indexed_through()) {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= until || self.stopping() {
+                return false;
+            }
+            st = self
+                .cond
+                .wait_timeout(st, until - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// Waits until `done` holds for the builder's status, or `timeout`.
+    pub(crate) fn wait_status(&self, timeout: Duration, done: impl Fn(&Status) -> bool) -> bool {
+        let until = Instant::now() + timeout;
+        let mut st = self.status();
+        loop {
+            if done(&st) {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= until || self.stopping() {
+                return false;
+            }
+            st = self
+                .cond
+                .wait_timeout(st, until - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+}

@@ -133,7 +133,7 @@ pub struct VerifyReport {
 /// keeps them, and queries.
 pub struct EventStore {
     shared: Arc<Shared>,
-    thread: Option<JoinHandle<()>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for EventStore {
@@ -192,7 +192,7 @@ impl EventStore {
             .map_err(EventsError::io(dir, "starting the builder thread of"))?;
         Ok(EventStore {
             shared,
-            thread: Some(thread),
+            thread: Mutex::new(Some(thread)),
         })
     }
 
@@ -316,13 +316,20 @@ impl EventStore {
     }
 
     /// Stops the builder thread and waits for it.
-    pub fn close(mut self) {
+    pub fn close(self) {
         self.stop();
     }
 
-    fn stop(&mut self) {
+    /// Stops the builder thread and waits for it, through a shared
+    /// handle: the daemon calls it before it closes the store the builder
+    /// reads. Queries still answer from the files afterwards.
+    pub fn stop(&self) {
         self.shared.halt();
-        if let Some(t) = self.thread.take()
+        let thread = match self.thread.lock() {
+            Ok(mut t) => t.take(),
+            Err(p) => p.into_inner().take(),
+        };
+        if let Some(t) = thread
             && t.join().is_err()
         {
             tracing::error!("events: the builder thread panicked");

@@ -502,10 +502,11 @@ async fn open_events(
     reader: Arc<dyn ledgerstore_store::Reader>,
 ) -> Result<Arc<ledgerstore_events::EventStore>, String> {
     let dir = store.path().join("events");
+    let d = ledgerstore_events::EventsConfig::default();
     let ecfg = ledgerstore_events::EventsConfig {
-        file_ledgers: cfg.events.file_ledgers,
-        fan_out: cfg.events.fan_out,
-        ..ledgerstore_events::EventsConfig::default()
+        file_ledgers: cfg.events.file_ledgers.unwrap_or(d.file_ledgers),
+        fan_out: cfg.events.fan_out.unwrap_or(d.fan_out),
+        ..d
     };
     let shown = dir.display().to_string();
     let opened = tokio::task::spawn_blocking(move || {

@@ -3,6 +3,15 @@ use ledgerstore_stellar::events::{EventId, OP_MASK, TX_MASK};
 
 use super::{before, cursor};
 
+fn page(resume: Option<EventId>) -> Page {
+    Page {
+        events: Vec::new(),
+        resume,
+        scanned_to: 0,
+        stopped_by: None,
+    }
+}
+
 fn id(ledger: u32, tx: u32, op: u32, index: u32) -> EventId {
     EventId {
         ledger,
@@ -37,18 +46,14 @@ fn the_id_before_resumes_exactly_at_an_id() {
 #[test]
 fn a_cursor_is_the_last_event_when_full_and_the_window_end_otherwise() {
     let start = id(5, 0, 0, 0);
-    let full = Page {
-        events: Vec::new(),
-        resume: Some(id(7, 1, 0, 0)),
-        ..Page::default()
-    };
+    let full = page(Some(id(7, 1, 0, 0)));
     // Full page: the last event.
     assert_eq!(
         cursor(0, start, &full, Some(id(6, 1, 0, 2)), false, 100).as_deref(),
         Some(id(6, 1, 0, 2).to_string().as_str())
     );
     // Every ledger of the window scanned: MaxCursor at end − 1.
-    let done = Page::default();
+    let done = page(None);
     assert_eq!(
         cursor(10, start, &done, None, false, 100).as_deref(),
         Some("0000000429496729599-4294967295")
@@ -64,9 +69,6 @@ fn a_cursor_is_the_last_event_when_full_and_the_window_end_otherwise() {
         Some(id(6, 1, 0, 2).to_string())
     );
     // No progress at all: none.
-    let stuck = Page {
-        resume: Some(start),
-        ..Page::default()
-    };
+    let stuck = page(Some(start));
     assert_eq!(cursor(10, start, &stuck, None, false, 100), None);
 }

@@ -72,9 +72,14 @@ pub(in crate::methods) fn get_events(
             bytes: ctx.settings.page.max_bytes,
             deadline: call.soft,
         };
-        events.query(&query, end, &limits)?
+        events.query(&query, query.start, end, &limits)?
     } else {
-        Page::default()
+        Page {
+            events: Vec::new(),
+            resume: None,
+            scanned_to: end,
+            stopped_by: None,
+        }
     };
     call.check()?;
     let mut last = None;

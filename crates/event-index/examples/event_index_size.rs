@@ -38,6 +38,38 @@ fn peak_rss_mb() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
+/// This process's page faults and bytes read from the block layer (the
+/// kernel's readahead included): `/proc/self/stat` and `/proc/self/io`.
+struct Probe {
+    minflt: u64,
+    majflt: u64,
+    read_bytes: u64,
+}
+
+impl Probe {
+    fn now() -> Self {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        // Fields after the command's closing parenthesis: state is 3rd,
+        // minflt the 10th and majflt the 12th of the whole line.
+        let rest = stat.rsplit_once(')').map_or("", |r| r.1);
+        let f: Vec<u64> = rest
+            .split_whitespace()
+            .map(|x| x.parse().unwrap_or(0))
+            .collect();
+        let io = std::fs::read_to_string("/proc/self/io").unwrap_or_default();
+        let read_bytes = io
+            .lines()
+            .find_map(|l| l.strip_prefix("read_bytes: "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        Probe {
+            minflt: f.get(7).copied().unwrap_or(0),
+            majflt: f.get(9).copied().unwrap_or(0),
+            read_bytes,
+        }
+    }
+}
+
 fn drop_caches() -> bool {
     std::fs::write("/proc/sys/vm/drop_caches", "3").is_ok()
 }
@@ -134,6 +166,19 @@ fn main() {
     let starts: Vec<u32> = (0..queries.len())
         .map(|_| rng.random_range(first..=used_last))
         .collect();
+    // A tiny file for the cold baseline: what a cold query costs before
+    // it reads any of the big file (the program's own code and libc
+    // faulted back in after the drop, the path lookup and the open).
+    let tiny = dir.join(format!("bench-{n}-tiny.idx"));
+    {
+        let mut b = EventIndexBuilder::new(first, first + 20).expect("builder");
+        for e in Synth::new(2000, 43, first).take_while(|e| e.id.ledger <= first + 20) {
+            let topics: Vec<&[u8]> = e.topics.iter().map(|t| t.as_slice()).collect();
+            b.push(e.id, e.kind, e.contract.as_ref(), &topics)
+                .expect("push");
+        }
+        b.finish(&tiny).expect("finish");
+    }
     let cold_ok = drop_caches();
     let mut warm = Some(idx);
     for cold in [false, true] {
@@ -144,44 +189,104 @@ fn main() {
             println!("cold: cannot drop the page cache here (not root?)");
             break;
         }
-        for shape in ["one contract id", "15-term (5 filters × 3 ids + topic)"] {
+        let shapes: &[(&str, bool)] = if cold {
+            &[
+                ("one contract id", true),
+                ("one contract id", false),
+                ("15-term (5 filters × 3 ids + topic)", false),
+            ]
+        } else {
+            &[
+                ("one contract id", false),
+                ("15-term (5 filters × 3 ids + topic)", false),
+            ]
+        };
+        for &(shape, on_tiny) in shapes {
             let (mut lat, mut hits) = (Vec::new(), 0usize);
+            let mut steps: [Vec<f64>; 4] = Default::default();
+            let (mut majflt, mut minflt, mut read_kb) = (Vec::new(), Vec::new(), Vec::new());
             let runs = if cold { 100 } else { 400 };
-            for ((s, fs), &start) in queries
+            for ((_, fs), &start) in queries
                 .iter()
                 .zip(&starts)
                 .filter(|q| q.0.0 == shape)
                 .take(runs)
             {
-                let _ = s;
                 // Mapped pages survive drop_caches: unmap, drop, map again.
                 let mut fresh = None;
                 if cold {
                     drop_caches();
                 }
+                let before = Probe::now();
                 let t = Instant::now();
                 if cold {
-                    fresh = Some(EventIndex::open(&path).expect("open"));
+                    let p = if on_tiny { &tiny } else { &path };
+                    fresh = Some(EventIndex::open(p).expect("open"));
                 }
                 let Some(idx) = fresh.as_ref().or(warm.as_ref()) else {
                     break;
                 };
-                let page = idx
-                    .query(&Query::from_ledger(fs.clone(), start), 100)
+                let t_open = t.elapsed();
+                let start = if on_tiny { first } else { start };
+                let mut m = idx
+                    .matches(&Query::from_ledger(fs.clone(), start))
                     .expect("query");
-                lat.push(t.elapsed().as_secs_f64() * 1e3);
-                hits += page.len();
+                let t_plan = t.elapsed();
+                let mut got = 0usize;
+                if let Some(h) = m.next() {
+                    h.expect("hit");
+                    got += 1;
+                }
+                let t_first = t.elapsed();
+                for h in m.take(99) {
+                    h.expect("hit");
+                    got += 1;
+                }
+                let t_all = t.elapsed();
+                let after = Probe::now();
+                lat.push(t_all.as_secs_f64() * 1e3);
+                for (v, d) in steps
+                    .iter_mut()
+                    .zip([t_open, t_plan - t_open, t_first - t_plan, t_all - t_first])
+                {
+                    v.push(d.as_secs_f64() * 1e3);
+                }
+                majflt.push((after.majflt - before.majflt) as f64);
+                minflt.push((after.minflt - before.minflt) as f64);
+                read_kb.push((after.read_bytes - before.read_bytes) as f64 / 1024.0);
+                hits += got;
             }
             let k = lat.len();
+            let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
             println!(
-                "{} {shape}: p50 {:.3} ms  p99 {:.3} ms  ({k} queries, {:.0} hits a page)",
+                "{} {shape}{}: p50 {:.3} ms  p99 {:.3} ms  ({k} queries, {:.0} hits a page)",
                 if cold { "cold" } else { "warm" },
+                if on_tiny { ", tiny file (baseline)" } else { "" },
                 pct(&mut lat, 0.5),
                 pct(&mut lat, 0.99),
                 hits as f64 / k as f64
             );
+            println!(
+                "    faults a query: major {:.1} (p99 {:.0}), minor {:.1}; read {:.0} KiB (p99 {:.0})",
+                mean(&majflt),
+                pct(&mut majflt, 0.99),
+                mean(&minflt),
+                mean(&read_kb),
+                pct(&mut read_kb, 0.99),
+            );
+            let names = ["open", "plan (keys, lists, start)", "first hit", "99 more hits"];
+            let line: Vec<String> = names
+                .iter()
+                .zip(steps.iter_mut())
+                .map(|(nm, v)| {
+                    let m = mean(v);
+                    format!("{nm} {m:.3} / p99 {:.3}", pct(v, 0.99))
+                })
+                .collect();
+            println!("    ms: {}", line.join(";  "));
         }
     }
     drop(warm);
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(&tiny);
 }

@@ -221,6 +221,9 @@ pub struct Matches<'a> {
     root: Node<'a>,
     at: u32,
     end: u32,
+    /// The ledger (index in the range) of the last hit, or of the start:
+    /// where the next hit's id is searched from.
+    near: usize,
 }
 
 impl std::fmt::Debug for Matches<'_> {
@@ -248,7 +251,14 @@ impl<'a> Matches<'a> {
             Some(e) => idx.ordinal_from(e)?,
             None => idx.events(),
         };
-        Ok(Matches { idx, root, at, end })
+        let near = q.start.ledger.saturating_sub(idx.first_ledger()) as usize;
+        Ok(Matches {
+            idx,
+            root,
+            at,
+            end,
+            near,
+        })
     }
 
     /// The ordinal the next search starts at.
@@ -299,11 +309,10 @@ impl Matches<'_> {
             }
         };
         self.at = found + 1;
-        Some(
-            self.idx
-                .id_of(found)
-                .map(|id| Step::Hit(Hit { ordinal: found, id })),
-        )
+        Some(self.idx.id_near(found, self.near).map(|(id, near)| {
+            self.near = near;
+            Step::Hit(Hit { ordinal: found, id })
+        }))
     }
 }
 

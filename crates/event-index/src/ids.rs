@@ -11,7 +11,7 @@ use ledgerstore_stellar::events::{EventId, OP_MASK, TX_MASK};
 
 use crate::error::{EventIndexError, EventIndexResult};
 use crate::keys::u32_at;
-use crate::varint;
+use crate::{search, varint};
 
 /// Builds the ledger table and the runs from ids in increasing order.
 #[derive(Debug)]
@@ -174,17 +174,23 @@ impl<'a> Ids<'a> {
 
     /// The id of ordinal `ord` (< n).
     pub(crate) fn id_of(&self, ord: u32) -> EventIndexResult<EventId> {
+        Ok(self.id_near(ord, 0)?.0)
+    }
+
+    /// The id of ordinal `ord` (< n) and its ledger's index in the range,
+    /// found by galloping from ledger `near` when `ord` is at or after
+    /// that ledger's first event (a page of hits: each from the previous
+    /// hit's ledger, so a cold table costs the pages between them), else
+    /// by a binary search over the whole table.
+    pub(crate) fn id_near(&self, ord: u32, near: usize) -> EventIndexResult<(EventId, usize)> {
         let ledgers = self.ledgers();
-        let (mut lo, mut hi) = (0usize, ledgers);
         // The last ledger whose first ordinal is ≤ ord and that has events.
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if u32_at(self.table, 8 * (mid + 1)) <= ord {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
+        let ends_at_or_before = |l: usize| u32_at(self.table, 8 * (l + 1)) <= ord;
+        let lo = if near > 0 && near < ledgers && u32_at(self.table, 8 * near) <= ord {
+            search::gallop(near, ledgers, ends_at_or_before)
+        } else {
+            search::partition(0, ledgers, ends_at_or_before)
+        };
         if lo >= ledgers {
             return Err(corrupt("ordinal past the last ledger"));
         }
@@ -202,12 +208,13 @@ impl<'a> Ids<'a> {
             true
         })?;
         let (tx, op, index) = found.ok_or_else(|| corrupt("ordinal not in its ledger's runs"))?;
-        Ok(EventId {
+        let id = EventId {
             ledger: self.first + lo as u32,
             tx,
             op,
             index,
-        })
+        };
+        Ok((id, lo))
     }
 
     /// The first ordinal whose id is `≥ id`: 0 before the range, n after.
@@ -243,6 +250,54 @@ impl<'a> Ids<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `id_near` gives `id_of`'s answer from any hint: a ledger at or
+    /// before the ordinal's (galloping, over empty ledgers too), one after
+    /// it or past the range (a binary search), and gives the ledger back.
+    #[test]
+    fn id_near_agrees_with_id_of_from_any_hint() {
+        let (first, last) = (50u32, 90u32);
+        let mut b = IdsBuilder::new(first, last);
+        let mut ids = Vec::new();
+        for ledger in first..=last {
+            // Empty ledgers in runs, one with many events.
+            let count = match ledger % 7 {
+                0 | 3 => 0,
+                5 => 300,
+                k => k,
+            };
+            for i in 0..count {
+                let id = EventId {
+                    ledger,
+                    tx: 1 + i / 5,
+                    op: (i % 5) / 2,
+                    index: i,
+                };
+                b.push(id).expect("push");
+                ids.push(id);
+            }
+        }
+        let n = b.finish().expect("finish");
+        let r = Ids {
+            first,
+            table: &b.table,
+            runs: &b.runs,
+        };
+        let ledgers = (last - first + 1) as usize;
+        for (ord, want) in ids.iter().enumerate() {
+            let ord = ord as u32;
+            assert_eq!(r.id_of(ord).expect("id"), *want);
+            for near in [0, 1, 7, 20, 39, 40, 41, 1000]
+                .into_iter()
+                .chain((want.ledger - first) as usize..=(want.ledger - first) as usize)
+            {
+                let (got, l) = r.id_near(ord, near).expect("id");
+                assert_eq!((got, l), (*want, (want.ledger - first) as usize));
+                assert!(l < ledgers);
+            }
+        }
+        assert!(r.id_near(n, 3).is_err());
+    }
 
     /// A well-framed ledger whose runs hold more events than its table
     /// says (counts of 2^32 − 1): refused before any count is added up,

@@ -76,6 +76,7 @@ mod merge;
 mod postings;
 mod query;
 mod read;
+mod search;
 mod varint;
 mod write;
 

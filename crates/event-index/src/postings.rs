@@ -17,6 +17,7 @@
 use bitpacking::{BitPacker, BitPacker4x};
 
 use crate::error::{EventIndexError, EventIndexResult};
+use crate::search::{gallop, partition};
 use crate::varint;
 
 /// Ordinals per packed block.
@@ -219,20 +220,20 @@ impl<'a> Cursor<'a> {
                 return Ok(None);
             };
             // The first block after the loaded one whose last is ≥ target.
+            // The first seek binary-searches the skip table; later ones
+            // gallop from the loaded block, so that walking a long list
+            // touches the skip table's pages in order, not all over it.
             let from = self.block.wrapping_add(1);
             let full = list.full();
             let tail = list.n % BLOCK > 0;
             let mut next = from;
             if from < full {
-                let mut hi = full;
-                while next < hi {
-                    let mid = next + (hi - next) / 2;
-                    if list.last_of(mid) < target {
-                        next = mid + 1;
-                    } else {
-                        hi = mid;
-                    }
-                }
+                let pred = |b| list.last_of(b) < target;
+                next = if from == 0 {
+                    partition(0, full, pred)
+                } else {
+                    gallop(from, full, pred)
+                };
             }
             if next > full || (next == full && !tail) {
                 self.done = true;

@@ -227,6 +227,17 @@ impl EventIndex {
         self.ids().id_of(ordinal)
     }
 
+    /// [`id_of`](Self::id_of) searching from ledger index `near` (see
+    /// `Ids::id_near`); also gives the ledger's index.
+    pub(crate) fn id_near(&self, ordinal: u32, near: usize) -> EventIndexResult<(EventId, usize)> {
+        if ordinal >= self.n {
+            return Err(EventIndexError::Query(format!(
+                "ordinal {ordinal} past the end"
+            )));
+        }
+        self.ids().id_near(ordinal, near)
+    }
+
     /// The first ordinal whose id is at least `id` (0 before the range,
     /// `events()` after it).
     pub fn ordinal_from(&self, id: EventId) -> EventIndexResult<u32> {

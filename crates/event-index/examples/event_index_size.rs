@@ -245,10 +245,12 @@ fn main() {
                 let t_all = t.elapsed();
                 let after = Probe::now();
                 lat.push(t_all.as_secs_f64() * 1e3);
-                for (v, d) in steps
-                    .iter_mut()
-                    .zip([t_open, t_plan - t_open, t_first - t_plan, t_all - t_first])
-                {
+                for (v, d) in steps.iter_mut().zip([
+                    t_open,
+                    t_plan - t_open,
+                    t_first - t_plan,
+                    t_all - t_first,
+                ]) {
                     v.push(d.as_secs_f64() * 1e3);
                 }
                 majflt.push((after.majflt - before.majflt) as f64);
@@ -261,7 +263,11 @@ fn main() {
             println!(
                 "{} {shape}{}: p50 {:.3} ms  p99 {:.3} ms  ({k} queries, {:.0} hits a page)",
                 if cold { "cold" } else { "warm" },
-                if on_tiny { ", tiny file (baseline)" } else { "" },
+                if on_tiny {
+                    ", tiny file (baseline)"
+                } else {
+                    ""
+                },
                 pct(&mut lat, 0.5),
                 pct(&mut lat, 0.99),
                 hits as f64 / k as f64
@@ -274,7 +280,12 @@ fn main() {
                 mean(&read_kb),
                 pct(&mut read_kb, 0.99),
             );
-            let names = ["open", "plan (keys, lists, start)", "first hit", "99 more hits"];
+            let names = [
+                "open",
+                "plan (keys, lists, start)",
+                "first hit",
+                "99 more hits",
+            ];
             let line: Vec<String> = names
                 .iter()
                 .zip(steps.iter_mut())

@@ -11,7 +11,7 @@ use ledgerstore_stellar::events::{EventId, OP_MASK, TX_MASK};
 
 use crate::error::{EventIndexError, EventIndexResult};
 use crate::keys::u32_at;
-use crate::{search, varint};
+use crate::{LEDGER_SAMPLE, search, varint};
 
 /// Builds the ledger table and the runs from ids in increasing order.
 #[derive(Debug)]
@@ -113,6 +113,9 @@ pub(crate) struct Ids<'a> {
     pub(crate) first: u32,
     pub(crate) table: &'a [u8],
     pub(crate) runs: &'a [u8],
+    /// The ledger sample: the first ordinal of every [`LEDGER_SAMPLE`]th
+    /// table entry (empty: search the whole table).
+    pub(crate) sample: &'a [u32],
 }
 
 fn corrupt(what: &str) -> EventIndexError {
@@ -186,10 +189,21 @@ impl<'a> Ids<'a> {
         let ledgers = self.ledgers();
         // The last ledger whose first ordinal is ≤ ord and that has events.
         let ends_at_or_before = |l: usize| u32_at(self.table, 8 * (l + 1)) <= ord;
-        let lo = if near > 0 && near < ledgers && u32_at(self.table, 8 * near) <= ord {
-            search::gallop(near, ledgers, ends_at_or_before)
+        // The sample narrows the search to one sample's span of the table
+        // (4 KiB) when it has a second entry: sample `j` is entry
+        // `LEDGER_SAMPLE × j`, so if it is ≤ ord the answer is at or after
+        // that ledger, else before it.
+        let (from, to) = match search::partition(1, self.sample.len(), |k| self.sample[k] <= ord) {
+            j if self.sample.len() > 1 => (
+                (LEDGER_SAMPLE * (j - 1)).min(ledgers),
+                (LEDGER_SAMPLE * j).min(ledgers),
+            ),
+            _ => (0, ledgers),
+        };
+        let lo = if near > from && near < to && u32_at(self.table, 8 * near) <= ord {
+            search::gallop(near, to, ends_at_or_before)
         } else {
-            search::partition(0, ledgers, ends_at_or_before)
+            search::partition(from, to, ends_at_or_before)
         };
         if lo >= ledgers {
             return Err(corrupt("ordinal past the last ledger"));
@@ -256,14 +270,14 @@ mod tests {
     /// it or past the range (a binary search), and gives the ledger back.
     #[test]
     fn id_near_agrees_with_id_of_from_any_hint() {
-        let (first, last) = (50u32, 90u32);
+        let (first, last) = (50u32, 1300u32);
         let mut b = IdsBuilder::new(first, last);
         let mut ids = Vec::new();
         for ledger in first..=last {
             // Empty ledgers in runs, one with many events.
             let count = match ledger % 7 {
                 0 | 3 => 0,
-                5 => 300,
+                5 => 30,
                 k => k,
             };
             for i in 0..count {
@@ -278,25 +292,32 @@ mod tests {
             }
         }
         let n = b.finish().expect("finish");
-        let r = Ids {
-            first,
-            table: &b.table,
-            runs: &b.runs,
-        };
-        let ledgers = (last - first + 1) as usize;
-        for (ord, want) in ids.iter().enumerate() {
-            let ord = ord as u32;
-            assert_eq!(r.id_of(ord).expect("id"), *want);
-            for near in [0, 1, 7, 20, 39, 40, 41, 1000]
-                .into_iter()
-                .chain((want.ledger - first) as usize..=(want.ledger - first) as usize)
-            {
-                let (got, l) = r.id_near(ord, near).expect("id");
-                assert_eq!((got, l), (*want, (want.ledger - first) as usize));
-                assert!(l < ledgers);
+        let [sample, _] = crate::write::samples(&b.table, &[]);
+        let sample: Vec<u32> = sample.chunks(4).map(|c| u32_at(c, 0)).collect();
+        assert_eq!(sample.len(), 3);
+        for sample in [&[][..], &sample] {
+            let r = Ids {
+                first,
+                table: &b.table,
+                runs: &b.runs,
+                sample,
+            };
+            let ledgers = (last - first + 1) as usize;
+            for (ord, want) in ids.iter().enumerate() {
+                let ord = ord as u32;
+                assert_eq!(r.id_of(ord).expect("id"), *want);
+                let at = (want.ledger - first) as usize;
+                for near in [0, 1, 7, 511, 512, 513, 1024, 1250, 1251, 5000]
+                    .into_iter()
+                    .chain([at.saturating_sub(600), at.saturating_sub(3), at, at + 1])
+                {
+                    let (got, l) = r.id_near(ord, near).expect("id");
+                    assert_eq!((got, l), (*want, at));
+                    assert!(l < ledgers);
+                }
             }
+            assert!(r.id_near(n, 3).is_err());
         }
-        assert!(r.id_near(n, 3).is_err());
     }
 
     /// A well-framed ledger whose runs hold more events than its table
@@ -318,6 +339,7 @@ mod tests {
             first: 10,
             table: &table,
             runs: &runs,
+            sample: &[],
         };
         let id = EventId {
             ledger: 10,

@@ -14,7 +14,9 @@ use crate::ids::Ids;
 use crate::keys::{FIXED, ListRef, u32_at, u64_at};
 use crate::postings::{Cursor, List};
 use crate::write::bucket_of;
-use crate::{HEADER, MAGIC, SECTION_NAMES, SECTIONS, VERSION};
+use crate::{
+    CONTRACT_SAMPLE, HEADER, LEDGER_SAMPLE, MAGIC, SECTION_NAMES, SECTIONS, VERSION, search,
+};
 
 enum Bytes {
     Map(Mmap),
@@ -43,6 +45,8 @@ const FIXED_SEC: usize = 3;
 const CONTRACTS: usize = 4;
 const DIR: usize = 5;
 const TOPICS: usize = 6;
+const LEDGER_SAMPLE_SEC: usize = 7;
+const CONTRACT_SAMPLE_SEC: usize = 8;
 
 /// An open event index file (memory-mapped, or bytes on the heap).
 #[derive(Debug)]
@@ -55,6 +59,10 @@ pub struct EventIndex {
     topics: usize,
     dir_bits: u32,
     sections: [Range<usize>; SECTIONS],
+    /// The samples, copied to the heap at open (1/512 of the ledger
+    /// table, 1/64 of the contract ids: bounded by the file's own size).
+    ledger_sample: Vec<u32>,
+    contract_sample: Vec<[u8; 32]>,
 }
 
 fn corrupt(what: impl Into<String>) -> EventIndexError {
@@ -112,6 +120,8 @@ impl EventIndex {
                 nt.checked_mul(16)
                     .ok_or_else(|| corrupt("topic key count"))?,
             ),
+            Some(4 * (u64::from(last - first) + 2).div_ceil(LEDGER_SAMPLE as u64)),
+            Some(32 * nc.div_ceil(CONTRACT_SAMPLE as u64)),
         ];
         let mut sections: [Range<usize>; SECTIONS] = Default::default();
         let mut at = HEADER as u64;
@@ -136,6 +146,27 @@ impl EventIndex {
         if at != (len - 32) as u64 {
             return Err(corrupt("sections do not reach the checksum"));
         }
+        // The samples lie together at the end: one read for both.
+        if let Bytes::Map(m) = &bytes {
+            let from = sections[LEDGER_SAMPLE_SEC].start / 4096 * 4096;
+            let _ = m.advise_range(
+                memmap2::Advice::WillNeed,
+                from,
+                sections[CONTRACT_SAMPLE_SEC].end - from,
+            );
+        }
+        let ledger_sample = b[sections[LEDGER_SAMPLE_SEC].clone()]
+            .chunks_exact(4)
+            .map(|c| u32_at(c, 0))
+            .collect();
+        let contract_sample = b[sections[CONTRACT_SAMPLE_SEC].clone()]
+            .chunks_exact(32)
+            .map(|c| {
+                let mut id = [0u8; 32];
+                id.copy_from_slice(c);
+                id
+            })
+            .collect();
         let idx = EventIndex {
             first,
             last,
@@ -144,6 +175,8 @@ impl EventIndex {
             topics: nt as usize,
             dir_bits: bits,
             sections,
+            ledger_sample,
+            contract_sample,
             bytes,
         };
         let table = idx.section(LEDGERS);
@@ -214,6 +247,7 @@ impl EventIndex {
             first: self.first,
             table: self.section(LEDGERS),
             runs: self.section(RUNS),
+            sample: &self.ledger_sample,
         }
     }
 
@@ -248,10 +282,21 @@ impl EventIndex {
         ListRef::from_u64(u64_at(self.section(FIXED_SEC), 8 * i)).ok_or_else(|| corrupt("bad ref"))
     }
 
-    /// The list of a contract id (binary search over the sorted ids).
+    /// The list of a contract id: its group of [`CONTRACT_SAMPLE`] in the
+    /// sample, then a binary search over the group's entries (a page or
+    /// two of the file).
     pub(crate) fn contract(&self, id: &[u8; 32]) -> EventIndexResult<ListRef> {
         let s = self.section(CONTRACTS);
-        let (mut lo, mut hi) = (0, self.contracts);
+        let g = search::partition(0, self.contract_sample.len(), |k| {
+            self.contract_sample[k] <= *id
+        });
+        if g == 0 {
+            return Ok(ListRef::Empty);
+        }
+        let (mut lo, mut hi) = (
+            CONTRACT_SAMPLE * (g - 1),
+            (CONTRACT_SAMPLE * g).min(self.contracts),
+        );
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             match s[40 * mid..40 * mid + 32].cmp(id) {

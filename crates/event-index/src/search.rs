@@ -2,7 +2,11 @@
 
 /// The first index in `lo..hi` where `pred` is false (`hi` if none),
 /// `pred` being true then false over `lo..hi`: a binary search.
-pub(crate) fn partition(mut lo: usize, mut hi: usize, mut pred: impl FnMut(usize) -> bool) -> usize {
+pub(crate) fn partition(
+    mut lo: usize,
+    mut hi: usize,
+    mut pred: impl FnMut(usize) -> bool,
+) -> usize {
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
         if pred(mid) {

@@ -2,8 +2,9 @@
 //! events in the shapes of the pubnet ledgers (`tests/common/synth.rs`).
 //!
 //! `cargo run --release --locked -p ledgerstore-event-index --example
-//! event_index_size -- N [DIR]` builds `DIR/bench-N.idx` (DIR defaults to
-//! the system temp dir; the file is deleted at the end), prints its size
+//! event_index_size -- N [DIR [keep]]` builds `DIR/bench-N.idx` (DIR
+//! defaults to the system temp dir; the file is deleted at the end, unless
+//! `keep`, with which a later run reuses it if it opens), prints its size
 //! by section, then the p50/p99 of two getEvents-like queries, each a page
 //! of up to 100 hits from a random ledger of the range, ids resolved:
 //!
@@ -14,7 +15,14 @@
 //! Warm (the file just written, in the page cache), then cold: the page
 //! cache dropped (`/proc/sys/vm/drop_caches`, root only) before each query
 //! and the file mapped anew (mapped pages survive a drop), the open timed
-//! with the query.
+//! with the query. Cold, it also prints a baseline (the same cold query
+//! on a tiny file: the path lookup, the open and whatever of the program
+//! the drop evicted), and per query the page faults and the bytes this
+//! process read from the disk (`/proc/self/stat`, `/proc/self/io`: the
+//! kernel's readahead included), and the time of each step: open; plan
+//! (the lists' keys looked up, the lists' heads parsed, the start id's
+//! ordinal); the first hit (its first seeks, a block each, and its id);
+//! the other 99 hits.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -91,31 +99,53 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(1_000_000);
     let dir = args.next().map_or_else(std::env::temp_dir, PathBuf::from);
+    // `keep`: reuse DIR/bench-N.idx if it opens (built by an earlier run
+    // with `keep`, of this format), and leave it there at the end.
+    let keep = args.next().as_deref() == Some("keep");
     let path = dir.join(format!("bench-{n}.idx"));
     let first = 60_000_000;
 
-    let t = Instant::now();
-    let mut synth = Synth::new(n, 42, first);
-    // The generator's last ledger is only known at the end: size the
-    // range generously (~650 events a ledger, at least 250 a ledger).
-    let last = first + (n / 250) as u32 + 10;
-    let mut b = EventIndexBuilder::new(first, last).expect("builder");
-    for e in synth.by_ref() {
-        let topics: Vec<&[u8]> = e.topics.iter().map(|t| t.as_slice()).collect();
-        b.push(e.id, e.kind, e.contract.as_ref(), &topics)
-            .expect("push");
-    }
-    let gen_s = t.elapsed().as_secs_f64();
-    let size = b.finish(&path).expect("finish");
-    let build_s = t.elapsed().as_secs_f64();
-    let idx = EventIndex::open(&path).expect("open");
-    let used_last = synth.next_ledger() - 1;
-    println!(
-        "events {n}, ledgers {first}..={used_last}, file {size} bytes = {:.2} B/event; \
-         build {build_s:.1} s (generate + push {gen_s:.1} s), peak RSS {:.0} MB",
-        size as f64 / n as f64,
-        peak_rss_mb()
-    );
+    let reused = if keep {
+        EventIndex::open(&path).ok()
+    } else {
+        None
+    };
+    let (idx, used_last) = if let Some(idx) = reused {
+        let used_last = idx.id_of(idx.events() - 1).expect("last id").ledger;
+        // Into the page cache, as if just written, for the warm queries.
+        let mut f = std::fs::File::open(&path).expect("open");
+        std::io::copy(&mut f, &mut std::io::sink()).expect("read");
+        println!(
+            "events {n}, ledgers {first}..={used_last}, file {} bytes = {:.2} B/event (reused)",
+            std::fs::metadata(&path).map_or(0, |m| m.len()),
+            std::fs::metadata(&path).map_or(0, |m| m.len()) as f64 / n as f64,
+        );
+        (idx, used_last)
+    } else {
+        let t = Instant::now();
+        let mut synth = Synth::new(n, 42, first);
+        // The generator's last ledger is only known at the end: size the
+        // range generously (~650 events a ledger, at least 250 a ledger).
+        let last = first + (n / 250) as u32 + 10;
+        let mut b = EventIndexBuilder::new(first, last).expect("builder");
+        for e in synth.by_ref() {
+            let topics: Vec<&[u8]> = e.topics.iter().map(|t| t.as_slice()).collect();
+            b.push(e.id, e.kind, e.contract.as_ref(), &topics)
+                .expect("push");
+        }
+        let gen_s = t.elapsed().as_secs_f64();
+        let size = b.finish(&path).expect("finish");
+        let build_s = t.elapsed().as_secs_f64();
+        let idx = EventIndex::open(&path).expect("open");
+        let used_last = synth.next_ledger() - 1;
+        println!(
+            "events {n}, ledgers {first}..={used_last}, file {size} bytes = {:.2} B/event; \
+             build {build_s:.1} s (generate + push {gen_s:.1} s), peak RSS {:.0} MB",
+            size as f64 / n as f64,
+            peak_rss_mb()
+        );
+        (idx, used_last)
+    };
     let (nc, nt) = idx.keys();
     println!("contract ids {nc}, topic keys {nt}");
     for (name, bytes) in idx.section_sizes() {
@@ -298,6 +328,8 @@ fn main() {
         }
     }
     drop(warm);
-    let _ = std::fs::remove_file(&path);
+    if !keep {
+        let _ = std::fs::remove_file(&path);
+    }
     let _ = std::fs::remove_file(&tiny);
 }

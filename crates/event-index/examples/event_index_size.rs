@@ -22,7 +22,8 @@
 //! kernel's readahead included), and the time of each step: open; plan
 //! (the lists' keys looked up, the lists' heads parsed, the start id's
 //! ordinal); the first hit (its first seeks, a block each, and its id);
-//! the other 99 hits.
+//! the other 99 hits (with `STEPS=1` in the environment; else the time of
+//! `EventIndex::query`, which resolves a page's ids together).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -102,6 +103,9 @@ fn main() {
     // `keep`: reuse DIR/bench-N.idx if it opens (built by an earlier run
     // with `keep`, of this format), and leave it there at the end.
     let keep = args.next().as_deref() == Some("keep");
+    // STEPS=1: walk each page one hit at a time (`matches`), timing the
+    // steps, instead of `EventIndex::query`.
+    let steps_mode = std::env::var_os("STEPS").is_some();
     let path = dir.join(format!("bench-{n}.idx"));
     let first = 60_000_000;
 
@@ -258,20 +262,26 @@ fn main() {
                 };
                 let t_open = t.elapsed();
                 let start = if on_tiny { first } else { start };
-                let mut m = idx
-                    .matches(&Query::from_ledger(fs.clone(), start))
-                    .expect("query");
-                let t_plan = t.elapsed();
+                let q = Query::from_ledger(fs.clone(), start);
                 let mut got = 0usize;
-                if let Some(h) = m.next() {
-                    h.expect("hit");
-                    got += 1;
-                }
-                let t_first = t.elapsed();
-                for h in m.take(99) {
-                    h.expect("hit");
-                    got += 1;
-                }
+                let (t_plan, t_first) = if steps_mode {
+                    // The page one hit at a time, timing the steps.
+                    let mut m = idx.matches(&q).expect("query");
+                    let t_plan = t.elapsed();
+                    if let Some(h) = m.next() {
+                        h.expect("hit");
+                        got += 1;
+                    }
+                    let t_first = t.elapsed();
+                    for h in m.take(99) {
+                        h.expect("hit");
+                        got += 1;
+                    }
+                    (t_plan, t_first)
+                } else {
+                    got = idx.query(&q, 100).expect("query").len();
+                    (t_open, t_open)
+                };
                 let t_all = t.elapsed();
                 let after = Probe::now();
                 lat.push(t_all.as_secs_f64() * 1e3);
@@ -310,15 +320,20 @@ fn main() {
                 mean(&read_kb),
                 pct(&mut read_kb, 0.99),
             );
-            let names = [
-                "open",
-                "plan (keys, lists, start)",
-                "first hit",
-                "99 more hits",
-            ];
+            let names = if steps_mode {
+                &[
+                    "open",
+                    "plan (keys, lists, start)",
+                    "first hit",
+                    "99 more hits",
+                ][..]
+            } else {
+                &["open", "", "", "query (EventIndex::query)"][..]
+            };
             let line: Vec<String> = names
                 .iter()
                 .zip(steps.iter_mut())
+                .filter(|(nm, _)| !nm.is_empty())
                 .map(|(nm, v)| {
                     let m = mean(v);
                     format!("{nm} {m:.3} / p99 {:.3}", pct(v, 0.99))

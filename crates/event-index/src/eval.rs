@@ -235,6 +235,7 @@ impl std::fmt::Debug for Matches<'_> {
 impl<'a> Matches<'a> {
     pub(crate) fn new(idx: &'a EventIndex, q: &Query) -> EventIndexResult<Self> {
         q.validate()?;
+        idx.prefetch_contracts(q.filters.iter().flat_map(|f| &f.contract_ids));
         let all = idx.events() as usize;
         let root = if q.filters.is_empty() {
             Node::All
@@ -288,6 +289,20 @@ impl Matches<'_> {
     /// intersection (each a seek per list of an intersection, a few
     /// blocks at most); `None` once there is none.
     pub fn step(&mut self, budget: u32) -> Option<EventIndexResult<Step>> {
+        let found = match self.step_ordinal(budget)? {
+            Ok(Some(o)) => o,
+            Ok(None) => return Some(Ok(Step::Paused)),
+            Err(e) => return Some(Err(e)),
+        };
+        Some(self.idx.id_near(found, self.near).map(|(id, near)| {
+            self.near = near;
+            Step::Hit(Hit { ordinal: found, id })
+        }))
+    }
+
+    /// [`step`](Self::step) without the id: the next candidate's ordinal,
+    /// or `None` for a pause.
+    fn step_ordinal(&mut self, budget: u32) -> Option<EventIndexResult<Option<u32>>> {
         if self.at >= self.end {
             return None;
         }
@@ -297,7 +312,7 @@ impl Matches<'_> {
             Ok(Seek::Paused(x)) if x < self.end => {
                 // Progress is guaranteed: a round either meets or moves on.
                 self.at = x.max(self.at);
-                return Some(Ok(Step::Paused));
+                return Some(Ok(None));
             }
             Ok(_) => {
                 self.at = self.end;
@@ -309,10 +324,21 @@ impl Matches<'_> {
             }
         };
         self.at = found + 1;
-        Some(self.idx.id_near(found, self.near).map(|(id, near)| {
-            self.near = near;
-            Step::Hit(Hit { ordinal: found, id })
-        }))
+        Some(Ok(Some(found)))
+    }
+
+    /// Up to `limit` candidates' ordinals, however long the search.
+    fn ordinals(&mut self, limit: usize) -> EventIndexResult<Vec<u32>> {
+        let mut out = Vec::new();
+        while out.len() < limit {
+            match self.step_ordinal(NEXT_STEP) {
+                None => break,
+                Some(Ok(Some(o))) => out.push(o),
+                Some(Ok(None)) => {}
+                Some(Err(e)) => return Err(e),
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -339,8 +365,18 @@ impl EventIndex {
         Matches::new(self, q)
     }
 
-    /// Up to `limit` candidates of `q`, in id order.
+    /// Up to `limit` candidates of `q`, in id order: as
+    /// `matches(q)?.take(limit)`, but the page's ordinals are found first
+    /// and their ids resolved together (their pages of the ledger table,
+    /// then of the runs, read at once: see [`Matches`] for one at a time).
     pub fn query(&self, q: &Query, limit: usize) -> EventIndexResult<Vec<Hit>> {
-        self.matches(q)?.take(limit).collect()
+        let mut m = self.matches(q)?;
+        let ords = m.ordinals(limit)?;
+        let ids = self.ids_of(&ords, m.near)?;
+        Ok(ords
+            .into_iter()
+            .zip(ids)
+            .map(|(ordinal, id)| Hit { ordinal, id })
+            .collect())
     }
 }

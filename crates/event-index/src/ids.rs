@@ -186,20 +186,32 @@ impl<'a> Ids<'a> {
     /// hit's ledger, so a cold table costs the pages between them), else
     /// by a binary search over the whole table.
     pub(crate) fn id_near(&self, ord: u32, near: usize) -> EventIndexResult<(EventId, usize)> {
+        let l = self.ledger_near(ord, near)?;
+        Ok((self.id_in(ord, l)?, l))
+    }
+
+    /// The ledger table entries where ordinal `ord`'s ledger is searched:
+    /// one sample's span (4 KiB of table) when the sample has a second
+    /// entry (sample `j` is entry `LEDGER_SAMPLE × j`, so if it is ≤ ord
+    /// the answer is at or after that ledger, else before it), else the
+    /// whole table. The search reads entries `from..=to`.
+    pub(crate) fn span(&self, ord: u32) -> (usize, usize) {
         let ledgers = self.ledgers();
-        // The last ledger whose first ordinal is ≤ ord and that has events.
-        let ends_at_or_before = |l: usize| u32_at(self.table, 8 * (l + 1)) <= ord;
-        // The sample narrows the search to one sample's span of the table
-        // (4 KiB) when it has a second entry: sample `j` is entry
-        // `LEDGER_SAMPLE × j`, so if it is ≤ ord the answer is at or after
-        // that ledger, else before it.
-        let (from, to) = match search::partition(1, self.sample.len(), |k| self.sample[k] <= ord) {
+        match search::partition(1, self.sample.len(), |k| self.sample[k] <= ord) {
             j if self.sample.len() > 1 => (
                 (LEDGER_SAMPLE * (j - 1)).min(ledgers),
                 (LEDGER_SAMPLE * j).min(ledgers),
             ),
             _ => (0, ledgers),
-        };
+        }
+    }
+
+    /// The index of ordinal `ord`'s ledger (see [`id_near`](Self::id_near)).
+    pub(crate) fn ledger_near(&self, ord: u32, near: usize) -> EventIndexResult<usize> {
+        let ledgers = self.ledgers();
+        // The last ledger whose first ordinal is ≤ ord and that has events.
+        let ends_at_or_before = |l: usize| u32_at(self.table, 8 * (l + 1)) <= ord;
+        let (from, to) = self.span(ord);
         let lo = if near > from && near < to && u32_at(self.table, 8 * near) <= ord {
             search::gallop(near, to, ends_at_or_before)
         } else {
@@ -208,6 +220,21 @@ impl<'a> Ids<'a> {
         if lo >= ledgers {
             return Err(corrupt("ordinal past the last ledger"));
         }
+        Ok(lo)
+    }
+
+    /// Where ledger `l`'s runs lie in the runs section (unchecked: for
+    /// prefetching).
+    pub(crate) fn runs_span(&self, l: usize) -> (usize, usize) {
+        (
+            u32_at(self.table, 8 * l + 4) as usize,
+            u32_at(self.table, 8 * l + 12) as usize,
+        )
+    }
+
+    /// The id of ordinal `ord` in ledger `lo` (an error if it is not
+    /// there).
+    pub(crate) fn id_in(&self, ord: u32, lo: usize) -> EventIndexResult<EventId> {
         let (o0, _, _) = self.ledger(lo)?;
         let mut left = ord
             .checked_sub(o0)
@@ -222,13 +249,12 @@ impl<'a> Ids<'a> {
             true
         })?;
         let (tx, op, index) = found.ok_or_else(|| corrupt("ordinal not in its ledger's runs"))?;
-        let id = EventId {
+        Ok(EventId {
             ledger: self.first + lo as u32,
             tx,
             op,
             index,
-        };
-        Ok((id, lo))
+        })
     }
 
     /// The first ordinal whose id is `≥ id`: 0 before the range, n after.

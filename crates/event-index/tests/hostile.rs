@@ -46,6 +46,7 @@ fn queries(evs: &[Ev]) -> Vec<Query> {
 /// Uses every part of the file; Ok or Err, never a panic.
 fn exercise(idx: &EventIndex, qs: &[Query]) {
     for q in qs {
+        let _ = idx.query(q, 300);
         if let Ok(m) = idx.matches(q) {
             for hit in m.take(300) {
                 if hit.is_err() {

@@ -279,6 +279,7 @@ fn flips_in_samples_and_upper_tables_never_panic() {
                 continue;
             };
             for q in &qs {
+                let _ = idx.query(q, 300);
                 if let Ok(m) = idx.matches(q) {
                     for hit in m.take(300) {
                         if hit.is_err() {

@@ -218,6 +218,37 @@ impl<'a> List<'a> {
     }
 }
 
+impl<'a> Cursor<'a> {
+    /// The bytes a first seek to `target` reads next, for prefetching:
+    /// at `step` 0 its page of the skip table (found through the upper
+    /// table, which is in the list's head), at `step` 1 its block (found
+    /// through that page). None once the cursor has moved, for a list of
+    /// one, or where the tail holds the answer.
+    pub(crate) fn first_seek_bytes(&self, target: u32, step: u8) -> Option<&'a [u8]> {
+        let list = self.list?;
+        if self.block != usize::MAX {
+            return None;
+        }
+        let full = list.full();
+        if step == 0 {
+            let uppers = list.upper.len() / 4;
+            if uppers == 0 {
+                return Some(list.skip);
+            }
+            let k = partition(0, uppers, |k| u32_at(list.upper, 4 * k) < target);
+            return list
+                .skip
+                .get(8 * UPPER * k..(8 * UPPER * (k + 1)).min(list.skip.len()));
+        }
+        let b = list.first_block(target);
+        if b >= full {
+            return None;
+        }
+        let start = if b == 0 { 0 } else { list.end_of(b - 1) };
+        list.blocks.get(start..list.end_of(b).max(start))
+    }
+}
+
 /// A forward cursor over one list: `seek(t)` gives its least ordinal
 /// `≥ t`. Holds one decoded block (512 bytes), whatever the list's length.
 #[derive(Debug)]

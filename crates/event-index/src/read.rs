@@ -146,14 +146,21 @@ impl EventIndex {
         if at != (len - 32) as u64 {
             return Err(corrupt("sections do not reach the checksum"));
         }
-        // The samples lie together at the end: one read for both.
+        // What the checks below and the samples read, asked for together
+        // (the samples lie together at the end: one read for both), so
+        // that a cold open waits for the disk once after the header.
         if let Bytes::Map(m) = &bytes {
-            let from = sections[LEDGER_SAMPLE_SEC].start / 4096 * 4096;
-            let _ = m.advise_range(
-                memmap2::Advice::WillNeed,
-                from,
-                sections[CONTRACT_SAMPLE_SEC].end - from,
-            );
+            let (t, d) = (&sections[LEDGERS], &sections[DIR]);
+            let from = sections[LEDGER_SAMPLE_SEC].start;
+            for (at, len) in [
+                (t.start, 8),
+                (t.end - 8, 8),
+                (d.start, 4),
+                (d.end - 4, 4),
+                (from, sections[CONTRACT_SAMPLE_SEC].end - from),
+            ] {
+                let _ = m.advise_range(memmap2::Advice::WillNeed, at, len);
+            }
         }
         let ledger_sample = b[sections[LEDGER_SAMPLE_SEC].clone()]
             .chunks_exact(4)
@@ -324,6 +331,64 @@ impl EventIndex {
             out.push(ids.id_in(o, near)?);
         }
         Ok(out)
+    }
+
+    /// Prefetches the bytes of `s`, a slice of this index's bytes.
+    pub(crate) fn prefetch_slice(&self, s: &[u8]) {
+        let Bytes::Map(m) = &self.bytes else {
+            return;
+        };
+        let at = (s.as_ptr() as usize).wrapping_sub(m.as_ptr() as usize);
+        if !s.is_empty() && at < m.len() && s.len() <= m.len() - at {
+            let _ = m.advise_range(memmap2::Advice::WillNeed, at, s.len());
+        }
+    }
+
+    /// Whether reads go to a file mapping (prefetching means something).
+    pub(crate) fn mapped(&self) -> bool {
+        matches!(self.bytes, Bytes::Map(_))
+    }
+
+    /// Prefetches the head of list `r` (its length, blocks' length, upper
+    /// table and the start of its skip table: 4 KiB).
+    pub(crate) fn prefetch_list(&self, r: ListRef) {
+        if let ListRef::At(off) = r {
+            let off = usize::try_from(off).unwrap_or(usize::MAX);
+            self.prefetch(POSTINGS, off..off.saturating_add(4096));
+        }
+    }
+
+    /// Prefetches topic `key`'s directory entry, or (`entries`) its
+    /// bucket's keys, the directory entry having been read.
+    pub(crate) fn prefetch_topic(&self, key: u64, entries: bool) {
+        let bucket = bucket_of(key, self.dir_bits) as usize;
+        if !entries {
+            self.prefetch(DIR, 4 * bucket..4 * bucket + 8);
+            return;
+        }
+        let dir = self.section(DIR);
+        let (lo, hi) = (
+            u32_at(dir, 4 * bucket) as usize,
+            u32_at(dir, 4 * bucket + 4) as usize,
+        );
+        self.prefetch(TOPICS, 16 * lo..16 * hi.min(self.topics).max(lo));
+    }
+
+    /// Prefetches ledger `ledger`'s table entry, or (`runs`) its runs,
+    /// the entry having been read (the start of a query).
+    pub(crate) fn prefetch_ledger(&self, ledger: u32, runs: bool) {
+        let Some(l) = ledger.checked_sub(self.first).map(|l| l as usize) else {
+            return;
+        };
+        if l > (self.last - self.first) as usize {
+            return;
+        }
+        if runs {
+            let (r0, r1) = self.ids().runs_span(l);
+            self.prefetch(RUNS, r0..r1.max(r0));
+        } else {
+            self.prefetch(LEDGERS, 8 * l..8 * l + 16);
+        }
     }
 
     /// Prefetches the contract entries of `ids` together (their groups in

@@ -78,6 +78,16 @@
 //! the ledger's runs: a page of hits scattered over many ledgers costs
 //! about a page of runs a hit, the floor of this layout.
 //!
+//! Reads that do not depend on each other are asked for together
+//! (`MADV_WILLNEED` queues them and returns): at open, the checks' pages
+//! and the samples; for a query, its contract entries, topic directory
+//! entries and start ledger, then its topic keys and runs, then its lists'
+//! heads, then their first seeks' skip pages, then their blocks; and
+//! [`EventIndex::query`] finds a page's ordinals first, then asks for all
+//! their ledger table pages, then all their runs pages. A cold query waits
+//! for the disk some 8–10 times in sequence, however many lists or
+//! scattered hits it has (see docs/benchmarks.md).
+//!
 //! Opening checks the header and that the sections tile the file exactly
 //! with the sizes the counts imply (constant work); every read inside a
 //! section is bounds-checked and every decoded block checked (increasing,

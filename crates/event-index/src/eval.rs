@@ -96,6 +96,81 @@ impl Node<'_> {
     }
 }
 
+impl<'a> Node<'a> {
+    /// Its lists' cursors.
+    fn cursors<'n>(&'n self, out: &mut Vec<&'n Cursor<'a>>) {
+        match self {
+            Node::All | Node::Empty => {}
+            Node::List(c) => out.push(c),
+            Node::And(children) => children.iter().for_each(|(_, c)| c.cursors(out)),
+            Node::Or(children) => children.iter().for_each(|c| c.cursors(out)),
+        }
+    }
+}
+
+/// Asks for what a cold query reads before its first hit in rounds of
+/// reads that do not depend on each other (a query of 15 lists waits for
+/// the disk about 5 times, not 5 times a list): the contract entries,
+/// topic directory entries and start and end ledgers' table entries; the
+/// topic keys and the ledgers' runs; the lists' heads. The tree is built
+/// after, from the page cache; [`prefetch_first_seeks`] does the rest.
+fn prefetch_plan(idx: &EventIndex, q: &Query) {
+    let keys: Vec<u64> = q
+        .filters
+        .iter()
+        .flat_map(|f| &f.topics)
+        .flat_map(|p| p.fixed.iter().enumerate())
+        .filter_map(|(pos, v)| v.as_ref().map(|v| topic_key(pos, v)))
+        .collect();
+    let ledgers = [Some(q.start), q.end]
+        .into_iter()
+        .flatten()
+        .map(|id| id.ledger);
+    idx.prefetch_contracts(q.filters.iter().flat_map(|f| &f.contract_ids));
+    for &k in &keys {
+        idx.prefetch_topic(k, false);
+    }
+    ledgers.clone().for_each(|l| idx.prefetch_ledger(l, false));
+    for &k in &keys {
+        idx.prefetch_topic(k, true);
+    }
+    ledgers.for_each(|l| idx.prefetch_ledger(l, true));
+    for c in q.filters.iter().flat_map(|f| &f.contract_ids) {
+        if let Ok(r) = idx.contract(c) {
+            idx.prefetch_list(r);
+        }
+    }
+    for &k in &keys {
+        if let Ok(r) = idx.topic(k) {
+            idx.prefetch_list(r);
+        }
+    }
+    if q.filters
+        .iter()
+        .any(|f| !f.types.is_empty() || !f.topics.is_empty())
+    {
+        for i in 0..crate::keys::FIXED {
+            if let Ok(r) = idx.fixed(i) {
+                idx.prefetch_list(r);
+            }
+        }
+    }
+}
+
+/// Asks for the skip table pages of every list's first seek to `at`
+/// together, then for their blocks together.
+fn prefetch_first_seeks(idx: &EventIndex, root: &Node<'_>, at: u32) {
+    let mut cs = Vec::new();
+    root.cursors(&mut cs);
+    for step in 0..2 {
+        for c in &cs {
+            if let Some(b) = c.first_seek_bytes(at, step) {
+                idx.prefetch_slice(b);
+            }
+        }
+    }
+}
+
 /// A node and an upper bound of its size.
 type Sized<'a> = (usize, Node<'a>);
 
@@ -221,6 +296,9 @@ pub struct Matches<'a> {
     root: Node<'a>,
     at: u32,
     end: u32,
+    /// The ledger (index in the range) of the last hit, or of the start:
+    /// where the next hit's id is searched from.
+    near: usize,
 }
 
 impl std::fmt::Debug for Matches<'_> {
@@ -232,6 +310,10 @@ impl std::fmt::Debug for Matches<'_> {
 impl<'a> Matches<'a> {
     pub(crate) fn new(idx: &'a EventIndex, q: &Query) -> EventIndexResult<Self> {
         q.validate()?;
+        let prefetch = idx.mapped();
+        if prefetch {
+            prefetch_plan(idx, q);
+        }
         let all = idx.events() as usize;
         let root = if q.filters.is_empty() {
             Node::All
@@ -248,7 +330,17 @@ impl<'a> Matches<'a> {
             Some(e) => idx.ordinal_from(e)?,
             None => idx.events(),
         };
-        Ok(Matches { idx, root, at, end })
+        if prefetch {
+            prefetch_first_seeks(idx, &root, at);
+        }
+        let near = q.start.ledger.saturating_sub(idx.first_ledger()) as usize;
+        Ok(Matches {
+            idx,
+            root,
+            at,
+            end,
+            near,
+        })
     }
 
     /// The ordinal the next search starts at.
@@ -278,6 +370,20 @@ impl Matches<'_> {
     /// intersection (each a seek per list of an intersection, a few
     /// blocks at most); `None` once there is none.
     pub fn step(&mut self, budget: u32) -> Option<EventIndexResult<Step>> {
+        let found = match self.step_ordinal(budget)? {
+            Ok(Some(o)) => o,
+            Ok(None) => return Some(Ok(Step::Paused)),
+            Err(e) => return Some(Err(e)),
+        };
+        Some(self.idx.id_near(found, self.near).map(|(id, near)| {
+            self.near = near;
+            Step::Hit(Hit { ordinal: found, id })
+        }))
+    }
+
+    /// [`step`](Self::step) without the id: the next candidate's ordinal,
+    /// or `None` for a pause.
+    fn step_ordinal(&mut self, budget: u32) -> Option<EventIndexResult<Option<u32>>> {
         if self.at >= self.end {
             return None;
         }
@@ -287,7 +393,7 @@ impl Matches<'_> {
             Ok(Seek::Paused(x)) if x < self.end => {
                 // Progress is guaranteed: a round either meets or moves on.
                 self.at = x.max(self.at);
-                return Some(Ok(Step::Paused));
+                return Some(Ok(None));
             }
             Ok(_) => {
                 self.at = self.end;
@@ -299,11 +405,21 @@ impl Matches<'_> {
             }
         };
         self.at = found + 1;
-        Some(
-            self.idx
-                .id_of(found)
-                .map(|id| Step::Hit(Hit { ordinal: found, id })),
-        )
+        Some(Ok(Some(found)))
+    }
+
+    /// Up to `limit` candidates' ordinals, however long the search.
+    fn ordinals(&mut self, limit: usize) -> EventIndexResult<Vec<u32>> {
+        let mut out = Vec::new();
+        while out.len() < limit {
+            match self.step_ordinal(NEXT_STEP) {
+                None => break,
+                Some(Ok(Some(o))) => out.push(o),
+                Some(Ok(None)) => {}
+                Some(Err(e)) => return Err(e),
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -330,8 +446,18 @@ impl EventIndex {
         Matches::new(self, q)
     }
 
-    /// Up to `limit` candidates of `q`, in id order.
+    /// Up to `limit` candidates of `q`, in id order: as
+    /// `matches(q)?.take(limit)`, but the page's ordinals are found first
+    /// and their ids resolved together (their pages of the ledger table,
+    /// then of the runs, read at once: see [`Matches`] for one at a time).
     pub fn query(&self, q: &Query, limit: usize) -> EventIndexResult<Vec<Hit>> {
-        self.matches(q)?.take(limit).collect()
+        let mut m = self.matches(q)?;
+        let ords = m.ordinals(limit)?;
+        let ids = self.ids_of(&ords, m.near)?;
+        Ok(ords
+            .into_iter()
+            .zip(ids)
+            .map(|(ordinal, id)| Hit { ordinal, id })
+            .collect())
     }
 }

@@ -11,7 +11,7 @@ use ledgerstore_stellar::events::{EventId, OP_MASK, TX_MASK};
 
 use crate::error::{EventIndexError, EventIndexResult};
 use crate::keys::u32_at;
-use crate::varint;
+use crate::{LEDGER_SAMPLE, search, varint};
 
 /// Builds the ledger table and the runs from ids in increasing order.
 #[derive(Debug)]
@@ -113,6 +113,9 @@ pub(crate) struct Ids<'a> {
     pub(crate) first: u32,
     pub(crate) table: &'a [u8],
     pub(crate) runs: &'a [u8],
+    /// The ledger sample: the first ordinal of every [`LEDGER_SAMPLE`]th
+    /// table entry (empty: search the whole table).
+    pub(crate) sample: &'a [u32],
 }
 
 fn corrupt(what: &str) -> EventIndexError {
@@ -174,20 +177,64 @@ impl<'a> Ids<'a> {
 
     /// The id of ordinal `ord` (< n).
     pub(crate) fn id_of(&self, ord: u32) -> EventIndexResult<EventId> {
+        Ok(self.id_near(ord, 0)?.0)
+    }
+
+    /// The id of ordinal `ord` (< n) and its ledger's index in the range,
+    /// found by galloping from ledger `near` when `ord` is at or after
+    /// that ledger's first event (a page of hits: each from the previous
+    /// hit's ledger, so a cold table costs the pages between them), else
+    /// by a binary search over the whole table.
+    pub(crate) fn id_near(&self, ord: u32, near: usize) -> EventIndexResult<(EventId, usize)> {
+        let l = self.ledger_near(ord, near)?;
+        Ok((self.id_in(ord, l)?, l))
+    }
+
+    /// The ledger table entries where ordinal `ord`'s ledger is searched:
+    /// one sample's span (4 KiB of table) when the sample has a second
+    /// entry (sample `j` is entry `LEDGER_SAMPLE × j`, so if it is ≤ ord
+    /// the answer is at or after that ledger, else before it), else the
+    /// whole table. The search reads entries `from..=to`.
+    pub(crate) fn span(&self, ord: u32) -> (usize, usize) {
         let ledgers = self.ledgers();
-        let (mut lo, mut hi) = (0usize, ledgers);
-        // The last ledger whose first ordinal is ≤ ord and that has events.
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if u32_at(self.table, 8 * (mid + 1)) <= ord {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
+        match search::partition(1, self.sample.len(), |k| self.sample[k] <= ord) {
+            j if self.sample.len() > 1 => (
+                (LEDGER_SAMPLE * (j - 1)).min(ledgers),
+                (LEDGER_SAMPLE * j).min(ledgers),
+            ),
+            _ => (0, ledgers),
         }
+    }
+
+    /// The index of ordinal `ord`'s ledger (see [`id_near`](Self::id_near)).
+    pub(crate) fn ledger_near(&self, ord: u32, near: usize) -> EventIndexResult<usize> {
+        let ledgers = self.ledgers();
+        // The last ledger whose first ordinal is ≤ ord and that has events.
+        let ends_at_or_before = |l: usize| u32_at(self.table, 8 * (l + 1)) <= ord;
+        let (from, to) = self.span(ord);
+        let lo = if near > from && near < to && u32_at(self.table, 8 * near) <= ord {
+            search::gallop(near, to, ends_at_or_before)
+        } else {
+            search::partition(from, to, ends_at_or_before)
+        };
         if lo >= ledgers {
             return Err(corrupt("ordinal past the last ledger"));
         }
+        Ok(lo)
+    }
+
+    /// Where ledger `l`'s runs lie in the runs section (unchecked: for
+    /// prefetching).
+    pub(crate) fn runs_span(&self, l: usize) -> (usize, usize) {
+        (
+            u32_at(self.table, 8 * l + 4) as usize,
+            u32_at(self.table, 8 * l + 12) as usize,
+        )
+    }
+
+    /// The id of ordinal `ord` in ledger `lo` (an error if it is not
+    /// there).
+    pub(crate) fn id_in(&self, ord: u32, lo: usize) -> EventIndexResult<EventId> {
         let (o0, _, _) = self.ledger(lo)?;
         let mut left = ord
             .checked_sub(o0)
@@ -244,6 +291,61 @@ impl<'a> Ids<'a> {
 mod tests {
     use super::*;
 
+    /// `id_near` gives `id_of`'s answer from any hint: a ledger at or
+    /// before the ordinal's (galloping, over empty ledgers too), one after
+    /// it or past the range (a binary search), and gives the ledger back.
+    #[test]
+    fn id_near_agrees_with_id_of_from_any_hint() {
+        let (first, last) = (50u32, 1300u32);
+        let mut b = IdsBuilder::new(first, last);
+        let mut ids = Vec::new();
+        for ledger in first..=last {
+            // Empty ledgers in runs, one with many events.
+            let count = match ledger % 7 {
+                0 | 3 => 0,
+                5 => 30,
+                k => k,
+            };
+            for i in 0..count {
+                let id = EventId {
+                    ledger,
+                    tx: 1 + i / 5,
+                    op: (i % 5) / 2,
+                    index: i,
+                };
+                b.push(id).expect("push");
+                ids.push(id);
+            }
+        }
+        let n = b.finish().expect("finish");
+        let [sample, _] = crate::write::samples(&b.table, &[]);
+        let sample: Vec<u32> = sample.chunks(4).map(|c| u32_at(c, 0)).collect();
+        assert_eq!(sample.len(), 3);
+        for sample in [&[][..], &sample] {
+            let r = Ids {
+                first,
+                table: &b.table,
+                runs: &b.runs,
+                sample,
+            };
+            let ledgers = (last - first + 1) as usize;
+            for (ord, want) in ids.iter().enumerate() {
+                let ord = ord as u32;
+                assert_eq!(r.id_of(ord).expect("id"), *want);
+                let at = (want.ledger - first) as usize;
+                for near in [0, 1, 7, 511, 512, 513, 1024, 1250, 1251, 5000]
+                    .into_iter()
+                    .chain([at.saturating_sub(600), at.saturating_sub(3), at, at + 1])
+                {
+                    let (got, l) = r.id_near(ord, near).expect("id");
+                    assert_eq!((got, l), (*want, at));
+                    assert!(l < ledgers);
+                }
+            }
+            assert!(r.id_near(n, 3).is_err());
+        }
+    }
+
     /// A well-framed ledger whose runs hold more events than its table
     /// says (counts of 2^32 − 1): refused before any count is added up,
     /// never an overflow (the hostile review's file).
@@ -263,6 +365,7 @@ mod tests {
             first: 10,
             table: &table,
             runs: &runs,
+            sample: &[],
         };
         let id = EventId {
             ledger: 10,

@@ -1,13 +1,19 @@
 //! Posting lists: strictly increasing event ordinals, in blocks of 128
 //! deltas bit-packed by `bitpacking` (`BitPacker4x`), with a skip table so
-//! that a seek decodes one block.
+//! that a seek decodes one block, and above it, for long lists, an upper
+//! table so that a cold first seek reads one page of the skip table.
 //!
 //! A list of `n` ordinals (`n ≥ 2`; a list of one is inlined in its
 //! [`ListRef`](crate::keys::ListRef)) is:
 //!
 //! - `n`, a varint;
-//! - for each of the `b = ⌊n / 128⌋` full blocks, its last ordinal and the
-//!   end of its packed bytes (relative to the first block), `u32` each;
+//! - if there are full blocks (`b = ⌊n / 128⌋ > 0`), their packed bytes'
+//!   length, a varint;
+//! - if `b > 512`, the upper table: for each run of 512 blocks (4 KiB of
+//!   skip table), the last ordinal of its last block, `u32` each
+//!   (`⌈b / 512⌉` of them);
+//! - for each full block, its last ordinal and the end of its packed bytes
+//!   (relative to the first block), `u32` each (the skip table);
 //! - the blocks: block `i` packs the deltas of its 128 ordinals from the
 //!   previous block's last (0 before the first) at `w` bits, `16 w` bytes,
 //!   `w` given by the difference of the block's end and its start;
@@ -17,22 +23,41 @@
 use bitpacking::{BitPacker, BitPacker4x};
 
 use crate::error::{EventIndexError, EventIndexResult};
+use crate::search::{gallop, partition};
 use crate::varint;
 
 /// Ordinals per packed block.
 pub const BLOCK: usize = BitPacker4x::BLOCK_LEN;
+
+/// Skip entries per upper table entry (4 KiB of skip table).
+pub(crate) const UPPER: usize = 512;
 
 /// Appends the encoding of `vals` (strictly increasing, at least 2).
 pub(crate) fn encode(vals: &[u32], out: &mut Vec<u8>) {
     let packer = BitPacker4x::new();
     varint::put(out, vals.len() as u64);
     let full = vals.len() / BLOCK;
+    let mut bits = Vec::with_capacity(full);
+    let mut base = 0u32;
+    for block in vals.chunks_exact(BLOCK) {
+        bits.push(packer.num_bits_sorted(base, block));
+        base = block[BLOCK - 1];
+    }
+    if full > 0 {
+        let len: u64 = bits.iter().map(|&b| 16 * u64::from(b)).sum();
+        varint::put(out, len);
+    }
+    if full > UPPER {
+        for k in 0..full.div_ceil(UPPER) {
+            let last = (UPPER * k + UPPER - 1).min(full - 1);
+            out.extend_from_slice(&vals[BLOCK * last + BLOCK - 1].to_le_bytes());
+        }
+    }
     let skip_at = out.len();
     out.resize(skip_at + 8 * full, 0);
     let blocks_at = out.len();
     let mut base = 0u32;
-    for (i, block) in vals.chunks_exact(BLOCK).enumerate() {
-        let bits = packer.num_bits_sorted(base, block);
+    for (i, (block, &bits)) in vals.chunks_exact(BLOCK).zip(&bits).enumerate() {
         let start = out.len();
         out.resize(start + 16 * usize::from(bits), 0);
         packer.compress_sorted(base, block, &mut out[start..], bits);
@@ -52,6 +77,7 @@ pub(crate) fn encode(vals: &[u32], out: &mut Vec<u8>) {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct List<'a> {
     n: usize,
+    upper: &'a [u8],
     skip: &'a [u8],
     blocks: &'a [u8],
     tail: &'a [u8],
@@ -80,14 +106,25 @@ impl<'a> List<'a> {
         }
         let n = n as usize;
         let full = n / BLOCK;
-        let skip = buf
-            .get(pos..pos + 8 * full)
-            .ok_or_else(|| corrupt("skip table past the end"))?;
         let blocks_len = if full == 0 {
             0
         } else {
-            u32_at(skip, 8 * (full - 1) + 4) as usize
+            varint::get(buf, &mut pos)
+                .and_then(|l| usize::try_from(l).ok())
+                .ok_or_else(|| corrupt("bad blocks length"))?
         };
+        let uppers = if full > UPPER {
+            full.div_ceil(UPPER)
+        } else {
+            0
+        };
+        let upper = buf
+            .get(pos..pos + 4 * uppers)
+            .ok_or_else(|| corrupt("upper table past the end"))?;
+        pos += 4 * uppers;
+        let skip = buf
+            .get(pos..pos + 8 * full)
+            .ok_or_else(|| corrupt("skip table past the end"))?;
         let at = pos + 8 * full;
         let blocks = buf
             .get(at..at.saturating_add(blocks_len))
@@ -95,9 +132,28 @@ impl<'a> List<'a> {
         let tail = &buf[at + blocks_len..];
         Ok(List {
             n,
+            upper,
             skip,
             blocks,
             tail,
+        })
+    }
+
+    /// The first full block whose last ordinal is `≥ target` (`full()` if
+    /// none): through the upper table when there is one, so that a cold
+    /// search reads one page of the skip table.
+    fn first_block(&self, target: u32) -> usize {
+        let full = self.full();
+        let uppers = self.upper.len() / 4;
+        if uppers == 0 {
+            return partition(0, full, |b| self.last_of(b) < target);
+        }
+        let k = partition(0, uppers, |k| u32_at(self.upper, 4 * k) < target);
+        if k == uppers {
+            return full;
+        }
+        partition(UPPER * k, (UPPER * k + UPPER).min(full), |b| {
+            self.last_of(b) < target
         })
     }
 
@@ -162,6 +218,37 @@ impl<'a> List<'a> {
     }
 }
 
+impl<'a> Cursor<'a> {
+    /// The bytes a first seek to `target` reads next, for prefetching:
+    /// at `step` 0 its page of the skip table (found through the upper
+    /// table, which is in the list's head), at `step` 1 its block (found
+    /// through that page). None once the cursor has moved, for a list of
+    /// one, or where the tail holds the answer.
+    pub(crate) fn first_seek_bytes(&self, target: u32, step: u8) -> Option<&'a [u8]> {
+        let list = self.list?;
+        if self.block != usize::MAX {
+            return None;
+        }
+        let full = list.full();
+        if step == 0 {
+            let uppers = list.upper.len() / 4;
+            if uppers == 0 {
+                return Some(list.skip);
+            }
+            let k = partition(0, uppers, |k| u32_at(list.upper, 4 * k) < target);
+            return list
+                .skip
+                .get(8 * UPPER * k..(8 * UPPER * (k + 1)).min(list.skip.len()));
+        }
+        let b = list.first_block(target);
+        if b >= full {
+            return None;
+        }
+        let start = if b == 0 { 0 } else { list.end_of(b - 1) };
+        list.blocks.get(start..list.end_of(b).max(start))
+    }
+}
+
 /// A forward cursor over one list: `seek(t)` gives its least ordinal
 /// `≥ t`. Holds one decoded block (512 bytes), whatever the list's length.
 #[derive(Debug)]
@@ -219,20 +306,19 @@ impl<'a> Cursor<'a> {
                 return Ok(None);
             };
             // The first block after the loaded one whose last is ≥ target.
+            // The first seek searches the upper and skip tables; later ones
+            // gallop from the loaded block, so that walking a long list
+            // touches the skip table's pages in order, not all over it.
             let from = self.block.wrapping_add(1);
             let full = list.full();
             let tail = list.n % BLOCK > 0;
             let mut next = from;
             if from < full {
-                let mut hi = full;
-                while next < hi {
-                    let mid = next + (hi - next) / 2;
-                    if list.last_of(mid) < target {
-                        next = mid + 1;
-                    } else {
-                        hi = mid;
-                    }
-                }
+                next = if from == 0 {
+                    list.first_block(target)
+                } else {
+                    gallop(from, full, |b| list.last_of(b) < target)
+                };
             }
             if next > full || (next == full && !tail) {
                 self.done = true;

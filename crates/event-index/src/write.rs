@@ -14,7 +14,7 @@ use crate::ids::IdsBuilder;
 use crate::keys::{
     FIXED, FIXED_CONTRACT, FIXED_SYSTEM, ListRef, TOPIC_POSITIONS, fixed_count, topic_key,
 };
-use crate::{HEADER, MAGIC, SECTIONS, VERSION, postings};
+use crate::{CONTRACT_SAMPLE, HEADER, LEDGER_SAMPLE, MAGIC, SECTIONS, VERSION, postings};
 
 /// Where a [`Writer`] puts the file: a file (synced at the end) or
 /// memory.
@@ -141,6 +141,7 @@ impl<S: Sink> Writer<S> {
                 })
                 .collect(),
         ];
+        tail.extend(samples(&ids.table, contracts));
         let mut header = Vec::with_capacity(HEADER);
         header.extend_from_slice(MAGIC);
         header.extend_from_slice(&VERSION.to_le_bytes());
@@ -185,6 +186,23 @@ impl<S: Sink> Writer<S> {
         file.sync().map_err(io("syncing"))?;
         Ok((off + 32, file))
     }
+}
+
+/// The ledger sample (the first ordinal of every [`LEDGER_SAMPLE`]th
+/// entry of the ledger table, the last entry included) and the contract
+/// sample (every [`CONTRACT_SAMPLE`]th contract id).
+pub(crate) fn samples(table: &[u8], contracts: &[([u8; 32], ListRef)]) -> [Vec<u8>; 2] {
+    let ledgers = table
+        .chunks(8)
+        .step_by(LEDGER_SAMPLE)
+        .flat_map(|e| e[..4].to_vec())
+        .collect();
+    let ids = contracts
+        .iter()
+        .step_by(CONTRACT_SAMPLE)
+        .flat_map(|c| c.0)
+        .collect();
+    [ledgers, ids]
 }
 
 /// Bits of the topic directory: about 16 keys a bucket, at most 2^24

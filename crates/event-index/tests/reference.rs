@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::OnceLock;
 
-use common::{Ev, RawFilter, Seg, build, naive, pubnet, synth::Synth};
+use common::{Ev, RawFilter, Seg, build, naive, pubnet, synth::Synth, write};
 use ledgerstore_event_index::{EventIndex, Filter, Query};
 use ledgerstore_stellar::events::{EventId, EventType};
 use proptest::prelude::*;
@@ -36,6 +36,24 @@ fn synthetic() -> &'static Fixture {
         let evs: Vec<Ev> = s.by_ref().collect();
         let idx = build(1000, s.next_ledger() + 3, &evs);
         Fixture { evs, idx }
+    })
+}
+
+/// Large enough for every part of the format: a ledger sample of 3
+/// entries (over 1,024 ledgers), a contract sample of several (over 64
+/// contracts), and lists of more than 512 blocks (upper tables). Also
+/// gives the file's bytes.
+fn large() -> &'static (Fixture, Vec<u8>) {
+    static F: OnceLock<(Fixture, Vec<u8>)> = OnceLock::new();
+    F.get_or_init(|| {
+        let mut s = Synth::new(700_000, 9, 5000);
+        let evs: Vec<Ev> = s.by_ref().collect();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("large.idx");
+        write(&path, 5000, s.next_ledger() + 3, &evs);
+        let bytes = std::fs::read(&path).expect("read");
+        let idx = EventIndex::open(&path).expect("open");
+        (Fixture { evs, idx }, bytes)
     })
 }
 
@@ -166,9 +184,130 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(60))]
+
+    #[test]
+    fn large_index_with_samples_and_upper_tables_answers_like_a_naive_scan(seed in any::<u64>()) {
+        check(&large().0, seed);
+    }
+}
+
+#[test]
+fn large_index_has_samples_upper_tables_and_pages_through_a_long_list() {
+    let f = &large().0;
+    let sizes: std::collections::HashMap<_, _> = f.idx.section_sizes().into_iter().collect();
+    assert!(sizes["ledger_sample"] >= 12, "{sizes:?}");
+    assert!(sizes["contract_sample"] >= 3 * 32, "{sizes:?}");
+    // The native contract's list: far over 512 blocks of 128.
+    let native = common::synth::contract_id(0);
+    let filters = vec![RawFilter {
+        contracts: vec![native],
+        ..Default::default()
+    }];
+    let want = naive(&f.evs, &filters, f.evs[0].id, None, usize::MAX);
+    assert!(want.len() > 2 * 512 * 128, "{}", want.len());
+    let fs: Vec<Filter> = filters.iter().map(RawFilter::to_filter).collect();
+    // Pages of 1,000 from the start, then first pages from every 37th
+    // ledger (a first seek through the upper table each).
+    let mut q = Query::from_ledger(fs.clone(), f.idx.first_ledger());
+    let mut got = Vec::new();
+    loop {
+        let page = f.idx.query(&q, 1000).expect("query");
+        got.extend(page.iter().map(|h| h.id));
+        match page.last() {
+            Some(h) if page.len() == 1000 => q = Query::after(fs.clone(), h.id),
+            _ => break,
+        }
+    }
+    assert_eq!(got, want);
+    for ledger in (f.idx.first_ledger()..=f.idx.last_ledger()).step_by(37) {
+        let start = EventId {
+            ledger,
+            tx: 0,
+            op: 0,
+            index: 0,
+        };
+        let q = Query::from_ledger(fs.clone(), ledger);
+        let page: Vec<EventId> = f
+            .idx
+            .query(&q, 3)
+            .expect("query")
+            .iter()
+            .map(|h| h.id)
+            .collect();
+        assert_eq!(
+            page,
+            naive(&f.evs, &filters, start, None, 3),
+            "ledger {ledger}"
+        );
+    }
+}
+
+/// Flips in the samples and in the longest list's head (the native
+/// contract's, the first list: its length, blocks' length and upper
+/// table) give errors or answers, never a panic.
+#[test]
+fn flips_in_samples_and_upper_tables_never_panic() {
+    let (f, bytes) = large();
+    let native = common::synth::contract_id(0);
+    let e = &f.evs[f.evs.len() / 2];
+    let qs = [
+        Query::from_ledger(
+            vec![Filter {
+                contract_ids: vec![native],
+                ..Default::default()
+            }],
+            e.id.ledger,
+        ),
+        Query::from_ledger(
+            vec![Filter {
+                contract_ids: vec![e.contract.expect("contract"), native],
+                ..Default::default()
+            }],
+            f.idx.first_ledger(),
+        ),
+    ];
+    let sizes: std::collections::HashMap<_, _> = f.idx.section_sizes().into_iter().collect();
+    let end = bytes.len() - 32;
+    let samples = end - sizes["ledger_sample"] - sizes["contract_sample"];
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("flipped");
+    for at in (200..240).chain(samples..end) {
+        for flip in [1u8, 0xff] {
+            let mut b = bytes.clone();
+            b[at] ^= flip;
+            // The list heads' flips also mapped from a file: queries then
+            // prefetch through the damaged head.
+            let opened = if at < 240 && flip == 0xff {
+                std::fs::write(&path, &b).expect("write");
+                EventIndex::open(&path)
+            } else {
+                EventIndex::from_bytes(b)
+            };
+            let Ok(idx) = opened else {
+                continue;
+            };
+            for q in &qs {
+                let _ = idx.query(q, 300);
+                if let Ok(m) = idx.matches(q) {
+                    for hit in m.take(300) {
+                        if hit.is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+            for ord in [0, idx.events() / 3, idx.events() - 1] {
+                let _ = idx.id_of(ord);
+            }
+        }
+    }
+}
+
 #[test]
 fn every_ordinal_maps_to_its_id_and_back() {
-    for f in [real(), synthetic()] {
+    for f in [real(), synthetic(), &large().0] {
         assert_eq!(f.idx.events() as usize, f.evs.len());
         for (i, e) in f.evs.iter().enumerate() {
             assert_eq!(f.idx.id_of(i as u32).expect("id"), e.id);

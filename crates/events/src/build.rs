@@ -243,8 +243,8 @@ fn missing_window(shared: &Shared, store_first: u32, mark: u32) -> Option<(u32, 
 }
 
 /// Files of level below `k` that tile a level-`k` window (clipped at the
-/// origin), two or more, with at most `max_file_events` events in all:
-/// the first such group.
+/// origin), two or more, with at most `max_file_events` events and
+/// ledgers in all: the first such group.
 fn complete_group(shared: &Shared, k: u32) -> Option<Vec<Arc<IndexFile>>> {
     let snap = shared.snapshot();
     let origin = snap.lowest()?;
@@ -272,8 +272,13 @@ fn complete_group(shared: &Shared, k: u32) -> Option<Vec<Arc<IndexFile>>> {
         }
         group.push(f.clone());
         if f.last == w.1 {
-            let events: u64 = group.iter().map(|g| u64::from(g.idx.events())).sum();
-            if group.len() >= 2 && events <= u64::from(shared.cfg.max_file_events) {
+            // A merge holds ~8 B per event and 8 B per ledger (its
+            // ledger table).
+            let weight: u64 = group
+                .iter()
+                .map(|g| u64::from(g.idx.events()) + u64::from(g.last - g.first) + 1)
+                .sum();
+            if group.len() >= 2 && weight <= u64::from(shared.cfg.max_file_events) {
                 return Some(group);
             }
             // Whole but too large to merge (or a lone file): left as is.

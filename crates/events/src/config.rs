@@ -27,12 +27,15 @@ pub struct EventsConfig {
     /// [`EventStore::notify`](crate::EventStore::notify)).
     #[serde(rename = "poll_ms", with = "millis")]
     pub poll: Duration,
-    /// The most events a merged file may hold: a group of files over it
-    /// is left as it is. A merge holds up to ~8 bytes per event of its
-    /// output in memory (`ledgerstore_event_index::merge`), so the
-    /// default, 2^25, bounds a merge near 270 MB; files are at most
-    /// 2^32 − 1 events anyway. With pubnet's ~650 events a ledger it
-    /// stops merges at level 2 (16,384 ledgers a file, ~10 M events).
+    /// The most events plus ledgers a merged file may hold: a group of
+    /// files over it is left as it is. A merge holds up to ~8 bytes per
+    /// event and per ledger of its output in memory
+    /// (`ledgerstore_event_index::merge`: the largest list, the ledger
+    /// table), so the default, 2^25, bounds a merge near 270 MB; files
+    /// are at most 2^32 − 1 events anyway. With pubnet's ~650 events a
+    /// ledger it stops merges at level 2 (16,384 ledgers a file, ~10 M
+    /// events); ledgers without events (before protocol 20) merge up to
+    /// level 4 (4 M ledgers a file).
     pub max_file_events: u32,
 }
 

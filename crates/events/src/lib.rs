@@ -28,7 +28,17 @@
 //! ([`ledgerstore_event_index::merge`], byte-identical to a direct
 //! build) into the window's file, which is renamed in before the parts
 //! are deleted. So a query touches at most `fan_out − 1` files per level
-//! plus the tail.
+//! plus the tail. A group over [`EventsConfig::max_file_events`] events
+//! and ledgers is not merged (a merge holds ~8 bytes of each in memory):
+//! its files stay, and a long query reads more of them.
+//!
+//! # Threads and memory
+//!
+//! One builder thread; it holds one level-0 window's builder, the tail's
+//! events (fewer than `file_ledgers` ledgers'), or one merge. Queries run
+//! on the caller's thread and read the store ([`Reader`]; run them off
+//! async workers when [`Reader::reads_may_block`]). [`EventStore::close`]
+//! (or drop) stops the builder between ledgers and merges.
 //!
 //! # Invariants
 //!

@@ -22,8 +22,12 @@ use crate::state::Shared;
 const STEP_BUDGET: u32 = 64;
 
 /// A ledger's hits in more transactions than this are read from the whole
-/// ledger (one reassembly) rather than transaction by transaction.
-const WHOLE_LEDGER_AFTER_TXS: usize = 8;
+/// ledger (one reassembly and walk) rather than transaction by
+/// transaction. Measured on the 20 pubnet ledgers of 2026 in a real store
+/// (debug build, RocksDB optimized): a whole ledger read, walked and its
+/// events extracted, 26 ms; one transaction's record and its events,
+/// 49 µs. So up to 64 transactions cost about a tenth of a ledger.
+const WHOLE_LEDGER_AFTER_TXS: usize = 64;
 
 /// Where a page stops.
 #[derive(Debug, Clone)]

@@ -367,6 +367,18 @@ fn a_passed_deadline_stops_with_a_resume_point() {
         .expect("query");
     assert_eq!(a.events, b.events);
     assert_eq!(a.stopped_by, Some(Stop::Events));
+    // A byte limit below one event still serves one, and stops.
+    let p = ev
+        .query(&q, start(FIRST), LAST + 1, &limits(10, 1))
+        .expect("query");
+    assert_eq!(p.events.len(), 1);
+    assert_eq!(p.stopped_by, Some(Stop::Bytes));
+    let next = p.resume.expect("resume");
+    assert!(next > p.events[0].id);
+    let p2 = ev
+        .query(&q, next, LAST + 1, &limits(1, usize::MAX))
+        .expect("query");
+    assert_eq!(p2.events[0].id, next);
     // An empty range and a range past the index.
     let p = ev
         .query(&q, start(LAST + 1), LAST + 50, &limits(10, 10))

@@ -136,7 +136,10 @@ fn bad_values_name_the_key_and_the_expected_range() {
             "[jsonrpc]\nmax_queued_heavy_calls = 100001\n",
             "jsonrpc.max_queued_heavy_calls = 100001: 0 to 100000",
         ),
-        ("[events]\nfile_ledgers = 0\n", "events.file_ledgers = 0: 1 to 100000"),
+        (
+            "[events]\nfile_ledgers = 0\n",
+            "events.file_ledgers = 0: 1 to 100000",
+        ),
         ("[events]\nfan_out = 1\n", "events.fan_out = 1: 2 to 1024"),
     ] {
         std::fs::write(&file, toml).expect("write");

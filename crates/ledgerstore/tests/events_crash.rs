@@ -38,7 +38,14 @@ fn testdata(name: &str) -> PathBuf {
 fn rpc(url: &str, params: Value) -> Value {
     let req = json!({"jsonrpc": "2.0", "id": 1, "method": "getEvents", "params": params});
     let o = Command::new("curl")
-        .args(["-sS", "-X", "POST", "-H", "Content-Type: application/json", "-d"])
+        .args([
+            "-sS",
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+        ])
         .arg(req.to_string())
         .arg(url)
         .output()
@@ -47,19 +54,29 @@ fn rpc(url: &str, params: Value) -> Value {
 }
 
 fn sha16(b64: &Value) -> String {
-    let bytes = STANDARD.decode(b64.as_str().expect("base64")).expect("base64");
+    let bytes = STANDARD
+        .decode(b64.as_str().expect("base64"))
+        .expect("base64");
     hex::encode(&Sha256::digest(bytes)[..8])
 }
 
 /// Every event the daemon serves, unfiltered, in the oracle's shape.
 fn served(url: &str) -> Vec<Value> {
     let mut out = Vec::new();
-    let mut r = rpc(url, json!({"startLedger": FIRST, "pagination": {"limit": 3000}}));
+    let mut r = rpc(
+        url,
+        json!({"startLedger": FIRST, "pagination": {"limit": 3000}}),
+    );
     for _ in 0..50 {
         let page = &r["result"];
         let events = page["events"].as_array().expect("events");
         for e in events {
-            let topics: Vec<String> = e["topic"].as_array().expect("topic").iter().map(sha16).collect();
+            let topics: Vec<String> = e["topic"]
+                .as_array()
+                .expect("topic")
+                .iter()
+                .map(sha16)
+                .collect();
             out.push(json!({
                 "id": e["id"], "ledger": e["ledger"], "type": e["type"],
                 "contract": if e["contractId"] == "" { Value::Null } else { e["contractId"].clone() },
@@ -71,15 +88,18 @@ fn served(url: &str) -> Vec<Value> {
             return out;
         }
         let cursor = page["cursor"].clone();
-        r = rpc(url, json!({"pagination": {"cursor": cursor, "limit": 3000}}));
+        r = rpc(
+            url,
+            json!({"pagination": {"cursor": cursor, "limit": 3000}}),
+        );
     }
     panic!("paging did not end");
 }
 
 fn oracle() -> Vec<Value> {
     let packed = std::fs::read(testdata("events.oracle.json.zst")).expect("oracle");
-    let doc: Value = serde_json::from_slice(&zstd::decode_all(&packed[..]).expect("zstd"))
-        .expect("json");
+    let doc: Value =
+        serde_json::from_slice(&zstd::decode_all(&packed[..]).expect("zstd")).expect("json");
     doc["events"]
         .as_array()
         .expect("events")
@@ -92,21 +112,48 @@ fn oracle() -> Vec<Value> {
         .collect()
 }
 
+/// The names in the events dir (for the log: where each kill landed).
+fn listing(events_dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(events_dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
 /// The index files' ranges; no temporary file may remain, and no two
 /// files may overlap.
 fn assert_tidy(events_dir: &Path) {
     let mut ranges = Vec::new();
     for entry in std::fs::read_dir(events_dir).expect("events dir") {
-        let name = entry.expect("entry").file_name().to_string_lossy().to_string();
+        let name = entry
+            .expect("entry")
+            .file_name()
+            .to_string_lossy()
+            .to_string();
         assert!(!name.starts_with("tmp"), "a temporary file remains: {name}");
-        let Some(range) = name.strip_prefix("ev-").and_then(|n| n.strip_suffix(".idx")) else {
+        let Some(range) = name
+            .strip_prefix("ev-")
+            .and_then(|n| n.strip_suffix(".idx"))
+        else {
             continue;
         };
         let (a, b) = range.split_once('-').expect("first-last");
-        ranges.push((a.parse::<u32>().expect("first"), b.parse::<u32>().expect("last")));
+        ranges.push((
+            a.parse::<u32>().expect("first"),
+            b.parse::<u32>().expect("last"),
+        ));
     }
     ranges.sort_unstable();
-    assert!(!ranges.is_empty(), "no index file in {}", events_dir.display());
+    assert!(
+        !ranges.is_empty(),
+        "no index file in {}",
+        events_dir.display()
+    );
     for w in ranges.windows(2) {
         assert!(w[0].1 < w[1].0, "files {:?} and {:?} overlap", w[0], w[1]);
     }
@@ -133,20 +180,31 @@ async fn sigkill_while_indexing_events_leaves_an_index_that_answers_as_the_oracl
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     for _ in 0..KILLS {
         let mut d = Daemon::spawn_with_env(&dir, &[], &ENV);
-        std::thread::sleep(Duration::from_millis(rng.random_range(0..600)));
+        let after = rng.random_range(0..300);
+        std::thread::sleep(Duration::from_millis(after));
         d.kill();
+        println!(
+            "killed after {after} ms: {:?}",
+            listing(&dir.join("events"))
+        );
     }
     let d = Daemon::start_with_env(&dir, &[], &ENV).await;
     let mut indexed = false;
     for _ in 0..600 {
-        let r = rpc(&d.jsonrpc, json!({"startLedger": FIRST, "pagination": {"limit": 1}}));
+        let r = rpc(
+            &d.jsonrpc,
+            json!({"startLedger": FIRST, "pagination": {"limit": 1}}),
+        );
         if r["result"]["latestLedger"] == LAST {
             indexed = true;
             break;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert!(indexed, "the index did not reach ledger {LAST} (CRASH_SEED={seed})");
+    assert!(
+        indexed,
+        "the index did not reach ledger {LAST} (CRASH_SEED={seed})"
+    );
     let got = served(&d.jsonrpc);
     let want = oracle();
     assert_eq!(got.len(), want.len(), "CRASH_SEED={seed}");

@@ -128,7 +128,14 @@ fn wait_indexed(url: &str, last: u32) {
         "params": {"startLedger": FIRST, "pagination": {"limit": 1}}});
     for _ in 0..600 {
         let o = Command::new("curl")
-            .args(["-sS", "-X", "POST", "-H", "Content-Type: application/json", "-d"])
+            .args([
+                "-sS",
+                "-X",
+                "POST",
+                "-H",
+                "Content-Type: application/json",
+                "-d",
+            ])
             .arg(req.to_string())
             .arg(url)
             .output()

@@ -27,7 +27,10 @@ fn the_id_before_resumes_exactly_at_an_id() {
     // Index 0: the previous TOID's last possible index.
     assert_eq!(before(id(9, 2, 1, 0)), Some(id(9, 2, 0, u32::MAX)));
     assert_eq!(before(id(9, 2, 0, 0)), Some(id(9, 1, OP_MASK, u32::MAX)));
-    assert_eq!(before(id(9, 0, 0, 0)), Some(id(8, TX_MASK, OP_MASK, u32::MAX)));
+    assert_eq!(
+        before(id(9, 0, 0, 0)),
+        Some(id(8, TX_MASK, OP_MASK, u32::MAX))
+    );
     assert_eq!(before(id(0, 0, 0, 0)), None);
     // What stellar-rpc does with the cursor (index + 1, wrapping to the
     // next TOID) lands on the id again.
@@ -35,7 +38,12 @@ fn the_id_before_resumes_exactly_at_an_id() {
         let b = before(x).expect("before");
         let next = if b.index == u32::MAX {
             let t = b.toid() + 1;
-            id((t >> 32) as u32, ((t >> 12) as u32) & TX_MASK, (t as u32) & OP_MASK, 0)
+            id(
+                (t >> 32) as u32,
+                ((t >> 12) as u32) & TX_MASK,
+                (t as u32) & OP_MASK,
+                0,
+            )
         } else {
             id(b.ledger, b.tx, b.op, b.index + 1)
         };

@@ -103,8 +103,14 @@ pub(in crate::methods) fn get_events(
     fields.insert("cursor".into(), cursor.into());
     fields.insert("latestLedger".into(), latest.into());
     fields.insert("oldestLedger".into(), oldest.into());
-    fields.insert("latestLedgerCloseTime".into(), Value::String(close(latest)?));
-    fields.insert("oldestLedgerCloseTime".into(), Value::String(close(oldest)?));
+    fields.insert(
+        "latestLedgerCloseTime".into(),
+        Value::String(close(latest)?),
+    );
+    fields.insert(
+        "oldestLedgerCloseTime".into(),
+        Value::String(close(oldest)?),
+    );
     out.finish(fields)
 }
 
@@ -122,10 +128,10 @@ fn cursor(
     cut: bool,
     end: u32,
 ) -> Option<String> {
-    if cut || page.events.len() >= limit {
-        if let Some(l) = last {
-            return Some(l.to_string());
-        }
+    if (cut || page.events.len() >= limit)
+        && let Some(l) = last
+    {
+        return Some(l.to_string());
     }
     let Some(resume) = page.resume else {
         return Some(

@@ -4,11 +4,11 @@
 //! so a client sees the message it would see from stellar-rpc. Every
 //! failure is -32602 (invalid params), as there.
 
+use base64::Engine as _;
 use ledgerstore_event_index::{Filter, MAX_CONTRACT_IDS, MAX_FILTERS, MAX_TOPICS, Segment};
 use ledgerstore_event_index::{Query, TopicPattern};
 use ledgerstore_stellar::events::{EventId, EventType};
 use serde::Deserialize;
-use base64::Engine as _;
 use stellar_xdr::{Limits, ReadXdr, ScVal, WriteXdr};
 
 use crate::error::{RpcError, RpcResult};
@@ -157,9 +157,11 @@ impl FilterIn {
                 "system" => EventType::System,
                 "contract" => EventType::Contract,
                 _ => {
-                    return Err("filter type invalid: if set, type must be either 'system' or \
+                    return Err(
+                        "filter type invalid: if set, type must be either 'system' or \
                                 'contract'"
-                        .into());
+                            .into(),
+                    );
                 }
             };
             if !types.contains(&t) {
@@ -169,7 +171,9 @@ impl FilterIn {
         let ids = self.contract_ids.unwrap_or_default();
         let topics = self.topics.unwrap_or_default();
         if ids.len() > MAX_CONTRACT_IDS {
-            return Err(format!("maximum {MAX_CONTRACT_IDS} contract IDs per filter"));
+            return Err(format!(
+                "maximum {MAX_CONTRACT_IDS} contract IDs per filter"
+            ));
         }
         if topics.len() > MAX_TOPICS {
             return Err(format!("maximum {MAX_TOPICS} topics per filter"));
@@ -202,7 +206,9 @@ fn topic(segments: Vec<String>) -> Result<TopicPattern, String> {
         return Err("topic must have at least one segment".into());
     }
     if body.len() > MAX_SEGMENTS {
-        return Err(format!("topic cannot have more than {MAX_SEGMENTS} segments"));
+        return Err(format!(
+            "topic cannot have more than {MAX_SEGMENTS} segments"
+        ));
     }
     let mut out = Vec::with_capacity(segments.len());
     for (i, s) in body.iter().enumerate() {

@@ -5,7 +5,9 @@ use stellar_xdr::{Limits, ScSymbol, ScVal, WriteXdr};
 use super::*;
 
 fn check(v: serde_json::Value) -> RpcResult<EventsRequest> {
-    serde_json::from_value::<GetEvents>(v).expect("shape").check()
+    serde_json::from_value::<GetEvents>(v)
+        .expect("shape")
+        .check()
 }
 
 fn refused(v: serde_json::Value) -> String {
@@ -18,7 +20,10 @@ fn refused(v: serde_json::Value) -> String {
 fn sym(s: &str) -> (String, Vec<u8>) {
     let v = ScVal::Symbol(ScSymbol(s.try_into().expect("symbol")));
     let bytes = v.to_xdr(Limits::none()).expect("xdr");
-    (base64::engine::general_purpose::STANDARD.encode(&bytes), bytes)
+    (
+        base64::engine::general_purpose::STANDARD.encode(&bytes),
+        bytes,
+    )
 }
 
 const CONTRACT: &str = "CDLZFC3SYJYDZT7K67VZ75HPJVIEUVNIXF47ZG2FB2RMQQVU2HHGCYSC";
@@ -47,7 +52,9 @@ fn a_request_is_read_as_stellar_rpc_reads_it() {
     assert_eq!(f.types, vec![EventType::System, EventType::Contract]);
     assert_eq!(
         f.contract_ids[0],
-        stellar_strkey::Contract::from_string(CONTRACT).expect("c").0
+        stellar_strkey::Contract::from_string(CONTRACT)
+            .expect("c")
+            .0
     );
     let t = |topics: &[&[u8]]| f.topics.iter().any(|p| p.matches(topics));
     assert!(t(&[&transfer_xdr, b"x"]));
@@ -57,7 +64,10 @@ fn a_request_is_read_as_stellar_rpc_reads_it() {
     assert_eq!(r.filters[1], Filter::default());
     // Defaults: limit 100, base64, no end.
     let r = check(json!({"startLedger": 1})).expect("valid");
-    assert_eq!((r.limit, r.format, r.end_ledger), (100, Format::Base64, None));
+    assert_eq!(
+        (r.limit, r.format, r.end_ledger),
+        (100, Format::Base64, None)
+    );
     assert!(r.filters.is_empty());
 }
 
@@ -135,13 +145,18 @@ fn every_refusal_has_stellar_rpcs_words() {
     }
     let m = refused(json!({"startLedger": 1, "filters": [{"topics": [["AAAA!"]]}]}));
     assert!(
-        m.starts_with("filter 1 invalid: topic 1 invalid: segment 1 invalid: expected '*', or an SCVal"),
+        m.starts_with(
+            "filter 1 invalid: topic 1 invalid: segment 1 invalid: expected '*', or an SCVal"
+        ),
         "{m}"
     );
     let m = refused(json!({"pagination": {"cursor": "12"}}));
     assert!(m.starts_with("invalid cursor \"12\""), "{m}");
     let m = refused(json!({"startLedger": 1, "xdrFormat": "xml"}));
-    assert!(m.contains("expected base64, json for optional 'xdrFormat'"), "{m}");
+    assert!(
+        m.contains("expected base64, json for optional 'xdrFormat'"),
+        "{m}"
+    );
 }
 
 #[test]

@@ -17,7 +17,9 @@ pub(super) fn closed_at(close_time: u64) -> String {
 /// `contractId`: the strkey, or "" for an event without one (Go's empty
 /// string).
 pub(super) fn contract(id: Option<&[u8; 32]>) -> String {
-    id.map_or_else(String::new, |c| stellar_strkey::Contract(*c).to_string().as_str().to_owned())
+    id.map_or_else(String::new, |c| {
+        stellar_strkey::Contract(*c).to_string().as_str().to_owned()
+    })
 }
 
 /// The decoded topics and value, for XDR-JSON.

@@ -114,7 +114,7 @@ fn marker_text(g: Geometry) -> String {
     )
 }
 
-fn parse_marker(dir: &Path, text: &str) -> EventsResult<Geometry> {
+pub(crate) fn parse_marker(dir: &Path, text: &str) -> EventsResult<Geometry> {
     let bad = |what: &str| EventsError::dir(dir, format!("{MARKER}: {what}"));
     let mut lines = text.lines();
     let mut field = |name: &str| -> EventsResult<u32> {

@@ -71,6 +71,7 @@
 
 mod build;
 mod config;
+mod describe;
 mod error;
 mod files;
 mod query;
@@ -89,6 +90,7 @@ use ledgerstore_stellar::events::EventId;
 use ledgerstore_store::Reader;
 
 pub use config::{EventsConfig, FAN_OUT_MAX, FILE_LEDGERS_MAX, MARKER};
+pub use describe::{DirSummary, describe};
 pub use error::{EventsError, EventsResult};
 pub use query::{Page, PageLimits, ServedEvent, Stop};
 

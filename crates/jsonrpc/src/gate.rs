@@ -93,7 +93,7 @@ impl Gate {
         let _place = Queued(&self.queued, &self.queued_gauge);
         if ahead >= self.max_queued {
             return Err(RpcError::Busy(format!(
-                "server busy: {} ledger-reading calls (getLedgers, getTransactions, \
+                "server busy: {} ledger-reading calls (getLedgers, getTransactions, getEvents, \
                  getLatestLedger) are running (jsonrpc.max_heavy_calls) and {} are waiting \
                  (jsonrpc.max_queued_heavy_calls); {method} was refused, retry later",
                 self.running, self.max_queued

@@ -40,7 +40,7 @@ impl RpcMetrics {
         let heavy = IntGaugeVec::new(
             Opts::new(
                 "jsonrpc_heavy_calls",
-                "Stellar RPC calls that read whole ledgers (getLedgers, getTransactions, \
+                "Stellar RPC calls that read ledgers (getLedgers, getTransactions, getEvents, \
                  getLatestLedger), by state: running (holding one of jsonrpc.max_heavy_calls \
                  slots, until the work has really stopped) or queued.",
             ),

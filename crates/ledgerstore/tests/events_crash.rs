@@ -212,4 +212,19 @@ async fn sigkill_while_indexing_events_leaves_an_index_that_answers_as_the_oracl
         assert_eq!(g, w, "event {i} (CRASH_SEED={seed})");
     }
     assert_tidy(&dir.join("events"));
+    drop(d);
+    // `stats` reads the index of the stopped dir: its files, from the
+    // first ledger, no damage (the newest ledgers are in memory only).
+    let o = common::bin()
+        .args(["stats", "--json", "--data-dir"])
+        .arg(&dir)
+        .output()
+        .expect("stats");
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("stats json");
+    let e = &v["events"];
+    assert_eq!(e["covered"][0][0], FIRST, "{e}");
+    assert!(e["files"].as_u64().is_some_and(|n| n >= 1), "{e}");
+    assert_eq!(e["damaged"], json!([]), "{e}");
+    assert_eq!(e["file_ledgers"], 2, "{e}");
 }

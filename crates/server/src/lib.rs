@@ -21,6 +21,7 @@ use tonic::transport::{Identity, Server, ServerTlsConfig};
 mod admin;
 mod cold_metrics;
 pub mod convert;
+mod events_metrics;
 pub mod follow;
 mod ingest;
 pub mod metrics;
@@ -286,6 +287,19 @@ impl Running {
             cfg.metrics.refresh_secs,
             stop_rx.clone(),
         ));
+        if let Ok(events) = state.events() {
+            match events_metrics::EventMetrics::new(metrics.registry()) {
+                Ok(em) => {
+                    tokio::spawn(events_refresh_loop(
+                        events,
+                        em,
+                        cfg.metrics.refresh_secs,
+                        stop_rx.clone(),
+                    ));
+                }
+                Err(e) => tracing::warn!(error = %e, "event index metrics not registered"),
+            }
+        }
         let follower = follow.map(|follow| {
             tokio::spawn(
                 follow::Follower {
@@ -586,6 +600,23 @@ fn local_addr(l: &TcpListener, addr: &str) -> Result<SocketAddr, ServeError> {
         addr: addr.to_string(),
         source,
     })
+}
+
+/// Refreshes the event index's gauges every `secs`, until shutdown.
+async fn events_refresh_loop(
+    events: Arc<ledgerstore_events::EventStore>,
+    em: events_metrics::EventMetrics,
+    secs: u64,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut tick = tokio::time::interval(Duration::from_secs(secs.max(1)));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => return,
+        }
+        em.refresh(&events.stats());
+    }
 }
 
 async fn refresh_loop(

@@ -9,12 +9,72 @@ use crate::open;
 pub fn run(a: StatsArgs) -> Result<()> {
     let store = open::existing(&a.store)?;
     let stats = store.stats()?;
+    let events = ledgerstore_events::describe(&a.store.data_dir.join("events"))?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&stats)?);
+        let mut v = serde_json::to_value(&stats)?;
+        if let Some(m) = v.as_object_mut() {
+            m.insert("events".into(), serde_json::to_value(&events)?);
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print!("{}", render(&stats));
+        print!("{}", render_events(events.as_ref(), stats.last_ledger));
     }
     Ok(())
+}
+
+/// The event index's line: how far it reaches against the store's mark
+/// (the daemon builds the rest in the background), its files and size.
+fn render_events(e: Option<&ledgerstore_events::DirSummary>, mark: Option<u32>) -> String {
+    let Some(e) = e else {
+        return "[events] none yet (the daemon builds it from the stored ledgers when it serves this dir with events.enabled)\n".into();
+    };
+    let covered: Vec<String> = e
+        .covered
+        .iter()
+        .map(|(a, b)| format!("{a}..={b}"))
+        .collect();
+    let reach = match (e.covered.first(), mark) {
+        (Some(&(first, _)), Some(m)) => {
+            let through = e.covered[0].1;
+            let total = u64::from(m.saturating_sub(first)) + 1;
+            let done = u64::from(through.saturating_sub(first)) + 1;
+            format!(
+                "  {:.1}% of ledgers {first}..={m} in files (the newest, fewer than {}, are indexed in memory)",
+                100.0 * done as f64 / total as f64,
+                e.file_ledgers
+            )
+        }
+        _ => String::new(),
+    };
+    format!(
+        "[events] files {} ({})  events {}  covered {}{}  file ledgers {}, fan-out {}{}\n",
+        e.files,
+        mb(e.bytes),
+        e.events,
+        if covered.is_empty() {
+            "-".into()
+        } else {
+            covered.join(", ")
+        },
+        reach,
+        e.file_ledgers,
+        e.fan_out,
+        if e.leftovers > 0 {
+            format!(
+                "  {} leftover file(s), removed at the next open",
+                e.leftovers
+            )
+        } else {
+            String::new()
+        }
+    ) + &e
+        .damaged
+        .iter()
+        .map(|(name, why)| {
+            format!("    damaged {name}: {why} (the daemon rebuilds it at its next open)\n")
+        })
+        .collect::<String>()
 }
 
 fn mb(b: u64) -> String {

@@ -78,16 +78,27 @@ pub(crate) fn run(shared: Arc<Shared>) {
     let mut b = Builder::default();
     let poll = shared.cfg.poll;
     let mut backoff = poll;
+    // The error last logged: a failure that repeats (a dir of ledgers that
+    // are not Stellar, a store that stays down) is logged once, not at
+    // every retry; it stays in `stats` and the metrics.
+    let mut logged: Option<String> = None;
     loop {
         let wait = match b.round(&shared) {
             Ok(()) => {
+                if logged.take().is_some() {
+                    tracing::info!("events: building the index works again");
+                }
                 shared.round_done(None);
                 backoff = poll;
                 poll
             }
             Err(e) => {
-                tracing::warn!(error = %e, retry_in = ?backoff, "events: building the index failed");
-                shared.round_done(Some(e.to_string()));
+                let text = e.to_string();
+                if logged.as_deref() != Some(text.as_str()) {
+                    tracing::warn!(error = %e, retry_in = ?backoff, "events: building the index failed (retrying with backoff; logged again only if the error changes)");
+                    logged = Some(text.clone());
+                }
+                shared.round_done(Some(text));
                 let wait = backoff;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 wait

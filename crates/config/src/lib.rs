@@ -410,10 +410,11 @@ impl Default for EventsConfig {
 
 impl EventsConfig {
     fn validate(&self) -> Result<(), ConfigError> {
+        // The events crate's bounds (`FILE_LEDGERS_MAX`, `FAN_OUT_MAX`).
         if let Some(n) = self.file_ledgers
-            && !(1..=100_000).contains(&n)
+            && !(1..=65_536).contains(&n)
         {
-            return Err(invalid("events.file_ledgers", n, "1 to 100000"));
+            return Err(invalid("events.file_ledgers", n, "1 to 65536"));
         }
         if let Some(n) = self.fan_out
             && !(2..=1024).contains(&n)

@@ -138,7 +138,11 @@ fn bad_values_name_the_key_and_the_expected_range() {
         ),
         (
             "[events]\nfile_ledgers = 0\n",
-            "events.file_ledgers = 0: 1 to 100000",
+            "events.file_ledgers = 0: 1 to 65536",
+        ),
+        (
+            "[events]\nfile_ledgers = 70000\n",
+            "events.file_ledgers = 70000: 1 to 65536",
         ),
         ("[events]\nfan_out = 1\n", "events.fan_out = 1: 2 to 1024"),
     ] {

@@ -22,7 +22,10 @@ use ledgerstore_store::{Ledgerstore, Reader, StoreOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let dir = PathBuf::from(args.next().ok_or("usage: build_rate DATA_DIR [FILE_LEDGERS]")?);
+    let dir = PathBuf::from(
+        args.next()
+            .ok_or("usage: build_rate DATA_DIR [FILE_LEDGERS]")?,
+    );
     let file_ledgers: u32 = args.next().map_or(Ok(64), |s| s.parse())?;
     let opts = StoreOptions {
         create: false,

@@ -68,14 +68,49 @@ pub(crate) fn read_items(shared: &Shared, seq: u32) -> EventsResult<Vec<Item>> {
 }
 
 /// The builder's memory across rounds: the tail's ledgers' items.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Builder {
     cache: BTreeMap<u32, Vec<Item>>,
+    /// Files found at open whose SHA-256 is not checked yet, newest last:
+    /// the scrub checks one a round (files built here are trusted).
+    unverified: Vec<(u32, u32)>,
+}
+
+impl Builder {
+    /// A builder that will scrub the files `shared` holds now.
+    pub(crate) fn new(shared: &Shared) -> Self {
+        let mut unverified: Vec<(u32, u32)> = shared
+            .snapshot()
+            .files
+            .values()
+            .map(|f| (f.first, f.last))
+            .collect();
+        unverified.reverse();
+        Builder {
+            cache: BTreeMap::new(),
+            unverified,
+        }
+    }
+
+    /// Checks the SHA-256 of the oldest file not checked since open; a
+    /// damaged one is dropped and rebuilt. A file merged away since is
+    /// skipped.
+    fn scrub_one(&mut self, shared: &Shared) {
+        while let Some((first, last)) = self.unverified.pop() {
+            let snap = shared.snapshot();
+            let Some(f) = snap.files.get(&first).filter(|f| f.last == last) else {
+                continue;
+            };
+            if let Err(e) = f.idx.verify() {
+                drop_damaged(shared, f, &e);
+            }
+            return;
+        }
+    }
 }
 
 /// The builder thread's body: rounds until the store stops.
-pub(crate) fn run(shared: Arc<Shared>) {
-    let mut b = Builder::default();
+pub(crate) fn run(shared: Arc<Shared>, mut b: Builder) {
     let poll = shared.cfg.poll;
     let mut backoff = poll;
     // The error last logged: a failure that repeats (a dir of ledgers that
@@ -128,7 +163,9 @@ impl Builder {
             self.build_window(shared, ws, we)?;
             self.merges(shared)?;
         }
-        self.update_tail(shared, store_first, mark)
+        self.update_tail(shared, store_first, mark)?;
+        self.scrub_one(shared);
+        Ok(())
     }
 
     fn build_window(&mut self, shared: &Shared, ws: u32, we: u32) -> EventsResult<()> {
@@ -337,6 +374,17 @@ fn merge_group(shared: &Shared, group: &[Arc<IndexFile>]) -> EventsResult<()> {
 
 /// Forgets a file and deletes it (damaged or missing: the builder builds
 /// its ledgers again).
+/// Drops a file a query or the scrub found damaged (`why`): answers then
+/// stop before its range until the builder has rebuilt it from the
+/// stored ledgers (it is woken for that).
+pub(crate) fn drop_damaged(shared: &Shared, f: &Arc<IndexFile>, why: &dyn std::fmt::Display) {
+    tracing::warn!(file = %f.path.display(), %why, "events: damaged index file dropped, to be rebuilt from the stored ledgers");
+    if let Err(e) = drop_file(shared, f) {
+        tracing::warn!(file = %f.path.display(), error = %e, "events: dropping a damaged index file failed");
+    }
+    shared.wake();
+}
+
 pub(crate) fn drop_file(shared: &Shared, f: &Arc<IndexFile>) -> EventsResult<()> {
     shared.update(|s| {
         if s.files.get(&f.first).is_some_and(|g| Arc::ptr_eq(g, f)) {

@@ -32,22 +32,31 @@ pub struct DirSummary {
     /// Files that do not open, with why: the daemon deletes and rebuilds
     /// them at its next open.
     pub damaged: Vec<(String, String)>,
+    /// What stops the daemon from opening the index (getEvents is then
+    /// off until it is fixed): a name that is not an events file, index
+    /// files without the marker, a marker that does not parse.
+    pub problems: Vec<String>,
 }
 
 /// What `dir` holds, or None when it does not exist (the index was never
 /// built there). A file that does not open is listed as damaged.
 pub fn describe(dir: &Path) -> EventsResult<Option<DirSummary>> {
-    let marker = match std::fs::read_to_string(dir.join(MARKER)) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !dir.exists() => return Ok(None),
-        Err(e) => return Err(EventsError::io(&dir.join(MARKER), "reading")(e)),
-    };
-    let (file_ledgers, fan_out) = parse_marker(dir, &marker)?;
-    let mut out = DirSummary {
-        file_ledgers,
-        fan_out,
-        ..DirSummary::default()
-    };
+    if !dir.exists() {
+        return Ok(None);
+    }
+    let mut out = DirSummary::default();
+    match std::fs::read_to_string(dir.join(MARKER)) {
+        Ok(text) => match parse_marker(dir, &text) {
+            Ok((f, k)) => (out.file_ledgers, out.fan_out) = (f, k),
+            Err(e) => out.problems.push(e.to_string()),
+        },
+        // A new index the daemon had not finished creating: it writes the
+        // marker at its next open (unless index files are there, below).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => out
+            .problems
+            .push(EventsError::io(&dir.join(MARKER), "reading")(e).to_string()),
+    }
     let mut ranges = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(EventsError::io(dir, "listing"))? {
         let entry = entry.map_err(EventsError::io(dir, "listing"))?;
@@ -56,7 +65,16 @@ pub fn describe(dir: &Path) -> EventsResult<Option<DirSummary>> {
             out.leftovers += 1;
         } else if let Some(r) = parse_name(&name) {
             ranges.push(r);
+        } else if name != MARKER {
+            out.problems.push(format!(
+                "{name:?} is not an events file: the daemon refuses the index (getEvents is off) until it is moved out"
+            ));
         }
+    }
+    if out.file_ledgers == 0 && !ranges.is_empty() && out.problems.is_empty() {
+        out.problems.push(format!(
+            "index files but no {MARKER} marker: the daemon refuses the index (getEvents is off)"
+        ));
     }
     // Widest first at each start, so a covered file follows its cover.
     ranges.sort_unstable_by_key(|&(a, b)| (a, std::cmp::Reverse(b)));

@@ -82,6 +82,17 @@ pub enum EventsError {
 pub type EventsResult<T> = Result<T, EventsError>;
 
 impl EventsError {
+    /// Whether the error says an index file is damaged: it does not decode
+    /// where a query read it, or it lists an event its ledger does not
+    /// hold. The file is then dropped and rebuilt.
+    pub(crate) fn means_damage(&self) -> bool {
+        matches!(
+            self,
+            EventsError::Query(ledgerstore_event_index::EventIndexError::Corrupt(_))
+                | EventsError::MissingEvent { .. }
+        )
+    }
+
     /// Wraps an I/O error with the path and the action.
     pub(crate) fn io(
         path: &Path,

@@ -197,10 +197,25 @@ impl EventStore {
             cond: Condvar::new(),
             stop: AtomicBool::new(false),
         });
+        let mut builder = build::Builder::new(&shared);
+        // A restart of an index that had caught up (files and a tail): the
+        // tail, and a window that closed meanwhile, are rebuilt before the
+        // index answers, so `indexed_through` never goes back behind what
+        // was served before the restart. A longer gap (a dir indexed from
+        // scratch) is left to the thread.
+        let caught_up = match (shared.reader.last_ledger(), shared.snapshot().files_end()) {
+            (Some(mark), Some(end)) => {
+                mark.saturating_sub(end) < cfg.file_ledgers.saturating_mul(2)
+            }
+            _ => false,
+        };
+        if caught_up && let Err(e) = builder.round(&shared) {
+            tracing::warn!(dir = %dir.display(), error = %e, "events: the first round failed; the builder retries");
+        }
         let s = shared.clone();
         let thread = std::thread::Builder::new()
             .name("events-builder".into())
-            .spawn(move || build::run(s))
+            .spawn(move || build::run(s, builder))
             .map_err(EventsError::io(dir, "starting the builder thread of"))?;
         Ok(EventStore {
             shared,

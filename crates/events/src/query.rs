@@ -5,6 +5,7 @@
 //! the page's limits.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use ledgerstore_db_api::TxHash;
@@ -16,6 +17,7 @@ use ledgerstore_stellar::events::{
 use ledgerstore_stellar::walk::walk;
 
 use crate::error::{EventsError, EventsResult};
+use crate::files::IndexFile;
 use crate::state::Shared;
 
 /// Rounds of intersection per step between deadline checks.
@@ -134,22 +136,32 @@ pub(crate) fn query(
     if from.ledger >= end {
         return Ok(page.finish(None, end.max(from.ledger)));
     }
-    let mut parts: Vec<(&EventIndex, EventId)> = snap
+    let mut parts: Vec<(&EventIndex, EventId, Option<&Arc<IndexFile>>)> = snap
         .files
         .values()
         .filter(|f| f.last >= from.ledger && f.first < end)
-        .map(|f| (&f.idx, from))
+        .map(|f| (&f.idx, from, Some(f)))
         .collect();
     if let Some(t) = snap.tail.as_ref().filter(|t| t.last >= from.ledger) {
-        parts.push((&t.idx, from.max(start_of(snap.tail_from()))));
+        parts.push((&t.idx, from.max(start_of(snap.tail_from())), None));
     }
     let mut q = q.clone();
     q.end = Some(start_of(end));
-    for (idx, start) in parts {
+    for (idx, start, file) in parts {
         q.start = start;
-        let m = idx.matches(&q).map_err(EventsError::Query)?;
-        if let Some((resume, stop)) = page.scan(idx, m)? {
-            return Ok(page.finish(Some((resume, stop)), resume.ledger));
+        let scanned = idx
+            .matches(&q)
+            .map_err(EventsError::Query)
+            .and_then(|m| page.scan(idx, m));
+        match scanned {
+            Ok(Some((resume, stop))) => return Ok(page.finish(Some((resume, stop)), resume.ledger)),
+            Ok(None) => {}
+            Err(e) => {
+                if let Some(f) = file.filter(|_| e.means_damage()) {
+                    crate::build::drop_damaged(shared, f, &e);
+                }
+                return Err(e);
+            }
         }
     }
     Ok(page.finish(None, end))

@@ -226,5 +226,6 @@ async fn sigkill_while_indexing_events_leaves_an_index_that_answers_as_the_oracl
     assert_eq!(e["covered"][0][0], FIRST, "{e}");
     assert!(e["files"].as_u64().is_some_and(|n| n >= 1), "{e}");
     assert_eq!(e["damaged"], json!([]), "{e}");
+    assert_eq!(e["problems"], json!([]), "{e}");
     assert_eq!(e["file_ledgers"], 2, "{e}");
 }

@@ -74,6 +74,7 @@ fn render_events(e: Option<&ledgerstore_events::DirSummary>, mark: Option<u32>) 
         .map(|(name, why)| {
             format!("    damaged {name}: {why} (the daemon rebuilds it at its next open)\n")
         })
+        .chain(e.problems.iter().map(|p| format!("    problem: {p}\n")))
         .collect::<String>()
 }
 

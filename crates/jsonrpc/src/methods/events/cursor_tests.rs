@@ -7,7 +7,7 @@ fn page(resume: Option<EventId>) -> Page {
     Page {
         events: Vec::new(),
         resume,
-        scanned_to: 0,
+        scanned_to: 100,
         stopped_by: None,
     }
 }

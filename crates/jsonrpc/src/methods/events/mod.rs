@@ -134,9 +134,13 @@ fn cursor(
         return Some(l.to_string());
     }
     let Some(resume) = page.resume else {
+        // The window's end, or less if the index covered less when the
+        // page was read (a file dropped meanwhile): never past a ledger
+        // not scanned.
+        let end = end.min(page.scanned_to.max(start.ledger));
         return Some(
             EventId {
-                ledger: end - 1,
+                ledger: end.saturating_sub(1),
                 tx: TX_MASK,
                 op: OP_MASK,
                 index: u32::MAX,

@@ -151,9 +151,11 @@ impl FilterIn {
     /// `EventFilter.Valid`, then the filter as the index takes it.
     fn check(self) -> Result<Filter, String> {
         let mut types = Vec::new();
-        for t in self.kind.as_deref().unwrap_or("").split(',') {
+        let kinds = self.kind.as_deref().unwrap_or("");
+        // Go's EventTypeSet: "" is no type; otherwise every part split on
+        // ',' must be a type (so "contract," is refused).
+        for t in kinds.split(',').filter(|_| !kinds.is_empty()) {
             let t = match t {
-                "" => continue,
                 "system" => EventType::System,
                 "contract" => EventType::Contract,
                 _ => {
@@ -202,7 +204,9 @@ impl FilterIn {
 fn topic(segments: Vec<String>) -> Result<TopicPattern, String> {
     let rest = segments.last().is_some_and(|s| s == "**");
     let body = &segments[..segments.len() - usize::from(rest)];
-    if body.is_empty() {
+    // go-stellar-sdk counts a trailing "**" as a segment here: ["**"]
+    // (any topics at all) is valid.
+    if segments.is_empty() {
         return Err("topic must have at least one segment".into());
     }
     if body.len() > MAX_SEGMENTS {
@@ -225,7 +229,7 @@ fn topic(segments: Vec<String>) -> Result<TopicPattern, String> {
 fn segment(s: &str) -> Result<Segment, String> {
     match s {
         "*" => return Ok(Segment::Any),
-        "**" => return Err("'**' is only allowed as the last segment".into()),
+        "**" => return Err("wildcard '**' is only allowed as the last segment".into()),
         _ => {}
     }
     if s.len() > MAX_SEGMENT_BYTES / 3 * 4 + 4 {

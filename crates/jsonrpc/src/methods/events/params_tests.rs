@@ -124,8 +124,12 @@ fn every_refusal_has_stellar_rpcs_words() {
             "filter 1 invalid: maximum 5 topics per filter",
         ),
         (
-            json!({"startLedger": 1, "filters": [{"topics": [["**"]]}]}),
-            "filter 1 invalid: topic 1 invalid: topic must have at least one segment",
+            json!({"startLedger": 1, "filters": [{"type": "contract,"}]}),
+            "filter 1 invalid: filter type invalid: if set, type must be either 'system' or 'contract'",
+        ),
+        (
+            json!({"startLedger": 1, "filters": [{"type": ","}]}),
+            "filter 1 invalid: filter type invalid: if set, type must be either 'system' or 'contract'",
         ),
         (
             json!({"startLedger": 1, "filters": [{"topics": [[]]}]}),
@@ -137,7 +141,7 @@ fn every_refusal_has_stellar_rpcs_words() {
         ),
         (
             json!({"startLedger": 1, "filters": [{"topics": [["**", transfer]]}]}),
-            "filter 1 invalid: topic 1 invalid: segment 1 invalid: '**' is only allowed as the last segment",
+            "filter 1 invalid: topic 1 invalid: segment 1 invalid: wildcard '**' is only allowed as the last segment",
         ),
     ];
     for (req, want) in cases {
@@ -157,6 +161,15 @@ fn every_refusal_has_stellar_rpcs_words() {
         m.contains("expected base64, json for optional 'xdrFormat'"),
         "{m}"
     );
+}
+
+#[test]
+fn a_lone_double_star_matches_any_topics() {
+    // go-stellar-sdk's TopicFilter.Valid counts the trailing "**".
+    let r = check(json!({"startLedger": 1, "filters": [{"topics": [["**"]]}]})).expect("valid");
+    let p = &r.filters[0].topics[0];
+    assert!(p.matches(&[]));
+    assert!(p.matches(&[b"a", b"b", b"c", b"d", b"e"]));
 }
 
 #[test]

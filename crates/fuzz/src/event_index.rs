@@ -321,11 +321,15 @@ fn check_hits(idx: &EventIndex, hits: &[Hit], from: Option<u32>, to: Option<u32>
             to.is_none_or(|t| h.ordinal < t),
             "a hit at or after the end"
         );
-        assert_eq!(
-            idx.id_of(h.ordinal).ok(),
-            Some(h.id),
-            "a hit's id is not its ordinal's"
-        );
+        // A page's ids are resolved by galloping from the previous hit's
+        // ledger, `id_of` by a binary search over the whole table: on a
+        // damaged table the search can meet the damage where the gallop
+        // does not (it refuses, Corrupt), but where both answer they agree.
+        // A reader that serves a hit reads its event from the store by id,
+        // so a wrong id is caught there (and the file dropped).
+        if let Ok(id) = idx.id_of(h.ordinal) {
+            assert_eq!(id, h.id, "a hit's id is not its ordinal's");
+        }
     }
 }
 

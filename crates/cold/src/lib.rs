@@ -15,6 +15,8 @@
 mod batch_tests;
 mod cache;
 mod error;
+#[cfg(test)]
+mod events_tests;
 pub mod failpoint;
 #[cfg(test)]
 mod faulty;
@@ -29,7 +31,7 @@ mod tiered;
 
 pub use cache::{CacheFigures, DiskCache};
 pub use error::{ColdError, ColdResult};
-pub use publish::{PublishReport, publish};
+pub use publish::{LocalEventFile, LocalEvents, PublishReport, publish, publish_with};
 pub use remote::Remote;
 pub use replica::Replica;
 pub use tiered::{Tiered, evict};

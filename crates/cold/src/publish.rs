@@ -9,13 +9,21 @@
 //! step leaves the previous manifest whole and valid, and the next round
 //! redoes what is missing (an object already there with the same size is
 //! not uploaded again).
+//!
+//! With the writer's event index ([`publish_with`]), a round also lists
+//! its files that lie wholly inside the published range (uploading the
+//! new ones), so replicas answer getEvents without indexing the history
+//! again; they index the ledgers past the last listed file from the
+//! packs.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ledgerstore_pack::manifest::{dict_key, pack_key, segment_key};
-use ledgerstore_pack::{DictRef, Manifest, Object, PackRef, PackWriter, SegmentRef};
+use ledgerstore_pack::manifest::{dict_key, events_key, pack_key, segment_key};
+use ledgerstore_pack::{
+    DictRef, EventsGeometry, EventsRef, Manifest, Object, PackRef, PackWriter, SegmentRef,
+};
 use ledgerstore_store::{ClosedRanges, Ledgerstore};
 
 use crate::error::{ColdError, ColdResult};
@@ -41,12 +49,46 @@ pub struct PublishReport {
     pub took: Duration,
 }
 
+/// The writer's contract-event index, to publish beside the packs.
+#[derive(Debug, Clone)]
+pub struct LocalEvents {
+    /// Its window geometry (its marker's).
+    pub geometry: EventsGeometry,
+    /// Its files, oldest first, disjoint.
+    pub files: Vec<LocalEventFile>,
+}
+
+/// One file of [`LocalEvents`].
+#[derive(Debug, Clone)]
+pub struct LocalEventFile {
+    /// First ledger.
+    pub first: u32,
+    /// Last ledger.
+    pub last: u32,
+    /// Events it indexes.
+    pub events: u64,
+    /// Where it is.
+    pub path: PathBuf,
+}
+
 /// Publishes what `store` has closed and `remote` lacks. `work` is a
-/// directory for packs being written (emptied first).
+/// directory for packs being written (emptied first). Event files the
+/// previous manifest lists stay listed.
 pub async fn publish(
     store: Arc<Ledgerstore>,
     remote: &Remote,
     work: &Path,
+) -> ColdResult<PublishReport> {
+    publish_with(store, remote, work, None).await
+}
+
+/// [`publish`], listing `events`' files that lie inside the published
+/// range (or keeping the previous manifest's list when it covers more).
+pub async fn publish_with(
+    store: Arc<Ledgerstore>,
+    remote: &Remote,
+    work: &Path,
+    events: Option<LocalEvents>,
 ) -> ColdResult<PublishReport> {
     let t = Instant::now();
     let s = Arc::clone(&store);
@@ -79,7 +121,16 @@ pub async fn publish(
             )));
         }
     }
-    if prev.as_ref().is_some_and(|m| m.mark >= last) {
+    let events_grow = |m: &Manifest| {
+        events
+            .as_ref()
+            .and_then(|l| run_end(l, m.first, m.mark))
+            .is_some_and(|end| Some(end) > m.events_through())
+    };
+    if prev
+        .as_ref()
+        .is_some_and(|m| m.mark >= last && !events_grow(m))
+    {
         report.took = t.elapsed();
         return Ok(report);
     }
@@ -176,6 +227,8 @@ pub async fn publish(
 
     dicts.sort_by_key(|d| d.version);
     let first = packs.first().map_or(0, |p| p.first);
+    let (events_geometry, events) =
+        publish_events(prev.as_ref(), events, first, last, remote, &mut report).await?;
     let s = Arc::clone(&store);
     let mark_record_sha256 = blocking(move || {
         let (bytes, _) = s
@@ -198,6 +251,8 @@ pub async fn publish(
         packs,
         segments,
         dicts,
+        events_geometry,
+        events,
     };
     manifest
         .validate()
@@ -211,6 +266,119 @@ pub async fn publish(
     report.mark = Some(last);
     report.took = t.elapsed();
     Ok(report)
+}
+
+/// Where the run of `local`'s files from `first` ends, at or below
+/// `mark`.
+fn run_end(local: &LocalEvents, first: u32, mark: u32) -> Option<u32> {
+    let mut end: Option<u32> = None;
+    for f in local
+        .files
+        .iter()
+        .filter(|f| f.first >= first && f.last <= mark)
+    {
+        if end.map_or(first, |e| e.saturating_add(1)) != f.first {
+            break;
+        }
+        end = Some(f.last);
+    }
+    end
+}
+
+/// The event files the new manifest lists: the writer's files inside
+/// `first..=mark`, the contiguous run from the lowest (uploading the new
+/// ones; a file merged away meanwhile ends the run), unless the previous
+/// manifest's list reaches further (a writer rebuilding its index keeps
+/// publishing what replicas have).
+async fn publish_events(
+    prev: Option<&Manifest>,
+    local: Option<LocalEvents>,
+    first: u32,
+    mark: u32,
+    remote: &Remote,
+    report: &mut PublishReport,
+) -> ColdResult<(Option<EventsGeometry>, Vec<EventsRef>)> {
+    let inherited = prev
+        .filter(|m| m.mark <= mark && m.first == first)
+        .map(|m| (m.events_geometry, m.events.clone()))
+        .unwrap_or_default();
+    let Some(local) = local else {
+        return Ok(inherited);
+    };
+    let same_geometry = inherited.0.is_none_or(|g| g == local.geometry);
+    let mut run: Vec<EventsRef> = Vec::new();
+    let mut next: Option<u32> = None;
+    for f in local
+        .files
+        .iter()
+        .filter(|f| f.first >= first && f.last <= mark)
+    {
+        // The run starts at the first published ledger (replicas index
+        // with the same windows only from the same origin).
+        if next.unwrap_or(first) != f.first {
+            break;
+        }
+        let reuse = inherited
+            .1
+            .iter()
+            .find(|r| same_geometry && (r.first, r.last) == (f.first, f.last));
+        if let Some(r) = reuse {
+            run.push(r.clone());
+        } else {
+            let p = f.path.clone();
+            let hashed = blocking(move || {
+                // Its own checks first (sections, SHA-256 trailer): damaged
+                // bytes are never published under a matching object hash.
+                let damage = ledgerstore_event_index::EventIndex::open(&p)
+                    .and_then(|idx| idx.verify())
+                    .err();
+                let size = std::fs::metadata(&p)
+                    .map_err(ColdError::io(format!("stat {}", p.display())))?
+                    .len();
+                Ok((damage, ledgerstore_pack::sha256_file(&p)?, size))
+            })
+            .await;
+            let (sha, size) = match hashed {
+                Ok((None, sha, size)) => (sha, size),
+                Ok((Some(damage), ..)) => {
+                    // The writer's scrub finds it too and rebuilds it; the
+                    // list ends before it meanwhile.
+                    tracing::warn!(file = %f.path.display(), error = %damage, "a damaged event file is not published");
+                    break;
+                }
+                Err(e) if !f.path.exists() => {
+                    // Merged into a wider file since it was listed: the
+                    // next round lists that one.
+                    tracing::debug!(file = %f.path.display(), error = %e, "an event file went away while publishing");
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
+            let key = events_key(f.first, f.last, &sha);
+            if let Err(e) = upload(remote, &key, &f.path, size, report).await {
+                if f.path.exists() {
+                    return Err(e);
+                }
+                break;
+            }
+            run.push(EventsRef {
+                first: f.first,
+                last: f.last,
+                events: f.events,
+                object: Object {
+                    key,
+                    size,
+                    sha256: sha,
+                },
+            });
+        }
+        next = f.last.checked_add(1);
+    }
+    let end = |l: &[EventsRef]| l.last().map(|e| e.last);
+    if run.is_empty() || (same_geometry && end(&run) < end(&inherited.1)) {
+        return Ok(inherited);
+    }
+    Ok((Some(local.geometry), run))
 }
 
 /// Every dictionary version the previous manifest lists must have the

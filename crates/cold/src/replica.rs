@@ -137,6 +137,19 @@ impl Replica {
         self.remote.location()
     }
 
+    /// Streams a published object whole into `dest`, checking the size
+    /// and SHA-256 its manifest records (event files, which the replica's
+    /// event index adopts; see [`Remote::download`]).
+    pub async fn download(
+        &self,
+        key: &str,
+        size: u64,
+        sha256: &str,
+        dest: &std::path::Path,
+    ) -> ColdResult<()> {
+        self.remote.download(key, size, sha256, dest).await
+    }
+
     /// The manifest served now.
     pub fn manifest(&self) -> Option<Manifest> {
         self.view().manifest.clone()

@@ -17,7 +17,7 @@ use object_store::local::LocalFileSystem;
 
 use crate::{ColdError, DiskCache, Remote, Replica, publish};
 
-fn open(dir: &Path) -> Arc<Ledgerstore> {
+pub(crate) fn open(dir: &Path) -> Arc<Ledgerstore> {
     let opts = StoreOptions {
         layout: Some(Layout::Indexed),
         indexed: IndexedOptions {
@@ -37,7 +37,7 @@ fn open(dir: &Path) -> Arc<Ledgerstore> {
     Arc::new(Ledgerstore::open(dir, opts, &Backends::for_tests()).expect("open store"))
 }
 
-fn ingest(store: &Ledgerstore, s: &Synth, first: u32, last: u32) {
+pub(crate) fn ingest(store: &Ledgerstore, s: &Synth, first: u32, last: u32) {
     for seq in (first..=last).step_by(5) {
         let n = 5.min(last - seq + 1);
         store
@@ -47,12 +47,12 @@ fn ingest(store: &Ledgerstore, s: &Synth, first: u32, last: u32) {
     store.wait_for_segments().expect("segments");
 }
 
-fn remote(dir: &Path) -> Arc<Remote> {
+pub(crate) fn remote(dir: &Path) -> Arc<Remote> {
     let fs = LocalFileSystem::new_with_prefix(dir).expect("local store");
     Arc::new(Remote::new(Arc::new(fs), dir.display().to_string()))
 }
 
-fn replica(
+pub(crate) fn replica(
     rt: &tokio::runtime::Runtime,
     r: &Arc<Remote>,
     cache: &Path,

@@ -50,6 +50,12 @@ pub struct ReplicaConfig {
     pub cache_mb: u64,
     /// Time between looks for a newer manifest, ms.
     pub poll_ms: u64,
+    /// The replica's contract-event index for getEvents (with
+    /// `[events] enabled`): the writer's published event files, fetched
+    /// whole, and the files it builds from the packs past them. Kept
+    /// across restarts (not a cache: it holds every published file, ~10
+    /// bytes an event).
+    pub events_dir: PathBuf,
 }
 
 impl Default for ReplicaConfig {
@@ -59,6 +65,7 @@ impl Default for ReplicaConfig {
             cache_dir: PathBuf::from("./ledgerstore-replica-cache"),
             cache_mb: 10_240,
             poll_ms: 5_000,
+            events_dir: PathBuf::from("./ledgerstore-replica-events"),
         }
     }
 }
@@ -93,6 +100,19 @@ impl ReplicaConfig {
         }
         if !self.store.is_empty() && self.cache_dir.as_os_str().is_empty() {
             return Err(invalid("replica.cache_dir", "\"\"", "a directory"));
+        }
+        if !self.store.is_empty() && self.events_dir.as_os_str().is_empty() {
+            return Err(invalid("replica.events_dir", "\"\"", "a directory"));
+        }
+        if !self.store.is_empty()
+            && (self.events_dir.starts_with(&self.cache_dir)
+                || self.cache_dir.starts_with(&self.events_dir))
+        {
+            return Err(invalid(
+                "replica.events_dir",
+                self.events_dir.display(),
+                "a directory apart from replica.cache_dir (the cache is emptied at every start)",
+            ));
         }
         Ok(())
     }

@@ -75,6 +75,19 @@ fn bad_values_name_the_key_and_the_expected_range() {
         "a passphrase is a network"
     );
 
+    std::fs::write(
+        &file,
+        "[replica]\nstore = \"s3://b/p\"\ncache_dir = \"/srv/r\"\nevents_dir = \"/srv/r/events\"\n",
+    )
+    .expect("write");
+    let e = Config::load(Some(&file), &[])
+        .expect_err("events inside the cache")
+        .to_string();
+    assert!(
+        e.contains("replica.events_dir = /srv/r/events: a directory apart from replica.cache_dir"),
+        "{e}"
+    );
+
     let e = Config::load(Some(&dir.path().join("missing.toml")), &[]).expect_err("missing");
     assert!(e.to_string().contains("an existing TOML file"), "{e}");
 

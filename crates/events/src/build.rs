@@ -155,12 +155,19 @@ impl Builder {
             return Ok(());
         };
         self.merges(shared)?;
-        while let Some((ws, we)) = missing_window(shared, store_first, mark) {
+        loop {
             if shared.stopping() {
                 return Ok(());
             }
+            // Under the work lock from the choice to the swap: an adopted
+            // file cannot land in the window meanwhile.
+            let work = shared.work();
+            let Some((ws, we)) = missing_window(shared, store_first, mark) else {
+                break;
+            };
             shared.status().building = true;
             self.build_window(shared, ws, we)?;
+            drop(work);
             self.merges(shared)?;
         }
         self.update_tail(shared, store_first, mark)?;
@@ -195,6 +202,7 @@ impl Builder {
         let file = IndexFile::open(shared.dir.join(&name), ws, we)?;
         tracing::debug!(file = %name, events = file.idx.events(), "events: built");
         shared.update(|s| s.files.insert(ws, file));
+        shared.status().built += 1;
         self.cache.retain(|&seq, _| seq > we);
         Ok(())
     }
@@ -203,10 +211,14 @@ impl Builder {
     fn merges(&mut self, shared: &Shared) -> EventsResult<()> {
         let mut k = 1;
         while shared.geo.size(k).is_some() {
-            while let Some(group) = complete_group(shared, k) {
+            loop {
                 if shared.stopping() {
                     return Ok(());
                 }
+                let _work = shared.work();
+                let Some(group) = complete_group(shared, k) else {
+                    break;
+                };
                 shared.status().building = true;
                 merge_group(shared, &group)?;
             }
@@ -265,21 +277,31 @@ impl Builder {
 }
 
 /// The first level-0 window at or above the store's first ledger, wholly
-/// at or below the mark, that no file covers; clipped at the store's
-/// first ledger and the index's origin.
+/// at or below the mark, that no file and no expected range covers;
+/// clipped at the store's first ledger and the index's origin.
 fn missing_window(shared: &Shared, store_first: u32, mark: u32) -> Option<(u32, u32)> {
     let snap = shared.snapshot();
+    let expected = shared.expected();
     let origin = snap.lowest().map_or(store_first, |f| f.min(store_first));
     let mut seq = store_first;
-    for f in snap.files.values() {
-        if f.last < seq {
-            continue;
+    let covered = snap
+        .files
+        .values()
+        .map(|f| (f.first, f.last))
+        .chain(expected.iter().copied());
+    // Ranges that cover `seq` push it past their end, in as many passes
+    // as they chain (files are sorted; expected ranges may interleave).
+    let ranges: Vec<(u32, u32)> = covered.collect();
+    loop {
+        let before = seq;
+        for &(first, last) in &ranges {
+            if first <= seq && last >= seq {
+                seq = last.checked_add(1)?;
+            }
         }
-        if f.first <= seq {
-            seq = f.last.checked_add(1)?;
-            continue;
+        if seq == before {
+            break;
         }
-        break;
     }
     if seq > mark {
         return None;

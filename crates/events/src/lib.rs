@@ -69,6 +69,9 @@
 //!   networks: a synthetic ledger never indexes.
 //! - The store's first ledger is assumed never to decrease.
 
+mod adopt;
+#[cfg(test)]
+mod adopt_tests;
 mod build;
 mod config;
 mod describe;
@@ -89,6 +92,7 @@ use ledgerstore_event_index::Query;
 use ledgerstore_stellar::events::EventId;
 use ledgerstore_store::Reader;
 
+pub use adopt::{FileInfo, local_files};
 pub use config::{EventsConfig, FAN_OUT_MAX, FILE_LEDGERS_MAX, MARKER};
 pub use describe::{DirSummary, describe};
 pub use error::{EventsError, EventsResult};
@@ -125,6 +129,10 @@ pub struct EventStats {
     pub building: bool,
     /// Why the builder's latest round failed (it retries).
     pub last_error: Option<String>,
+    /// Level-0 files built from the stored ledgers since open.
+    pub built_files: u64,
+    /// Published files adopted since open (a replica's fetched files).
+    pub adopted_files: u64,
     /// Per level, lowest first.
     pub levels: Vec<LevelStats>,
     /// The settings in force (the marker's geometry).
@@ -159,6 +167,19 @@ impl EventStore {
     /// starts the builder thread. Deletes temporary files and files a
     /// merged file covers; refuses foreign names.
     pub fn open(dir: &Path, reader: Arc<dyn Reader>, cfg: EventsConfig) -> EventsResult<Self> {
+        Self::open_expecting(dir, reader, cfg, Vec::new())
+    }
+
+    /// [`open`](Self::open), with ranges whose files are on their way
+    /// ([`expect`](Self::expect)) known before the builder's first round:
+    /// a replica opens with the ranges its manifest lists, so its
+    /// builder never indexes them from the packs meanwhile.
+    pub fn open_expecting(
+        dir: &Path,
+        reader: Arc<dyn Reader>,
+        cfg: EventsConfig,
+        expected: Vec<(u32, u32)>,
+    ) -> EventsResult<Self> {
         cfg.validate()?;
         std::fs::create_dir_all(dir).map_err(EventsError::io(dir, "creating"))?;
         let pre = files::scan(dir, None)?;
@@ -196,6 +217,8 @@ impl EventStore {
             status: Mutex::new(Status::default()),
             cond: Condvar::new(),
             stop: AtomicBool::new(false),
+            work: Mutex::new(()),
+            expected: Mutex::new(expected),
         });
         let mut builder = build::Builder::new(&shared);
         // A restart of an index that had caught up (files and a tail): the
@@ -278,9 +301,9 @@ impl EventStore {
     /// Figures.
     pub fn stats(&self) -> EventStats {
         let snap = self.shared.snapshot();
-        let (building, last_error) = {
+        let (building, last_error, built_files, adopted_files) = {
             let st = self.shared.status();
-            (st.building, st.last_error.clone())
+            (st.building, st.last_error.clone(), st.built, st.adopted)
         };
         let mut levels: Vec<LevelStats> = Vec::new();
         for f in snap.files.values() {
@@ -307,6 +330,8 @@ impl EventStore {
             indexed_through: self.indexed_through(),
             building,
             last_error,
+            built_files,
+            adopted_files,
             levels,
             config: self.shared.cfg,
         }

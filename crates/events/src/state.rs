@@ -83,6 +83,10 @@ pub(crate) struct Status {
     pub(crate) last_error: Option<String>,
     /// Rounds finished (waiters watch it).
     pub(crate) rounds: u64,
+    /// Level-0 files built from the store since open.
+    pub(crate) built: u64,
+    /// Files adopted since open ([`EventStore::adopt`](crate::EventStore::adopt)).
+    pub(crate) adopted: u64,
 }
 
 pub(crate) struct Shared {
@@ -94,6 +98,12 @@ pub(crate) struct Shared {
     pub(crate) status: Mutex<Status>,
     pub(crate) cond: Condvar,
     pub(crate) stop: AtomicBool,
+    /// Held while a file is built, merged or adopted, so the files change
+    /// one way at a time.
+    pub(crate) work: Mutex<()>,
+    /// Ranges whose files are on their way
+    /// ([`EventStore::expect`](crate::EventStore::expect)): not built here.
+    pub(crate) expected: Mutex<Vec<(u32, u32)>>,
 }
 
 impl Shared {
@@ -104,6 +114,17 @@ impl Shared {
     pub(crate) fn update<T>(&self, f: impl FnOnce(&mut Snapshot) -> T) -> T {
         let mut s = self.index.write().unwrap_or_else(|p| p.into_inner());
         f(&mut s)
+    }
+
+    pub(crate) fn work(&self) -> MutexGuard<'_, ()> {
+        self.work.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn expected(&self) -> Vec<(u32, u32)> {
+        self.expected
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub(crate) fn status(&self) -> MutexGuard<'_, Status> {

@@ -21,9 +21,9 @@ use sha2::{Digest, Sha256};
 
 use crate::{EventStore, EventsConfig, Page, PageLimits, ServedEvent, Stop};
 
-const FIRST: u32 = 63_092_982;
-const LAST: u32 = 63_093_001;
-const WAIT: Duration = Duration::from_secs(120);
+pub(crate) const FIRST: u32 = 63_092_982;
+pub(crate) const LAST: u32 = 63_093_001;
+pub(crate) const WAIT: Duration = Duration::from_secs(120);
 
 fn testdata(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -31,7 +31,7 @@ fn testdata(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn pubnet_ledgers() -> Vec<LedgerInput> {
+pub(crate) fn pubnet_ledgers() -> Vec<LedgerInput> {
     let name = "FC3D4709--63092982-63093001.xdr.zst";
     let bytes = std::fs::read(testdata(name)).expect("fixture");
     let net = Network::parse("pubnet").expect("network");
@@ -45,7 +45,7 @@ fn oracle_events() -> Vec<serde_json::Value> {
     v["events"].as_array().expect("events").clone()
 }
 
-fn cfg() -> EventsConfig {
+pub(crate) fn cfg() -> EventsConfig {
     EventsConfig {
         file_ledgers: 4,
         fan_out: 2,
@@ -54,14 +54,14 @@ fn cfg() -> EventsConfig {
     }
 }
 
-struct Fixture {
+pub(crate) struct Fixture {
     _tmp: tempfile::TempDir,
-    store: Arc<Ledgerstore>,
-    events_dir: PathBuf,
+    pub(crate) store: Arc<Ledgerstore>,
+    pub(crate) events_dir: PathBuf,
 }
 
 /// A real store holding `ledgers`.
-fn store_with(ledgers: &[LedgerInput]) -> Fixture {
+pub(crate) fn store_with(ledgers: &[LedgerInput]) -> Fixture {
     let tmp = tempfile::tempdir().expect("tempdir");
     let store = Ledgerstore::open(
         &tmp.path().join("data"),
@@ -80,18 +80,18 @@ fn store_with(ledgers: &[LedgerInput]) -> Fixture {
     }
 }
 
-fn open(f: &Fixture, cfg: EventsConfig) -> EventStore {
+pub(crate) fn open(f: &Fixture, cfg: EventsConfig) -> EventStore {
     let reader: Arc<dyn Reader> = f.store.clone();
     EventStore::open(&f.events_dir, reader, cfg).expect("open events")
 }
 
-fn open_built(f: &Fixture) -> EventStore {
+pub(crate) fn open_built(f: &Fixture) -> EventStore {
     let ev = open(f, cfg());
     assert!(ev.wait_indexed_through(LAST, WAIT), "{:?}", ev.stats());
     ev
 }
 
-fn limits(events: usize, bytes: usize) -> PageLimits {
+pub(crate) fn limits(events: usize, bytes: usize) -> PageLimits {
     PageLimits {
         events,
         bytes,
@@ -99,7 +99,7 @@ fn limits(events: usize, bytes: usize) -> PageLimits {
     }
 }
 
-fn start(ledger: u32) -> EventId {
+pub(crate) fn start(ledger: u32) -> EventId {
     EventId {
         ledger,
         tx: 0,
@@ -108,12 +108,16 @@ fn start(ledger: u32) -> EventId {
     }
 }
 
-fn all_query(filters: Vec<Filter>) -> Query {
+pub(crate) fn all_query(filters: Vec<Filter>) -> Query {
     Query::from_ledger(filters, FIRST)
 }
 
 /// Every page of `q` from `FIRST` to the end, resuming where each stops.
-fn drain(ev: &EventStore, q: &Query, lim: impl Fn() -> PageLimits) -> (Vec<ServedEvent>, usize) {
+pub(crate) fn drain(
+    ev: &EventStore,
+    q: &Query,
+    lim: impl Fn() -> PageLimits,
+) -> (Vec<ServedEvent>, usize) {
     let mut out = Vec::new();
     let mut from = start(FIRST);
     let mut pages = 0;

@@ -12,7 +12,9 @@ use ledgerstore_db_api::{
     TxRecordRef, split,
 };
 use ledgerstore_event_index::EventIndexBuilder;
-use ledgerstore_pack::{DictRef, Manifest, Object, PackRef, PackWriter, SegmentRef};
+use ledgerstore_pack::{
+    DictRef, EventsGeometry, EventsRef, Manifest, Object, PackRef, PackWriter, SegmentRef,
+};
 use ledgerstore_segment::{SegmentBuilder, hashes};
 use ledgerstore_stellar::events::{
     Events, LedgerCounts, OwnedEvent, Stage, TxContext, ledger_events, tx_events,
@@ -323,6 +325,16 @@ fn pack() -> FuzzResult<Vec<Seed>> {
         dicts: vec![DictRef {
             version: 1,
             object: object("dicts/1"),
+        }],
+        events_geometry: Some(EventsGeometry {
+            file_ledgers: 64,
+            fan_out: 16,
+        }),
+        events: vec![EventsRef {
+            first: 2,
+            last: 127,
+            events: 40,
+            object: object("events/a"),
         }],
     };
     let mut bytes = vec![1u8];

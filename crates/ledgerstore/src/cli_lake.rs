@@ -130,4 +130,8 @@ pub struct ColdFlags {
     /// [replica] poll_ms: time between looks for a newer manifest.
     #[arg(long = "replica.poll-ms", value_name = "MS")]
     pub replica_poll_ms: Option<i64>,
+    /// [replica] events_dir: the replica's event index for getEvents
+    /// (published files fetched whole; kept across restarts).
+    #[arg(long = "replica.events-dir", value_name = "DIR")]
+    pub replica_events_dir: Option<std::path::PathBuf>,
 }

@@ -146,6 +146,12 @@ fn cold_overrides(c: &ColdFlags, o: &mut Overrides) {
     push(o, "replica.cache_dir", c.replica_cache_dir.as_deref(), path);
     push(o, "replica.cache_mb", c.replica_cache_mb.as_ref(), int);
     push(o, "replica.poll_ms", c.replica_poll_ms.as_ref(), int);
+    push(
+        o,
+        "replica.events_dir",
+        c.replica_events_dir.as_deref(),
+        path,
+    );
 }
 
 /// The daemon's effective config.

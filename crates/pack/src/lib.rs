@@ -11,4 +11,4 @@ mod tests;
 
 pub use error::{PackError, PackResult};
 pub use format::{Entry, Header, LedgerEntry, PackInfo, PackWriter, sha256, sha256_file};
-pub use manifest::{DictRef, Manifest, Object, PackRef, SegmentRef};
+pub use manifest::{DictRef, EventsGeometry, EventsRef, Manifest, Object, PackRef, SegmentRef};

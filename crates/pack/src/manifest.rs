@@ -42,6 +42,11 @@ pub fn segment_key(first: u32, last: u32, sha256: &str) -> String {
     format!("segments/{first:010}-{last:010}-{}.idx", short(sha256))
 }
 
+/// The key of a contract-event index file.
+pub fn events_key(first: u32, last: u32, sha256: &str) -> String {
+    format!("events/{first:010}-{last:010}-{}.idx", short(sha256))
+}
+
 /// The key of a dictionary.
 pub fn dict_key(version: u32, sha256: &str) -> String {
     format!("dicts/{version:010}-{}.dict", short(sha256))
@@ -88,6 +93,33 @@ pub struct SegmentRef {
     pub object: Object,
 }
 
+/// A published contract-event index file (`ledgerstore-events`): a
+/// window of the writer's event index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventsRef {
+    /// First ledger.
+    pub first: u32,
+    /// Last ledger.
+    pub last: u32,
+    /// Events it indexes.
+    pub events: u64,
+    /// The object.
+    #[serde(flatten)]
+    pub object: Object,
+}
+
+/// The window geometry of the published event index (the writer's
+/// events marker): replicas index the ledgers past its files with the
+/// same windows, so the files they build and the ones they fetch tile
+/// alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventsGeometry {
+    /// Ledgers of a level-0 window.
+    pub file_ledgers: u32,
+    /// Windows of level k merged into one of level k + 1.
+    pub fan_out: u32,
+}
+
 /// A published dictionary.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DictRef {
@@ -125,6 +157,17 @@ pub struct Manifest {
     pub segments: Vec<SegmentRef>,
     /// Dictionaries the packs' bodies use.
     pub dicts: Vec<DictRef>,
+    /// The event index's geometry; present when `events` is not empty.
+    /// Absent from manifests without events, which are then the bytes
+    /// earlier builds wrote; earlier builds refuse manifests with events
+    /// (an unknown field), so replicas are upgraded first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events_geometry: Option<EventsGeometry>,
+    /// Contract-event index files, oldest first, contiguous from `first`,
+    /// ending at or before `mark` (replicas index the rest from the
+    /// packs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<EventsRef>,
 }
 
 impl Manifest {
@@ -171,12 +214,14 @@ impl Manifest {
             self.first,
             self.mark,
         )?;
+        self.validate_events()?;
         let objects = self
             .packs
             .iter()
             .map(|p| &p.object)
             .chain(self.segments.iter().map(|s| &s.object))
-            .chain(self.dicts.iter().map(|d| &d.object));
+            .chain(self.dicts.iter().map(|d| &d.object))
+            .chain(self.events.iter().map(|e| &e.object));
         for o in objects {
             let hex_ok = o.sha256.len() == 64 && o.sha256.bytes().all(|b| b.is_ascii_hexdigit());
             if o.key.is_empty() || o.key.contains("..") || !hex_ok {
@@ -187,6 +232,51 @@ impl Manifest {
             }
         }
         Ok(())
+    }
+
+    /// The event files: contiguous from `first`, ending by `mark`, each ending a
+    /// level-0 window of the geometry, which must be there and sane.
+    fn validate_events(&self) -> Result<(), String> {
+        let (Some(a), Some(z)) = (self.events.first(), self.events.last()) else {
+            return Ok(());
+        };
+        let Some(g) = self.events_geometry else {
+            return Err("events: files listed without events_geometry".into());
+        };
+        if g.file_ledgers == 0 || g.fan_out < 2 {
+            return Err(format!(
+                "events_geometry: file_ledgers {} and fan_out {}; expected at least 1 and 2",
+                g.file_ledgers, g.fan_out
+            ));
+        }
+        if a.first != self.first {
+            return Err(format!(
+                "events: the first file starts at {}, not at the first published ledger {}",
+                a.first, self.first
+            ));
+        }
+        tiles(
+            "events",
+            self.events.iter().map(|e| (e.first, e.last)),
+            a.first,
+            z.last.min(self.mark),
+        )?;
+        if let Some(e) = self
+            .events
+            .iter()
+            .find(|e| (u64::from(e.last) + 1) % u64::from(g.file_ledgers) != 0)
+        {
+            return Err(format!(
+                "events: file {}..={} does not end a window of {} ledgers",
+                e.first, e.last, g.file_ledgers
+            ));
+        }
+        Ok(())
+    }
+
+    /// The last ledger the event files cover.
+    pub fn events_through(&self) -> Option<u32> {
+        self.events.last().map(|e| e.last)
     }
 
     /// The pack holding `seq`.

@@ -1,7 +1,7 @@
 use std::fs;
 
 use crate::format::{BODY_ENTRY, BODY_PAGE, HEADER, LEDGER_ENTRY, LEDGER_PAGE, PAGE_CRC};
-use crate::manifest::{manifest_key, pack_key, parse_manifest_key};
+use crate::manifest::{events_key, manifest_key, pack_key, parse_manifest_key};
 use crate::*;
 
 type Ledger = (Vec<u8>, Vec<Vec<u8>>);
@@ -308,7 +308,84 @@ fn manifest() -> Manifest {
             version: 1,
             object: object("dicts/1"),
         }],
+        events_geometry: None,
+        events: vec![],
     }
+}
+
+fn events_ref(first: u32, last: u32) -> EventsRef {
+    EventsRef {
+        first,
+        last,
+        events: 7,
+        object: object(&format!("events/{first}")),
+    }
+}
+
+#[test]
+fn manifests_list_event_files_that_tile_windows_inside_the_published_range() {
+    let key = manifest_key(3);
+    let plain = manifest();
+    // No events: the bytes earlier builds wrote (no new keys).
+    let text = String::from_utf8(plain.to_bytes()).expect("utf8");
+    assert!(!text.contains("events"), "{text}");
+
+    let mut m = plain.clone();
+    m.events_geometry = Some(EventsGeometry {
+        file_ledgers: 50,
+        fan_out: 2,
+    });
+    m.events = vec![events_ref(2, 99), events_ref(100, 199)];
+    let back = Manifest::parse(&key, &m.to_bytes()).expect("parse");
+    assert_eq!(back, m);
+    assert_eq!(back.events_through(), Some(199));
+    assert_eq!(
+        events_key(2, 99, &"0123456789abcdef".repeat(4)),
+        "events/0000000002-0000000099-0123456789abcdef.idx"
+    );
+
+    let refuse = |edit: &dyn Fn(&mut Manifest), want: &str| {
+        let mut bad = m.clone();
+        edit(&mut bad);
+        let e = Manifest::parse(&key, &bad.to_bytes())
+            .expect_err(want)
+            .to_string();
+        assert!(e.contains(want), "{want}: {e}");
+    };
+    refuse(&|b| b.events_geometry = None, "without events_geometry");
+    refuse(
+        &|b| {
+            b.events_geometry = Some(EventsGeometry {
+                file_ledgers: 50,
+                fan_out: 1,
+            })
+        },
+        "expected at least 1 and 2",
+    );
+    refuse(
+        &|b| b.events[1].first = 101,
+        "events: range 101..=199 does not continue",
+    );
+    refuse(
+        &|b| b.events[0].first = 1,
+        "starts at 1, not at the first published ledger 2",
+    );
+    refuse(
+        &|b| b.events.push(events_ref(200, 349)),
+        "does not continue the ones before it",
+    );
+    refuse(
+        &|b| b.events[1].last = 198,
+        "file 100..=198 does not end a window of 50",
+    );
+    refuse(
+        &|b| b.events = vec![events_ref(2, 98)],
+        "does not end a window of 50 ledgers",
+    );
+    refuse(
+        &|b| b.events[1].object.sha256 = "xyz".into(),
+        "64-digit sha256",
+    );
 }
 
 #[test]

@@ -19,6 +19,8 @@ pub struct EventMetrics {
     events: IntGauge,
     building: IntGauge,
     failing: IntGauge,
+    built: IntGauge,
+    adopted: IntGauge,
 }
 
 impl EventMetrics {
@@ -56,6 +58,16 @@ impl EventMetrics {
                 "ledgerstore_events_failing",
                 "1 when the builder's latest round failed (its error is in the log and `stats`; it retries).",
             )?,
+            built: gauge(
+                r,
+                "ledgerstore_events_files_built",
+                "Level-0 event index files built from the stored ledgers since the daemon started.",
+            )?,
+            adopted: gauge(
+                r,
+                "ledgerstore_events_files_adopted",
+                "Published event index files a replica fetched and adopted since it started.",
+            )?,
         })
     }
 
@@ -70,5 +82,7 @@ impl EventMetrics {
         self.events.set(v(s.events));
         self.building.set(i64::from(s.building));
         self.failing.set(i64::from(s.last_error.is_some()));
+        self.built.set(v(s.built_files));
+        self.adopted.set(v(s.adopted_files));
     }
 }

@@ -28,13 +28,14 @@ pub mod metrics;
 mod placement;
 mod publish;
 mod query;
+mod replica_events;
 mod state;
 pub mod status;
 
 pub use follow::{Follow, RequestCount};
 pub use ledgerstore_cold::Replica;
 pub use metrics::Metrics;
-pub use publish::Publish;
+pub use publish::{Publish, local_events};
 pub use state::AppState;
 
 /// Failures that stop the daemon.
@@ -287,19 +288,7 @@ impl Running {
             cfg.metrics.refresh_secs,
             stop_rx.clone(),
         ));
-        if let Ok(events) = state.events() {
-            match events_metrics::EventMetrics::new(metrics.registry()) {
-                Ok(em) => {
-                    tokio::spawn(events_refresh_loop(
-                        events,
-                        em,
-                        cfg.metrics.refresh_secs,
-                        stop_rx.clone(),
-                    ));
-                }
-                Err(e) => tracing::warn!(error = %e, "event index metrics not registered"),
-            }
-        }
+        watch_events(&state, &metrics, cfg.metrics.refresh_secs, &stop_rx);
         let follower = follow.map(|follow| {
             tokio::spawn(
                 follow::Follower {
@@ -315,8 +304,14 @@ impl Running {
             )
         });
 
-        let publisher =
-            publish.map(|p| tokio::spawn(p.run(store.clone(), metrics.clone(), stop_rx.clone())));
+        let publisher = publish.map(|p| {
+            tokio::spawn(p.run(
+                store.clone(),
+                state.events().ok(),
+                metrics.clone(),
+                stop_rx.clone(),
+            ))
+        });
 
         let served = drain(stop_rx, &health, server, jsonrpc).await;
         if let Some(p) = publisher {
@@ -365,6 +360,22 @@ impl Running {
         set_health(&health, tonic_health::ServingStatus::Serving).await;
         tracing::info!(store = replica.location(), mark = ?ledgerstore_store::Reader::last_ledger(&*replica), "replica serving");
         let follower = tokio::spawn(replica.clone().follow(poll, stop_rx.clone()));
+        let events_sync = if cfg.events.enabled {
+            let opened = replica_events::open(&cfg, &replica).await;
+            let sync = opened.as_ref().ok().map(|events| {
+                tokio::spawn(replica_events::sync(
+                    replica.clone(),
+                    events.clone(),
+                    poll,
+                    stop_rx.clone(),
+                ))
+            });
+            state.set_events(opened);
+            watch_events(&state, &metrics, cfg.metrics.refresh_secs, &stop_rx);
+            sync
+        } else {
+            None
+        };
         let (r, m, mut stop) = (replica.clone(), rm, stop_rx.clone());
         let secs = cfg.metrics.refresh_secs.max(1);
         tokio::spawn(async move {
@@ -377,6 +388,15 @@ impl Running {
             }
         });
         let served = drain(stop_rx, &health, server, jsonrpc).await;
+        if let Some(s) = events_sync {
+            // A fetch cut short leaves a temporary file the next open
+            // deletes.
+            s.abort();
+            let _ = s.await;
+        }
+        if let Some(events) = state.events_for_shutdown() {
+            let _ = tokio::task::spawn_blocking(move || events.stop()).await;
+        }
         let _ = follower.await;
         served
     }
@@ -600,6 +620,24 @@ fn local_addr(l: &TcpListener, addr: &str) -> Result<SocketAddr, ServeError> {
         addr: addr.to_string(),
         source,
     })
+}
+
+/// Starts the event index's gauges, when it is open.
+fn watch_events(
+    state: &Arc<AppState>,
+    metrics: &Arc<Metrics>,
+    secs: u64,
+    stop: &watch::Receiver<bool>,
+) {
+    let Ok(events) = state.events() else {
+        return;
+    };
+    match events_metrics::EventMetrics::new(metrics.registry()) {
+        Ok(em) => {
+            tokio::spawn(events_refresh_loop(events, em, secs, stop.clone()));
+        }
+        Err(e) => tracing::warn!(error = %e, "event index metrics not registered"),
+    }
 }
 
 /// Refreshes the event index's gauges every `secs`, until shutdown.

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ledgerstore_cold::{Remote, Replica};
+use ledgerstore_cold::{LocalEventFile, LocalEvents, Remote, Replica};
+use ledgerstore_events::{EventStore, FileInfo};
+use ledgerstore_pack::EventsGeometry;
 use ledgerstore_store::Ledgerstore;
 use tokio::sync::watch;
 
@@ -33,6 +35,7 @@ impl Publish {
     pub(crate) async fn run(
         self,
         store: Arc<Ledgerstore>,
+        events: Option<Arc<EventStore>>,
         metrics: Arc<Metrics>,
         mut stop: watch::Receiver<bool>,
     ) {
@@ -44,7 +47,13 @@ impl Publish {
             }
         };
         loop {
-            let r = ledgerstore_cold::publish(Arc::clone(&store), &self.remote, &self.work).await;
+            let local = events.as_deref().map(|e| {
+                let (file_ledgers, fan_out) = e.geometry();
+                local_events(file_ledgers, fan_out, e.files())
+            });
+            let r =
+                ledgerstore_cold::publish_with(Arc::clone(&store), &self.remote, &self.work, local)
+                    .await;
             match &r {
                 Ok(rep) if rep.version.is_some() => tracing::info!(
                     version = ?rep.version,
@@ -86,5 +95,25 @@ impl Publish {
                 _ = stop.changed() => return,
             }
         }
+    }
+}
+
+/// An event index's files (`ledgerstore_events::EventStore::files`, or
+/// `local_files` of a stopped data dir) as a publish round lists them.
+pub fn local_events(file_ledgers: u32, fan_out: u32, files: Vec<FileInfo>) -> LocalEvents {
+    LocalEvents {
+        geometry: EventsGeometry {
+            file_ledgers,
+            fan_out,
+        },
+        files: files
+            .into_iter()
+            .map(|f| LocalEventFile {
+                first: f.first,
+                last: f.last,
+                events: f.events,
+                path: f.path,
+            })
+            .collect(),
     }
 }

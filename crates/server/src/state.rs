@@ -123,13 +123,6 @@ impl AppState {
 
     /// The event index, or why getEvents cannot be answered.
     pub fn events(&self) -> Result<Arc<EventStore>, String> {
-        if self.replica {
-            return Err(
-                "getEvents is not served by read replicas yet: the event index is \
-                        not published with the packs; ask the writer"
-                    .into(),
-            );
-        }
         if !self.cfg.events.enabled {
             return Err(
                 "getEvents is off on this daemon: its event index is disabled \

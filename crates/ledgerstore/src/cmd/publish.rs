@@ -30,10 +30,16 @@ pub fn run(a: ServeArgs) -> Result<()> {
         .enable_all()
         .build()?;
     let work = cfg.db.path.join("publish");
-    let r = rt.block_on(ledgerstore_cold::publish(
+    let events = if cfg.events.enabled {
+        local_events(&cfg.db.path.join("events"))?
+    } else {
+        None
+    };
+    let r = rt.block_on(ledgerstore_cold::publish_with(
         Arc::clone(&store),
         &remote,
         &work,
+        events,
     ));
     let evicted = match (&r, cfg.cold.keep_local_ranges) {
         (Ok(_), keep) if keep > 0 => {
@@ -74,4 +80,14 @@ pub fn run(a: ServeArgs) -> Result<()> {
         _ => {}
     }
     Ok(())
+}
+
+/// The data dir's event index files (the daemon builds them; a stopped
+/// dir's are listed as they are), or None without an index.
+fn local_events(dir: &std::path::Path) -> Result<Option<ledgerstore_cold::LocalEvents>> {
+    let listed = ledgerstore_events::local_files(dir)
+        .with_context(|| format!("listing the event index {}", dir.display()))?;
+    Ok(listed.map(|(file_ledgers, fan_out, files)| {
+        ledgerstore_server::local_events(file_ledgers, fan_out, files)
+    }))
 }

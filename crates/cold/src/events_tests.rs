@@ -130,6 +130,16 @@ fn event_files_inside_the_published_range_are_listed_once_and_kept() {
         .block_on(publish_with(store.clone(), &r, &work, local(&now)))
         .expect("publish");
     assert_eq!(three.version, Some(3));
+    assert_eq!(three.damaged_events, vec![(52, 55)]);
+    // With no new pack, the damaged file makes no new manifest, round
+    // after round.
+    for _ in 0..2 {
+        let same = rt
+            .block_on(publish_with(store.clone(), &r, &work, local(&now)))
+            .expect("publish");
+        assert_eq!((same.version, same.uploaded), (None, 0));
+        assert_eq!(same.damaged_events, vec![(52, 55)]);
+    }
     rt.block_on(rep.refresh()).expect("refresh");
     let m3 = rep.manifest().expect("manifest");
     assert_eq!(m3.mark, 59);

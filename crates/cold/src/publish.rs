@@ -47,6 +47,9 @@ pub struct PublishReport {
     pub skipped: u64,
     /// Wall time of the round.
     pub took: Duration,
+    /// Event files found damaged (their own SHA-256 trailer fails), not
+    /// published: the caller has its event index rebuild them.
+    pub damaged_events: Vec<(u32, u32)>,
 }
 
 /// The writer's contract-event index, to publish beside the packs.
@@ -237,6 +240,17 @@ pub async fn publish_with(
         Ok(ledgerstore_pack::sha256(&bytes))
     })
     .await?;
+    if report.packs.is_empty()
+        && let Some(m) = &prev
+        && m.mark == last
+        && (m.events_geometry, &m.events) == (events_geometry, &events)
+    {
+        // Nothing new after all (the event files that looked new were not
+        // published: damaged, or merged away mid-round).
+        let _ = std::fs::remove_dir_all(work);
+        report.took = t.elapsed();
+        return Ok(report);
+    }
     let manifest = Manifest {
         format: ledgerstore_pack::manifest::FORMAT,
         version: prev.as_ref().map_or(1, |m| m.version + 1),
@@ -341,9 +355,10 @@ async fn publish_events(
             let (sha, size) = match hashed {
                 Ok((None, sha, size)) => (sha, size),
                 Ok((Some(damage), ..)) => {
-                    // The writer's scrub finds it too and rebuilds it; the
-                    // list ends before it meanwhile.
+                    // The list ends before it until the index rebuilds it
+                    // (the report names it to the caller).
                     tracing::warn!(file = %f.path.display(), error = %damage, "a damaged event file is not published");
+                    report.damaged_events.push((f.first, f.last));
                     break;
                 }
                 Err(e) if !f.path.exists() => {

@@ -23,6 +23,12 @@ pub struct ColdConfig {
     /// newest first (0: keep everything). Older published ranges are
     /// evicted from the data dir and served through the object store.
     pub keep_local_ranges: u32,
+    /// Publish the event index's files (with `[events] enabled`) beside
+    /// the packs, so replicas answer getEvents. Off by default: replicas
+    /// and writers before this build refuse a manifest that lists event
+    /// files, so turn it on once every replica (and any build a writer may
+    /// roll back to) reads them.
+    pub publish_events: bool,
 }
 
 impl Default for ColdConfig {
@@ -31,6 +37,7 @@ impl Default for ColdConfig {
             store: String::new(),
             publish_interval_ms: 30_000,
             keep_local_ranges: 0,
+            publish_events: false,
         }
     }
 }

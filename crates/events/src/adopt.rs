@@ -117,16 +117,34 @@ impl EventStore {
             .is_some_and(|(_, f)| f.last >= last)
     }
 
-    /// Ranges whose files are on their way ([`adopt`](Self::adopt)): the
-    /// builder does not index their ledgers itself meanwhile. Replaces
-    /// the previous list; an empty list lets it index everything.
-    pub fn expect(&self, ranges: Vec<(u32, u32)>) {
+    /// Where the builder asks, at each round, for the ranges whose files
+    /// are on their way ([`adopt`](Self::adopt)): it does not index their
+    /// ledgers itself. Replaces the previous source; None lets it index
+    /// everything.
+    pub fn expect(&self, source: Option<crate::ExpectedRanges>) {
         *self
             .shared
             .expected
             .lock()
-            .unwrap_or_else(|p| p.into_inner()) = ranges;
+            .unwrap_or_else(|p| p.into_inner()) = source;
         self.shared.wake();
+    }
+
+    /// Checks the SHA-256 of the file of `first..=last`, if one is in use:
+    /// a damaged one is dropped (the builder rebuilds it, woken). True if
+    /// it was damaged. A publish round that finds a damaged file calls it.
+    pub fn recheck(&self, first: u32, last: u32) -> bool {
+        let snap = self.shared.snapshot();
+        let Some(f) = snap.files.get(&first).filter(|f| f.last == last) else {
+            return false;
+        };
+        match f.idx.verify() {
+            Ok(()) => false,
+            Err(e) => {
+                crate::build::drop_damaged(&self.shared, f, &e);
+                true
+            }
+        }
     }
 
     /// Takes the index file of `first..=last` fetched to `fetched` (see
@@ -169,6 +187,10 @@ impl EventStore {
             ));
         }
         let name = file_name(first, last);
+        // Durable before its name is, and before the files it replaces go.
+        std::fs::File::open(fetched)
+            .and_then(|f| f.sync_all())
+            .map_err(EventsError::io(fetched, "syncing"))?;
         publish(&shared.dir, fetched, &name)?;
         let file = IndexFile::open(shared.dir.join(&name), first, last)?;
         shared.update(|s| {

@@ -19,7 +19,8 @@ fn replica(
     c: EventsConfig,
     expected: Vec<(u32, u32)>,
 ) -> EventStore {
-    EventStore::open_expecting(dir, reader, c, expected).expect("open replica index")
+    let source: crate::ExpectedRanges = Arc::new(move || expected.clone());
+    EventStore::open_expecting(dir, reader, c, Some(source)).expect("open replica index")
 }
 
 fn fetch(ev: &EventStore, f: &FileInfo) -> std::path::PathBuf {
@@ -104,12 +105,16 @@ fn a_replica_leaves_expected_ranges_to_adoption_and_builds_past_them() {
             .expect("covered")
     );
     assert!(!p.exists());
-    rep.expect(Vec::new());
+    rep.expect(None);
     assert!(rep.wait_indexed_through(LAST, WAIT), "{:?}", rep.stats());
     let st = rep.stats();
     assert_eq!((st.built_files, st.adopted_files), (2, 1), "{st:?}");
     let got = drain(&rep, &all_query(vec![]), || limits(700, usize::MAX)).0;
     assert_eq!(got, want);
+
+    // A second process cannot open the dir while the replica has it.
+    let e = EventStore::open(&dir, f.store.clone(), cfg()).expect_err("locked");
+    assert!(e.to_string().contains("in use by another process"), "{e}");
 
     // Reopened, the replica's dir holds the adopted file as its own.
     rep.close();
@@ -167,6 +172,7 @@ fn an_adopted_file_replaces_the_smaller_files_it_covers() {
         names,
         vec![
             "EVENTS",
+            "LOCK",
             "ev-0063092982-0063092991.idx",
             "ev-0063092992-0063092995.idx",
             "ev-0063092996-0063092999.idx"

@@ -317,7 +317,13 @@ fn missing_window(shared: &Shared, store_first: u32, mark: u32) -> Option<(u32, 
 /// ledgers in all: the first such group.
 fn complete_group(shared: &Shared, k: u32) -> Option<Vec<Arc<IndexFile>>> {
     let snap = shared.snapshot();
-    let origin = snap.lowest()?;
+    // As `missing_window`'s: the store's first ledger when lower (a
+    // replica whose first files are still on their way must not clip its
+    // windows at its lowest file).
+    let origin = match (snap.lowest(), shared.reader.first_ledger()) {
+        (Some(l), Some(f)) => l.min(f),
+        (l, _) => l?,
+    };
     let mut group: Vec<Arc<IndexFile>> = Vec::new();
     let mut window = None;
     for f in snap.files.values() {

@@ -11,6 +11,17 @@ use crate::files::write_atomic;
 
 /// The marker's name in the events dir.
 pub const MARKER: &str = "EVENTS";
+/// The lock file: an exclusive lock held while a process has the dir
+/// open, so two processes never build into one dir.
+pub const LOCK: &str = "LOCK";
+/// Where the index's data comes from, for a replica's dir (written by the
+/// daemon: the published store it follows); ignored by the index itself.
+pub const SOURCE: &str = "SOURCE";
+
+/// Names of the dir that are not index files.
+pub(crate) fn reserved(name: &str) -> bool {
+    name == MARKER || name == LOCK || name == SOURCE
+}
 /// The marker's format version.
 const MARKER_VERSION: u32 = 1;
 

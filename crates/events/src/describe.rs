@@ -65,7 +65,7 @@ pub fn describe(dir: &Path) -> EventsResult<Option<DirSummary>> {
             out.leftovers += 1;
         } else if let Some(r) = parse_name(&name) {
             ranges.push(r);
-        } else if name != MARKER {
+        } else if !crate::config::reserved(&name) {
             out.problems.push(format!(
                 "{name:?} is not an events file: the daemon refuses the index (getEvents is off) until it is moved out"
             ));

@@ -167,7 +167,7 @@ pub(crate) fn scan(dir: &Path, geo: Option<Geometry>) -> EventsResult<Listing> {
     for entry in entries {
         let entry = entry.map_err(EventsError::io(dir, "listing"))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name == MARKER {
+        if crate::config::reserved(&name) {
             continue;
         }
         if name.starts_with(TMP) {

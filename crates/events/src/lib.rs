@@ -93,7 +93,7 @@ use ledgerstore_stellar::events::EventId;
 use ledgerstore_store::Reader;
 
 pub use adopt::{FileInfo, local_files};
-pub use config::{EventsConfig, FAN_OUT_MAX, FILE_LEDGERS_MAX, MARKER};
+pub use config::{EventsConfig, FAN_OUT_MAX, FILE_LEDGERS_MAX, LOCK, MARKER, SOURCE};
 pub use describe::{DirSummary, describe};
 pub use error::{EventsError, EventsResult};
 pub use query::{Page, PageLimits, ServedEvent, Stop};
@@ -154,7 +154,13 @@ pub struct VerifyReport {
 pub struct EventStore {
     shared: Arc<Shared>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// The dir's `LOCK`, locked while open.
+    _lock: std::fs::File,
 }
+
+/// Ranges whose files are on their way, asked for at each builder round
+/// (a replica derives them from the manifest it serves).
+pub type ExpectedRanges = Arc<dyn Fn() -> Vec<(u32, u32)> + Send + Sync>;
 
 impl std::fmt::Debug for EventStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -167,21 +173,22 @@ impl EventStore {
     /// starts the builder thread. Deletes temporary files and files a
     /// merged file covers; refuses foreign names.
     pub fn open(dir: &Path, reader: Arc<dyn Reader>, cfg: EventsConfig) -> EventsResult<Self> {
-        Self::open_expecting(dir, reader, cfg, Vec::new())
+        Self::open_expecting(dir, reader, cfg, None)
     }
 
-    /// [`open`](Self::open), with ranges whose files are on their way
-    /// ([`expect`](Self::expect)) known before the builder's first round:
-    /// a replica opens with the ranges its manifest lists, so its
-    /// builder never indexes them from the packs meanwhile.
+    /// [`open`](Self::open), with the ranges whose files are on their way
+    /// asked of `expected` at every builder round (the first one
+    /// included): a replica derives them from the manifest it serves, so
+    /// its builder never indexes them from the packs.
     pub fn open_expecting(
         dir: &Path,
         reader: Arc<dyn Reader>,
         cfg: EventsConfig,
-        expected: Vec<(u32, u32)>,
+        expected: Option<ExpectedRanges>,
     ) -> EventsResult<Self> {
         cfg.validate()?;
         std::fs::create_dir_all(dir).map_err(EventsError::io(dir, "creating"))?;
+        let lock = lock_dir(dir)?;
         let pre = files::scan(dir, None)?;
         let cfg = config::settle(dir, cfg, !pre.ranges.is_empty())?;
         let geo = Geometry {
@@ -243,6 +250,7 @@ impl EventStore {
         Ok(EventStore {
             shared,
             thread: Mutex::new(Some(thread)),
+            _lock: lock,
         })
     }
 
@@ -386,6 +394,25 @@ impl EventStore {
         {
             tracing::error!("events: the builder thread panicked");
         }
+    }
+}
+
+/// Takes the dir's exclusive lock, or says who holds it.
+fn lock_dir(dir: &Path) -> EventsResult<std::fs::File> {
+    let path = dir.join(LOCK);
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(EventsError::io(&path, "opening"))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(EventsError::dir(
+            dir,
+            "in use by another process (its LOCK is held): one daemon per events dir",
+        )),
+        Err(std::fs::TryLockError::Error(e)) => Err(EventsError::io(&path, "locking")(e)),
     }
 }
 

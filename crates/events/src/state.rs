@@ -103,7 +103,7 @@ pub(crate) struct Shared {
     pub(crate) work: Mutex<()>,
     /// Ranges whose files are on their way
     /// ([`EventStore::expect`](crate::EventStore::expect)): not built here.
-    pub(crate) expected: Mutex<Vec<(u32, u32)>>,
+    pub(crate) expected: Mutex<Option<crate::ExpectedRanges>>,
 }
 
 impl Shared {
@@ -121,10 +121,12 @@ impl Shared {
     }
 
     pub(crate) fn expected(&self) -> Vec<(u32, u32)> {
-        self.expected
+        let source = self
+            .expected
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .clone()
+            .clone();
+        source.map(|f| f()).unwrap_or_default()
     }
 
     pub(crate) fn status(&self) -> MutexGuard<'_, Status> {

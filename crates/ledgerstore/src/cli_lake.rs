@@ -117,6 +117,11 @@ pub struct ColdFlags {
     /// newest first (0: all); older ones are served from the object store.
     #[arg(long = "cold.keep-local-ranges", value_name = "N")]
     pub cold_keep_local_ranges: Option<i64>,
+    /// [cold] publish_events: publish the event index's files beside the
+    /// packs, so replicas answer getEvents (once every replica runs a
+    /// build that reads them).
+    #[arg(id = "cold.publish-events", long = "cold.publish-events")]
+    pub cold_publish_events: bool,
     /// [replica] store: serve, read-only, what a writer published there
     /// (also --replica.store).
     #[arg(long = "replica", alias = "replica.store", value_name = "URL|DIR")]

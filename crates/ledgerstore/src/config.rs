@@ -142,6 +142,9 @@ fn cold_overrides(c: &ColdFlags, o: &mut Overrides) {
         c.cold_keep_local_ranges.as_ref(),
         int,
     );
+    if c.cold_publish_events {
+        o.push(("cold.publish_events", Value::Boolean(true)));
+    }
     push(o, "replica.store", c.replica_store.as_deref(), string);
     push(o, "replica.cache_dir", c.replica_cache_dir.as_deref(), path);
     push(o, "replica.cache_mb", c.replica_cache_mb.as_ref(), int);

@@ -307,7 +307,7 @@ impl Running {
         let publisher = publish.map(|p| {
             tokio::spawn(p.run(
                 store.clone(),
-                state.events().ok(),
+                state.events().ok().filter(|_| cfg.cold.publish_events),
                 metrics.clone(),
                 stop_rx.clone(),
             ))
@@ -360,22 +360,16 @@ impl Running {
         set_health(&health, tonic_health::ServingStatus::Serving).await;
         tracing::info!(store = replica.location(), mark = ?ledgerstore_store::Reader::last_ledger(&*replica), "replica serving");
         let follower = tokio::spawn(replica.clone().follow(poll, stop_rx.clone()));
-        let events_sync = if cfg.events.enabled {
-            let opened = replica_events::open(&cfg, &replica).await;
-            let sync = opened.as_ref().ok().map(|events| {
-                tokio::spawn(replica_events::sync(
-                    replica.clone(),
-                    events.clone(),
-                    poll,
-                    stop_rx.clone(),
-                ))
-            });
-            state.set_events(opened);
-            watch_events(&state, &metrics, cfg.metrics.refresh_secs, &stop_rx);
-            sync
-        } else {
-            None
-        };
+        let events_sync = cfg.events.enabled.then(|| {
+            tokio::spawn(replica_events::run(
+                cfg.clone(),
+                replica.clone(),
+                state.clone(),
+                metrics.clone(),
+                poll,
+                stop_rx.clone(),
+            ))
+        });
         let (r, m, mut stop) = (replica.clone(), rm, stop_rx.clone());
         let secs = cfg.metrics.refresh_secs.max(1);
         tokio::spawn(async move {
@@ -623,7 +617,7 @@ fn local_addr(l: &TcpListener, addr: &str) -> Result<SocketAddr, ServeError> {
 }
 
 /// Starts the event index's gauges, when it is open.
-fn watch_events(
+pub(crate) fn watch_events(
     state: &Arc<AppState>,
     metrics: &Arc<Metrics>,
     secs: u64,

@@ -70,6 +70,19 @@ impl Publish {
             if let Some(m) = &m {
                 m.round(r.as_ref().map_err(|_| ()));
             }
+            if let (Ok(rep), Some(ev)) = (&r, &events)
+                && !rep.damaged_events.is_empty()
+            {
+                // Dropped and rebuilt from the stored ledgers; the next
+                // round publishes the rebuilt files.
+                let (ev, damaged) = (ev.clone(), rep.damaged_events.clone());
+                let _ = tokio::task::spawn_blocking(move || {
+                    for (first, last) in damaged {
+                        ev.recheck(first, last);
+                    }
+                })
+                .await;
+            }
             if r.is_ok() && self.keep_local_ranges > 0 {
                 let evicted =
                     ledgerstore_cold::evict(Arc::clone(&store), &self.cold, self.keep_local_ranges)

@@ -20,6 +20,9 @@ pub struct AppState {
     replica: bool,
     /// The event index getEvents reads, or why there is none.
     events: OnceLock<Result<Arc<EventStore>, String>>,
+    /// Why the event index is not open yet, when it waits for something
+    /// (a replica waits for a manifest that lists event files).
+    events_pending: std::sync::Mutex<Option<String>>,
     /// Effective configuration.
     pub cfg: Arc<Config>,
     /// Metrics.
@@ -39,6 +42,7 @@ impl AppState {
             reader: OnceLock::new(),
             replica: false,
             events: OnceLock::new(),
+            events_pending: std::sync::Mutex::new(None),
             cfg,
             metrics,
             shutdown,
@@ -121,6 +125,14 @@ impl AppState {
         let _ = self.events.set(events);
     }
 
+    /// Says why the event index is not open yet (until it is set).
+    pub fn set_events_pending(&self, why: Option<String>) {
+        *self
+            .events_pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = why;
+    }
+
     /// The event index, or why getEvents cannot be answered.
     pub fn events(&self) -> Result<Arc<EventStore>, String> {
         if !self.cfg.events.enabled {
@@ -136,7 +148,14 @@ impl AppState {
         match self.events.get() {
             Some(Ok(e)) => Ok(e.clone()),
             Some(Err(why)) => Err(format!("getEvents: the event index failed to open: {why}")),
-            None => Err("ledgerstore is still opening its stores; retry shortly".into()),
+            None => Err(self
+                .events_pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+                .unwrap_or_else(|| {
+                    "ledgerstore is still opening its stores; retry shortly".into()
+                })),
         }
     }
 

@@ -30,7 +30,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
         .enable_all()
         .build()?;
     let work = cfg.db.path.join("publish");
-    let events = if cfg.events.enabled {
+    let events = if cfg.events.enabled && cfg.cold.publish_events {
         local_events(&cfg.db.path.join("events"))?
     } else {
         None
@@ -69,6 +69,12 @@ pub fn run(a: ServeArgs) -> Result<()> {
             println!("nothing new to publish: {location} already holds ledgers up to {mark}")
         }
         _ => println!("nothing to publish: no ledger range of this data dir is closed yet"),
+    }
+    for (first, last) in &r.damaged_events {
+        println!(
+            "event index file of ledgers {first}..={last} is damaged and was not published: the \
+             daemon rebuilds it from the stored ledgers (the scrub after it opens finds it)"
+        );
     }
     match evicted.transpose()? {
         Some(n) if n > 0 => println!(

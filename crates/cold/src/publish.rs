@@ -389,8 +389,10 @@ async fn publish_events(
         }
         next = f.last.checked_add(1);
     }
+    // A shorter run (an index rebuilding, perhaps with another geometry)
+    // keeps the last list until it reaches as far.
     let end = |l: &[EventsRef]| l.last().map(|e| e.last);
-    if run.is_empty() || (same_geometry && end(&run) < end(&inherited.1)) {
+    if run.is_empty() || end(&run) < end(&inherited.1) {
         return Ok(inherited);
     }
     Ok((Some(local.geometry), run))

@@ -150,6 +150,11 @@ impl Replica {
         self.remote.download(key, size, sha256, dest).await
     }
 
+    /// The version of the manifest served now (no copy of it).
+    pub fn manifest_version(&self) -> Option<u64> {
+        self.view().manifest.as_ref().map(|m| m.version)
+    }
+
     /// The manifest served now.
     pub fn manifest(&self) -> Option<Manifest> {
         self.view().manifest.clone()

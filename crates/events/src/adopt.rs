@@ -157,7 +157,14 @@ impl EventStore {
     /// it, or is damaged.
     pub fn adopt(&self, first: u32, last: u32, fetched: &Path) -> EventsResult<bool> {
         let shared = &self.shared;
-        let checked = check_fetched(fetched, first, last, shared.geo.ends_window(last));
+        // Checked, and durable before its name is (and before the files
+        // it replaces go), outside the work lock.
+        let checked =
+            check_fetched(fetched, first, last, shared.geo.ends_window(last)).and_then(|()| {
+                std::fs::File::open(fetched)
+                    .and_then(|f| f.sync_all())
+                    .map_err(EventsError::io(fetched, "syncing"))
+            });
         if let Err(e) = checked {
             remove(fetched)?;
             return Err(e);
@@ -187,10 +194,6 @@ impl EventStore {
             ));
         }
         let name = file_name(first, last);
-        // Durable before its name is, and before the files it replaces go.
-        std::fs::File::open(fetched)
-            .and_then(|f| f.sync_all())
-            .map_err(EventsError::io(fetched, "syncing"))?;
         publish(&shared.dir, fetched, &name)?;
         let file = IndexFile::open(shared.dir.join(&name), first, last)?;
         shared.update(|s| {

@@ -19,7 +19,7 @@ fn replica(
     c: EventsConfig,
     expected: Vec<(u32, u32)>,
 ) -> EventStore {
-    let source: crate::ExpectedRanges = Arc::new(move || expected.clone());
+    let source: crate::ExpectedRanges = Arc::new(move |_| expected.clone());
     EventStore::open_expecting(dir, reader, c, Some(source)).expect("open replica index")
 }
 

@@ -159,8 +159,9 @@ pub struct EventStore {
 }
 
 /// Ranges whose files are on their way, asked for at each builder round
-/// (a replica derives them from the manifest it serves).
-pub type ExpectedRanges = Arc<dyn Fn() -> Vec<(u32, u32)> + Send + Sync>;
+/// with the end of the index's files (a replica derives them from the
+/// manifest it serves).
+pub type ExpectedRanges = Arc<dyn Fn(Option<u32>) -> Vec<(u32, u32)> + Send + Sync>;
 
 impl std::fmt::Debug for EventStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -126,7 +126,9 @@ impl Shared {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        source.map(|f| f()).unwrap_or_default()
+        source
+            .map(|f| f(self.snapshot().files_end()))
+            .unwrap_or_default()
     }
 
     pub(crate) fn status(&self) -> MutexGuard<'_, Status> {

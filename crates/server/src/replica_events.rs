@@ -17,7 +17,7 @@
 //!   retried after a backoff (per object, up to 15 min).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -62,24 +62,41 @@ pub(crate) async fn run(
         }
     };
     let failed: Failed = Arc::new(Mutex::new(HashMap::new()));
-    let events = match open(&cfg, &replica, &manifest, &failed).await {
-        Ok(e) => e,
-        Err(why) => {
-            tracing::error!(dir = %cfg.replica.events_dir.display(), error = %why, "the replica's event index failed to open; getEvents is off");
-            state.set_events(Err(why));
-            return;
+    state.set_events_pending(Some(
+        "getEvents: the replica's event index is opening (it fetches the published event \
+         files); retry shortly"
+            .into(),
+    ));
+    let mut backoff = Duration::from_secs(5);
+    let events = loop {
+        let m = replica.manifest().unwrap_or_else(|| manifest.clone());
+        match open(&cfg, &replica, &m, &failed).await {
+            Ok(e) => break e,
+            Err(why) => {
+                tracing::error!(dir = %cfg.replica.events_dir.display(), error = %why, retry_in = ?backoff, "the replica's event index failed to open; getEvents is off until it does");
+                state.set_events_pending(Some(format!(
+                    "getEvents: the replica's event index failed to open ({why}); retrying"
+                )));
+            }
         }
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = stop.changed() => return,
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(300));
     };
     state.set_events(Ok(events.clone()));
     crate::watch_events(&state, &metrics, cfg.metrics.refresh_secs, &stop);
     sync(replica, events, failed, poll, stop).await;
 }
 
-/// The store the published files come from, as `SOURCE` records it.
-fn identity(location: &str, m: &Manifest) -> String {
+/// The history the published files index, as `SOURCE` records it: its
+/// first ledger and its first pack's SHA-256 (not the location, which
+/// may be spelled several ways).
+fn identity(m: &Manifest) -> String {
     let first_pack = m.packs.first().map_or("", |p| p.object.sha256.as_str());
     format!(
-        "ledgerstore-replica-events 1\nstore {location}\nfirst {}\nfirst_pack {first_pack}\n",
+        "ledgerstore-replica-events 1\nfirst {}\nfirst_pack {first_pack}\n",
         m.first
     )
 }
@@ -105,8 +122,12 @@ async fn open(
         )
     })?;
     let dir = cfg.replica.events_dir.clone();
-    let source = identity(replica.location(), m);
-    let expected = expected_source(replica.clone(), failed.clone());
+    let source = identity(m);
+    let expected = expected_source(
+        replica.clone(),
+        failed.clone(),
+        (ecfg.file_ledgers, ecfg.fan_out),
+    );
     let reader = replica.clone() as Arc<dyn ledgerstore_store::Reader>;
     let shown = dir.display().to_string();
     let opened = tokio::task::spawn_blocking(move || {
@@ -120,56 +141,130 @@ async fn open(
 }
 
 /// What the builder leaves to the fetches: the listed files but those
-/// whose fetch failed, and, when the listed files end more than two
-/// merged windows (`file_ledgers × fan_out²` ledgers) below the mark,
-/// everything past them.
-fn expected_source(replica: Arc<Replica>, failed: Failed) -> ExpectedRanges {
-    Arc::new(move || {
-        let Some(m) = replica.manifest() else {
+/// whose fetch failed, and, while the index's own files end below the
+/// listed ones (a replica filling up) and those end more than two merged
+/// windows (`file_ledgers × fan_out²` ledgers) below the mark,
+/// everything past them, so a new replica never reads a long history
+/// from the packs. Nothing when the listed files have another geometry
+/// than the index (the builder then indexes on its own). Computed once
+/// per manifest version and set of failed fetches.
+fn expected_source(replica: Arc<Replica>, failed: Failed, geometry: (u32, u32)) -> ExpectedRanges {
+    struct Cached {
+        key: (u64, Vec<String>),
+        listed: Vec<(u32, u32)>,
+        through: Option<u32>,
+        far_behind: bool,
+    }
+    let cache: Mutex<Option<Cached>> = Mutex::new(None);
+    Arc::new(move |files_end: Option<u32>| {
+        let Some(version) = replica.manifest_version() else {
             return Vec::new();
         };
-        let failed = failed.lock().unwrap_or_else(|p| p.into_inner());
-        let mut out: Vec<(u32, u32)> = m
-            .events
-            .iter()
-            .filter(|e| !failed.contains_key(&e.object.key))
-            .map(|e| (e.first, e.last))
+        let mut failed_keys: Vec<String> = failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .cloned()
             .collect();
-        if let Some(g) = m.events_geometry {
-            let through = m.events_through().unwrap_or(m.first.saturating_sub(1));
-            let bound = u64::from(g.file_ledgers) * u64::from(g.fan_out).pow(2);
-            if u64::from(m.mark.saturating_sub(through)) > bound {
-                out.push((through.saturating_add(1), u32::MAX));
-            }
+        failed_keys.sort();
+        let key = (version, failed_keys);
+        let mut c = cache.lock().unwrap_or_else(|p| p.into_inner());
+        if c.as_ref().is_none_or(|c| c.key != key) {
+            let Some(m) = replica.manifest() else {
+                return Vec::new();
+            };
+            let (listed, through, far_behind) = coming(&m, &key.1, geometry);
+            *c = Some(Cached {
+                key,
+                listed,
+                through,
+                far_behind,
+            });
         }
-        out
+        let Some(c) = c.as_ref() else {
+            return Vec::new();
+        };
+        with_far_behind(c.listed.clone(), c.through, c.far_behind, files_end)
     })
 }
 
-/// Makes `dir` a dir of this store's event index with `cfg`'s geometry:
-/// one of another store or geometry (or of an unknown one) is moved aside
-/// and deleted, under its lock, so a dir another process has open is
-/// never touched.
+/// Of `m`: the listed files' ranges but the `failed` keys' (sorted),
+/// where they end, and whether that is more than two merged windows below
+/// the mark; nothing for another geometry.
+fn coming(
+    m: &Manifest,
+    failed: &[String],
+    geometry: (u32, u32),
+) -> (Vec<(u32, u32)>, Option<u32>, bool) {
+    let same = m
+        .events_geometry
+        .is_some_and(|g| (g.file_ledgers, g.fan_out) == geometry);
+    if !same {
+        return (Vec::new(), None, false);
+    }
+    let listed = m
+        .events
+        .iter()
+        .filter(|e| failed.binary_search(&e.object.key).is_err())
+        .map(|e| (e.first, e.last))
+        .collect();
+    let through = m.events_through();
+    let bound = u64::from(geometry.0) * u64::from(geometry.1).pow(2);
+    let far_behind = through.is_some_and(|t| u64::from(m.mark.saturating_sub(t)) > bound);
+    (listed, through, far_behind)
+}
+
+/// `listed`, plus everything past `through` while the index's own files
+/// end below it and the listed files are far behind the mark.
+fn with_far_behind(
+    mut listed: Vec<(u32, u32)>,
+    through: Option<u32>,
+    far_behind: bool,
+    files_end: Option<u32>,
+) -> Vec<(u32, u32)> {
+    if let Some(t) = through
+        && far_behind
+        && files_end.is_none_or(|e| e < t)
+    {
+        listed.push((t.saturating_add(1), u32::MAX));
+    }
+    listed
+}
+
+/// Makes `dir` a dir of this store's event index with `cfg`'s geometry,
+/// under the dir's lock (so a dir another process has open is never
+/// touched): one of another history or geometry, or of none recorded, is
+/// emptied in place (`SOURCE` first, so a crash midway leaves a dir that
+/// is emptied again), then `SOURCE` is written. A directory holding
+/// anything but an events dir's names is refused, never emptied.
 fn prepare(dir: &Path, source: &str, cfg: &EventsConfig) -> Result<(), String> {
     if dir.exists() {
-        let recorded = std::fs::read_to_string(dir.join(SOURCE)).ok();
-        let geometry = ledgerstore_events::local_files(dir)
-            .ok()
-            .flatten()
-            .map(|(f, k, _)| (f, k));
-        let empty = std::fs::read_dir(dir)
-            .map_err(|e| format!("listing {}: {e}", dir.display()))?
-            .next()
-            .is_none();
-        let ours = recorded.as_deref() == Some(source)
-            && geometry.is_none_or(|g| g == (cfg.file_ledgers, cfg.fan_out));
-        if !ours && !empty {
-            set_aside(dir, recorded.as_deref(), geometry)?;
-        }
+        refuse_foreign(dir)?;
     }
     std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let lock_path = dir.join(LOCK);
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| format!("opening {}: {e}", lock_path.display()))?;
+    if lock.try_lock().is_err() {
+        return Err(format!(
+            "{} is in use by another process (its LOCK is held): one daemon per events dir",
+            dir.display()
+        ));
+    }
     let path = dir.join(SOURCE);
-    if std::fs::read_to_string(&path).ok().as_deref() != Some(source) {
+    let recorded = std::fs::read_to_string(&path).ok();
+    let geometry = ledgerstore_events::local_files(dir)
+        .ok()
+        .flatten()
+        .map(|(f, k, _)| (f, k));
+    let ours = recorded.as_deref() == Some(source)
+        && geometry.is_none_or(|g| g == (cfg.file_ledgers, cfg.fan_out));
+    if !ours {
+        empty(dir, recorded.as_deref(), geometry)?;
         let tmp = dir.join("tmp-source");
         std::fs::write(&tmp, source)
             .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
@@ -177,58 +272,65 @@ fn prepare(dir: &Path, source: &str, cfg: &EventsConfig) -> Result<(), String> {
             .and_then(|()| std::fs::File::open(dir)?.sync_all())
             .map_err(|e| format!("writing {}: {e}", path.display()))?;
     }
+    drop(lock);
     Ok(())
 }
 
-/// Moves a foreign index dir aside (one rename: a crash leaves either
-/// the old dir or none) and deletes it.
-fn set_aside(
-    dir: &Path,
-    recorded: Option<&str>,
-    geometry: Option<(u32, u32)>,
-) -> Result<(), String> {
-    // Only an events dir: a misconfigured path to anything else is
-    // refused, never deleted.
+/// The names in `dir`.
+fn listing(dir: &Path) -> Result<Vec<String>, String> {
+    let mut names = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(|e| format!("listing {}: {e}", dir.display()))? {
-        let name = entry
-            .map_err(|e| format!("listing {}: {e}", dir.display()))?
-            .file_name()
-            .to_string_lossy()
-            .into_owned();
-        let ours = [ledgerstore_events::MARKER, LOCK, SOURCE].contains(&name.as_str())
-            || name.starts_with("tmp-")
-            || (name.starts_with("ev-") && name.ends_with(".idx"));
-        if !ours {
-            return Err(format!(
-                "replica.events_dir = {}: holds {name:?}, so it is not an events dir; name an empty \
-                 directory or one a replica created",
-                dir.display()
-            ));
-        }
+        let entry = entry.map_err(|e| format!("listing {}: {e}", dir.display()))?;
+        names.push(entry.file_name().to_string_lossy().into_owned());
     }
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(dir.join(LOCK))
-        .map_err(|e| format!("opening {}: {e}", dir.join(LOCK).display()))?;
-    if lock.try_lock().is_err() {
+    Ok(names)
+}
+
+/// Refuses a directory that holds anything but an events dir's names.
+fn refuse_foreign(dir: &Path) -> Result<(), String> {
+    if let Some(other) = listing(dir)?.iter().find(|n| {
+        ![ledgerstore_events::MARKER, LOCK, SOURCE].contains(&n.as_str())
+            && !n.starts_with("tmp-")
+            && !(n.starts_with("ev-") && n.ends_with(".idx"))
+    }) {
         return Err(format!(
-            "{} is in use by another process (its LOCK is held): one daemon per events dir",
+            "replica.events_dir = {}: holds {other:?}, so it is not an events dir; name an empty \
+             directory or one a replica created",
             dir.display()
         ));
     }
-    let aside = PathBuf::from(format!("{}.old-{}", dir.display(), std::process::id()));
-    tracing::warn!(
-        dir = %dir.display(),
-        recorded_source = ?recorded,
-        recorded_geometry = ?geometry,
-        "the replica's events dir holds another store's (or another geometry's) index: deleted, to fetch this store's"
-    );
-    std::fs::rename(dir, &aside).map_err(|e| format!("moving {} aside: {e}", dir.display()))?;
-    drop(lock);
-    if let Err(e) = std::fs::remove_dir_all(&aside) {
-        tracing::warn!(dir = %aside.display(), error = %e, "deleting the old events dir failed");
+    Ok(())
+}
+
+/// Deletes an events dir's entries but its lock, `SOURCE` first.
+fn empty(dir: &Path, recorded: Option<&str>, geometry: Option<(u32, u32)>) -> Result<(), String> {
+    refuse_foreign(dir)?;
+    let names = listing(dir)?;
+    if names.iter().any(|n| n != LOCK) {
+        tracing::warn!(
+            dir = %dir.display(),
+            recorded_source = ?recorded,
+            recorded_geometry = ?geometry,
+            "the replica's events dir holds another history's (or another geometry's) index: emptied, to fetch this store's"
+        );
+    }
+    let remove = |name: &str| -> Result<(), String> {
+        let p = dir.join(name);
+        match std::fs::remove_file(&p) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(format!("deleting {}: {e}", p.display())),
+        }
+    };
+    remove(SOURCE)?;
+    std::fs::File::open(dir)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| format!("syncing {}: {e}", dir.display()))?;
+    for n in names
+        .iter()
+        .filter(|n| n.as_str() != LOCK && n.as_str() != SOURCE)
+    {
+        remove(n)?;
     }
     Ok(())
 }
@@ -275,6 +377,15 @@ async fn sync_once(
     let Some(g) = m.events_geometry else {
         return;
     };
+    // Only listed files the index lacks are retried.
+    failed
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .retain(|key, _| {
+            m.events
+                .iter()
+                .any(|e| &e.object.key == key && !events.covers(e.first, e.last))
+        });
     if (g.file_ledgers, g.fan_out) != events.geometry() {
         if !*warned_geometry {
             tracing::warn!(
@@ -357,6 +468,73 @@ mod tests {
         v
     }
 
+    fn manifest(events: &[(u32, u32)], mark: u32, geometry: (u32, u32)) -> Manifest {
+        let object = |key: String| ledgerstore_pack::Object {
+            key,
+            size: 1,
+            sha256: "0".repeat(64),
+        };
+        Manifest {
+            format: 1,
+            version: 7,
+            created_unix_ms: 0,
+            writer: String::new(),
+            range_ledgers: 10,
+            first: 0,
+            mark,
+            mark_record_sha256: "0".repeat(64),
+            packs: Vec::new(),
+            segments: Vec::new(),
+            dicts: Vec::new(),
+            events_geometry: Some(ledgerstore_pack::EventsGeometry {
+                file_ledgers: geometry.0,
+                fan_out: geometry.1,
+            }),
+            events: events
+                .iter()
+                .map(|&(first, last)| EventsRef {
+                    first,
+                    last,
+                    events: 0,
+                    object: object(format!("events/{first}")),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_builder_leaves_listed_files_to_fetches_and_a_far_behind_run_only_while_filling() {
+        // Files of 4 ledgers, fan-out 2: "far" is more than 16 ledgers.
+        let near = manifest(&[(0, 7), (8, 11)], 20, (4, 2));
+        let (listed, through, far) = coming(&near, &[], (4, 2));
+        assert_eq!(
+            (listed.clone(), through, far),
+            (vec![(0, 7), (8, 11)], Some(11), false)
+        );
+        assert_eq!(
+            with_far_behind(listed, through, far, None),
+            vec![(0, 7), (8, 11)]
+        );
+        // A failed fetch is the builder's.
+        let (listed, ..) = coming(&near, &["events/8".to_string()], (4, 2));
+        assert_eq!(listed, vec![(0, 7)]);
+        // Far behind: nothing past the run while the index fills up to
+        // it; once it has, the builder indexes past it from the packs.
+        let far_m = manifest(&[(0, 7), (8, 11)], 100, (4, 2));
+        let (listed, through, far) = coming(&far_m, &[], (4, 2));
+        assert!(far);
+        assert_eq!(
+            with_far_behind(listed.clone(), through, far, Some(7)),
+            vec![(0, 7), (8, 11), (12, u32::MAX)]
+        );
+        assert_eq!(
+            with_far_behind(listed, through, far, Some(11)),
+            vec![(0, 7), (8, 11)]
+        );
+        // Another geometry: nothing is expected.
+        assert_eq!(coming(&near, &[], (64, 16)), (Vec::new(), None, false));
+    }
+
     #[test]
     fn a_dir_of_another_store_or_geometry_is_replaced_and_a_foreign_dir_refused() {
         let tmp = tempfile::tempdir().expect("tmp");
@@ -378,19 +556,19 @@ mod tests {
         assert!(dir.join("ev-0000000000-0000000003.idx").exists());
         // Another geometry, then another store: emptied.
         prepare(&dir, "store a", &cfg(8)).expect("geometry");
-        assert_eq!(names(&dir), vec![SOURCE]);
+        assert_eq!(names(&dir), vec![LOCK, SOURCE]);
         std::fs::write(dir.join("ev-0000000000-0000000003.idx"), b"x").expect("file");
         prepare(&dir, "store b", &cfg(4)).expect("store");
-        assert_eq!(names(&dir), vec![SOURCE]);
+        assert_eq!(names(&dir), vec![LOCK, SOURCE]);
         assert_eq!(
             std::fs::read_to_string(dir.join(SOURCE)).expect("source"),
             "store b"
         );
-        assert!(
-            !tmp.path()
-                .join(format!("events.old-{}", std::process::id()))
-                .exists()
-        );
+        // A crash after SOURCE was deleted: the next start empties again.
+        std::fs::write(dir.join("ev-0000000000-0000000003.idx"), b"x").expect("file");
+        std::fs::remove_file(dir.join(SOURCE)).expect("crash");
+        prepare(&dir, "store b", &cfg(4)).expect("again");
+        assert_eq!(names(&dir), vec![LOCK, SOURCE]);
 
         // A dir in use is never touched.
         std::fs::write(dir.join("ev-0000000000-0000000003.idx"), b"x").expect("file");
@@ -414,6 +592,6 @@ mod tests {
             e.contains("holds \"notes.txt\", so it is not an events dir"),
             "{e}"
         );
-        assert!(home.join("notes.txt").exists());
+        assert_eq!(names(&home), vec!["notes.txt"]);
     }
 }

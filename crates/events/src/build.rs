@@ -15,56 +15,30 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ledgerstore_event_index::{EventIndex, EventIndexBuilder, merge};
-use ledgerstore_stellar::events::{EventId, EventType, ledger_events};
-use ledgerstore_stellar::walk::walk;
 
 use crate::error::{EventsError, EventsResult};
 use crate::files::{IndexFile, TMP, file_name, publish, remove, sync_dir};
+use crate::items::{Item, items_of};
 use crate::state::{Shared, Tail};
 
 /// The longest wait between retries after a failed round.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
-/// One event as the index takes it.
-#[derive(Debug, Clone)]
-pub(crate) struct Item {
-    id: EventId,
-    kind: EventType,
-    contract: Option<[u8; 32]>,
-    topics: Vec<Vec<u8>>,
-}
-
-/// The served events of stored ledger `seq`, as index items.
+/// The served events of stored ledger `seq`, as index items: offered by
+/// ingest ([`EventStore::offer`](crate::EventStore::offer)), else read
+/// back from the store.
 pub(crate) fn read_items(shared: &Shared, seq: u32) -> EventsResult<Vec<Item>> {
+    if let Some(items) = shared.take_offered(seq) {
+        shared.status().offered_used += 1;
+        return Ok(items);
+    }
+    shared.status().read_back += 1;
     let rec = shared
         .reader
         .get_ledger(seq)
         .map_err(|source| EventsError::Store { seq, source })?
         .ok_or(EventsError::MissingLedger(seq))?;
-    let raw = &rec.raw;
-    let slices = walk(raw)
-        .map_err(|e| EventsError::ledger(seq, format!("not a Stellar LedgerCloseMeta: {e}")))?;
-    if slices.seq != seq {
-        return Err(EventsError::ledger(
-            seq,
-            format!("the stored bytes are ledger {}", slices.seq),
-        ));
-    }
-    let evs = ledger_events(raw, &slices).map_err(|e| EventsError::ledger(seq, e))?;
-    Ok(evs
-        .list
-        .iter()
-        .map(|e| Item {
-            id: e.id,
-            kind: e.kind,
-            contract: e.contract_id,
-            topics: evs
-                .topics_of(e)
-                .iter()
-                .map(|s| s.of(raw).to_vec())
-                .collect(),
-        })
-        .collect())
+    items_of(seq, &rec.raw)
 }
 
 /// The builder's memory across rounds: the tail's ledgers' items.

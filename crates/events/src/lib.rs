@@ -77,6 +77,9 @@ mod config;
 mod describe;
 mod error;
 mod files;
+mod items;
+#[cfg(test)]
+mod offer_tests;
 mod query;
 mod state;
 #[cfg(test)]
@@ -133,6 +136,10 @@ pub struct EventStats {
     pub built_files: u64,
     /// Published files adopted since open (a replica's fetched files).
     pub adopted_files: u64,
+    /// Ledgers indexed from the bytes ingest offered since open.
+    pub ledgers_offered: u64,
+    /// Ledgers read back from the store to be indexed since open.
+    pub ledgers_read_back: u64,
     /// Per level, lowest first.
     pub levels: Vec<LevelStats>,
     /// The settings in force (the marker's geometry).
@@ -157,6 +164,11 @@ pub struct EventStore {
     /// The dir's `LOCK`, locked while open.
     _lock: std::fs::File,
 }
+
+/// How many level-0 windows past its files the builder keeps offered
+/// ledgers for, at least ([`EventStore::offer`]; two batches when
+/// larger): ~4 × 64 ledgers of pubnet's ~650 events, ~40 MB.
+pub const OFFER_WINDOWS: u64 = 4;
 
 /// Ranges whose files are on their way, asked for at each builder round
 /// with the end of the index's files (a replica derives them from the
@@ -227,6 +239,7 @@ impl EventStore {
             stop: AtomicBool::new(false),
             work: Mutex::new(()),
             expected: Mutex::new(expected),
+            offered: Mutex::new(std::collections::BTreeMap::new()),
         });
         let mut builder = build::Builder::new(&shared);
         // A restart of an index that had caught up (files and a tail): the
@@ -283,9 +296,42 @@ impl EventStore {
             .and(self.shared.reader.first_ledger())
     }
 
-    /// Wakes the builder (the daemon calls it after each commit).
+    /// Wakes the builder.
     pub fn notify(&self) {
         self.shared.wake();
+    }
+
+    /// Hands the builder the raw bytes of ledgers just committed to the
+    /// store (ingest holds them), so it indexes them without reading them
+    /// back: their events are extracted here, on the caller's thread, and
+    /// kept for the builder if it will want them soon (within
+    /// [`OFFER_WINDOWS`] level-0 windows, or two such batches, past its
+    /// files; others are read back when their turn comes). Ledgers that are not Stellar are left
+    /// to the builder, which reports them. Wakes the builder.
+    pub fn offer(&self, ledgers: &[ledgerstore_db_api::LedgerInput]) {
+        let from = match self.shared.snapshot().files_end() {
+            Some(e) => e.saturating_add(1),
+            None => self.shared.reader.first_ledger().unwrap_or(0),
+        };
+        // Room for this batch and the next one, at least OFFER_WINDOWS
+        // windows: the builder is at most a batch behind while it keeps up.
+        let room =
+            (u64::from(self.shared.cfg.file_ledgers) * OFFER_WINDOWS).max(2 * ledgers.len() as u64);
+        let cap = u64::from(from) + room;
+        let mut kept = Vec::new();
+        for l in ledgers {
+            let seq = l.seq;
+            if seq < from || u64::from(seq) >= cap {
+                continue;
+            }
+            if let Ok(items) = items::items_of(seq, &l.raw) {
+                kept.push((seq, items));
+            }
+        }
+        if !kept.is_empty() {
+            self.shared.offered(kept, from);
+            self.shared.wake();
+        }
     }
 
     /// Waits until [`indexed_through`](Self::indexed_through) reaches
@@ -310,9 +356,16 @@ impl EventStore {
     /// Figures.
     pub fn stats(&self) -> EventStats {
         let snap = self.shared.snapshot();
-        let (building, last_error, built_files, adopted_files) = {
+        let (building, last_error, built_files, adopted_files, ledgers_offered, ledgers_read_back) = {
             let st = self.shared.status();
-            (st.building, st.last_error.clone(), st.built, st.adopted)
+            (
+                st.building,
+                st.last_error.clone(),
+                st.built,
+                st.adopted,
+                st.offered_used,
+                st.read_back,
+            )
         };
         let mut levels: Vec<LevelStats> = Vec::new();
         for f in snap.files.values() {
@@ -341,6 +394,8 @@ impl EventStore {
             last_error,
             built_files,
             adopted_files,
+            ledgers_offered,
+            ledgers_read_back,
             levels,
             config: self.shared.cfg,
         }

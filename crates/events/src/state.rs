@@ -14,6 +14,7 @@ use ledgerstore_store::Reader;
 
 use crate::config::EventsConfig;
 use crate::files::{Geometry, IndexFile};
+use crate::items::Item;
 
 /// The in-memory index of the ledgers above the last file.
 #[derive(Debug)]
@@ -87,6 +88,10 @@ pub(crate) struct Status {
     pub(crate) built: u64,
     /// Files adopted since open ([`EventStore::adopt`](crate::EventStore::adopt)).
     pub(crate) adopted: u64,
+    /// Ledgers indexed from ingest's bytes since open.
+    pub(crate) offered_used: u64,
+    /// Ledgers read back from the store to be indexed since open.
+    pub(crate) read_back: u64,
 }
 
 pub(crate) struct Shared {
@@ -104,6 +109,9 @@ pub(crate) struct Shared {
     /// Ranges whose files are on their way
     /// ([`EventStore::expect`](crate::EventStore::expect)): not built here.
     pub(crate) expected: Mutex<Option<crate::ExpectedRanges>>,
+    /// Ledgers' items ingest offered, by ledger, for the builder to take
+    /// instead of reading them back ([`EventStore::offer`](crate::EventStore::offer)).
+    pub(crate) offered: Mutex<BTreeMap<u32, Vec<Item>>>,
 }
 
 impl Shared {
@@ -129,6 +137,24 @@ impl Shared {
         source
             .map(|f| f(self.snapshot().files_end()))
             .unwrap_or_default()
+    }
+
+    /// Keeps offered items, forgetting those below `from` (built since).
+    pub(crate) fn offered(&self, items: Vec<(u32, Vec<Item>)>, from: u32) {
+        let mut o = self.offered.lock().unwrap_or_else(|p| p.into_inner());
+        o.retain(|&seq, _| seq >= from);
+        o.extend(items);
+    }
+
+    /// The items ingest offered for `seq`, taken.
+    pub(crate) fn take_offered(&self, seq: u32) -> Option<Vec<Item>> {
+        let mut o = self.offered.lock().unwrap_or_else(|p| p.into_inner());
+        let items = o.remove(&seq);
+        // What lies below is built (the builder goes in order).
+        while o.first_key_value().is_some_and(|(&s, _)| s < seq) {
+            o.pop_first();
+        }
+        items
     }
 
     pub(crate) fn status(&self) -> MutexGuard<'_, Status> {

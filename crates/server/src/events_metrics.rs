@@ -21,6 +21,8 @@ pub struct EventMetrics {
     failing: IntGauge,
     built: IntGauge,
     adopted: IntGauge,
+    offered: IntGauge,
+    read_back: IntGauge,
 }
 
 impl EventMetrics {
@@ -68,6 +70,16 @@ impl EventMetrics {
                 "ledgerstore_events_files_adopted",
                 "Published event index files a replica fetched and adopted since it started.",
             )?,
+            offered: gauge(
+                r,
+                "ledgerstore_events_ledgers_offered",
+                "Ledgers indexed from the bytes ingest committed (no read back) since the daemon started.",
+            )?,
+            read_back: gauge(
+                r,
+                "ledgerstore_events_ledgers_read_back",
+                "Ledgers read back from the store to be indexed since the daemon started.",
+            )?,
         })
     }
 
@@ -84,5 +96,7 @@ impl EventMetrics {
         self.failing.set(i64::from(s.last_error.is_some()));
         self.built.set(v(s.built_files));
         self.adopted.set(v(s.adopted_files));
+        self.offered.set(v(s.ledgers_offered));
+        self.read_back.set(v(s.ledgers_read_back));
     }
 }

@@ -111,6 +111,8 @@ pub(crate) struct Follower {
     pub health: HealthReporter,
     pub ingest_service: &'static str,
     pub stop: watch::Receiver<bool>,
+    /// The event index, offered each committed batch.
+    pub events: Option<Arc<ledgerstore_events::EventStore>>,
 }
 
 impl Follower {
@@ -271,8 +273,17 @@ impl Follower {
         let ledgers = std::mem::take(&mut s.pending);
         let close_time = ledgers.last().map_or(0, |l| l.close_time);
         let store = Arc::clone(&self.store);
+        let events = self.events.clone();
         let t = Instant::now();
-        let out = tokio::task::spawn_blocking(move || store.ingest(&ledgers, Duration::ZERO)).await;
+        let out = tokio::task::spawn_blocking(move || {
+            let out = store.ingest(&ledgers, Duration::ZERO);
+            // The event index takes the committed ledgers' bytes now.
+            if let (Ok(_), Some(ev)) = (&out, events) {
+                ev.offer(&ledgers);
+            }
+            out
+        })
+        .await;
         match out {
             Ok(Ok(out)) => {
                 if let Some(r) = &out.report {

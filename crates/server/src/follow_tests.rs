@@ -63,6 +63,7 @@ async fn after_the_follow_task_dies_the_next_session_starts_from_the_mark_with_n
         health,
         ingest_service: "ledgerstore.v1.Ingest",
         stop,
+        events: None,
     };
     let mut s = Session::new(FollowMetrics::new(&metrics).expect("follow metrics"));
 

@@ -373,25 +373,34 @@ async fn commit_loop(
     acks: AckSender,
 ) -> Code {
     let (mut committed, mut skipped) = (0u64, 0u64);
+    let events = state.events().ok();
     while let Some(batch) = queue.recv().await {
-        let s = store.clone();
+        let (s, ev) = (store.clone(), events.clone());
         let close_time = batch.ledgers.last().map_or(0, |l| l.close_time);
-        let out: IngestOutcome =
-            match tokio::task::spawn_blocking(move || s.ingest(&batch.ledgers, batch.source)).await
-            {
-                Ok(Ok(out)) => out,
-                Ok(Err(e)) => {
-                    let st = from_store(&e);
-                    let code = st.code();
-                    tracing::warn!(error = %e, "ingest batch refused");
-                    let _ = acks.send(Err(st)).await;
-                    return code;
-                }
-                Err(j) => {
-                    let _ = acks.send(Err(internal_join(j))).await;
-                    return Code::Internal;
-                }
-            };
+        let out: IngestOutcome = match tokio::task::spawn_blocking(move || {
+            let out = s.ingest(&batch.ledgers, batch.source);
+            // The event index takes the committed ledgers' bytes now,
+            // instead of reading them back.
+            if let (Ok(_), Some(ev)) = (&out, ev) {
+                ev.offer(&batch.ledgers);
+            }
+            out
+        })
+        .await
+        {
+            Ok(Ok(out)) => out,
+            Ok(Err(e)) => {
+                let st = from_store(&e);
+                let code = st.code();
+                tracing::warn!(error = %e, "ingest batch refused");
+                let _ = acks.send(Err(st)).await;
+                return code;
+            }
+            Err(j) => {
+                let _ = acks.send(Err(internal_join(j))).await;
+                return Code::Internal;
+            }
+        };
         if let Some(r) = &out.report {
             state.metrics.batch(r, close_time);
         }

@@ -299,6 +299,7 @@ impl Running {
                     health: health.clone(),
                     ingest_service: INGEST_SERVICE,
                     stop: stop_rx.clone(),
+                    events: state.events().ok(),
                 }
                 .run(),
             )
@@ -520,6 +521,17 @@ async fn start_jsonrpc(
         })
 }
 
+/// The event index's settings from `[events]` (a new index takes them; an
+/// existing one keeps the geometry it recorded).
+pub fn events_settings(cfg: &Config) -> ledgerstore_events::EventsConfig {
+    let d = ledgerstore_events::EventsConfig::default();
+    ledgerstore_events::EventsConfig {
+        file_ledgers: cfg.events.file_ledgers.unwrap_or(d.file_ledgers),
+        fan_out: cfg.events.fan_out.unwrap_or(d.fan_out),
+        ..d
+    }
+}
+
 /// Opens the event index beside the data dir (`<data dir>/events`): its
 /// builder then indexes, in the background, every stored ledger not yet
 /// indexed. A failure leaves the daemon serving everything else, and
@@ -530,12 +542,7 @@ async fn open_events(
     reader: Arc<dyn ledgerstore_store::Reader>,
 ) -> Result<Arc<ledgerstore_events::EventStore>, String> {
     let dir = store.path().join("events");
-    let d = ledgerstore_events::EventsConfig::default();
-    let ecfg = ledgerstore_events::EventsConfig {
-        file_ledgers: cfg.events.file_ledgers.unwrap_or(d.file_ledgers),
-        fan_out: cfg.events.fan_out.unwrap_or(d.fan_out),
-        ..d
-    };
+    let ecfg = events_settings(cfg);
     let shown = dir.display().to_string();
     let opened = tokio::task::spawn_blocking(move || {
         ledgerstore_events::EventStore::open(&dir, reader, ecfg)

@@ -5,13 +5,14 @@
 //! time the writer waits for the next batch is the batch's source time,
 //! the field study's "GetLedger" time.
 
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use indicatif::{ProgressBar, ProgressStyle};
 use ledgerstore_db_api::LedgerInput;
-use ledgerstore_store::{Ledgerstore, StoreError};
+use ledgerstore_events::EventStore;
+use ledgerstore_store::{Ledgerstore, Reader, StoreError};
 use ledgerstore_synth::{Synth, SynthConfig};
 
 use crate::cli::{IngestArgs, SynthArgs};
@@ -57,7 +58,9 @@ pub fn check_synth(s: &SynthArgs) -> Result<u32> {
 
 /// Writes batches and prints their reports.
 pub(crate) struct Writer {
-    store: Ledgerstore,
+    store: Arc<Ledgerstore>,
+    /// The event index, built as the batches land (Stellar sources).
+    events: Option<EventStore>,
     progress: ProgressBar,
     committed: u64,
     started: Instant,
@@ -80,12 +83,29 @@ impl Writer {
     ) -> Result<Self> {
         crate::cmd::repair::wait_for_repairs(&store, repair_wait, &progress)?;
         Ok(Self {
-            store,
+            store: Arc::new(store),
+            events: None,
             progress,
             committed: 0,
             started: Instant::now(),
             repair_wait,
         })
+    }
+
+    /// Builds the data dir's event index (`<data dir>/events`) as the
+    /// batches land, from the bytes in hand: what the daemon would
+    /// otherwise build by reading every ledger back. A failure to open
+    /// it is reported and the ingest goes on without it.
+    pub(crate) fn with_events(mut self, settings: ledgerstore_events::EventsConfig) -> Self {
+        let dir = self.store.path().join("events");
+        let reader: Arc<dyn Reader> = self.store.clone();
+        match EventStore::open(&dir, reader, settings) {
+            Ok(e) => self.events = Some(e),
+            Err(e) => self.progress.suspend(|| {
+                eprintln!("events: the index is not built with this ingest: {e}");
+            }),
+        }
+        self
     }
 
     pub(crate) fn write(&mut self, ledgers: &[LedgerInput], source: Duration) -> Result<()> {
@@ -106,6 +126,9 @@ impl Writer {
                 other => break other?,
             }
         };
+        if let Some(e) = &self.events {
+            e.offer(ledgers);
+        }
         self.committed += out.committed as u64;
         self.progress.inc(ledgers.len() as u64);
         if let Some(r) = out.report {
@@ -139,13 +162,54 @@ impl Writer {
                 seg.probes,
             );
         }
-        self.store.close()?;
+        if let Some(events) = self.events {
+            report_events(&events, mark);
+            // Its builder reads the store: stopped before the store closes.
+            events.close();
+        }
+        let store = Arc::try_unwrap(self.store)
+            .map_err(|_| anyhow::anyhow!("the store is still shared at close"))?;
+        store.close()?;
         println!(
             "done: {} ledgers in {secs:.1}s ({:.1} ledgers/s); mark {mark:?}",
             self.committed,
             self.committed as f64 / secs.max(1e-9),
         );
         Ok(mark)
+    }
+}
+
+/// Waits for the event index to reach `mark` (at most an hour: what is
+/// left is built by the daemon), and prints what it holds.
+fn report_events(events: &EventStore, mark: Option<u32>) {
+    let Some(mark) = mark else { return };
+    let t = Instant::now();
+    let mut done = false;
+    while t.elapsed() < Duration::from_secs(3600) {
+        done = events.wait_indexed_through(mark, Duration::from_millis(500));
+        // A builder that fails (a ledger it cannot read) is left to the
+        // daemon, which retries and reports it.
+        if done || events.stats().last_error.is_some() {
+            break;
+        }
+    }
+    let s = events.stats();
+    match (done, &s.last_error) {
+        (true, _) => println!(
+            "events: {} events indexed through ledger {mark} in {} files ({} bytes; {:.1}s waited after the last batch)",
+            s.events,
+            s.files,
+            s.bytes,
+            t.elapsed().as_secs_f64()
+        ),
+        (false, Some(e)) => println!(
+            "events: the index stops at {:?}: {e} (the daemon retries)",
+            s.indexed_through
+        ),
+        (false, None) => println!(
+            "events: the index reaches {:?} of {mark}; the daemon builds the rest",
+            s.indexed_through
+        ),
     }
 }
 

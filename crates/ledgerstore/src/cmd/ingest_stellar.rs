@@ -87,6 +87,9 @@ pub(crate) fn run(a: &IngestArgs, src: Stellar, cfg: &Config, store: Ledgerstore
         progress.clone(),
         Duration::from_secs(a.repair_wait_seconds),
     )?;
+    if cfg.events.enabled {
+        w = w.with_events(ledgerstore_server::events_settings(cfg));
+    }
     let (tx, mut rx) = tokio::sync::mpsc::channel(2);
     let follow = a.follow;
     rt.spawn(forward(events, tx, follow));

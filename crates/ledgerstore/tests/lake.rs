@@ -374,13 +374,17 @@ async fn the_daemon_follows_a_lake_through_an_outage_and_a_restart() {
         durable(&d).await == Some(FIRST + 14)
     })
     .await;
+    // The lag gauge is set just after the commit makes the mark durable.
+    eventually(30, "the lag gauge at 0", async || {
+        metric(&d.metrics_text(), "ledgerstore_follow_lag_ledgers") == Some(0.0)
+    })
+    .await;
     let m = d.metrics_text();
     assert_eq!(
         metric(&m, "ledgerstore_follow_lake_latest_ledger"),
         Some(f64::from(FIRST + 14)),
         "{m}"
     );
-    assert_eq!(metric(&m, "ledgerstore_follow_lag_ledgers"), Some(0.0));
     assert_eq!(metric(&m, "ledgerstore_follow_lake_reachable"), Some(1.0));
     assert!(metric(&m, "ledgerstore_follow_http_requests_total").is_some_and(|n| n > 0.0));
     assert!(serving(&d.grpc, "ledgerstore.v1.Ingest"));

@@ -276,22 +276,24 @@ impl Follower {
         let events = self.events.clone();
         let t = Instant::now();
         let out = tokio::task::spawn_blocking(move || {
-            let out = store.ingest(&ledgers, Duration::ZERO);
-            // The event index takes the committed ledgers' bytes now.
-            if let (Ok(_), Some(ev)) = (&out, events) {
-                ev.offer(&ledgers);
-            }
-            out
+            store
+                .ingest(&ledgers, Duration::ZERO)
+                .map(|out| (out, ledgers))
         })
         .await;
         match out {
-            Ok(Ok(out)) => {
+            Ok(Ok((out, ledgers))) => {
                 if let Some(r) = &out.report {
                     self.metrics.batch(r, close_time);
                 }
                 s.last_close = Some(close_time);
                 self.lag(s, None);
                 tracing::debug!(mark = ?out.mark, committed = out.committed, seconds = t.elapsed().as_secs_f64(), "follow: batch committed");
+                if let Some(ev) = events {
+                    // The event index takes the committed ledgers' bytes,
+                    // instead of reading them back.
+                    let _ = tokio::task::spawn_blocking(move || ev.offer(&ledgers)).await;
+                }
                 true
             }
             Ok(Err(e)) => {

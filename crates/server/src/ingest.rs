@@ -377,30 +377,26 @@ async fn commit_loop(
     while let Some(batch) = queue.recv().await {
         let (s, ev) = (store.clone(), events.clone());
         let close_time = batch.ledgers.last().map_or(0, |l| l.close_time);
-        let out: IngestOutcome = match tokio::task::spawn_blocking(move || {
-            let out = s.ingest(&batch.ledgers, batch.source);
-            // The event index takes the committed ledgers' bytes now,
-            // instead of reading them back.
-            if let (Ok(_), Some(ev)) = (&out, ev) {
-                ev.offer(&batch.ledgers);
-            }
-            out
-        })
-        .await
-        {
-            Ok(Ok(out)) => out,
-            Ok(Err(e)) => {
-                let st = from_store(&e);
-                let code = st.code();
-                tracing::warn!(error = %e, "ingest batch refused");
-                let _ = acks.send(Err(st)).await;
-                return code;
-            }
-            Err(j) => {
-                let _ = acks.send(Err(internal_join(j))).await;
-                return Code::Internal;
-            }
-        };
+        let (out, ledgers): (IngestOutcome, Vec<LedgerInput>) =
+            match tokio::task::spawn_blocking(move || {
+                s.ingest(&batch.ledgers, batch.source)
+                    .map(|out| (out, batch.ledgers))
+            })
+            .await
+            {
+                Ok(Ok(done)) => done,
+                Ok(Err(e)) => {
+                    let st = from_store(&e);
+                    let code = st.code();
+                    tracing::warn!(error = %e, "ingest batch refused");
+                    let _ = acks.send(Err(st)).await;
+                    return code;
+                }
+                Err(j) => {
+                    let _ = acks.send(Err(internal_join(j))).await;
+                    return Code::Internal;
+                }
+            };
         if let Some(r) = &out.report {
             state.metrics.batch(r, close_time);
         }
@@ -417,6 +413,11 @@ async fn commit_loop(
             return Code::Cancelled;
         }
         state.metrics.sent("bidi_stream", SERVICE, METHOD);
+        if let Some(ev) = ev {
+            // The event index takes the committed ledgers' bytes, instead
+            // of reading them back (after the ack: not on its path).
+            let _ = tokio::task::spawn_blocking(move || ev.offer(&ledgers)).await;
+        }
     }
     Code::Ok
 }

@@ -292,7 +292,10 @@ impl Follower {
                 if let Some(ev) = events {
                     // The event index takes the committed ledgers' bytes,
                     // instead of reading them back.
-                    let _ = tokio::task::spawn_blocking(move || ev.offer(&ledgers)).await;
+                    // Only what the commit wrote: leading ledgers at or
+                    // below the mark are acknowledged without writing.
+                    let new = out.skipped.min(ledgers.len());
+                    let _ = tokio::task::spawn_blocking(move || ev.offer(&ledgers[new..])).await;
                 }
                 true
             }

@@ -416,7 +416,8 @@ async fn commit_loop(
         if let Some(ev) = ev {
             // The event index takes the committed ledgers' bytes, instead
             // of reading them back (after the ack: not on its path).
-            let _ = tokio::task::spawn_blocking(move || ev.offer(&ledgers)).await;
+            let new = out.skipped.min(ledgers.len());
+            let _ = tokio::task::spawn_blocking(move || ev.offer(&ledgers[new..])).await;
         }
     }
     Code::Ok

@@ -166,9 +166,13 @@ pub struct EventStore {
 }
 
 /// How many level-0 windows past its files the builder keeps offered
-/// ledgers for, at least ([`EventStore::offer`]; two batches when
-/// larger): ~4 × 64 ledgers of pubnet's ~650 events, ~40 MB.
+/// ledgers for ([`EventStore::offer`]): 4 × 64 ledgers by default.
 pub const OFFER_WINDOWS: u64 = 4;
+
+/// The most bytes of offered events kept (topics and ~64 bytes an
+/// event): pubnet's ~650 events a ledger take ~100–160 KB, so the
+/// default 256 ledgers fit.
+pub const OFFER_BYTES: usize = 64 << 20;
 
 /// Ranges whose files are on their way, asked for at each builder round
 /// with the end of the index's files (a replica derives them from the
@@ -239,7 +243,7 @@ impl EventStore {
             stop: AtomicBool::new(false),
             work: Mutex::new(()),
             expected: Mutex::new(expected),
-            offered: Mutex::new(std::collections::BTreeMap::new()),
+            offered: Mutex::new(state::Offered::default()),
         });
         let mut builder = build::Builder::new(&shared);
         // A restart of an index that had caught up (files and a tail): the
@@ -305,32 +309,38 @@ impl EventStore {
     /// store (ingest holds them), so it indexes them without reading them
     /// back: their events are extracted here, on the caller's thread, and
     /// kept for the builder if it will want them soon (within
-    /// [`OFFER_WINDOWS`] level-0 windows, or two such batches, past its
-    /// files; others are read back when their turn comes). Ledgers that are not Stellar are left
+    /// [`OFFER_WINDOWS`] level-0 windows past its files, and
+    /// [`OFFER_BYTES`] in all; others are read back when their turn
+    /// comes). Ledgers that are not Stellar are left
     /// to the builder, which reports them. Wakes the builder.
     pub fn offer(&self, ledgers: &[ledgerstore_db_api::LedgerInput]) {
-        let from = match self.shared.snapshot().files_end() {
-            Some(e) => e.saturating_add(1),
-            None => self.shared.reader.first_ledger().unwrap_or(0),
-        };
-        // Room for this batch and the next one, at least OFFER_WINDOWS
-        // windows: the builder is at most a batch behind while it keeps up.
-        let room =
-            (u64::from(self.shared.cfg.file_ledgers) * OFFER_WINDOWS).max(2 * ledgers.len() as u64);
-        let cap = u64::from(from) + room;
-        let mut kept = Vec::new();
-        for l in ledgers {
-            let seq = l.seq;
-            if seq < from || u64::from(seq) >= cap {
-                continue;
+        // A window at a time, so the builder has each one as soon as it
+        // is extracted.
+        for chunk in ledgers.chunks(self.shared.cfg.file_ledgers.max(1) as usize) {
+            let from = self.next_wanted();
+            let room = u64::from(self.shared.cfg.file_ledgers) * OFFER_WINDOWS;
+            let mut kept = Vec::new();
+            for l in chunk {
+                if l.seq < from || u64::from(l.seq) >= u64::from(from) + room {
+                    continue;
+                }
+                if let Ok(items) = items::items_of(l.seq, &l.raw) {
+                    kept.push((l.seq, items));
+                }
             }
-            if let Ok(items) = items::items_of(seq, &l.raw) {
-                kept.push((seq, items));
+            if !kept.is_empty() {
+                self.shared.offered(kept, || self.next_wanted());
+                self.shared.wake();
             }
         }
-        if !kept.is_empty() {
-            self.shared.offered(kept, from);
-            self.shared.wake();
+    }
+
+    /// The first ledger the builder has yet to index: past its files
+    /// (the store's first ledger when it has none).
+    fn next_wanted(&self) -> u32 {
+        match self.shared.snapshot().files_end() {
+            Some(e) => e.saturating_add(1),
+            None => self.shared.reader.first_ledger().unwrap_or(0),
         }
     }
 

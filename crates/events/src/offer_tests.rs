@@ -39,40 +39,60 @@ fn offered_ledgers_are_indexed_from_ingests_bytes_alike() {
     );
     let reader: Arc<dyn Reader> = store.clone();
     let slow = crate::EventsConfig {
-        // The builder looks at the mark only when woken or every 10 s:
-        // each batch's offer lands first.
+        // The builder looks at the mark only when woken (an offer wakes
+        // it) or every 10 s, so the offer lands first.
         poll: Duration::from_secs(10),
         ..cfg()
     };
     let ev = EventStore::open(&tmp.path().join("events"), reader, slow).expect("open events");
-    for batch in ledgers.chunks(3) {
+    for batch in ledgers.chunks(5) {
         store.ingest(batch, Duration::ZERO).expect("ingest");
-        ev.offer(batch);
     }
-    // A ledger offered again (an idempotent re-ingest) changes nothing.
-    ev.offer(&ledgers[..2]);
+    ev.offer(&ledgers);
     assert!(ev.wait_indexed_through(LAST, WAIT), "{:?}", ev.stats());
     assert!(ev.wait_round(WAIT));
     let st = ev.stats();
+    // Each ledger is indexed once, from the offer or read back (the
+    // builder, woken by the offer's first window, may pass the offer).
     assert_eq!(
         st.ledgers_offered + st.ledgers_read_back,
         u64::from(LAST - FIRST + 1),
         "{st:?}"
     );
-    assert!(st.ledgers_offered >= 15, "{st:?}");
     assert_eq!(
         drain(&ev, &all_query(vec![]), || limits(1000, usize::MAX)).0,
         want
     );
-    // Offers the builder will never want are dropped (nothing is kept
-    // below its files).
+    // Nothing the builder has gone past is kept: offered again, only the
+    // ledgers past its files (the tail) are.
     ev.offer(&ledgers);
-    assert!(
-        ev.shared
-            .offered
-            .lock()
-            .expect("offered")
-            .keys()
-            .all(|&s| s > LAST - 2)
-    );
+    assert_eq!(kept(&ev), vec![LAST - 1, LAST], "{:?}", ev.stats().levels);
+}
+
+fn kept(ev: &EventStore) -> Vec<u32> {
+    ev.shared
+        .offered
+        .lock()
+        .expect("offered")
+        .items
+        .keys()
+        .copied()
+        .collect()
+}
+
+#[test]
+fn offers_are_kept_only_for_the_windows_the_builder_wants_next() {
+    let ledgers = pubnet_ledgers();
+    let f = store_with(&ledgers);
+    let reader: Arc<dyn Reader> = f.store.clone();
+    let ev = EventStore::open(&f.events_dir, reader, cfg()).expect("open events");
+    // Stopped: what it built so far stays, and offers are not taken.
+    ev.stop();
+    let next = ev.files().last().map_or(FIRST, |f| f.last + 1);
+    ev.offer(&ledgers);
+    let want: Vec<u32> = (next..=LAST).take(16).collect();
+    assert_eq!(kept(&ev), want, "4 windows of 4 ledgers from {next}");
+    // Offered again: the same, once each.
+    ev.offer(&ledgers[..3]);
+    assert_eq!(kept(&ev), want);
 }

@@ -111,7 +111,32 @@ pub(crate) struct Shared {
     pub(crate) expected: Mutex<Option<crate::ExpectedRanges>>,
     /// Ledgers' items ingest offered, by ledger, for the builder to take
     /// instead of reading them back ([`EventStore::offer`](crate::EventStore::offer)).
-    pub(crate) offered: Mutex<BTreeMap<u32, Vec<Item>>>,
+    pub(crate) offered: Mutex<Offered>,
+}
+
+/// Offered items by ledger, and their bytes.
+#[derive(Debug, Default)]
+pub(crate) struct Offered {
+    pub(crate) items: BTreeMap<u32, (Vec<Item>, usize)>,
+    pub(crate) bytes: usize,
+}
+
+impl Offered {
+    fn remove(&mut self, seq: u32) -> Option<Vec<Item>> {
+        let (items, bytes) = self.items.remove(&seq)?;
+        self.bytes -= bytes;
+        Some(items)
+    }
+
+    /// Forgets the ledgers below `from`.
+    fn forget_below(&mut self, from: u32) {
+        while let Some((&seq, _)) = self.items.first_key_value() {
+            if seq >= from {
+                break;
+            }
+            self.remove(seq);
+        }
+    }
 }
 
 impl Shared {
@@ -139,21 +164,33 @@ impl Shared {
             .unwrap_or_default()
     }
 
-    /// Keeps offered items, forgetting those below `from` (built since).
-    pub(crate) fn offered(&self, items: Vec<(u32, Vec<Item>)>, from: u32) {
+    /// Keeps offered items, but those below `from()` (asked under the
+    /// lock: the builder may have gone past them meanwhile) and those
+    /// past the byte budget.
+    pub(crate) fn offered(&self, items: Vec<(u32, Vec<Item>)>, from: impl Fn() -> u32) {
         let mut o = self.offered.lock().unwrap_or_else(|p| p.into_inner());
-        o.retain(|&seq, _| seq >= from);
-        o.extend(items);
+        let from = from();
+        o.forget_below(from);
+        for (seq, items) in items.into_iter().filter(|(seq, _)| *seq >= from) {
+            let bytes = items
+                .iter()
+                .map(|i| 64 + i.topics.iter().map(|t| t.len() + 24).sum::<usize>())
+                .sum::<usize>();
+            if o.bytes + bytes > crate::OFFER_BYTES {
+                break;
+            }
+            o.remove(seq);
+            o.bytes += bytes;
+            o.items.insert(seq, (items, bytes));
+        }
     }
 
     /// The items ingest offered for `seq`, taken.
     pub(crate) fn take_offered(&self, seq: u32) -> Option<Vec<Item>> {
         let mut o = self.offered.lock().unwrap_or_else(|p| p.into_inner());
-        let items = o.remove(&seq);
+        let items = o.remove(seq);
         // What lies below is built (the builder goes in order).
-        while o.first_key_value().is_some_and(|(&s, _)| s < seq) {
-            o.pop_first();
-        }
+        o.forget_below(seq);
         items
     }
 

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use ledgerstore_db_api::Layout;
 
-pub use crate::cli_lake::{ColdFlags, FollowFlags, LakeFlags};
+pub use crate::cli_lake::{ColdFlags, EventsFlags, FollowFlags, LakeFlags};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -299,6 +299,8 @@ pub struct DaemonFlags {
     #[command(flatten)]
     pub cold: ColdFlags,
     #[command(flatten)]
+    pub events: EventsFlags,
+    #[command(flatten)]
     pub engines: EngineFlags,
 }
 
@@ -465,6 +467,8 @@ pub struct IngestArgs {
     pub follow: bool,
     #[command(flatten)]
     pub follow_flags: FollowFlags,
+    #[command(flatten)]
+    pub events: EventsFlags,
 }
 
 #[derive(Debug, Args)]

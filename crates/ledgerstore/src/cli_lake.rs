@@ -140,3 +140,20 @@ pub struct ColdFlags {
     #[arg(long = "replica.events-dir", value_name = "DIR")]
     pub replica_events_dir: Option<std::path::PathBuf>,
 }
+
+/// `[events]`: the contract-event index getEvents reads, kept by the
+/// daemon and built by `ingest` as it goes.
+#[derive(Debug, Args, Clone, Default)]
+pub struct EventsFlags {
+    /// [events] enabled: keep the event index (`<data dir>/events`).
+    #[arg(long = "events.enabled", value_name = "BOOL")]
+    pub events_enabled: Option<bool>,
+    /// [events] file_ledgers: ledgers per level-0 index file of a new
+    /// index (an existing one keeps its own).
+    #[arg(long = "events.file-ledgers", value_name = "N")]
+    pub events_file_ledgers: Option<i64>,
+    /// [events] fan_out: files of one level merged into one of the next,
+    /// for a new index.
+    #[arg(long = "events.fan-out", value_name = "N")]
+    pub events_fan_out: Option<i64>,
+}

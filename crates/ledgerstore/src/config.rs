@@ -6,7 +6,7 @@ use ledgerstore_config::Config;
 use ledgerstore_db_api::Layout;
 use toml::Value;
 
-use crate::cli::{ColdFlags, DaemonFlags, EngineFlags, FollowFlags, LakeFlags};
+use crate::cli::{ColdFlags, DaemonFlags, EngineFlags, EventsFlags, FollowFlags, LakeFlags};
 
 type Overrides = Vec<(&'static str, Value)>;
 
@@ -128,6 +128,19 @@ fn follow_overrides(f: &FollowFlags, o: &mut Overrides) {
     );
 }
 
+fn events_overrides(e: &EventsFlags, o: &mut Overrides) {
+    push(o, "events.enabled", e.events_enabled.as_ref(), |b| {
+        Value::Boolean(*b)
+    });
+    push(
+        o,
+        "events.file_ledgers",
+        e.events_file_ledgers.as_ref(),
+        int,
+    );
+    push(o, "events.fan_out", e.events_fan_out.as_ref(), int);
+}
+
 fn cold_overrides(c: &ColdFlags, o: &mut Overrides) {
     push(o, "cold.store", c.cold_store.as_deref(), string);
     push(
@@ -244,6 +257,7 @@ pub fn daemon(f: &DaemonFlags) -> Result<Config> {
     follow_overrides(&f.follow, &mut o);
     lake_overrides(&f.lake, &mut o);
     cold_overrides(&f.cold, &mut o);
+    events_overrides(&f.events, &mut o);
     engine_overrides(&f.engines, &mut o);
     Config::load(f.config.as_deref(), &o).context("loading the configuration")
 }
@@ -257,10 +271,16 @@ pub fn offline(e: &EngineFlags) -> Result<Config> {
 
 /// Config for commands that read a data lake: defaults < env < flags.
 pub fn for_lake(l: &LakeFlags, f: Option<&FollowFlags>) -> Result<Config> {
+    for_ingest(l, f, &EventsFlags::default())
+}
+
+/// Config for `ingest`: [`for_lake`]'s, with the `[events]` flags.
+pub fn for_ingest(l: &LakeFlags, f: Option<&FollowFlags>, e: &EventsFlags) -> Result<Config> {
     let mut o = Overrides::new();
     lake_overrides(l, &mut o);
     if let Some(f) = f {
         follow_overrides(f, &mut o);
     }
+    events_overrides(e, &mut o);
     Config::load(None, &o).context("loading the configuration")
 }

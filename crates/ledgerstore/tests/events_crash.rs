@@ -167,7 +167,13 @@ async fn sigkill_while_indexing_events_leaves_an_index_that_answers_as_the_oracl
         .args(["ingest", "--no-progress", "--data-dir"])
         .arg(&dir)
         .args(common::small_engine_flags())
-        .args(["--network", "pubnet", "--stellar-file"])
+        .args([
+            "--network",
+            "pubnet",
+            "--events.enabled",
+            "false",
+            "--stellar-file",
+        ])
         .arg(testdata(&format!("{FIXTURE}.xdr.zst")))
         .output()
         .expect("ingest");

@@ -173,6 +173,8 @@ async fn a_replica_serves_get_events_from_the_published_event_files() {
             .args(common::small_engine_flags())
             .args(["--segments.range-ledgers", "5", "--segments.merge-fanout"])
             .args(["2", "--segments.merge-levels", "1"])
+            // The index is built as the ledgers land, in files of 2.
+            .args(["--events.file-ledgers", "2", "--events.fan-out", "2"])
             .args(["--network", "pubnet", "--stellar-file"])
             .arg(testdata(&format!("{FIXTURE}.xdr.zst")));
         c

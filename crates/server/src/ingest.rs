@@ -373,9 +373,9 @@ async fn commit_loop(
     acks: AckSender,
 ) -> Code {
     let (mut committed, mut skipped) = (0u64, 0u64);
-    let events = state.events().ok();
     while let Some(batch) = queue.recv().await {
-        let (s, ev) = (store.clone(), events.clone());
+        // Per batch: a stream may open before the event index does.
+        let (s, ev) = (store.clone(), state.events().ok());
         let close_time = batch.ledgers.last().map_or(0, |l| l.close_time);
         let (out, ledgers): (IngestOutcome, Vec<LedgerInput>) =
             match tokio::task::spawn_blocking(move || {

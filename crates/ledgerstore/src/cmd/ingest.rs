@@ -21,7 +21,7 @@ use crate::open;
 
 pub fn run(a: IngestArgs) -> Result<()> {
     ensure!(a.batch_ledgers >= 1, "--batch-ledgers must be at least 1");
-    let cfg = crate::config::for_lake(&a.stellar.lake, Some(&a.follow_flags))?;
+    let cfg = crate::config::for_ingest(&a.stellar.lake, Some(&a.follow_flags), &a.events)?;
     let spec = stellar_spec(&a.source, &cfg)?;
     if spec.is_none() {
         check_synth(&a.synth)?;
@@ -61,6 +61,8 @@ pub(crate) struct Writer {
     store: Arc<Ledgerstore>,
     /// The event index, built as the batches land (Stellar sources).
     events: Option<EventStore>,
+    /// It was far behind the dir's history when the run began.
+    events_behind: bool,
     progress: ProgressBar,
     committed: u64,
     started: Instant,
@@ -85,6 +87,7 @@ impl Writer {
         Ok(Self {
             store: Arc::new(store),
             events: None,
+            events_behind: false,
             progress,
             committed: 0,
             started: Instant::now(),
@@ -100,7 +103,18 @@ impl Writer {
         let dir = self.store.path().join("events");
         let reader: Arc<dyn Reader> = self.store.clone();
         match EventStore::open(&dir, reader, settings) {
-            Ok(e) => self.events = Some(e),
+            Ok(e) => {
+                // An index far behind this dir's history (events newly
+                // enabled, or its dir deleted) is left to the daemon: the
+                // run does not wait for history it did not bring.
+                let behind = match (self.store.last_ledger(), e.indexed_through()) {
+                    (None, _) => false,
+                    (Some(m), Some(t)) => m.saturating_sub(t) > 2 * settings.file_ledgers,
+                    (Some(_), None) => true,
+                };
+                self.events_behind = behind;
+                self.events = Some(e);
+            }
             Err(e) => self.progress.suspend(|| {
                 eprintln!("events: the index is not built with this ingest: {e}");
             }),
@@ -165,7 +179,14 @@ impl Writer {
             );
         }
         if let Some(events) = self.events {
-            report_events(&events, mark);
+            if self.events_behind {
+                println!(
+                    "events: the index was behind this dir's history when the run began (through {:?}); the daemon builds the rest",
+                    events.indexed_through()
+                );
+            } else {
+                report_events(&events, mark);
+            }
             // Its builder reads the store: stopped before the store closes.
             events.close();
         }

@@ -463,8 +463,9 @@ impl EventStore {
     }
 }
 
-/// Takes the dir's exclusive lock, or says who holds it.
-fn lock_dir(dir: &Path) -> EventsResult<std::fs::File> {
+/// Takes an events dir's exclusive lock (its `LOCK` file, held while the
+/// returned file is open), or says that another process holds it.
+pub fn lock_dir(dir: &Path) -> EventsResult<std::fs::File> {
     let path = dir.join(LOCK);
     let f = std::fs::OpenOptions::new()
         .create(true)

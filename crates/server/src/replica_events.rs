@@ -242,19 +242,7 @@ fn prepare(dir: &Path, source: &str, cfg: &EventsConfig) -> Result<(), String> {
         refuse_foreign(dir)?;
     }
     std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    let lock_path = dir.join(LOCK);
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| format!("opening {}: {e}", lock_path.display()))?;
-    if lock.try_lock().is_err() {
-        return Err(format!(
-            "{} is in use by another process (its LOCK is held): one daemon per events dir",
-            dir.display()
-        ));
-    }
+    let lock = ledgerstore_events::lock_dir(dir).map_err(|e| e.to_string())?;
     let path = dir.join(SOURCE);
     let recorded = std::fs::read_to_string(&path).ok();
     let geometry = ledgerstore_events::local_files(dir)
@@ -288,11 +276,12 @@ fn listing(dir: &Path) -> Result<Vec<String>, String> {
 
 /// Refuses a directory that holds anything but an events dir's names.
 fn refuse_foreign(dir: &Path) -> Result<(), String> {
-    if let Some(other) = listing(dir)?.iter().find(|n| {
-        ![ledgerstore_events::MARKER, LOCK, SOURCE].contains(&n.as_str())
-            && !n.starts_with("tmp-")
-            && !(n.starts_with("ev-") && n.ends_with(".idx"))
-    }) {
+    let ours = |n: &str| {
+        [ledgerstore_events::MARKER, LOCK, SOURCE].contains(&n)
+            || n.starts_with("tmp-")
+            || (n.starts_with("ev-") && n.ends_with(".idx"))
+    };
+    if let Some(other) = listing(dir)?.iter().find(|n| !ours(n)) {
         return Err(format!(
             "replica.events_dir = {}: holds {other:?}, so it is not an events dir; name an empty \
              directory or one a replica created",

@@ -244,6 +244,7 @@ impl EventStore {
             work: Mutex::new(()),
             expected: Mutex::new(expected),
             offered: Mutex::new(state::Offered::default()),
+            offered_cond: Condvar::new(),
         });
         let mut builder = build::Builder::new(&shared);
         // A restart of an index that had caught up (files and a tail): the
@@ -314,6 +315,12 @@ impl EventStore {
     /// comes). Ledgers that are not Stellar are left
     /// to the builder, which reports them. Wakes the builder.
     pub fn offer(&self, ledgers: &[ledgerstore_db_api::LedgerInput]) {
+        let (Some(a), Some(z)) = (ledgers.first(), ledgers.last()) else {
+            return;
+        };
+        // The builder waits for a ledger still to come rather than read
+        // it back (`read_items`); cleared however this returns.
+        let _in_flight = state::InFlight::start(&self.shared, a.seq, z.seq);
         // A window at a time, so the builder has each one as soon as it
         // is extracted.
         for chunk in ledgers.chunks(self.shared.cfg.file_ledgers.max(1) as usize) {
@@ -328,10 +335,9 @@ impl EventStore {
                     kept.push((l.seq, items));
                 }
             }
-            if !kept.is_empty() {
-                self.shared.offered(kept, || self.next_wanted());
-                self.shared.wake();
-            }
+            let past = chunk.last().map_or(0, |l| l.seq.saturating_add(1));
+            self.shared.offered(kept, || self.next_wanted(), past);
+            self.shared.wake();
         }
     }
 

@@ -45,6 +45,8 @@ fn offered_ledgers_are_indexed_from_ingests_bytes_alike() {
         ..cfg()
     };
     let ev = EventStore::open(&tmp.path().join("events"), reader, slow).expect("open events");
+    // The builder has found nothing and sleeps until an offer wakes it.
+    assert!(ev.wait_round(WAIT));
     for batch in ledgers.chunks(5) {
         store.ingest(batch, Duration::ZERO).expect("ingest");
     }
@@ -52,13 +54,18 @@ fn offered_ledgers_are_indexed_from_ingests_bytes_alike() {
     assert!(ev.wait_indexed_through(LAST, WAIT), "{:?}", ev.stats());
     assert!(ev.wait_round(WAIT));
     let st = ev.stats();
-    // Each ledger is indexed once, from the offer or read back (the
-    // builder, woken by the offer's first window, may pass the offer).
+    // Each ledger is indexed once; the offer's windows are taken (the
+    // builder waits for a ledger still being extracted rather than read
+    // it back).
     assert_eq!(
         st.ledgers_offered + st.ledgers_read_back,
         u64::from(LAST - FIRST + 1),
         "{st:?}"
     );
+    // At least the 4 windows it keeps from the first ledger (the rest
+    // too when the builder takes them before the last window is handed
+    // over).
+    assert!(st.ledgers_offered >= 16, "{st:?}");
     assert_eq!(
         drain(&ev, &all_query(vec![]), || limits(1000, usize::MAX)).0,
         want
@@ -83,16 +90,31 @@ fn kept(ev: &EventStore) -> Vec<u32> {
 #[test]
 fn offers_are_kept_only_for_the_windows_the_builder_wants_next() {
     let ledgers = pubnet_ledgers();
-    let f = store_with(&ledgers);
-    let reader: Arc<dyn Reader> = f.store.clone();
-    let ev = EventStore::open(&f.events_dir, reader, cfg()).expect("open events");
-    // Stopped: what it built so far stays, and offers are not taken.
+    let tmp = tempfile::tempdir().expect("tmp");
+    let store = Arc::new(
+        Ledgerstore::open(
+            &tmp.path().join("data"),
+            StoreOptions::default(),
+            &Backends::for_tests(),
+        )
+        .expect("open store"),
+    );
+    let reader: Arc<dyn Reader> = store.clone();
+    let ev = EventStore::open(&tmp.path().join("events"), reader, cfg()).expect("open events");
+    // Stopped before any ledger: offers are kept, never taken.
     ev.stop();
-    let next = ev.files().last().map_or(FIRST, |f| f.last + 1);
+    store.ingest(&ledgers, Duration::ZERO).expect("ingest");
     ev.offer(&ledgers);
-    let want: Vec<u32> = (next..=LAST).take(16).collect();
-    assert_eq!(kept(&ev), want, "4 windows of 4 ledgers from {next}");
-    // Offered again: the same, once each.
+    let want: Vec<u32> = (FIRST..FIRST + 16).collect();
+    assert_eq!(kept(&ev), want, "4 windows of 4 ledgers from the first");
+    let bytes = |ev: &EventStore| {
+        let o = ev.shared.offered.lock().expect("offered");
+        (o.bytes, o.items.values().map(|(_, b)| b).sum::<usize>())
+    };
+    let (total, sum) = bytes(&ev);
+    assert!(total > 0 && total == sum, "{total} {sum}");
+    // Offered again: replaced, not counted twice.
     ev.offer(&ledgers[..3]);
     assert_eq!(kept(&ev), want);
+    assert_eq!(bytes(&ev), (total, sum));
 }

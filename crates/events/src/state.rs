@@ -112,13 +112,39 @@ pub(crate) struct Shared {
     /// Ledgers' items ingest offered, by ledger, for the builder to take
     /// instead of reading them back ([`EventStore::offer`](crate::EventStore::offer)).
     pub(crate) offered: Mutex<Offered>,
+    /// Signalled when offered items land or an offer ends.
+    pub(crate) offered_cond: Condvar,
 }
+
+/// The longest the builder waits for a ledger an offer under way has yet
+/// to hand over, before it reads it back.
+const OFFER_WAIT: Duration = Duration::from_secs(2);
 
 /// Offered items by ledger, and their bytes.
 #[derive(Debug, Default)]
 pub(crate) struct Offered {
     pub(crate) items: BTreeMap<u32, (Vec<Item>, usize)>,
     pub(crate) bytes: usize,
+    /// An offer under way: the next ledger it has yet to hand over (or
+    /// skip), and its last.
+    pub(crate) in_flight: Option<(u32, u32)>,
+}
+
+/// Marks an offer under way for its lifetime.
+pub(crate) struct InFlight<'a>(&'a Shared);
+
+impl<'a> InFlight<'a> {
+    pub(crate) fn start(shared: &'a Shared, first: u32, last: u32) -> Self {
+        shared.offered_lock().in_flight = Some((first, last));
+        InFlight(shared)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.offered_lock().in_flight = None;
+        self.0.offered_cond.notify_all();
+    }
 }
 
 impl Offered {
@@ -167,31 +193,66 @@ impl Shared {
     /// Keeps offered items, but those below `from()` (asked under the
     /// lock: the builder may have gone past them meanwhile) and those
     /// past the byte budget.
-    pub(crate) fn offered(&self, items: Vec<(u32, Vec<Item>)>, from: impl Fn() -> u32) {
-        let mut o = self.offered.lock().unwrap_or_else(|p| p.into_inner());
+    /// Keeps offered items, but those below `from()` (asked under the
+    /// lock: the builder may have gone past them meanwhile) and those
+    /// past the byte budget; the offer under way has handed over (or
+    /// skipped) every ledger below `past`.
+    pub(crate) fn offered(&self, items: Vec<(u32, Vec<Item>)>, from: impl Fn() -> u32, past: u32) {
+        let mut o = self.offered_lock();
         let from = from();
         o.forget_below(from);
         for (seq, items) in items.into_iter().filter(|(seq, _)| *seq >= from) {
             let bytes = items
                 .iter()
-                .map(|i| 64 + i.topics.iter().map(|t| t.len() + 24).sum::<usize>())
+                .map(|i| {
+                    std::mem::size_of::<Item>()
+                        + i.topics.iter().map(|t| t.len() + 24).sum::<usize>()
+                })
                 .sum::<usize>();
+            o.remove(seq);
             if o.bytes + bytes > crate::OFFER_BYTES {
                 break;
             }
-            o.remove(seq);
             o.bytes += bytes;
             o.items.insert(seq, (items, bytes));
         }
+        if let Some(f) = o.in_flight.as_mut() {
+            f.0 = f.0.max(past);
+        }
+        drop(o);
+        self.offered_cond.notify_all();
     }
 
-    /// The items ingest offered for `seq`, taken.
+    fn offered_lock(&self) -> MutexGuard<'_, Offered> {
+        self.offered.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The items ingest offered for `seq`, taken; waits (at most
+    /// [`OFFER_WAIT`]) while an offer under way has yet to hand it over,
+    /// rather than have the caller read it back.
     pub(crate) fn take_offered(&self, seq: u32) -> Option<Vec<Item>> {
-        let mut o = self.offered.lock().unwrap_or_else(|p| p.into_inner());
-        let items = o.remove(seq);
-        // What lies below is built (the builder goes in order).
-        o.forget_below(seq);
-        items
+        let until = Instant::now() + OFFER_WAIT;
+        let mut o = self.offered_lock();
+        loop {
+            if let Some(items) = o.remove(seq) {
+                // What lies below is built (the builder goes in order).
+                o.forget_below(seq);
+                return Some(items);
+            }
+            let coming = o
+                .in_flight
+                .is_some_and(|(next, last)| next <= seq && seq <= last);
+            let now = Instant::now();
+            if !coming || now >= until || self.stopping() {
+                o.forget_below(seq);
+                return None;
+            }
+            o = self
+                .offered_cond
+                .wait_timeout(o, until - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
     }
 
     pub(crate) fn status(&self) -> MutexGuard<'_, Status> {

@@ -61,8 +61,9 @@ pub(crate) struct Writer {
     store: Arc<Ledgerstore>,
     /// The event index, built as the batches land (Stellar sources).
     events: Option<EventStore>,
-    /// It was far behind the dir's history when the run began.
-    events_behind: bool,
+    /// The dir's mark when the run began: the index is waited for at
+    /// the end only if it has indexed that history by then.
+    events_from: Option<u32>,
     progress: ProgressBar,
     committed: u64,
     started: Instant,
@@ -87,7 +88,7 @@ impl Writer {
         Ok(Self {
             store: Arc::new(store),
             events: None,
-            events_behind: false,
+            events_from: None,
             progress,
             committed: 0,
             started: Instant::now(),
@@ -104,15 +105,7 @@ impl Writer {
         let reader: Arc<dyn Reader> = self.store.clone();
         match EventStore::open(&dir, reader, settings) {
             Ok(e) => {
-                // An index far behind this dir's history (events newly
-                // enabled, or its dir deleted) is left to the daemon: the
-                // run does not wait for history it did not bring.
-                let behind = match (self.store.last_ledger(), e.indexed_through()) {
-                    (None, _) => false,
-                    (Some(m), Some(t)) => m.saturating_sub(t) > 2 * settings.file_ledgers,
-                    (Some(_), None) => true,
-                };
-                self.events_behind = behind;
+                self.events_from = self.store.last_ledger();
                 self.events = Some(e);
             }
             Err(e) => self.progress.suspend(|| {
@@ -179,9 +172,15 @@ impl Writer {
             );
         }
         if let Some(events) = self.events {
-            if self.events_behind {
+            // An index still behind the history this run did not bring
+            // (events newly enabled on a big dir, or its dir deleted) is
+            // left to the daemon: the run does not wait for it.
+            let behind = self
+                .events_from
+                .is_some_and(|f| events.indexed_through().is_none_or(|t| t < f));
+            if behind {
                 println!(
-                    "events: the index was behind this dir's history when the run began (through {:?}); the daemon builds the rest",
+                    "events: the index is behind this dir's earlier history (through {:?}); the daemon builds the rest",
                     events.indexed_through()
                 );
             } else {

@@ -202,7 +202,10 @@ async fn hostile_requests_get_the_right_status_and_change_nothing() {
             "13",
             "failed to decode Protobuf",
         ),
-        ("/ledgerstore.v1.Query/NoSuchMethod", &garbage, "12", ""),
+        // No body: the server answers an unknown method without reading
+        // one, and resets a stream whose body is still coming, which curl
+        // (8.x) reports as a framing error without the answer's headers.
+        ("/ledgerstore.v1.Query/NoSuchMethod", &[], "12", ""),
     ];
     for (path, body, status, msg) in cases {
         let (code, message) = raw_grpc(&addr, path, body, tmp.path());

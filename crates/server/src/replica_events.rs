@@ -3,15 +3,16 @@
 //! published (`cold.publish_events`).
 //!
 //! - The index opens once the served manifest lists event files, with
-//!   their geometry. The dir records the store it was filled from
-//!   (`SOURCE`: the location, the first ledger and the first pack's
-//!   SHA-256); a dir of another store or geometry is moved aside and
-//!   deleted, since its files would answer for other ledgers.
+//!   their geometry. The dir records the history it was filled from
+//!   (`SOURCE`: the first ledger and the first pack's SHA-256); a dir of
+//!   another history or geometry is emptied in place under its lock,
+//!   since its files would answer for other ledgers.
 //! - The builder asks, at every round, which ranges are on their way: the
 //!   listed files (but those whose fetch failed, which it indexes from
-//!   the packs), and, when the listed files end far below the published
-//!   mark (a writer whose index lags), everything past them, so a replica
-//!   never reads a long history from the packs.
+//!   the packs), and, while the replica fills up to listed files that end
+//!   far below the published mark (a writer whose index lags), everything
+//!   past them, so a new replica never reads a long history from the
+//!   packs.
 //! - A sync task fetches each listed file the index lacks (checked against
 //!   the manifest's size and SHA-256), and adopts it. A failed fetch is
 //!   retried after a backoff (per object, up to 15 min).

@@ -29,14 +29,7 @@ fn offered_ledgers_are_indexed_from_ingests_bytes_alike() {
     };
 
     let tmp = tempfile::tempdir().expect("tmp");
-    let store = Arc::new(
-        Ledgerstore::open(
-            &tmp.path().join("data"),
-            StoreOptions::default(),
-            &Backends::for_tests(),
-        )
-        .expect("open store"),
-    );
+    let store = empty_store(tmp.path());
     let reader: Arc<dyn Reader> = store.clone();
     let slow = crate::EventsConfig {
         // The builder looks at the mark only when woken (an offer wakes
@@ -91,14 +84,7 @@ fn kept(ev: &EventStore) -> Vec<u32> {
 fn offers_are_kept_only_for_the_windows_the_builder_wants_next() {
     let ledgers = pubnet_ledgers();
     let tmp = tempfile::tempdir().expect("tmp");
-    let store = Arc::new(
-        Ledgerstore::open(
-            &tmp.path().join("data"),
-            StoreOptions::default(),
-            &Backends::for_tests(),
-        )
-        .expect("open store"),
-    );
+    let store = empty_store(tmp.path());
     let reader: Arc<dyn Reader> = store.clone();
     let ev = EventStore::open(&tmp.path().join("events"), reader, cfg()).expect("open events");
     // Stopped before any ledger: offers are kept, never taken.
@@ -117,4 +103,16 @@ fn offers_are_kept_only_for_the_windows_the_builder_wants_next() {
     ev.offer(&ledgers[..3]);
     assert_eq!(kept(&ev), want);
     assert_eq!(bytes(&ev), (total, sum));
+}
+
+/// A real, empty store in `dir/data`.
+fn empty_store(dir: &std::path::Path) -> Arc<Ledgerstore> {
+    Arc::new(
+        Ledgerstore::open(
+            &dir.join("data"),
+            StoreOptions::default(),
+            &Backends::for_tests(),
+        )
+        .expect("open store"),
+    )
 }

@@ -104,6 +104,7 @@ fn main() {
                 TableId::TxIndex,
                 &path,
                 ledgerstore_db_api::Access::ReadWrite,
+                ledgerstore_db_api::ValueCompression::App,
             )
             .expect("open tx_index");
         let keys: Vec<&[u8]> = residue.iter().map(|h| &h[..]).collect();

@@ -4,9 +4,12 @@
 
 use std::path::Path;
 
-use ledgerstore_db_api::{Access, DbResult, EngineFactory, EngineKind, KvStore, Layout, TableId};
+use ledgerstore_db_api::{
+    Access, DbError, DbResult, EngineFactory, EngineKind, KvStore, Layout, TableId,
+    ValueCompression,
+};
 pub use ledgerstore_engine_mdbx::{MdbxOptions, MdbxStore, MdbxSync};
-pub use ledgerstore_engine_rocks::{RocksOptions, RocksProfile, RocksStore};
+pub use ledgerstore_engine_rocks::{BlockCompression, RocksOptions, RocksProfile, RocksStore};
 
 /// Engine options for every table. The default uses 4 KiB MDBX pages for
 /// both hash tables: measured on this machine class against 16 KiB (see
@@ -43,19 +46,25 @@ impl Backends {
         }
     }
 
-    /// The RocksDB options of `table` in `layout`.
-    pub fn rocks_options(&self, layout: Layout, table: TableId) -> RocksOptions {
-        let mut o = match layout {
-            Layout::Rocksdb => RocksOptions::field_study(),
-            Layout::RocksdbTuned => RocksOptions::tuned(table == TableId::TxData),
-            // The sequential ledgers table of the hybrid layout: tuned, no
-            // forced compaction (sequential keys compact by trivial moves).
-            Layout::Hybrid => RocksOptions::tuned(false),
-            // Position-keyed tx bodies: appended in key order and read by
-            // positions that exist.
-            Layout::Indexed if table == TableId::TxData => RocksOptions::tuned_positional(),
-            // Ledgers append in key order too: tuned, blob-less.
-            Layout::Indexed => RocksOptions::tuned(false),
+    /// The RocksDB options of `table` in `layout`, its values compressed
+    /// as `compression` says.
+    pub fn rocks_options(
+        &self,
+        layout: Layout,
+        table: TableId,
+        compression: ValueCompression,
+    ) -> RocksOptions {
+        // Raw values RocksDB compresses in blocks (`indexed` bodies in a
+        // `blocks` dir): positional, like the per-record form.
+        let mut o = if let ValueCompression::Blocks {
+            level,
+            block_bytes,
+            dict_bytes,
+        } = compression
+        {
+            RocksOptions::tuned_blocks(block_bytes, BlockCompression { level, dict_bytes })
+        } else {
+            Self::app_compressed(layout, table)
         };
         if let Some(b) = self.rocks_write_buffer_bytes {
             o.write_buffer_bytes = b;
@@ -68,6 +77,22 @@ impl Backends {
         }
         o
     }
+
+    /// A table whose values the application compresses.
+    fn app_compressed(layout: Layout, table: TableId) -> RocksOptions {
+        match layout {
+            Layout::Rocksdb => RocksOptions::field_study(),
+            Layout::RocksdbTuned => RocksOptions::tuned(table == TableId::TxData),
+            // The sequential ledgers table of the hybrid layout: tuned, no
+            // forced compaction (sequential keys compact by trivial moves).
+            Layout::Hybrid => RocksOptions::tuned(false),
+            // Position-keyed tx bodies: appended in key order and read by
+            // positions that exist.
+            Layout::Indexed if table == TableId::TxData => RocksOptions::tuned_positional(),
+            // Ledgers append in key order too: tuned, blob-less.
+            Layout::Indexed => RocksOptions::tuned(false),
+        }
+    }
 }
 
 impl EngineFactory for Backends {
@@ -77,8 +102,16 @@ impl EngineFactory for Backends {
         table: TableId,
         path: &Path,
         access: Access,
+        compression: ValueCompression,
     ) -> DbResult<Box<dyn KvStore>> {
         Ok(match layout.engine_for(table) {
+            EngineKind::Mdbx if compression != ValueCompression::App => {
+                return Err(DbError::Engine {
+                    engine: "mdbx",
+                    table: table.name().to_string(),
+                    detail: "MDBX stores values as given; block compression needs RocksDB".into(),
+                });
+            }
             EngineKind::Mdbx => {
                 let opts = match table {
                     TableId::TxIndex => &self.mdbx_tx_index,
@@ -89,7 +122,7 @@ impl EngineFactory for Backends {
             EngineKind::Rocksdb => Box::new(RocksStore::open(
                 path,
                 table.name(),
-                &self.rocks_options(layout, table),
+                &self.rocks_options(layout, table, compression),
                 access,
             )?),
         })

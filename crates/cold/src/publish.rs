@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use ledgerstore_db_api::DictSet;
 use ledgerstore_pack::manifest::{dict_key, events_key, pack_key, segment_key};
 use ledgerstore_pack::{
     DictRef, EventsGeometry, EventsRef, Manifest, Object, PackRef, PackWriter, SegmentRef,
@@ -151,7 +152,8 @@ pub async fn publish_with(
         let s = Arc::clone(&store);
         let path = work.join(format!("pack-{first:010}-{end:010}.tmp"));
         let p = path.clone();
-        let info = blocking(move || write_pack(&s, &p, first, end)).await?;
+        let dicts = Arc::clone(&closed.pack_dicts);
+        let info = blocking(move || write_pack(&s, &p, first, end, &dicts)).await?;
         let key = pack_key(first, end, &info.sha256);
         upload(remote, &key, &path, info.header.size, &mut report).await?;
         let _ = std::fs::remove_file(&path);
@@ -485,6 +487,7 @@ fn write_pack(
     path: &Path,
     first: u32,
     last: u32,
+    dicts: &DictSet,
 ) -> ColdResult<ledgerstore_pack::PackInfo> {
     let mut w = PackWriter::create(path, first, last)?;
     for seq in first..=last {
@@ -493,7 +496,7 @@ fn write_pack(
                 "ledger {seq} of the closed range {first}..={last} is not stored"
             ))
         })?;
-        let bodies = store.stored_bodies(seq, n)?;
+        let bodies = store.stored_bodies(seq, n, dicts)?;
         w.push_ledger(seq, &record, &bodies)?;
     }
     Ok(w.finish()?)

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ledgerstore_backends::Backends;
-use ledgerstore_db_api::{Layout, TxHash};
+use ledgerstore_db_api::{BodyForm, Decompress, Layout, RAW_BODY, TxBody, TxHash};
 use ledgerstore_store::{
     DictOptions, IndexedOptions, Ledgerstore, Reader, StoreError, StoreOptions,
 };
@@ -18,6 +18,11 @@ use object_store::local::LocalFileSystem;
 use crate::{ColdError, DiskCache, Remote, Replica, publish};
 
 pub(crate) fn open(dir: &Path) -> Arc<Ledgerstore> {
+    open_form(dir, BodyForm::default())
+}
+
+/// [`open`], a new dir storing its bodies as `bodies` says.
+fn open_form(dir: &Path, bodies: BodyForm) -> Arc<Ledgerstore> {
     let opts = StoreOptions {
         layout: Some(Layout::Indexed),
         indexed: IndexedOptions {
@@ -30,6 +35,7 @@ pub(crate) fn open(dir: &Path) -> Arc<Ledgerstore> {
                 max_bytes: 4 << 10,
                 retrain_every_txs: 0,
             }),
+            bodies,
             ..IndexedOptions::default()
         },
         ..StoreOptions::default()
@@ -172,6 +178,51 @@ fn published_ranges_read_back_exactly_through_a_replica_and_follow_new_manifests
     other.writer = "another writer".into();
     let e = rt.block_on(r.create_manifest(&other)).expect_err("exists");
     assert!(matches!(e, ColdError::Conflict { .. }), "{e}");
+}
+
+/// A `records` writer publishes its bodies as stored; a `blocks` writer
+/// compresses its raw bodies with a published dictionary. Either way the
+/// packs hold per-record frames only, and a replica answers exactly as
+/// its writer.
+#[test]
+fn packs_hold_per_record_bodies_from_either_body_form() {
+    for form in [BodyForm::Records, BodyForm::Blocks] {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let (data, bucket) = (tmp.path().join("data"), tmp.path().join("bucket"));
+        std::fs::create_dir_all(&bucket).expect("bucket");
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let s = Synth::new(SynthConfig::small(17, 8));
+        let store = open_form(&data, form);
+        assert_eq!(store.body_form(), form);
+        ingest(&store, &s, 1, 25);
+        let r = remote(&bucket);
+        let published = rt
+            .block_on(publish(Arc::clone(&store), &r, &data.join("publish")))
+            .expect("publish");
+        assert_eq!(published.packs, vec![(1, 9), (10, 19)], "{form}");
+        let closed = store.closed_ranges().expect("closed");
+        assert!(
+            !closed.dicts.is_empty(),
+            "{form}: a dictionary is published"
+        );
+        let mut versions = std::collections::BTreeSet::new();
+        for seq in 1..=19 {
+            let (_, n) = store.stored_ledger(seq).expect("read").expect("stored");
+            for b in store
+                .stored_bodies(seq, n, &closed.pack_dicts)
+                .expect("bodies")
+            {
+                versions.insert(TxBody::decompress(&b).expect("body").dict_version);
+            }
+        }
+        assert!(!versions.contains(&RAW_BODY), "{form}: {versions:?}");
+        assert!(
+            versions.iter().any(|v| *v >= 1 && *v < RAW_BODY),
+            "{form}: bodies after training use the dictionary: {versions:?}"
+        );
+        let rep = replica(&rt, &r, &tmp.path().join("c"), 1 << 30);
+        assert_same(&store, &rep, &s, 1, 19);
+    }
 }
 
 #[test]

@@ -233,7 +233,8 @@ fn a_record_stored_under_another_ledgers_entry_is_data_loss() {
     for seq in 10..=19 {
         let from = if seq == 12 { 13 } else { seq };
         let (record, n) = w.store.stored_ledger(from).expect("read").expect("stored");
-        let bodies = w.store.stored_bodies(from, n).expect("bodies");
+        let dicts = w.store.closed_ranges().expect("closed").pack_dicts;
+        let bodies = w.store.stored_bodies(from, n, &dicts).expect("bodies");
         pw.push_ledger(seq, &record, &bodies).expect("push");
     }
     pw.finish().expect("finish");

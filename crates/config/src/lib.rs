@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
-use ledgerstore_db_api::Layout;
+use ledgerstore_db_api::{BodyForm, Layout};
 use serde::{Deserialize, Serialize};
 
 mod cold;
@@ -148,7 +148,9 @@ impl Default for MdbxConfig {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct RocksdbConfig {
-    /// Memtable size, MiB (unset: the layout's profile).
+    /// Memtable size, MiB (unset: the layout's profile). The tx bodies of
+    /// a `blocks` dir use at most 64 MiB: RocksDB holds a flush's whole
+    /// output in memory until the file's dictionary is trained.
     pub write_buffer_mb: Option<usize>,
 }
 
@@ -362,6 +364,22 @@ pub struct SegmentsConfig {
     /// evicted (newest first while the budget lasts; a loaded filter stays
     /// until a merge replaces its segment). 0: off. Not recorded.
     pub filter_mib: u64,
+    /// How tx bodies are stored: `blocks` (raw bodies that RocksDB
+    /// compresses in blocks of consecutive transactions, zstd at
+    /// `db.zstd_level` with a dictionary per file; data dir format 2) or
+    /// `records` (each body its own zstd frame with a trained dictionary,
+    /// as every dir before format 2). Recorded in the data dir at
+    /// creation: unset, an existing dir keeps its own and a new one gets
+    /// `blocks`; set, it must match an existing dir's.
+    pub bodies: Option<BodyForm>,
+    /// `blocks` bodies: KiB of raw bodies per compressed block. Larger
+    /// blocks compress better and cost a lookup more to decompress (it
+    /// decompresses one block). Not recorded: it may change at every start
+    /// and applies to files written from then on.
+    pub block_kib: u32,
+    /// `blocks` bodies: the largest dictionary RocksDB trains per file, in
+    /// KiB (0: none). Not recorded.
+    pub block_dict_kib: u32,
 }
 
 impl Default for SegmentsConfig {
@@ -372,6 +390,9 @@ impl Default for SegmentsConfig {
             merge_levels: None,
             warm_mib: 1024,
             filter_mib: 256,
+            bodies: None,
+            block_kib: 256,
+            block_dict_kib: 64,
         }
     }
 }
@@ -604,6 +625,16 @@ impl Config {
             if mib > 1 << 30 {
                 return Err(invalid(key, mib, "0..=1073741824"));
             }
+        }
+        if !(4..=16_384).contains(&s.block_kib) {
+            return Err(invalid("segments.block_kib", s.block_kib, "4..=16384"));
+        }
+        if s.block_dict_kib > 1024 {
+            return Err(invalid(
+                "segments.block_dict_kib",
+                s.block_dict_kib,
+                "0..=1024",
+            ));
         }
         if self.dict.enabled && (self.dict.samples < 16 || !(1..=4096).contains(&self.dict.max_kib))
         {

@@ -158,6 +158,18 @@ fn bad_values_name_the_key_and_the_expected_range() {
             "events.file_ledgers = 70000: 1 to 65536",
         ),
         ("[events]\nfan_out = 1\n", "events.fan_out = 1: 2 to 1024"),
+        (
+            "[segments]\nblock_kib = 2\n",
+            "segments.block_kib = 2: 4..=16384",
+        ),
+        (
+            "[segments]\nblock_dict_kib = 2048\n",
+            "segments.block_dict_kib = 2048: 0..=1024",
+        ),
+        (
+            "[segments]\nbodies = \"block\"\n",
+            "expected ``records` or `blocks`` for key \"default.segments.bodies\"",
+        ),
     ] {
         std::fs::write(&file, toml).expect("write");
         let e = Config::load(Some(&file), &[]).expect_err(toml).to_string();

@@ -11,6 +11,11 @@
 //! bump's inner hash) has dictionary version [`ALIAS_BODY`] and, as its
 //! frame, the 4-byte BE apply index of the transaction it names in the
 //! same ledger: 40 bytes instead of a second copy of the record.
+//!
+//! A raw body ([`RAW_BODY`], written in [`BodyForm::Blocks`] dirs) holds
+//! the encoded record itself, not compressed: the engine compresses the
+//! table in blocks of consecutive bodies (zstd with a per-file dictionary),
+//! so neighbouring transactions, across ledgers, share one frame's context.
 
 use crate::codec::{Compress, Decompress};
 use crate::dict::DictSet;
@@ -23,6 +28,54 @@ const HEADER: usize = 32 + 4;
 /// The dictionary version of an alias body. Trained versions count up
 /// from 1 and never reach it.
 pub const ALIAS_BODY: u32 = u32::MAX;
+
+/// The dictionary version of a raw body: the frame is the encoded
+/// [`TxRecord`], not compressed (the engine compresses the table's
+/// blocks). Trained versions stop below it ([`DictSet::next_version`]).
+pub const RAW_BODY: u32 = u32::MAX - 1;
+
+/// How an `indexed` dir stores its tx bodies. Recorded in the dir at
+/// creation and kept for its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BodyForm {
+    /// Each body a zstd frame of its own, with a trained dictionary
+    /// (dirs made before format 2). The engine stores values as given.
+    Records,
+    /// Raw bodies ([`RAW_BODY`]); the engine compresses blocks of
+    /// consecutive bodies. A hit decompresses one block.
+    #[default]
+    Blocks,
+}
+
+impl BodyForm {
+    /// The name used in config and in `ledgerstore.json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BodyForm::Records => "records",
+            BodyForm::Blocks => "blocks",
+        }
+    }
+}
+
+impl std::fmt::Display for BodyForm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for BodyForm {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "records" => Ok(BodyForm::Records),
+            "blocks" => Ok(BodyForm::Blocks),
+            other => Err(format!(
+                "unknown body form {other:?}; expected \"records\" or \"blocks\""
+            )),
+        }
+    }
+}
 
 /// A stored transaction body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +103,16 @@ impl TxBody {
             dict_version,
             frame,
         })
+    }
+
+    /// A raw body: `encoded_record` as it is, for a table the engine
+    /// compresses in blocks.
+    pub fn raw(hash: TxHash, encoded_record: Vec<u8>) -> Self {
+        Self {
+            hash,
+            dict_version: RAW_BODY,
+            frame: encoded_record,
+        }
     }
 
     /// The body of an alias `hash` naming the `index`-th transaction of
@@ -82,9 +145,35 @@ impl TxBody {
         Ok(Some(u32::from_be_bytes(index)))
     }
 
-    /// Decompresses and decodes the record.
+    /// The encoded record: the frame itself for a raw body, else the
+    /// frame decompressed with its dictionary. An alias body has none.
+    pub fn encoded_record(&self, dicts: &DictSet) -> DbResult<Vec<u8>> {
+        match self.dict_version {
+            RAW_BODY => Ok(self.frame.clone()),
+            ALIAS_BODY => Err(DbError::Corrupt {
+                what: "tx body",
+                detail: "an alias body holds no record of its own".into(),
+            }),
+            v => dicts.decompress(v, &self.frame),
+        }
+    }
+
+    /// Decompresses (unless raw) and decodes the record.
     pub fn record(&self, dicts: &DictSet) -> DbResult<TxRecord> {
-        TxRecord::decode(&dicts.decompress(self.dict_version, &self.frame)?)
+        if self.dict_version == RAW_BODY {
+            return TxRecord::decode(&self.frame);
+        }
+        TxRecord::decode(&self.encoded_record(dicts)?)
+    }
+
+    /// The same body in the per-record form: a raw body compressed with
+    /// the current dictionary of `dicts` (what a pack publishes, so
+    /// readers of every release read it); any other body as it is.
+    pub fn to_record_form(self, dicts: &DictSet, level: i32) -> DbResult<Self> {
+        if self.dict_version != RAW_BODY {
+            return Ok(self);
+        }
+        Self::compress_record(self.hash, &self.frame, dicts, level)
     }
 
     /// The stored bytes.
@@ -161,6 +250,21 @@ mod tests {
         let back = TxBody::decompress(&stored).expect("parse");
         assert_eq!(back, body);
         assert_eq!(back.record(&dicts).expect("record"), rec);
+        let raw = TxBody::raw(TxHash([6; 32]), rec.encode());
+        let back = TxBody::decompress(&raw.to_bytes()).expect("raw parse");
+        assert_eq!(back.dict_version, RAW_BODY);
+        assert_eq!(back.record(&dicts).expect("raw record"), rec);
+        let packed = back.to_record_form(&dicts, 3).expect("record form");
+        assert_eq!(packed.dict_version, 0);
+        assert_eq!(packed.record(&dicts).expect("packed record"), rec);
+        let alias = TxBody::alias(TxHash([7; 32]), 1);
+        let err = alias.encoded_record(&dicts).expect_err("alias");
+        assert!(err.to_string().contains("alias"), "{err}");
+        assert_eq!(
+            "blocks".parse::<BodyForm>().expect("form"),
+            BodyForm::Blocks
+        );
+        assert!("block".parse::<BodyForm>().is_err());
         let err = TxBody::decompress(&stored[..20]).expect_err("short");
         assert!(
             err.to_string().contains("shorter than the 36-byte header"),

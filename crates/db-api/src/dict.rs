@@ -67,6 +67,15 @@ impl Dictionary {
                 detail: "version 0 means \"no dictionary\"".into(),
             });
         }
+        if version >= crate::body::RAW_BODY {
+            return Err(DbError::Corrupt {
+                what: "dictionary",
+                detail: format!(
+                    "version {version} is reserved for raw and alias bodies; versions stop at {}",
+                    crate::body::RAW_BODY - 1
+                ),
+            });
+        }
         let bytes = zstd::dict::from_samples(samples, max_bytes).map_err(DbError::Compression)?;
         Ok(Self::from_bytes(version, bytes, level))
     }
@@ -149,8 +158,25 @@ impl DictSet {
     }
 
     /// The version the next trained dictionary gets.
+    /// Saturates at [`crate::body::RAW_BODY`], which
+    /// [`Dictionary::train`] refuses, so no version means something else.
     pub fn next_version(&self) -> u32 {
-        self.dicts.keys().next_back().map_or(1, |v| v + 1)
+        self.dicts
+            .keys()
+            .next_back()
+            .map_or(1, |v| v.saturating_add(1))
+            .min(crate::body::RAW_BODY)
+    }
+
+    /// The dictionaries up to `version` (the newest of them current).
+    pub fn up_to(&self, version: u32) -> DictSet {
+        DictSet {
+            dicts: self
+                .dicts
+                .range(..=version)
+                .map(|(v, d)| (*v, Arc::clone(d)))
+                .collect(),
+        }
     }
 
     /// Every dictionary, oldest first.

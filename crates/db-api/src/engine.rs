@@ -189,16 +189,41 @@ pub enum Access {
     ReadOnly,
 }
 
+/// Who compresses a table's values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ValueCompression {
+    /// The application: values arrive compressed (or are tiny), and the
+    /// engine stores them as they are.
+    #[default]
+    App,
+    /// The engine, in blocks of consecutive values (keys appended in
+    /// order, so neighbours in key order share a block): zstd at `level`,
+    /// blocks of about `block_bytes` before compression, and a dictionary
+    /// of up to `dict_bytes` trained per file on that file's own blocks (0:
+    /// none). A point read decompresses one block.
+    Blocks {
+        /// zstd level.
+        level: i32,
+        /// Target block size before compression.
+        block_bytes: usize,
+        /// Largest per-file dictionary (0: none).
+        dict_bytes: usize,
+    },
+}
+
 /// Opens the engine instance that holds one table. Implemented by
 /// `ledgerstore-backends`; only the binary picks the implementation.
 pub trait EngineFactory: Send + Sync {
     /// Opens `table` of a `layout` data dir at `path`: with
-    /// [`Access::ReadWrite`], creating it if needed.
+    /// [`Access::ReadWrite`], creating it if needed. `compression` says
+    /// who compresses its values; an engine that cannot compress blocks
+    /// refuses [`ValueCompression::Blocks`] by name.
     fn open_table(
         &self,
         layout: Layout,
         table: TableId,
         path: &std::path::Path,
         access: Access,
+        compression: ValueCompression,
     ) -> DbResult<Box<dyn KvStore>>;
 }

@@ -22,11 +22,12 @@ pub mod records;
 pub mod skeleton;
 pub mod table;
 
-pub use body::{ALIAS_BODY, TxBody};
+pub use body::{ALIAS_BODY, BodyForm, RAW_BODY, TxBody};
 pub use codec::{Compress, Decode, Decompress, Encode};
 pub use dict::{DictSet, Dictionary};
 pub use engine::{
     Access, CommitTiming, EngineFactory, EngineKind, EngineStats, KvStore, KvWrite, TableBackup,
+    ValueCompression,
 };
 pub use error::{DbError, DbResult};
 pub use input::{Cut, LedgerInput, Part, TxInput};

@@ -94,3 +94,155 @@ fn bytes_written_counts_flush_and_wal_then_background_work_drains() {
         assert!(written >= logical, "{profile:?}: {written} < {logical}");
     }
 }
+
+/// Text-like values (a small vocabulary, pseudo-random order): compressible
+/// as real XDR is, not trivially as a repeated byte.
+fn wordy(i: u32, len: usize) -> Vec<u8> {
+    const WORDS: [&[u8]; 8] = [
+        b"account ",
+        b"payment ",
+        b"offer ",
+        b"ledger ",
+        b"trust ",
+        b"asset ",
+        b"fee ",
+        b"meta ",
+    ];
+    let mut x = u64::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(WORDS[(x % 8) as usize]);
+        out.push((x >> 8) as u8);
+    }
+    out.truncate(len);
+    out
+}
+
+fn blocks() -> RocksOptions {
+    let mut o = RocksOptions::tuned_blocks(
+        64 << 10,
+        BlockCompression {
+            level: 3,
+            dict_bytes: 16 << 10,
+        },
+    );
+    o.block_cache_bytes = 1 << 20;
+    o.background_jobs = 2;
+    o
+}
+
+/// Set by [`block_compression_stores_raw_values_compressed_and_bulk_writes_skip_the_wal`]
+/// for the child it runs: the directory to write into before aborting.
+const CHILD_DIR: &str = "LEDGERSTORE_ROCKS_BLOCKS_CHILD_DIR";
+
+/// The child half of the crash check: a small write and a bulk write, each
+/// committed, then an abort (no close, no flush at shutdown). Does
+/// nothing unless the parent test set [`CHILD_DIR`].
+#[test]
+fn block_compression_child_writes_then_aborts() {
+    let Some(dir) = std::env::var_os(CHILD_DIR) else {
+        return;
+    };
+    let store = RocksStore::open(
+        std::path::Path::new(&dir),
+        "tx_data",
+        &blocks(),
+        Access::ReadWrite,
+    )
+    .expect("open");
+    // What the WAL holds on disk (the ticker counts bytes before WAL
+    // compression).
+    let dir = std::path::PathBuf::from(&dir);
+    let wal = || -> u64 {
+        std::fs::read_dir(&dir)
+            .expect("list")
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+            .map(|e| e.metadata().expect("stat").len())
+            .sum()
+    };
+    // A small write goes through the WAL, compressed, and is durable at
+    // commit without a flush.
+    let mut w = store.begin_write().expect("begin");
+    for i in 0u32..100 {
+        w.put(&i.to_be_bytes(), &wordy(i, 3000)).expect("put");
+    }
+    w.finish().expect("finish");
+    w.commit().expect("commit");
+    let logged = wal();
+    assert!(logged > 0, "a small write is logged");
+    assert!(logged < 100 * 3000 / 2, "the WAL is compressed: {logged} B");
+    // A bulk write (more than one 32 MiB chunk) skips the WAL and is
+    // flushed at commit.
+    let ticker = store.rocks_opts.get_ticker_count(Ticker::WalFileBytes);
+    let mut w = store.begin_write().expect("begin");
+    for i in 100u32..(100 + 12_000) {
+        w.put(&i.to_be_bytes(), &wordy(i, 3000)).expect("put");
+    }
+    w.finish().expect("finish");
+    w.commit().expect("commit");
+    let bulk = store.rocks_opts.get_ticker_count(Ticker::WalFileBytes) - ticker;
+    assert!(
+        bulk < 1 << 20,
+        "a bulk write skipped the WAL: {bulk} B logged"
+    );
+    // Then a small write that is never committed: gone after the abort
+    // or not, it must not hide what was committed.
+    let mut w = store.begin_write().expect("begin");
+    w.put(&u32::MAX.to_be_bytes(), b"uncommitted").expect("put");
+    w.finish().expect("finish");
+    println!("child: committed, aborting");
+    std::process::abort();
+}
+
+#[test]
+fn block_compression_stores_raw_values_compressed_and_bulk_writes_skip_the_wal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The writes happen in a child process that aborts after its commits:
+    // no close and no flush at shutdown, as in a crash.
+    let out = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "tests::block_compression_child_writes_then_aborts",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_DIR, dir.path())
+        .output()
+        .expect("run the child");
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("child: committed, aborting") && !out.status.success(),
+        "the child must commit and then abort: {said}"
+    );
+    // Everything committed reads back: the small write from its WAL, the
+    // bulk one from the SSTs its commit flushed.
+    let store =
+        RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadWrite).expect("reopen");
+    for i in [0u32, 57, 99, 100, 6_000, 12_099] {
+        assert_eq!(
+            store.get(&i.to_be_bytes()).expect("get"),
+            Some(wordy(i, 3000)),
+            "value {i}"
+        );
+    }
+    // The uncommitted write may or may not have survived (its WAL record
+    // was written, not synced); every committed key is there.
+    let tail = store.scan(&12_090u32.to_be_bytes(), 100).expect("scan");
+    let committed = tail
+        .iter()
+        .filter(|(k, _)| k.as_slice() < 12_100u32.to_be_bytes().as_slice())
+        .count();
+    assert_eq!(committed, 10);
+    store.wait_for_background_work().expect("drain");
+    let disk = store.stats().expect("stats").disk_bytes;
+    let raw = 12_100u64 * 3004;
+    assert!(
+        disk * 2 < raw,
+        "blocks compress: {disk} B on disk for {raw} raw"
+    );
+}

@@ -5,8 +5,8 @@
 
 use ledgerstore_db_api::codec::zstd_decompress;
 use ledgerstore_db_api::{
-    Decode, Decompress, DictSet, Dictionary, Encode, LedgerRecord, StoredLedger, TxBody, TxHash,
-    TxPos, TxRecord,
+    Decode, Decompress, DictSet, Dictionary, Encode, LedgerRecord, RAW_BODY, StoredLedger, TxBody,
+    TxHash, TxPos, TxRecord,
 };
 use ledgerstore_segment::{hashes, parse_file_name};
 use ledgerstore_stellar::lake::parse_name;
@@ -73,8 +73,8 @@ fn ledger_record(bytes: &[u8]) {
 }
 
 /// An `indexed` tx body: its framing re-encodes to its input, and its
-/// frame (no dictionary is loaded, so only version 0 can decode) either
-/// decodes to a canonical record or is refused.
+/// frame (no dictionary is loaded, so only version 0 and raw bodies can
+/// decode) either decodes to a canonical record or is refused.
 fn tx_body(bytes: &[u8]) {
     let Ok(body) = TxBody::decompress(bytes) else {
         return;
@@ -89,10 +89,26 @@ fn tx_body(bytes: &[u8]) {
         "hash_of disagrees"
     );
     if let Ok(rec) = body.record(&DictSet::default()) {
-        assert_eq!(
-            body.dict_version, 0,
+        assert!(
+            body.dict_version == 0 || body.dict_version == RAW_BODY,
             "a frame decoded with a dictionary not loaded"
         );
+        if body.dict_version == RAW_BODY {
+            // What a pack publishes of a raw body: a frame that decodes
+            // to the same record, under the same hash.
+            let packed = body
+                .clone()
+                .to_record_form(&DictSet::default(), 1)
+                .expect("a raw body recompresses");
+            assert!(
+                packed.dict_version == 0 && packed.hash == body.hash,
+                "a packed raw body is a plain frame under its hash"
+            );
+            let back = packed
+                .record(&DictSet::default())
+                .expect("a packed raw body decodes");
+            assert!(back == rec, "a packed raw body holds its record");
+        }
         let again = TxRecord::decode(&rec.encode()).expect("a decoded record decodes again");
         assert!(again == rec, "a tx body's record does not round-trip");
     }

@@ -173,6 +173,11 @@ fn codec() -> FuzzResult<Vec<Seed>> {
         let hash = hashes.get(i).copied().unwrap_or(TxHash([0; 32]));
         let body = TxBody::compress_record(hash, &rec, &DictSet::default(), 3)?;
         put(2, format!("tx-body-{i}"), &body.to_bytes());
+        put(
+            2,
+            format!("tx-body-raw-{i}"),
+            &TxBody::raw(hash, rec.clone()).to_bytes(),
+        );
         put(3, format!("tx-record-{i}.zst"), &zstd_compress(&rec, 3)?);
     }
     let ledger_rec = LedgerRecordRef {

@@ -338,6 +338,16 @@ pub struct EngineFlags {
     /// [segments] filter_mib: heap MiB for the newest segments' fingerprints (0: off).
     #[arg(long = "segments.filter-mib", value_name = "MIB")]
     pub segments_filter_mib: Option<i64>,
+    /// [segments] bodies: how a new dir stores tx bodies, "blocks" or "records"
+    /// (recorded in the dir; an existing dir must match).
+    #[arg(long = "segments.bodies", value_name = "FORM")]
+    pub segments_bodies: Option<String>,
+    /// [segments] block_kib: KiB of raw bodies per compressed block ("blocks" bodies).
+    #[arg(long = "segments.block-kib", value_name = "KIB")]
+    pub segments_block_kib: Option<i64>,
+    /// [segments] block_dict_kib: largest dictionary per engine file, KiB (0: none).
+    #[arg(long = "segments.block-dict-kib", value_name = "KIB")]
+    pub segments_block_dict_kib: Option<i64>,
 }
 
 #[derive(Debug, Args)]

@@ -79,6 +79,14 @@ fn engine_overrides(e: &EngineFlags, o: &mut Overrides) {
         e.segments_filter_mib.as_ref(),
         int,
     );
+    push(o, "segments.bodies", e.segments_bodies.as_deref(), string);
+    push(o, "segments.block_kib", e.segments_block_kib.as_ref(), int);
+    push(
+        o,
+        "segments.block_dict_kib",
+        e.segments_block_dict_kib.as_ref(),
+        int,
+    );
 }
 
 fn lake_overrides(l: &LakeFlags, o: &mut Overrides) {

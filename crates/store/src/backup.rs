@@ -12,7 +12,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use ledgerstore_db_api::{Layout, TableId};
+use ledgerstore_db_api::{BodyForm, Layout, TableId};
 use serde::{Deserialize, Serialize};
 
 use std::sync::Arc;
@@ -82,7 +82,13 @@ impl Ledgerstore {
     fn backup_into(&self, dest: &Path) -> StoreResult<BackupInfo> {
         let started = Instant::now();
         let policy = self.indexed.as_ref().map(|t| t.segments.policy());
-        let out = DataDir::open(dest, Some(self.layout), true, policy)?;
+        let out = DataDir::open(
+            dest,
+            Some(self.layout),
+            true,
+            policy,
+            self.dir.manifest().body_form(),
+        )?;
         for t in TableId::ALL {
             if let Some(parent) = out.table_path(t).parent() {
                 fs::create_dir_all(parent)
@@ -244,10 +250,24 @@ pub fn restore(backup: &Path, dest: &Path) -> StoreResult<BackupInfo> {
         let _ = fs::remove_dir_all(dest);
     }
     result?;
-    // Validate the manifest and layout now, not at the next start.
-    let check = DataDir::open(dest, Some(info.layout), false, None)?;
+    // Validate the manifest and layout now, not at the next start; a copy
+    // this build cannot open (another format, a missing table) is removed
+    // again, so a refused restore leaves no half-usable dir behind.
+    let validated = validate_restored(dest, info.layout);
+    if validated.is_err() {
+        let _ = fs::remove_dir_all(dest);
+    }
+    validated?;
+    Ok(info)
+}
+
+/// Opens a restored dir's manifest (format, layout) and checks that every
+/// table's directory is there.
+fn validate_restored(dest: &Path, layout: Layout) -> StoreResult<()> {
+    // An existing dir keeps its recorded body form; the one passed is unused.
+    let check = DataDir::open(dest, Some(layout), false, None, BodyForm::default())?;
     for t in TableId::ALL {
-        let dir = dest.join(table_dir(info.layout, t));
+        let dir = dest.join(table_dir(layout, t));
         if !dir.is_dir() {
             return Err(dir_err(
                 dest,
@@ -256,7 +276,7 @@ pub fn restore(backup: &Path, dest: &Path) -> StoreResult<BackupInfo> {
         }
     }
     drop(check);
-    Ok(info)
+    Ok(())
 }
 
 /// Fsyncs a directory, so the entries created in it are durable.

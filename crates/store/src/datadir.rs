@@ -19,14 +19,20 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use ledgerstore_db_api::{Layout, TableId};
+use ledgerstore_db_api::{BodyForm, Layout, TableId};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{StoreError, StoreResult};
 use crate::indexed::MergePolicy;
 
-/// Current on-disk format of the data dir.
+/// On-disk format of a data dir whose bodies are per-record (every dir
+/// before block-compressed bodies, and every layout but `indexed`).
 pub const FORMAT_VERSION: u32 = 1;
+
+/// On-disk format of an `indexed` dir with [`BodyForm::Blocks`]: its raw
+/// bodies are unreadable to builds of format 1, which refuse it by this
+/// number. This build reads both.
+pub const FORMAT_BLOCKS: u32 = 2;
 
 const MANIFEST: &str = "ledgerstore.json";
 const MARK: &str = "MARK";
@@ -46,22 +52,37 @@ pub struct Manifest {
     /// releases record it only in `segments/SEGMENTS`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segments: Option<MergePolicy>,
+    /// Layout `indexed`: how tx bodies are stored. Absent (format 1): per
+    /// record; `blocks` comes with format 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bodies: Option<BodyForm>,
 }
 
 impl Manifest {
     /// The manifest of a new dir with `layout` (and, for `indexed`, its
-    /// segment policy).
-    pub fn new(layout: Layout, segments: Option<MergePolicy>) -> Self {
+    /// segment policy and body form).
+    pub fn new(layout: Layout, segments: Option<MergePolicy>, bodies: BodyForm) -> Self {
         let tables = TableId::ALL
             .into_iter()
             .map(|t| (t.name().to_string(), table_dir(layout, t)))
             .collect();
+        let blocks = layout == Layout::Indexed && bodies == BodyForm::Blocks;
         Self {
-            format: FORMAT_VERSION,
+            format: if blocks {
+                FORMAT_BLOCKS
+            } else {
+                FORMAT_VERSION
+            },
             layout,
             tables,
             segments: segments.filter(|_| layout == Layout::Indexed),
+            bodies: blocks.then_some(BodyForm::Blocks),
         }
+    }
+
+    /// How this dir stores tx bodies (per record unless it says blocks).
+    pub fn body_form(&self) -> BodyForm {
+        self.bodies.unwrap_or(BodyForm::Records)
     }
 }
 
@@ -141,13 +162,15 @@ pub(crate) enum MarkFault {
 
 impl DataDir {
     /// Opens `path`, creating it with `layout` (or the default) and, for
-    /// `indexed`, the segment policy `segments` if it is new. Fails if it
-    /// was created with a different layout than `layout`.
+    /// `indexed`, the segment policy `segments` and body form `bodies` if
+    /// it is new. Fails if it was created with a different layout than
+    /// `layout`.
     pub fn open(
         path: &Path,
         layout: Option<Layout>,
         create: bool,
         segments: Option<MergePolicy>,
+        bodies: BodyForm,
     ) -> StoreResult<Self> {
         let dir_err = |reason: String| StoreError::DataDir {
             dir: path.to_path_buf(),
@@ -169,10 +192,23 @@ impl DataDir {
             )))?;
             let m: Manifest = serde_json::from_str(&text)
                 .map_err(|e| dir_err(format!("unreadable {MANIFEST}: {e}")))?;
-            if m.format != FORMAT_VERSION {
+            let expected = match m.body_form() {
+                BodyForm::Blocks => FORMAT_BLOCKS,
+                BodyForm::Records => FORMAT_VERSION,
+            };
+            if m.format != expected {
                 return Err(dir_err(format!(
-                    "on-disk format {} is not supported by this build (format {FORMAT_VERSION})",
-                    m.format
+                    "on-disk format {} with {} bodies is not supported by this build (it reads \
+                     format {FORMAT_VERSION} with per-record bodies and format {FORMAT_BLOCKS} \
+                     with block-compressed ones)",
+                    m.format,
+                    m.body_form()
+                )));
+            }
+            if m.bodies.is_some() && m.layout != Layout::Indexed {
+                return Err(dir_err(format!(
+                    "{MANIFEST} records a body form for layout {}; only indexed has one",
+                    m.layout
                 )));
             }
             if let Some(requested) = layout
@@ -192,7 +228,7 @@ impl DataDir {
                     "no {MANIFEST}: not a ledgerstore data dir"
                 )));
             }
-            let m = Manifest::new(layout.unwrap_or_default(), segments);
+            let m = Manifest::new(layout.unwrap_or_default(), segments, bodies);
             let json = serde_json::to_vec_pretty(&m)
                 .map_err(|e| dir_err(format!("encoding manifest: {e}")))?;
             // The empty MARK first, the manifest last: the manifest's
@@ -398,27 +434,30 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tempdir");
         let p = tmp.path().join("d");
         {
-            let d = DataDir::open(&p, Some(Layout::Rocksdb), true, None).expect("create");
+            let d = DataDir::open(&p, Some(Layout::Rocksdb), true, None, BodyForm::default())
+                .expect("create");
             assert_eq!(d.manifest().layout, Layout::Rocksdb);
             assert!(
-                DataDir::open(&p, None, true, None).is_err(),
+                DataDir::open(&p, None, true, None, BodyForm::default()).is_err(),
                 "second opener is locked out"
             );
         }
-        let err = DataDir::open(&p, Some(Layout::Hybrid), true, None).expect_err("mismatch");
+        let err = DataDir::open(&p, Some(Layout::Hybrid), true, None, BodyForm::default())
+            .expect_err("mismatch");
         assert!(matches!(err, StoreError::LayoutMismatch { .. }), "{err}");
         assert!(
             err.to_string().contains("created with layout rocksdb"),
             "{err}"
         );
-        let d = DataDir::open(&p, None, false, None).expect("open with recorded layout");
+        let d = DataDir::open(&p, None, false, None, BodyForm::default())
+            .expect("open with recorded layout");
         assert_eq!(d.manifest().layout, Layout::Rocksdb);
     }
 
     #[test]
     fn mark_round_trips_and_starts_empty() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let d = DataDir::open(tmp.path(), None, true, None).expect("create");
+        let d = DataDir::open(tmp.path(), None, true, None, BodyForm::default()).expect("create");
         let empty = d.read_mark().expect("read").expect("a new dir has a MARK");
         assert_eq!(empty.last, None);
         assert_eq!(empty.dict_version, Some(0));
@@ -449,13 +488,14 @@ mod tests {
     fn foreign_dirs_are_refused() {
         let tmp = tempfile::tempdir().expect("tempdir");
         fs::write(tmp.path().join("something"), b"x").expect("write");
-        let err = DataDir::open(tmp.path(), None, true, None).expect_err("foreign");
+        let err =
+            DataDir::open(tmp.path(), None, true, None, BodyForm::default()).expect_err("foreign");
         assert!(
             err.to_string().contains("not a ledgerstore data dir"),
             "{err}"
         );
         let missing = tmp.path().join("missing");
-        assert!(DataDir::open(&missing, None, false, None).is_err());
+        assert!(DataDir::open(&missing, None, false, None, BodyForm::default()).is_err());
     }
 
     #[test]
@@ -465,9 +505,17 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tempdir");
         fs::write(tmp.path().join(LOCK), b"").expect("lock");
         fs::write(tmp.path().join(format!("{MANIFEST}.tmp")), b"{\"form").expect("tmp");
-        let err = DataDir::open(tmp.path(), None, false, None).expect_err("not created yet");
+        let err = DataDir::open(tmp.path(), None, false, None, BodyForm::default())
+            .expect_err("not created yet");
         assert!(err.to_string().contains("no ledgerstore.json"), "{err}");
-        let d = DataDir::open(tmp.path(), Some(Layout::Rocksdb), true, None).expect("create");
+        let d = DataDir::open(
+            tmp.path(),
+            Some(Layout::Rocksdb),
+            true,
+            None,
+            BodyForm::default(),
+        )
+        .expect("create");
         assert_eq!(d.manifest().layout, Layout::Rocksdb);
         assert!(d.read_mark().expect("read").is_some());
         assert!(!tmp.path().join(format!("{MANIFEST}.tmp")).exists());
@@ -485,7 +533,14 @@ mod tests {
         };
         fs::write(tmp.path().join(MARK), encode_mark(&empty).expect("mark")).expect("mark");
         fs::write(tmp.path().join(format!("{MANIFEST}.tmp")), b"{").expect("tmp");
-        let d = DataDir::open(tmp.path(), Some(Layout::Indexed), true, None).expect("create");
+        let d = DataDir::open(
+            tmp.path(),
+            Some(Layout::Indexed),
+            true,
+            None,
+            BodyForm::default(),
+        )
+        .expect("create");
         assert_eq!(d.manifest().layout, Layout::Indexed);
         assert_eq!(d.read_mark().expect("read"), Some(empty));
     }
@@ -499,7 +554,8 @@ mod tests {
             ..MarkState::default()
         };
         fs::write(tmp.path().join(MARK), encode_mark(&held).expect("mark")).expect("mark");
-        let err = DataDir::open(tmp.path(), None, true, None).expect_err("not new");
+        let err =
+            DataDir::open(tmp.path(), None, true, None, BodyForm::default()).expect_err("not new");
         let msg = err.to_string();
         assert!(msg.contains("not a ledgerstore data dir"), "{msg}");
         assert!(msg.contains("`MARK`"), "{msg}");

@@ -541,6 +541,7 @@ fn the_emulated_read_bound_refuses_a_large_read() {
             TableId::TxIndex,
             tmp.path(),
             ledgerstore_db_api::Access::ReadWrite,
+            ledgerstore_db_api::ValueCompression::App,
         )
         .expect("open");
     assert!(kv.multi_get(&[b"a", b"b"]).is_ok());

@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use ledgerstore_db_api::{Access, EngineFactory, KvStore, Layout, TableId};
+use ledgerstore_db_api::{
+    Access, BodyForm, EngineFactory, KvStore, Layout, TableId, ValueCompression,
+};
 
 mod backup;
 mod check;
@@ -37,8 +39,9 @@ pub use check::{CheckReport, MAX_LISTED_PROBLEMS};
 pub use datadir::{DataDir, Manifest, MarkState, TableTotals};
 pub use error::{StoreError, StoreResult};
 pub use indexed::{
-    ClosedRanges, ClosedSegment, DamagedList, DictOptions, DictStats, EvictStep, Evicted,
-    ExplicitPolicy, IndexedOptions, MergePolicy, OldestLedger, SegmentStats,
+    ClosedRanges, ClosedSegment, DEFAULT_BLOCK_BYTES, DEFAULT_BLOCK_DICT_BYTES, DamagedList,
+    DictOptions, DictStats, EvictStep, Evicted, ExplicitPolicy, IndexedOptions, MergePolicy,
+    OldestLedger, SegmentStats,
 };
 pub use ingest::IngestOutcome;
 pub use ledgerstore_segment::SegmentInfo;
@@ -120,6 +123,8 @@ pub struct Ledgerstore {
     /// Serializes ingest; says what must happen before the next batch.
     ingest_lock: Mutex<WriteState>,
     level: i32,
+    /// How tx bodies are stored (`indexed`; recorded in the dir).
+    bodies: BodyForm,
     limits: Limits,
     sink: Option<JsonLinesSink>,
     last_report: RwLock<Option<BatchReport>>,
@@ -178,8 +183,25 @@ impl Ledgerstore {
             opts.layout,
             opts.create && !opts.offline,
             Some(policy),
+            opts.indexed
+                .explicit_policy
+                .bodies
+                .unwrap_or(opts.indexed.bodies),
         )?;
         let layout = dir.manifest().layout;
+        let bodies = dir.manifest().body_form();
+        if layout != Layout::Indexed
+            && let Some(requested) = opts.indexed.explicit_policy.bodies
+        {
+            // Only `indexed` has a body form; asking for one elsewhere is
+            // refused rather than ignored.
+            return Err(StoreError::SettingMismatch {
+                dir: dir.path().to_path_buf(),
+                setting: "segments.bodies",
+                recorded: format!("none (layout {layout} has no body form; only indexed does)"),
+                requested: requested.to_string(),
+            });
+        }
         if layout == Layout::Indexed {
             // Recorded in ledgerstore.json at creation (or, in a dir from an
             // earlier release, in segments/SEGMENTS once segments opened).
@@ -189,14 +211,40 @@ impl Ledgerstore {
             };
             // Before any engine opens, so a refused open changes nothing.
             indexed::check_explicit_policy(dir.path(), recorded, &opts.indexed.explicit_policy)?;
+            if let Some(requested) = opts.indexed.explicit_policy.bodies
+                && requested != bodies
+            {
+                return Err(StoreError::SettingMismatch {
+                    dir: dir.path().to_path_buf(),
+                    setting: "segments.bodies",
+                    recorded: bodies.to_string(),
+                    requested: requested.to_string(),
+                });
+            }
             if let Some(p) = recorded {
                 opts.indexed.range_ledgers = p.range_ledgers;
                 opts.indexed.merge_fanout = p.fanout;
                 opts.indexed.merge_levels = p.levels;
             }
         }
-        let open =
-            |t: TableId| engines.open_table(layout, t, &dir.table_path(t), opts.engine_access);
+        // A `blocks` dir's bodies are raw: RocksDB compresses them.
+        let compression = |t: TableId| match (t, bodies) {
+            (TableId::TxData, BodyForm::Blocks) => ValueCompression::Blocks {
+                level: opts.compression_level,
+                block_bytes: opts.indexed.block_bytes,
+                dict_bytes: opts.indexed.block_dict_bytes,
+            },
+            _ => ValueCompression::App,
+        };
+        let open = |t: TableId| {
+            engines.open_table(
+                layout,
+                t,
+                &dir.table_path(t),
+                opts.engine_access,
+                compression(t),
+            )
+        };
         // The MDBX tables (the hash maps) open first: an MDBX open checks
         // the recorded page size before it writes anything, so a refused
         // open leaves every table as it was.
@@ -260,6 +308,7 @@ impl Ledgerstore {
                 WriteState::Clean
             }),
             level: opts.compression_level,
+            bodies,
             limits: opts.limits,
             sink,
             last_report: RwLock::new(None),
@@ -287,6 +336,12 @@ impl Ledgerstore {
     /// The layout.
     pub fn layout(&self) -> Layout {
         self.layout
+    }
+
+    /// How the dir stores tx bodies (`records` in every layout but a
+    /// format-2 `indexed` dir).
+    pub fn body_form(&self) -> BodyForm {
+        self.bodies
     }
 
     /// The data dir's path.
@@ -436,6 +491,8 @@ fn visible_end(mark: &MarkState) -> u64 {
 mod alias_tests;
 #[cfg(test)]
 mod backup_tests;
+#[cfg(test)]
+mod body_form_tests;
 #[cfg(test)]
 mod durability_tests;
 #[cfg(test)]

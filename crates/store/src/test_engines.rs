@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use ledgerstore_backends::Backends;
 use ledgerstore_db_api::{
     Access, CommitTiming, DbError, DbResult, EngineFactory, EngineKind, EngineStats, KvStore,
-    KvWrite, Layout, TableBackup, TableId,
+    KvWrite, Layout, TableBackup, TableId, ValueCompression,
 };
 
 /// Faults a wrapped engine injects.
@@ -128,9 +128,12 @@ impl EngineFactory for FaultyEngines {
         id: TableId,
         path: &Path,
         access: Access,
+        compression: ValueCompression,
     ) -> DbResult<Box<dyn KvStore>> {
         Ok(Box::new(FaultyStore {
-            inner: self.inner.open_table(layout, id, path, access)?,
+            inner: self
+                .inner
+                .open_table(layout, id, path, access, compression)?,
             id,
             faults: self.faults.clone(),
         }))

@@ -111,10 +111,18 @@ fn every_layout_ingests_and_reads_back_exact_bytes() {
         let stats = store.stats().expect("stats");
         assert_eq!((stats.ledgers, stats.txs, stats.batches), (8, 64, 2));
         let tx_data = &stats.tables[1];
-        assert!(
-            tx_data.compression_savings_pct > 0.0,
-            "{layout}: {tx_data:?}"
-        );
+        if layout == Layout::Indexed {
+            // A new indexed dir hands raw bodies to RocksDB, which
+            // compresses them in blocks: the savings are its files' (this
+            // tiny table is smaller than RocksDB's own LOG and OPTIONS).
+            assert_eq!(stats.bodies, Some("blocks"));
+            assert_eq!(tx_data.raw_bytes, tx_data.stored_bytes, "{tx_data:?}");
+        } else {
+            assert!(
+                tx_data.compression_savings_pct > 0.0,
+                "{layout}: {tx_data:?}"
+            );
+        }
     }
 }
 

@@ -172,6 +172,14 @@ fn render(s: &StoreStats) -> String {
             ));
         }
     }
+    if let Some(form) = s.bodies {
+        out.push_str(&match form {
+            "blocks" => "[bodies] blocks: raw bodies, compressed by RocksDB in blocks \
+                         (tx_data's stored column is raw; its disk column is compressed)\n"
+                .to_string(),
+            other => format!("[bodies] {other}: each body its own zstd frame\n"),
+        });
+    }
     if let Some(d) = &s.dictionaries {
         let versions: Vec<String> = d
             .versions

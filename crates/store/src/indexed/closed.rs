@@ -5,8 +5,9 @@
 //! store's own.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use ledgerstore_db_api::{Decompress, StoredLedger, TxPos};
+use ledgerstore_db_api::{Decompress, DictSet, RAW_BODY, StoredLedger, TxBody, TxPos};
 
 use super::MergePolicy;
 use crate::Ledgerstore;
@@ -24,6 +25,11 @@ pub struct ClosedRanges {
     pub segments: Vec<ClosedSegment>,
     /// Every dictionary version committed data may use: (version, bytes).
     pub dicts: Vec<(u32, Vec<u8>)>,
+    /// The same dictionaries, ready to compress: what
+    /// [`Ledgerstore::stored_bodies`] compresses a `blocks` dir's raw
+    /// bodies with for a pack (the newest of them), so a pack only uses
+    /// dictionaries its manifest lists.
+    pub pack_dicts: Arc<DictSet>,
 }
 
 /// One listed range.
@@ -73,10 +79,9 @@ impl Ledgerstore {
             _ => Vec::new(),
         };
         let in_use = tier.dict_version_in_use(&self.mark());
-        let dicts = tier
-            .dicts()
+        let pack_dicts = Arc::new(tier.dicts().up_to(in_use));
+        let dicts = pack_dicts
             .all()
-            .filter(|d| d.version() <= in_use)
             .map(|d| (d.version(), d.bytes().to_vec()))
             .collect();
         Ok(ClosedRanges {
@@ -84,6 +89,7 @@ impl Ledgerstore {
             base,
             segments,
             dicts,
+            pack_dicts,
         })
     }
 
@@ -103,8 +109,17 @@ impl Ledgerstore {
     }
 
     /// The stored bodies of a committed ledger of `count` bodies
-    /// (`tx_bodies` values, positions `0..count`), in position order.
-    pub fn stored_bodies(&self, seq: u32, count: u32) -> StoreResult<Vec<Vec<u8>>> {
+    /// (`tx_bodies` values, positions `0..count`), in position order, in
+    /// the per-record form packs hold: a `blocks` dir's raw bodies are
+    /// compressed with the newest of `pack_dicts` (from
+    /// [`ClosedRanges::pack_dicts`]), so readers of every release read
+    /// them; other bodies are returned as stored.
+    pub fn stored_bodies(
+        &self,
+        seq: u32,
+        count: u32,
+        pack_dicts: &DictSet,
+    ) -> StoreResult<Vec<Vec<u8>>> {
         self.tier()?;
         let from = TxPos { seq, index: 0 }.to_bytes();
         let rows = if count == 0 {
@@ -124,7 +139,12 @@ impl Ledgerstore {
                     i
                 )));
             }
-            out.push(v);
+            let body = TxBody::decompress(&v)?;
+            out.push(if body.dict_version == RAW_BODY {
+                body.to_record_form(pack_dicts, self.level)?.to_bytes()
+            } else {
+                v
+            });
         }
         if out.len() != count as usize {
             return Err(StoreError::Corrupt(format!(

@@ -158,7 +158,7 @@ fn sample(
             if body.alias_of()?.is_some() {
                 continue; // an alias: no record of its own
             }
-            out.push(dicts.decompress(body.dict_version, &body.frame)?);
+            out.push(body.encoded_record(dicts)?);
             through = pos.seq;
         }
         if chunk.len() < limit {

@@ -25,7 +25,7 @@ fn opts(offline: bool) -> StoreOptions {
             warm_bytes: 1 << 20,
             filter_bytes: 1 << 20,
             dict: None,
-            explicit_policy: Default::default(),
+            ..IndexedOptions::default()
         },
         offline,
         ..StoreOptions::default()

@@ -15,7 +15,7 @@
 
 use std::sync::{Arc, RwLock};
 
-use ledgerstore_db_api::{ALIAS_BODY, DictSet, KvStore, TxBody, TxHash, TxPos, TxRecord};
+use ledgerstore_db_api::{ALIAS_BODY, BodyForm, DictSet, KvStore, TxBody, TxHash, TxPos, TxRecord};
 use ledgerstore_db_api::{Decompress, Dictionary};
 use serde::Serialize;
 
@@ -60,13 +60,30 @@ pub struct IndexedOptions {
     pub warm_bytes: u64,
     /// Heap bytes for the newest segments' fingerprint filters (0: none).
     pub filter_bytes: u64,
-    /// Dictionary training; None disables dictionaries.
+    /// Dictionary training; None disables dictionaries. In a `blocks` dir
+    /// dictionaries compress only what packs publish.
     pub dict: Option<DictOptions>,
+    /// How a new dir stores tx bodies (an existing dir keeps the form it
+    /// recorded; `explicit_policy.bodies` must match it).
+    pub bodies: BodyForm,
+    /// `blocks` bodies: the engine's block size before compression. Not
+    /// recorded: files written under another size stay readable.
+    pub block_bytes: usize,
+    /// `blocks` bodies: the largest dictionary the engine trains per file
+    /// (0: none). Not recorded.
+    pub block_dict_bytes: usize,
     /// The policy fields the operator set explicitly. The three fields
     /// above apply to a new dir only; an existing dir uses the policy it
     /// recorded, and an explicit value that differs from it is an error.
     pub explicit_policy: ExplicitPolicy,
 }
+
+/// `blocks` bodies: the default block size before compression (see
+/// docs/benchmarks.md, "Block-compressed bodies").
+pub const DEFAULT_BLOCK_BYTES: usize = 256 << 10;
+
+/// `blocks` bodies: the default largest dictionary per engine file.
+pub const DEFAULT_BLOCK_DICT_BYTES: usize = 64 << 10;
 
 /// Merge-policy settings given explicitly (None: not given).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -77,6 +94,8 @@ pub struct ExplicitPolicy {
     pub merge_fanout: Option<u32>,
     /// `segments.merge_levels`.
     pub merge_levels: Option<u32>,
+    /// `segments.bodies`.
+    pub bodies: Option<BodyForm>,
 }
 
 impl Default for IndexedOptions {
@@ -88,6 +107,9 @@ impl Default for IndexedOptions {
             warm_bytes: 1 << 30,
             filter_bytes: 256 << 20,
             dict: Some(DictOptions::default()),
+            bodies: BodyForm::default(),
+            block_bytes: DEFAULT_BLOCK_BYTES,
+            block_dict_bytes: DEFAULT_BLOCK_DICT_BYTES,
             explicit_policy: ExplicitPolicy::default(),
         }
     }

@@ -6,7 +6,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use ledgerstore_backends::Backends;
-use ledgerstore_db_api::{Layout, LedgerInput, TableId, TxHash, TxPos};
+use ledgerstore_db_api::{
+    BodyForm, Decompress, Layout, LedgerInput, TableId, TxBody, TxHash, TxPos,
+};
 use ledgerstore_synth::{Synth, SynthConfig};
 
 use crate::{DictOptions, IndexedOptions, Ledgerstore, StoreError, StoreOptions};
@@ -18,12 +20,18 @@ pub(super) fn synth() -> Synth {
 }
 
 fn open_with(dir: &Path, dict: Option<DictOptions>) -> Ledgerstore {
+    open_form(dir, dict, BodyForm::default())
+}
+
+/// A new dir gets `bodies` (an existing one keeps its own).
+fn open_form(dir: &Path, dict: Option<DictOptions>, bodies: BodyForm) -> Ledgerstore {
     let opts = StoreOptions {
         layout: Some(Layout::Indexed),
         indexed: IndexedOptions {
             range_ledgers: RANGE,
             merge_levels: 0,
             dict,
+            bodies,
             ..IndexedOptions::default()
         },
         ..StoreOptions::default()
@@ -320,41 +328,73 @@ fn hot_hashes_sharing_a_map_key_are_both_found() {
     assert_eq!((rec.ledger_seq, rec.index), (2, 4));
 }
 
+/// Both body forms train versioned dictionaries (a `records` dir
+/// compresses its bodies with them; a `blocks` dir keeps them for packs),
+/// and every version stays readable after a reopen without training.
 #[test]
 fn dictionaries_are_versioned_and_old_records_stay_readable() {
     let s = synth();
-    let tmp = tempfile::tempdir().expect("tempdir");
     let dict = DictOptions {
         train_after_txs: 40,
         samples: 64,
         max_bytes: 8 << 10,
         retrain_every_txs: 80,
     };
-    {
-        let store = open_with(tmp.path(), Some(dict.clone()));
-        // 8 txs per ledger, 2 ledgers per batch: v1 after 40 txs, then a new
-        // version every 80.
-        ingest_range(&store, &s, 1, 30, 2);
+    for form in [BodyForm::Records, BodyForm::Blocks] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        {
+            let store = open_form(tmp.path(), Some(dict.clone()), form);
+            // 8 txs per ledger, 2 ledgers per batch: v1 after 40 txs, then
+            // a new version every 80.
+            ingest_range(&store, &s, 1, 30, 2);
+            let d = store
+                .stats()
+                .expect("stats")
+                .dictionaries
+                .expect("dict stats");
+            assert!(d.current >= 2, "{form}: {d:?}");
+            assert_eq!(d.versions.len() as u32, d.current);
+            store.wait_for_segments().expect("segments");
+            assert_all_readable(&store, &s, 1, 30);
+            assert!(store.check().expect("check").is_ok());
+            // Which versions the stored bodies name.
+            let mut used = std::collections::BTreeSet::new();
+            for seq in 1..=30u32 {
+                for index in 0..8u32 {
+                    let v = store
+                        .table(TableId::TxData)
+                        .get(&TxPos { seq, index }.to_bytes())
+                        .expect("get")
+                        .expect("stored");
+                    used.insert(TxBody::decompress(&v).expect("body").dict_version);
+                }
+            }
+            match form {
+                BodyForm::Records => assert!(
+                    used.iter()
+                        .filter(|v| (1..ledgerstore_db_api::RAW_BODY).contains(*v))
+                        .count()
+                        >= 2,
+                    "records: bodies use at least two trained versions: {used:?}"
+                ),
+                BodyForm::Blocks => assert_eq!(
+                    used,
+                    [ledgerstore_db_api::RAW_BODY].into(),
+                    "blocks: every body is raw"
+                ),
+            }
+        }
+        // Without training on reopen, every version still decodes.
+        let store = open_with(tmp.path(), None);
+        assert_eq!(store.body_form(), form);
+        assert_all_readable(&store, &s, 1, 30);
         let d = store
             .stats()
             .expect("stats")
             .dictionaries
             .expect("dict stats");
-        assert!(d.current >= 2, "{d:?}");
-        assert_eq!(d.versions.len() as u32, d.current);
-        store.wait_for_segments().expect("segments");
-        assert_all_readable(&store, &s, 1, 30);
-        assert!(store.check().expect("check").is_ok());
+        assert!(d.current >= 2);
     }
-    // Without training on reopen, every version still decodes.
-    let store = open_with(tmp.path(), None);
-    assert_all_readable(&store, &s, 1, 30);
-    let d = store
-        .stats()
-        .expect("stats")
-        .dictionaries
-        .expect("dict stats");
-    assert!(d.current >= 2);
 }
 
 #[test]

@@ -16,8 +16,9 @@
 #   BB_COPIES=10 BB_FORMS="records blocks:256" scripts/bench-bodies.sh
 #
 # Env: BB_OUT (./bench-bodies-out), BB_BIN (a built ledgerstore; else a
-# release build), BB_COPIES (50), BB_FORMS (records blocks:256 blocks:1024;
-# blocks:K is blocks of K KiB), BB_LEVEL (db.zstd_level, 3), BB_BATCH
+# release build), BB_COPIES (50), BB_FORMS (records blocks:256 blocks:256:9
+# blocks:1024; blocks:K[:L] is blocks of K KiB at zstd level L, default
+# BB_LEVEL), BB_LEVEL (db.zstd_level, 3), BB_BATCH
 # (--batch-ledgers, 200), BB_SECONDS (10), BB_COLD_SECONDS (3),
 # BB_CONCURRENCY (16). Writes BB_OUT/summary.md.
 set -euo pipefail
@@ -26,7 +27,7 @@ cd "$(dirname "$0")/.."
 
 OUT="${BB_OUT:-$PWD/bench-bodies-out}"
 COPIES="${BB_COPIES:-50}"
-FORMS="${BB_FORMS:-records blocks:256 blocks:1024}"
+FORMS="${BB_FORMS:-records blocks:256 blocks:256:9 blocks:1024}"
 LEVEL="${BB_LEVEL:-3}"
 BATCH="${BB_BATCH:-200}"
 SECS="${BB_SECONDS:-10}"
@@ -59,14 +60,14 @@ cleanup() { [ -n "$DAEMON" ] && kill -TERM "$DAEMON" 2>/dev/null && wait "$DAEMO
 trap cleanup EXIT
 
 for form in $FORMS; do
-  name=${form/:/-}
-  kib=${form#*:}
-  flags=(--segments.bodies "${form%%:*}")
-  [ "$kib" != "$form" ] && flags+=(--segments.block-kib "$kib")
+  name=${form//:/-}
+  IFS=: read -r kind kib level <<< "$form"
+  flags=(--segments.bodies "$kind" --db.zstd-level "${level:-$LEVEL}")
+  [ -n "$kib" ] && flags+=(--segments.block-kib "$kib")
   data="$OUT/$name"
   log="$OUT/ingest-$name.log"
   echo "bench-bodies: $form: ingest" >&2
-  LEDGERSTORE_EVENTS__ENABLED=false LEDGERSTORE_DB__ZSTD_LEVEL="$LEVEL" \
+  LEDGERSTORE_EVENTS__ENABLED=false \
     "${ON_C[@]}" /usr/bin/time -f "TIME %e %U %S" "$BIN" ingest --no-progress \
     --data-dir "$data" --stellar-datalake "$LAKE" --lake.read-ahead 1 \
     --batch-ledgers "$BATCH" "${flags[@]}" > "$log" 2>&1 || { cat "$log" >&2; exit 1; }

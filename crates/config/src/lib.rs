@@ -370,7 +370,8 @@ pub struct SegmentsConfig {
     /// `records` (each body its own zstd frame with a trained dictionary,
     /// as every dir before format 2). Recorded in the data dir at
     /// creation: unset, an existing dir keeps its own and a new one gets
-    /// `blocks`; set, it must match an existing dir's.
+    /// `blocks`; set, it must match an existing dir's, and is refused with
+    /// any layout but `indexed` (offline readers ignore it).
     pub bodies: Option<BodyForm>,
     /// `blocks` bodies: KiB of raw bodies per compressed block. Larger
     /// blocks compress better and cost a lookup more to decompress (it

@@ -189,6 +189,13 @@ fn block_compression_child_writes_then_aborts() {
         bulk < 1 << 20,
         "a bulk write skipped the WAL: {bulk} B logged"
     );
+    // A small write after it is committed through the WAL alone (the
+    // bulk commit's flush already ran): it must survive the abort too.
+    let mut w = store.begin_write().expect("begin");
+    w.put(&50_000u32.to_be_bytes(), &wordy(50_000, 3000))
+        .expect("put");
+    w.finish().expect("finish");
+    w.commit().expect("commit");
     // Then a small write that is never committed: gone after the abort
     // or not, it must not hide what was committed.
     let mut w = store.begin_write().expect("begin");
@@ -203,7 +210,10 @@ fn block_compression_stores_raw_values_compressed_and_bulk_writes_skip_the_wal()
     let dir = tempfile::tempdir().expect("tempdir");
     // The writes happen in a child process that aborts after its commits:
     // no close and no flush at shutdown, as in a crash.
-    let out = std::process::Command::new(std::env::current_exe().expect("test binary"))
+    // Through sh for `ulimit -c 0`: the abort leaves no core file.
+    let out = std::process::Command::new("sh")
+        .args(["-c", "ulimit -c 0; exec \"$0\" \"$@\""])
+        .arg(std::env::current_exe().expect("test binary"))
         .args([
             "--exact",
             "tests::block_compression_child_writes_then_aborts",
@@ -219,11 +229,12 @@ fn block_compression_stores_raw_values_compressed_and_bulk_writes_skip_the_wal()
         said.contains("child: committed, aborting") && !out.status.success(),
         "the child must commit and then abort: {said}"
     );
-    // Everything committed reads back: the small write from its WAL, the
-    // bulk one from the SSTs its commit flushed.
+    // Everything committed reads back: the bulk write from the SSTs its
+    // commit flushed (with the small write before it), the last small
+    // write from the WAL alone.
     let store =
         RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadWrite).expect("reopen");
-    for i in [0u32, 57, 99, 100, 6_000, 12_099] {
+    for i in [0u32, 57, 99, 100, 6_000, 12_099, 50_000] {
         assert_eq!(
             store.get(&i.to_be_bytes()).expect("get"),
             Some(wordy(i, 3000)),

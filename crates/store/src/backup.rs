@@ -235,6 +235,23 @@ pub fn read_backup_info(backup: &Path) -> StoreResult<BackupInfo> {
 pub fn restore(backup: &Path, dest: &Path) -> StoreResult<BackupInfo> {
     let info = read_backup_info(backup)?;
     ensure_empty(dest)?;
+    // What a failed restore removes: the dir if this call made it, else
+    // only what it copied into the empty dir it was given (its owner,
+    // mode and a symlink to it stay).
+    let made = !dest.exists();
+    let undo = || {
+        if made {
+            let _ = fs::remove_dir_all(dest);
+        } else if let Ok(entries) = fs::read_dir(dest) {
+            for e in entries.flatten() {
+                let p = e.path();
+                let _ = match e.file_type() {
+                    Ok(t) if t.is_dir() => fs::remove_dir_all(&p),
+                    _ => fs::remove_file(&p),
+                };
+            }
+        }
+    };
     let result = copy_tree(backup, dest).and_then(|()| {
         // The copy is a data dir, not a backup: drop the marker.
         fs::remove_file(dest.join(BACKUP_INFO)).map_err(StoreError::io(format!(
@@ -247,7 +264,7 @@ pub fn restore(backup: &Path, dest: &Path) -> StoreResult<BackupInfo> {
         Ok(())
     });
     if result.is_err() {
-        let _ = fs::remove_dir_all(dest);
+        undo();
     }
     result?;
     // Validate the manifest and layout now, not at the next start; a copy
@@ -255,7 +272,7 @@ pub fn restore(backup: &Path, dest: &Path) -> StoreResult<BackupInfo> {
     // again, so a refused restore leaves no half-usable dir behind.
     let validated = validate_restored(dest, info.layout);
     if validated.is_err() {
-        let _ = fs::remove_dir_all(dest);
+        undo();
     }
     validated?;
     Ok(info)

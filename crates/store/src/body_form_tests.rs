@@ -259,3 +259,31 @@ fn backups_keep_the_form_and_packs_get_per_record_bodies_from_either() {
         assert_reads(&restored, &ls);
     }
 }
+
+#[test]
+fn a_body_form_with_another_layout_is_refused_before_the_dir_is_made() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("new");
+    let mut opts = options(BodyForm::Blocks, Some(BodyForm::Blocks));
+    opts.layout = Some(Layout::Hybrid);
+    let e = Ledgerstore::open(&dir, opts.clone(), &Backends::for_tests())
+        .err()
+        .expect("refused");
+    assert!(
+        e.to_string()
+            .contains("segments.bodies = blocks applies to layout indexed only, not hybrid"),
+        "{e}"
+    );
+    assert!(!dir.exists(), "a refused open makes no dir");
+    // An offline reader takes the dir as recorded, whatever was asked.
+    let indexed = tmp.path().join("indexed");
+    drop(open(&indexed, BodyForm::Records, Some(BodyForm::Records)));
+    let offline = StoreOptions {
+        offline: true,
+        engine_access: ledgerstore_db_api::Access::ReadOnly,
+        create: false,
+        ..options(BodyForm::Blocks, Some(BodyForm::Blocks))
+    };
+    let store = Ledgerstore::open(&indexed, offline, &Backends::for_tests()).expect("offline");
+    assert_eq!(store.body_form(), BodyForm::Records);
+}

@@ -390,18 +390,11 @@ impl Ledgerstore {
     /// Refuses the batch, before any write, when the data dir's filesystem
     /// lacks `min_free_disk_bytes` plus twice the batch's stored bytes.
     fn check_free_space(&self, p: &Prepared) -> StoreResult<()> {
-        // Raw bodies reach the disk compressed by the engine: counted at
-        // half their size, still more than zstd leaves of real bodies
-        // (about a quarter or less).
-        let body_share = match (self.indexed.is_some(), self.bodies) {
-            (true, BodyForm::Blocks) => 2,
-            _ => 1,
-        };
         let batch: u64 = (p.ledgers.pairs.iter())
             .map(|(_, v)| 4 + v.len() as u64)
-            .chain(
-                (p.tx_data.pairs.iter()).map(|(_, v)| (32 + v.len() as u64).div_ceil(body_share)),
-            )
+            // Raw bodies (a `blocks` dir) count whole: the engine may not
+            // shrink them, and a WAL and its flush may both be on disk.
+            .chain(p.tx_data.pairs.iter().map(|(_, v)| 32 + v.len() as u64))
             .chain((p.tx_index.pairs.iter()).map(|(k, v)| (k.as_ref().len() + v.len()) as u64))
             .sum();
         let needed = self.limits.min_free_disk_bytes.saturating_add(2 * batch);

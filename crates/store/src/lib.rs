@@ -173,6 +173,22 @@ impl Ledgerstore {
             });
         }
         let mut opts = opts;
+        if opts.offline {
+            // Reading does not depend on the form: an offline reader takes
+            // whatever the dir recorded.
+            opts.indexed.explicit_policy.bodies = None;
+        }
+        if let (Some(layout), Some(requested)) = (opts.layout, opts.indexed.explicit_policy.bodies)
+            && layout != Layout::Indexed
+        {
+            // Refused before the dir is touched (a new dir is not created).
+            return Err(StoreError::DataDir {
+                dir: path.to_path_buf(),
+                reason: format!(
+                    "segments.bodies = {requested} applies to layout indexed only, not {layout}"
+                ),
+            });
+        }
         let policy = MergePolicy {
             range_ledgers: opts.indexed.range_ledgers,
             fanout: opts.indexed.merge_fanout,

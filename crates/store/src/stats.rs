@@ -1,6 +1,6 @@
 //! Per-store statistics, as in the field study's stats blocks.
 
-use ledgerstore_db_api::{BodyForm, EngineStats, TableId};
+use ledgerstore_db_api::{EngineStats, TableId};
 use serde::Serialize;
 
 use crate::Ledgerstore;
@@ -20,8 +20,9 @@ pub struct TableStats {
     pub raw_bytes: u64,
     /// Bytes after compression.
     pub stored_bytes: u64,
-    /// 1 - stored/raw, in percent (the field study's "−77%"); for a table
-    /// the engine compresses (`blocks` bodies), 1 - disk/raw.
+    /// 1 - stored/raw, in percent (the field study's "−77%"): what the
+    /// application saved (0 for the raw bodies of a `blocks` dir, which
+    /// the engine compresses; see `engine_stats.disk_bytes`).
     pub compression_savings_pct: f64,
     /// The engine's own figures.
     pub engine_stats: EngineStats,
@@ -72,16 +73,11 @@ impl Ledgerstore {
             let store = self.table(t);
             let totals = mark.tables.get(t.name()).cloned().unwrap_or_default();
             let engine_stats = store.stats()?;
-            // Raw bodies are compressed by the engine: what it saved is
-            // seen on disk, not in the bytes handed to it.
-            let engine_compresses =
-                t == TableId::TxData && self.indexed.is_some() && self.bodies == BodyForm::Blocks;
-            let after = match engine_compresses {
-                true => engine_stats.disk_bytes,
-                false => totals.stored_bytes,
-            };
+            // Bytes handed to the engine against bytes before compression:
+            // a `blocks` dir's raw bodies save nothing here (the engine
+            // compresses them; its disk figure shows what that saved).
             let savings = if totals.raw_bytes > 0 {
-                100.0 * (1.0 - after as f64 / totals.raw_bytes as f64)
+                100.0 * (1.0 - totals.stored_bytes as f64 / totals.raw_bytes as f64)
             } else {
                 0.0
             };

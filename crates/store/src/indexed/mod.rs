@@ -79,7 +79,7 @@ pub struct IndexedOptions {
 }
 
 /// `blocks` bodies: the default block size before compression (see
-/// docs/benchmarks.md, "Block-compressed bodies").
+/// docs/benchmarks.md, "Block-compressed bodies (issue 31 item 2)").
 pub const DEFAULT_BLOCK_BYTES: usize = 256 << 10;
 
 /// `blocks` bodies: the default largest dictionary per engine file.

@@ -15,7 +15,8 @@
 #   scripts/bench-bodies.sh                 # 50 copies: 1,000 ledgers, 259K txs
 #   BB_COPIES=10 BB_FORMS="records blocks:256" scripts/bench-bodies.sh
 #
-# Env: BB_OUT (./bench-bodies-out), BB_BIN (a built ledgerstore; else a
+# Env: BB_LAKE (a lake-fixture lake to reuse; else one is written),
+# BB_OUT (./bench-bodies-out), BB_BIN (a built ledgerstore; else a
 # release build), BB_COPIES (50), BB_FORMS (records blocks:256 blocks:256:9
 # blocks:1024; blocks:K[:L] is blocks of K KiB at zstd level L, default
 # BB_LEVEL), BB_LEVEL (db.zstd_level, 3), BB_BATCH
@@ -50,8 +51,8 @@ drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; }
 
 rm -rf "$OUT"
 mkdir -p "$OUT/lake"
-LAKE="$OUT/lake/pubnet"
-"$FIXTURE" "$LAKE" "$COPIES" >&2
+LAKE="${BB_LAKE:-$OUT/lake/pubnet}"
+[ -n "${BB_LAKE:-}" ] || "$FIXTURE" "$LAKE" "$COPIES" >&2
 LAKE_BYTES=$(find "$LAKE" -type f -name '*.xdr.zst*' -printf '%s\n' | awk '{s+=$1} END {print s}')
 : > "$OUT/results.jsonl"
 

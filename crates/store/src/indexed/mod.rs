@@ -80,10 +80,12 @@ pub struct IndexedOptions {
 
 /// `blocks` bodies: the default block size before compression (see
 /// docs/benchmarks.md, "Block-compressed bodies (issue 31 item 2)").
-pub const DEFAULT_BLOCK_BYTES: usize = 256 << 10;
+pub const DEFAULT_BLOCK_BYTES: usize = 64 << 10;
 
-/// `blocks` bodies: the default largest dictionary per engine file.
-pub const DEFAULT_BLOCK_DICT_BYTES: usize = 64 << 10;
+/// `blocks` bodies: the default largest dictionary per engine file (none:
+/// RocksDB's training cost more ingest CPU than the bytes it saved were
+/// worth; docs/benchmarks.md).
+pub const DEFAULT_BLOCK_DICT_BYTES: usize = 0;
 
 /// Merge-policy settings given explicitly (None: not given).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -32,6 +32,14 @@ fn options(bodies: BodyForm, explicit: Option<BodyForm>) -> StoreOptions {
     }
 }
 
+/// The error an open with `opts` is refused with.
+fn refused(dir: &Path, opts: StoreOptions) -> StoreError {
+    match Ledgerstore::open(dir, opts, &Backends::for_tests()) {
+        Ok(_) => panic!("the open of {} was not refused", dir.display()),
+        Err(e) => e,
+    }
+}
+
 fn open(dir: &Path, bodies: BodyForm, explicit: Option<BodyForm>) -> Ledgerstore {
     Ledgerstore::open(dir, options(bodies, explicit), &Backends::for_tests()).expect("open")
 }
@@ -114,13 +122,10 @@ fn a_new_dir_stores_raw_bodies_in_format_2_and_keeps_the_form() {
     );
     // Asked for the other form explicitly: refused by name, nothing opened.
     let before = std::fs::read(tmp.path().join("MARK")).expect("mark");
-    let e = Ledgerstore::open(
+    let e = refused(
         tmp.path(),
         options(BodyForm::Records, Some(BodyForm::Records)),
-        &Backends::for_tests(),
-    )
-    .err()
-    .expect("refused");
+    );
     assert!(
         matches!(
             &e,
@@ -181,13 +186,10 @@ fn a_records_dir_keeps_per_record_bodies_and_the_format_earlier_builds_read() {
     );
     assert_reads(&store, &[ls, more].concat());
     drop(store);
-    let e = Ledgerstore::open(
+    let e = refused(
         tmp.path(),
         options(BodyForm::Blocks, Some(BodyForm::Blocks)),
-        &Backends::for_tests(),
-    )
-    .err()
-    .expect("refused");
+    );
     assert!(
         e.to_string().contains("segments.bodies"),
         "the setting is named: {e}"
@@ -202,13 +204,7 @@ fn a_manifest_whose_format_and_form_disagree_is_refused_by_name() {
     let mut m = manifest(tmp.path());
     m["format"] = 1.into();
     std::fs::write(&path, serde_json::to_vec(&m).expect("json")).expect("write");
-    let e = Ledgerstore::open(
-        tmp.path(),
-        options(BodyForm::Blocks, None),
-        &Backends::for_tests(),
-    )
-    .err()
-    .expect("refused");
+    let e = refused(tmp.path(), options(BodyForm::Blocks, None));
     let msg = e.to_string();
     assert!(
         msg.contains("format 1 with blocks bodies is not supported"),
@@ -217,13 +213,7 @@ fn a_manifest_whose_format_and_form_disagree_is_refused_by_name() {
     m["format"] = 3.into();
     m.as_object_mut().expect("object").remove("bodies");
     std::fs::write(&path, serde_json::to_vec(&m).expect("json")).expect("write");
-    let e = Ledgerstore::open(
-        tmp.path(),
-        options(BodyForm::Blocks, None),
-        &Backends::for_tests(),
-    )
-    .err()
-    .expect("refused");
+    let e = refused(tmp.path(), options(BodyForm::Blocks, None));
     assert!(e.to_string().contains("on-disk format 3"), "{e}");
 }
 
@@ -266,9 +256,7 @@ fn a_body_form_with_another_layout_is_refused_before_the_dir_is_made() {
     let dir = tmp.path().join("new");
     let mut opts = options(BodyForm::Blocks, Some(BodyForm::Blocks));
     opts.layout = Some(Layout::Hybrid);
-    let e = Ledgerstore::open(&dir, opts.clone(), &Backends::for_tests())
-        .err()
-        .expect("refused");
+    let e = refused(&dir, opts);
     assert!(
         e.to_string()
             .contains("segments.bodies = blocks applies to layout indexed only, not hybrid"),

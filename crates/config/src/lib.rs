@@ -366,7 +366,7 @@ pub struct SegmentsConfig {
     pub filter_mib: u64,
     /// How tx bodies are stored: `blocks` (raw bodies that RocksDB
     /// compresses in blocks of consecutive transactions, zstd at
-    /// `db.zstd_level` with a dictionary per file; data dir format 2) or
+    /// `db.zstd_level`, a dictionary per file optional; data dir format 2) or
     /// `records` (each body its own zstd frame with a trained dictionary,
     /// as every dir before format 2). Recorded in the data dir at
     /// creation: unset, an existing dir keeps its own and a new one gets

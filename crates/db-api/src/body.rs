@@ -14,7 +14,7 @@
 //!
 //! A raw body ([`RAW_BODY`], written in [`BodyForm::Blocks`] dirs) holds
 //! the encoded record itself, not compressed: the engine compresses the
-//! table in blocks of consecutive bodies (zstd with a per-file dictionary),
+//! table in blocks of consecutive bodies (zstd, a per-file dictionary optional),
 //! so neighbouring transactions, across ledgers, share one frame's context.
 
 use crate::codec::{Compress, Decompress};

@@ -69,7 +69,7 @@ pub struct RocksOptions {
 
 /// RocksDB compresses a table's data blocks: zstd at every level (so
 /// sequential files still move down the tree without being rewritten),
-/// with a dictionary trained per SST on that file's own blocks. The WAL
+/// optionally with a dictionary trained per SST on that file's own blocks. The WAL
 /// is zstd-compressed too, and a write of more than one 32 MiB chunk
 /// bypasses it and is flushed at commit instead, so bulk ingest compresses
 /// its bytes once, not twice.

@@ -139,9 +139,13 @@ impl Ledgerstore {
                     i
                 )));
             }
-            let body = TxBody::decompress(&v)?;
-            out.push(if body.dict_version == RAW_BODY {
-                body.to_record_form(pack_dicts, self.level)?.to_bytes()
+            // Only a raw body is parsed and recompressed; every other one
+            // goes out as its stored bytes, uncopied.
+            let raw = v.get(32..36) == Some(&RAW_BODY.to_be_bytes()[..]);
+            out.push(if raw {
+                TxBody::decompress(&v)?
+                    .to_record_form(pack_dicts, self.level)?
+                    .to_bytes()
             } else {
                 v
             });

@@ -379,9 +379,9 @@ pub struct SegmentsConfig {
     /// and applies to files written from then on.
     pub block_kib: u32,
     /// `blocks` bodies: the largest dictionary RocksDB trains per file, in
-    /// KiB (0: none). The default, 64, saved ~10% of the body bytes of real
-    /// pubnet ledgers for a few percent more ingest CPU (docs/benchmarks.md,
-    /// "Block dictionaries"). Not recorded.
+    /// KiB (0: none, the default: training one cost ~5.5 ms of CPU a
+    /// pubnet ledger at ingest for 14% fewer body bytes, see
+    /// docs/benchmarks.md). Not recorded.
     pub block_dict_kib: u32,
 }
 
@@ -395,7 +395,7 @@ impl Default for SegmentsConfig {
             filter_mib: 256,
             bodies: None,
             block_kib: 64,
-            block_dict_kib: 64,
+            block_dict_kib: 0,
         }
     }
 }

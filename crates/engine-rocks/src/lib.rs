@@ -69,8 +69,7 @@ pub struct RocksOptions {
 
 /// RocksDB compresses a table's data blocks: zstd at every level (so
 /// sequential files still move down the tree without being rewritten),
-/// optionally with a dictionary trained per SST on samples of that file's own
-/// blocks. The WAL
+/// optionally with a dictionary trained per SST on that file's own blocks. The WAL
 /// is zstd-compressed too, and a write of more than one 32 MiB chunk
 /// bypasses it and is flushed at commit instead, so bulk ingest compresses
 /// its bytes once, not twice.
@@ -84,14 +83,6 @@ pub struct BlockCompression {
     /// MiB to bound it.
     pub dict_bytes: usize,
 }
-
-/// With a dictionary: RocksDB trains it (zstd's fastcover) on this many
-/// times its size in samples of the file's blocks. zstd's rule of thumb is
-/// 100×; on real pubnet bodies 10× kept 70% of the bytes the dictionary
-/// saves (9.6% against 13.9% of the body bytes) for a tenth of the
-/// training, which was nearly all of a dictionary's ingest CPU
-/// (docs/benchmarks.md, "Block dictionaries").
-const DICT_TRAIN_RATIO: usize = 10;
 
 /// With block compression: the memtable and SST size, which bounds what
 /// a flush or compaction buffers while training the file's dictionary.
@@ -197,8 +188,8 @@ impl RocksOptions {
                 // needs the input's compression to match the output's.
                 o.set_compression_options(-14, c.level, 0, c.dict_bytes as i32);
                 if c.dict_bytes > 0 {
-                    let train = c.dict_bytes.saturating_mul(DICT_TRAIN_RATIO);
-                    o.set_zstd_max_train_bytes(train.min(i32::MAX as usize) as i32);
+                    // zstd's rule of thumb: ~100× the dictionary in samples.
+                    o.set_zstd_max_train_bytes((c.dict_bytes * 100).min(i32::MAX as usize) as i32);
                 }
                 o.set_target_file_size_base(BLOCK_FILE_BYTES as u64);
                 // A flush buffers its whole file until the dictionary is

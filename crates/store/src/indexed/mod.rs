@@ -82,10 +82,10 @@ pub struct IndexedOptions {
 /// docs/benchmarks.md, "Block-compressed bodies (issue 31 item 2)").
 pub const DEFAULT_BLOCK_BYTES: usize = 64 << 10;
 
-/// `blocks` bodies: the default largest dictionary per engine file, trained
-/// by RocksDB on samples of the file's own blocks (docs/benchmarks.md,
-/// "Block dictionaries").
-pub const DEFAULT_BLOCK_DICT_BYTES: usize = 64 << 10;
+/// `blocks` bodies: the default largest dictionary per engine file (none:
+/// RocksDB's training cost more ingest CPU than the bytes it saved were
+/// worth; docs/benchmarks.md).
+pub const DEFAULT_BLOCK_DICT_BYTES: usize = 0;
 
 /// Merge-policy settings given explicitly (None: not given).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -78,14 +78,16 @@ pub struct BlockCompression {
     /// zstd level.
     pub level: i32,
     /// Largest dictionary per SST (0: none). RocksDB buffers an SST's
-    /// blocks until its dictionary is trained, so memory per flush or
-    /// compaction grows to the file's size: the memtable is capped at 64
-    /// MiB to bound it.
+    /// blocks uncompressed until its dictionary is trained: a compaction
+    /// up to its 64 MiB target file per subcompaction, a flush its whole
+    /// output, which merges every immutable memtable (up to 4 × 64 MiB;
+    /// `max_dict_buffer_bytes` would bound both, and rust-rocksdb does not
+    /// expose it). docs/benchmarks.md, "Block dictionaries".
     pub dict_bytes: usize,
 }
 
-/// With block compression: the memtable and SST size, which bounds what
-/// a flush or compaction buffers while training the file's dictionary.
+/// With block compression: the memtable and SST size (a flush with a
+/// dictionary buffers the memtables it merges, a compaction one file).
 const BLOCK_FILE_BYTES: usize = 64 << 20;
 
 impl RocksOptions {
@@ -192,8 +194,8 @@ impl RocksOptions {
                     o.set_zstd_max_train_bytes((c.dict_bytes * 100).min(i32::MAX as usize) as i32);
                 }
                 o.set_target_file_size_base(BLOCK_FILE_BYTES as u64);
-                // A flush buffers its whole file until the dictionary is
-                // trained: whatever the config asks, a memtable stays
+                // A flush buffers its whole output until the dictionary
+                // is trained: whatever the config asks, a memtable stays
                 // within the file size.
                 o.set_write_buffer_size(self.write_buffer_bytes.min(BLOCK_FILE_BYTES));
                 o.set_wal_compression_type(DBCompressionType::Zstd);

@@ -149,8 +149,7 @@ impl Default for MdbxConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct RocksdbConfig {
     /// Memtable size, MiB (unset: the layout's profile). The tx bodies of
-    /// a `blocks` dir use at most 64 MiB: RocksDB holds a flush's whole
-    /// output in memory until the file's dictionary is trained.
+    /// a `blocks` dir use at most 64 MiB, their file size.
     pub write_buffer_mb: Option<usize>,
 }
 
@@ -637,6 +636,16 @@ impl Config {
                 "segments.block_dict_kib",
                 s.block_dict_kib,
                 "0..=1024",
+            ));
+        }
+        // A per-file dictionary trains on at least 16 blocks of a file
+        // of at most 64 MiB (fewer samples and zstd trains none).
+        if s.block_dict_kib > 0 && s.block_kib > 4096 {
+            return Err(invalid(
+                "segments.block_kib",
+                s.block_kib,
+                "4..=4096 while segments.block_dict_kib is above 0 (a file's dictionary \
+                 trains on at least 16 of its blocks, and a file holds 64 MiB)",
             ));
         }
         if self.dict.enabled && (self.dict.samples < 16 || !(1..=4096).contains(&self.dict.max_kib))

@@ -167,6 +167,10 @@ fn bad_values_name_the_key_and_the_expected_range() {
             "segments.block_dict_kib = 2048: 0..=1024",
         ),
         (
+            "[segments]\nblock_kib = 8192\nblock_dict_kib = 64\n",
+            "segments.block_kib = 8192: 4..=4096 while segments.block_dict_kib is above 0",
+        ),
+        (
             "[segments]\nbodies = \"block\"\n",
             "expected ``records` or `blocks`` for key \"default.segments.bodies\"",
         ),

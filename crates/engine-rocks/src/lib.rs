@@ -78,16 +78,33 @@ pub struct BlockCompression {
     /// zstd level.
     pub level: i32,
     /// Largest dictionary per SST (0: none). RocksDB buffers an SST's
-    /// blocks uncompressed until its dictionary is trained: a compaction
-    /// up to its 64 MiB target file per subcompaction, a flush its whole
-    /// output, which merges every immutable memtable (up to 4 × 64 MiB;
-    /// `max_dict_buffer_bytes` would bound both, and rust-rocksdb does not
-    /// expose it). docs/benchmarks.md, "Block dictionaries".
+    /// first blocks uncompressed until its dictionary is trained on them
+    /// ([`dict_train_bytes`] of them: both a flush, which would
+    /// otherwise buffer its whole output, up to 4 × 64 MiB of merged
+    /// memtables, and a compaction, up to its 64 MiB file). docs/benchmarks.md,
+    /// "Block dictionaries".
     pub dict_bytes: usize,
 }
 
-/// With block compression: the memtable and SST size (a flush with a
-/// dictionary buffers the memtables it merges, a compaction one file).
+/// Fewest data blocks a dictionary is trained on: RocksDB's samples are
+/// whole blocks (the last cut short), and zstd's trainer refuses fewer
+/// than 7 samples, so an SST whose training input held fewer would
+/// silently get no dictionary. 16, not 7: a block closes at ~90% of its
+/// size plus one value, so large values make fewer, larger blocks (the
+/// config keeps 16 blocks within a 64 MiB file).
+pub const MIN_DICT_SAMPLE_BLOCKS: usize = 16;
+
+/// Bytes of an SST's first blocks that its dictionary of `dict_bytes` is
+/// trained on, and that RocksDB buffers uncompressed until then: zstd's
+/// rule of thumb (100× the dictionary), and at least
+/// [`MIN_DICT_SAMPLE_BLOCKS`] blocks of `block_bytes`.
+pub fn dict_train_bytes(dict_bytes: usize, block_bytes: usize) -> usize {
+    (dict_bytes.saturating_mul(100))
+        .max(block_bytes.saturating_mul(MIN_DICT_SAMPLE_BLOCKS))
+        .min(i32::MAX as usize)
+}
+
+/// With block compression: the memtable and SST size.
 const BLOCK_FILE_BYTES: usize = 64 << 20;
 
 impl RocksOptions {
@@ -164,7 +181,7 @@ impl RocksOptions {
         self.profile == RocksProfile::Tuned && self.block_compression.is_some()
     }
 
-    fn to_rocks(&self) -> Options {
+    fn to_rocks(&self) -> Result<Options, rocksdb::Error> {
         let mut o = Options::default();
         o.create_if_missing(true);
         o.set_compression_type(DBCompressionType::None);
@@ -190,15 +207,27 @@ impl RocksOptions {
                 // needs the input's compression to match the output's.
                 o.set_compression_options(-14, c.level, 0, c.dict_bytes as i32);
                 if c.dict_bytes > 0 {
-                    // zstd's rule of thumb: ~100× the dictionary in samples.
-                    o.set_zstd_max_train_bytes((c.dict_bytes * 100).min(i32::MAX as usize) as i32);
+                    o.set_zstd_max_train_bytes(
+                        dict_train_bytes(c.dict_bytes, self.block_bytes) as i32
+                    );
                 }
                 o.set_target_file_size_base(BLOCK_FILE_BYTES as u64);
-                // A flush buffers its whole output until the dictionary
-                // is trained: whatever the config asks, a memtable stays
-                // within the file size.
+                // Whatever the config asks, a memtable stays within the
+                // file size: a flush writes one file.
                 o.set_write_buffer_size(self.write_buffer_bytes.min(BLOCK_FILE_BYTES));
                 o.set_wal_compression_type(DBCompressionType::Zstd);
+                if c.dict_bytes > 0 {
+                    // RocksDB buffers blocks until the dictionary is
+                    // trained; bounded to the training input (0 would mean
+                    // a flush's whole output). rust-rocksdb has no setter,
+                    // the options string reaches it. Before anything the
+                    // Rust `Options` keeps alive (the block cache below):
+                    // the string returns new options.
+                    let buffer = dict_train_bytes(c.dict_bytes, self.block_bytes);
+                    o = o.get_options_from_string(format!(
+                        "compression_opts={{max_dict_buffer_bytes={buffer}}}"
+                    ))?;
+                }
             }
             let mut t = BlockBasedOptions::default();
             if let Some(bits) = self.bloom_bits_per_key {
@@ -226,7 +255,7 @@ impl RocksOptions {
                 o.set_enable_blob_gc(false);
             }
         }
-        o
+        Ok(o)
     }
 }
 
@@ -277,7 +306,7 @@ impl RocksStore {
     /// read-only instance (the WAL is replayed in memory, nothing is
     /// flushed, compacted or created).
     pub fn open(dir: &Path, table: &str, opts: &RocksOptions, access: Access) -> DbResult<Self> {
-        let mut rocks_opts = opts.to_rocks();
+        let mut rocks_opts = opts.to_rocks().map_err(|e| err(table, e))?;
         let db = match access {
             Access::ReadWrite => DB::open(&rocks_opts, dir),
             Access::ReadOnly => {

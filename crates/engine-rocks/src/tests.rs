@@ -257,3 +257,111 @@ fn block_compression_stores_raw_values_compressed_and_bulk_writes_skip_the_wal()
         "blocks compress: {disk} B on disk for {raw} raw"
     );
 }
+
+/// The bytes of every SST file in `dir`.
+fn ssts(dir: &std::path::Path) -> Vec<Vec<u8>> {
+    std::fs::read_dir(dir)
+        .expect("list")
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "sst"))
+        .map(|e| std::fs::read(e.path()).expect("read sst"))
+        .collect()
+}
+
+fn holds(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// A dictionary is trained even when the dictionary is small beside the
+/// blocks (RocksDB samples whole blocks, the last one cut short, and zstd
+/// refuses fewer than 7 samples: 100 × 2 KiB of ~64 KiB blocks would be
+/// 4), and RocksDB's
+/// buffer of blocks awaiting it is bounded to the training input, not a
+/// flush's whole output. Without a dictionary no SST holds one (so the
+/// probe can tell).
+#[test]
+fn a_block_dictionary_is_trained_on_enough_blocks_with_a_bounded_buffer() {
+    for dict_bytes in [2usize << 10, 0] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut opts = RocksOptions::tuned_blocks(
+            64 << 10,
+            BlockCompression {
+                level: 3,
+                dict_bytes,
+            },
+        );
+        opts.block_cache_bytes = 1 << 20;
+        opts.background_jobs = 2;
+        let store =
+            RocksStore::open(dir.path(), "tx_data", &opts, Access::ReadWrite).expect("open");
+        // One bulk commit (past a 32 MiB chunk): flushed at commit.
+        let mut w = store.begin_write().expect("begin");
+        for i in 0u32..12_000 {
+            w.put(&i.to_be_bytes(), &wordy(i, 3000)).expect("put");
+        }
+        w.finish().expect("finish");
+        w.commit().expect("commit");
+        store.wait_for_background_work().expect("drain");
+        let files = ssts(dir.path());
+        assert!(!files.is_empty(), "the commit flushed SSTs");
+        let with_dict = files
+            .iter()
+            .filter(|f| holds(f, b"compression_dict"))
+            .count();
+        // The table's own `compression_opts` line (the OPTIONS file
+        // also has `bottommost_compression_opts`, all zeros).
+        let options: String = std::fs::read_dir(dir.path())
+            .expect("list")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("OPTIONS-"))
+            .map(|e| std::fs::read_to_string(e.path()).expect("options"))
+            .collect();
+        let opts_line = options
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("compression_opts="))
+            .unwrap_or_else(|| panic!("no compression_opts in {options}"))
+            .to_string();
+        // Its `key=value` fields.
+        let fields: Vec<&str> = opts_line["compression_opts=".len()..]
+            .split(['{', '}', ';'])
+            .filter(|f| !f.is_empty())
+            .collect();
+        // The options string that bounds the buffer kept the rest:
+        // statistics still count.
+        assert!(
+            store.rocks_opts.get_ticker_count(Ticker::FlushWriteBytes) > 0,
+            "statistics survive the options string"
+        );
+        if dict_bytes == 0 {
+            assert_eq!(with_dict, 0, "no dictionary asked, none stored");
+            assert!(fields.contains(&"max_dict_bytes=0"), "{opts_line}");
+            continue;
+        }
+        assert_eq!(
+            with_dict,
+            files.len(),
+            "every SST of a flush holds its dictionary"
+        );
+        let train = dict_train_bytes(dict_bytes, 64 << 10);
+        assert_eq!(train, 16 * (64 << 10), "at least 16 blocks of samples");
+        for want in [
+            format!("max_dict_buffer_bytes={train}"),
+            format!("zstd_max_train_bytes={train}"),
+            format!("max_dict_bytes={dict_bytes}"),
+            "level=3".to_string(),
+            "window_bits=-14".to_string(),
+        ] {
+            assert!(
+                fields.contains(&want.as_str()),
+                "the buffer is bounded to the training input, the rest kept: {want} in {opts_line}"
+            );
+        }
+        for i in [0u32, 5_999, 11_999] {
+            assert_eq!(
+                store.get(&i.to_be_bytes()).expect("get"),
+                Some(wordy(i, 3000))
+            );
+        }
+    }
+}

@@ -370,12 +370,14 @@ impl RocksWrite<'_> {
             self.bypassed_wal = true;
             self.wopts.disable_wal(true);
         }
-        self.apply()
+        // More puts follow: the next batch gets a chunk's room.
+        self.apply(chunk_batch())
     }
 
-    fn apply(&mut self) -> DbResult<()> {
+    /// Writes the batch so far, replaced by `next`.
+    fn apply(&mut self, next: WriteBatch) -> DbResult<()> {
         if !self.batch.is_empty() {
-            let batch = std::mem::replace(&mut self.batch, chunk_batch());
+            let batch = std::mem::replace(&mut self.batch, next);
             self.store
                 .db
                 .write_opt(batch, &self.wopts)
@@ -403,11 +405,11 @@ impl KvWrite for RocksWrite<'_> {
     }
 
     fn finish(&mut self) -> DbResult<()> {
-        self.apply()
+        self.apply(WriteBatch::default())
     }
 
     fn commit(mut self: Box<Self>) -> DbResult<CommitTiming> {
-        self.apply()?;
+        self.apply(WriteBatch::default())?;
         let store = self.store;
         let start = Instant::now();
         match store.opts.profile {

@@ -639,7 +639,9 @@ impl Config {
             ));
         }
         // A per-file dictionary trains on at least 16 blocks of a file
-        // of at most 64 MiB (fewer samples and zstd trains none).
+        // of at most 64 MiB (fewer samples and zstd trains none): the
+        // engine's `MIN_DICT_SAMPLE_BLOCKS` and file size, which this
+        // crate does not depend on.
         if s.block_dict_kib > 0 && s.block_kib > 4096 {
             return Err(invalid(
                 "segments.block_kib",

@@ -77,12 +77,11 @@ pub struct RocksOptions {
 pub struct BlockCompression {
     /// zstd level.
     pub level: i32,
-    /// Largest dictionary per SST (0: none). RocksDB buffers an SST's
-    /// first blocks uncompressed until its dictionary is trained on them
-    /// ([`dict_train_bytes`] of them: both a flush, which would
-    /// otherwise buffer its whole output, up to 4 × 64 MiB of merged
-    /// memtables, and a compaction, up to its 64 MiB file). docs/benchmarks.md,
-    /// "Block dictionaries".
+    /// Largest dictionary per SST (0: none). A flush or compaction buffers
+    /// an SST's first [`dict_train_bytes`] of blocks uncompressed and
+    /// trains the dictionary on them (unbounded, RocksDB's default, a
+    /// flush would buffer its whole output, up to 4 × 64 MiB of merged
+    /// memtables). docs/benchmarks.md, "Block dictionaries".
     pub dict_bytes: usize,
 }
 

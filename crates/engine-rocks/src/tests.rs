@@ -272,26 +272,21 @@ fn holds(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
 
-/// A dictionary is trained even when the dictionary is small beside the
-/// blocks (RocksDB samples whole blocks, the last one cut short, and zstd
-/// refuses fewer than 7 samples: 100 × 2 KiB of ~64 KiB blocks would be
-/// 4), and RocksDB's
-/// buffer of blocks awaiting it is bounded to the training input, not a
-/// flush's whole output. Without a dictionary no SST holds one (so the
-/// probe can tell).
+/// A dictionary is trained even when it is small beside the blocks
+/// (RocksDB samples whole blocks, the last one cut short, and zstd refuses
+/// fewer than 7 samples: 100 × 2 KiB of ~64 KiB blocks would be 4), and
+/// RocksDB's buffer of blocks awaiting it is bounded to the training
+/// input, not a flush's whole output. Without a dictionary no SST holds
+/// one (so the probe can tell).
 #[test]
 fn a_block_dictionary_is_trained_on_enough_blocks_with_a_bounded_buffer() {
     for dict_bytes in [2usize << 10, 0] {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut opts = RocksOptions::tuned_blocks(
-            64 << 10,
-            BlockCompression {
-                level: 3,
-                dict_bytes,
-            },
-        );
-        opts.block_cache_bytes = 1 << 20;
-        opts.background_jobs = 2;
+        let mut opts = blocks();
+        opts.block_compression = Some(BlockCompression {
+            level: 3,
+            dict_bytes,
+        });
         let store =
             RocksStore::open(dir.path(), "tx_data", &opts, Access::ReadWrite).expect("open");
         // One bulk commit (past a 32 MiB chunk): flushed at commit.

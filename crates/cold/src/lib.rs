@@ -31,7 +31,9 @@ mod tiered;
 
 pub use cache::{CacheFigures, DiskCache};
 pub use error::{ColdError, ColdResult};
-pub use publish::{LocalEventFile, LocalEvents, PublishReport, publish, publish_with};
+pub use publish::{
+    LocalEventFile, LocalEvents, PublishReport, init_publish_pool, publish, publish_with,
+};
 pub use remote::Remote;
 pub use replica::Replica;
 pub use tiered::{Tiered, evict};

@@ -17,7 +17,7 @@
 //! packs.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ledgerstore_db_api::DictSet;
@@ -153,7 +153,7 @@ pub async fn publish_with(
         let path = work.join(format!("pack-{first:010}-{end:010}.tmp"));
         let p = path.clone();
         let dicts = Arc::clone(&closed.pack_dicts);
-        let info = blocking(move || write_pack(&s, &p, first, end, &dicts)).await?;
+        let info = blocking(move || write_pack(&s, &p, first, end, &dicts, 0)).await?;
         let key = pack_key(first, end, &info.sha256);
         upload(remote, &key, &path, info.header.size, &mut report).await?;
         let _ = std::fs::remove_file(&path);
@@ -481,23 +481,95 @@ async fn upload(
     Ok(())
 }
 
-/// Writes the pack of ledgers `first..=last` from the store's own bytes.
-fn write_pack(
+/// The threads that read a pack's ledgers and recompress their raw bodies
+/// (most of a pack's CPU: one thread published ~108 pubnet ledgers/s,
+/// docs/benchmarks.md "End to end at 100,000 ledgers"). Their own rayon
+/// pool, not the global one that ingest compresses its batches on, so a
+/// publish round delays no ingest batch behind its work.
+static PACK_POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
+
+/// Sizes the pack pool (`[cold] publish_threads`, resolved by the
+/// binary); the first call wins, and a round before any call uses every
+/// core. An error only when the OS refuses the threads.
+pub fn init_publish_pool(threads: usize) -> ColdResult<()> {
+    if PACK_POOL.get().is_none() {
+        let pool = build_pool(threads)?;
+        let _ = PACK_POOL.set(pool);
+    }
+    if let Some(p) = PACK_POOL.get()
+        && p.current_num_threads() != threads.max(1)
+    {
+        tracing::warn!(
+            asked = threads,
+            running = p.current_num_threads(),
+            "the publish pool was started before; it keeps its size"
+        );
+    }
+    Ok(())
+}
+
+fn build_pool(threads: usize) -> ColdResult<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .thread_name(|i| format!("ls-publish-{i}"))
+        .build()
+        .map_err(|e| ColdError::Task(format!("starting the publish threads: {e}")))
+}
+
+fn pack_pool() -> ColdResult<&'static rayon::ThreadPool> {
+    if let Some(p) = PACK_POOL.get() {
+        return Ok(p);
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pool = build_pool(threads)?;
+    Ok(PACK_POOL.get_or_init(|| pool))
+}
+
+/// Ledgers read at once per pack thread: a chunk holds `2 × threads`
+/// ledgers' stored records and record-form bodies until they are pushed
+/// in order (~0.2 MB a pubnet ledger; at most `2 × threads ×
+/// limits.max_ledger_bytes`).
+const LEDGERS_PER_THREAD: usize = 2;
+
+/// Writes the pack of `first..=last` to `path` on the pack pool, reading
+/// `chunk` ledgers at a time in parallel (0: `2 ×` the pool's threads).
+/// The pack's bytes do not depend on `chunk`.
+pub(crate) fn write_pack(
     store: &Ledgerstore,
     path: &Path,
     first: u32,
     last: u32,
     dicts: &DictSet,
+    chunk: u32,
 ) -> ColdResult<ledgerstore_pack::PackInfo> {
-    let mut w = PackWriter::create(path, first, last)?;
-    for seq in first..=last {
+    use rayon::prelude::*;
+    let pool = pack_pool()?;
+    let chunk = match chunk {
+        0 => u32::try_from(pool.current_num_threads() * LEDGERS_PER_THREAD).unwrap_or(u32::MAX),
+        n => n,
+    };
+    let read = |seq: u32| -> ColdResult<(Vec<u8>, Vec<Vec<u8>>)> {
         let (record, n) = store.stored_ledger(seq)?.ok_or_else(|| {
             ColdError::NotReady(format!(
                 "ledger {seq} of the closed range {first}..={last} is not stored"
             ))
         })?;
-        let bodies = store.stored_bodies(seq, n, dicts)?;
-        w.push_ledger(seq, &record, &bodies)?;
+        Ok((record, store.stored_bodies(seq, n, dicts)?))
+    };
+    let mut w = PackWriter::create(path, first, last)?;
+    let mut from = first;
+    loop {
+        let to = last.min(from.saturating_add(chunk.max(1) - 1));
+        let ready: Vec<_> = pool.install(|| (from..=to).into_par_iter().map(read).collect());
+        // In order, so the first missing or damaged ledger is the one named.
+        for (seq, r) in (from..=to).zip(ready) {
+            let (record, bodies) = r?;
+            w.push_ledger(seq, &record, &bodies)?;
+        }
+        if to == last {
+            break;
+        }
+        from = to + 1;
     }
     Ok(w.finish()?)
 }

@@ -225,6 +225,39 @@ fn packs_hold_per_record_bodies_from_either_body_form() {
     }
 }
 
+/// A pack's bytes do not depend on how many ledgers its write reads at
+/// once (in parallel): one at a time (the sequential reference), chunks
+/// that split the range unevenly, and the production chunk. A missing
+/// ledger is named the same way whatever the chunk: the first in order.
+#[test]
+fn a_pack_is_the_same_bytes_whatever_its_read_chunk() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let s = Synth::new(SynthConfig::small(17, 8));
+    let store = open(&tmp.path().join("data"));
+    ingest(&store, &s, 1, 25);
+    let closed = store.closed_ranges().expect("closed");
+    let write = |first: u32, last: u32, chunk: u32| {
+        let path = tmp.path().join(format!("pack-{first}-{last}-{chunk}"));
+        crate::publish::write_pack(&store, &path, first, last, &closed.pack_dicts, chunk)
+            .map(|info| (info.sha256, std::fs::read(&path).expect("read pack")))
+    };
+    // 0: the default, twice the pool's threads.
+    let chunks = [1, 3, 4, 0, 64];
+    let want = write(10, 19, 1).expect("pack");
+    assert!(want.1.len() > 10 * 8 * 16, "a pack of 10 ledgers");
+    for chunk in chunks {
+        assert!(write(10, 19, chunk).expect("pack") == want, "chunk {chunk}");
+    }
+    for chunk in chunks {
+        let err = write(20, 30, chunk).expect_err("ledgers 26..=30 are not stored");
+        assert!(
+            err.to_string()
+                .contains("ledger 26 of the closed range 20..=30"),
+            "chunk {chunk}: {err}"
+        );
+    }
+}
+
 #[test]
 fn a_damaged_or_missing_object_fails_only_the_lookups_that_need_it_naming_it() {
     let tmp = tempfile::tempdir().expect("tmp");

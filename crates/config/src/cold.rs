@@ -29,6 +29,12 @@ pub struct ColdConfig {
     /// files, so turn it on once every replica (and any build a writer may
     /// roll back to) reads them.
     pub publish_events: bool,
+    /// Threads that read and recompress a pack's ledgers (a round's CPU
+    /// is nearly all this). 0: half the cores (at least 1) in the daemon,
+    /// where ingest and lookups share them, and every core for the
+    /// offline `ledgerstore publish`. Each thread holds up to 2 ledgers
+    /// at once (~0.2 MB a pubnet ledger).
+    pub publish_threads: u32,
 }
 
 impl Default for ColdConfig {
@@ -38,6 +44,7 @@ impl Default for ColdConfig {
             publish_interval_ms: 30_000,
             keep_local_ranges: 0,
             publish_events: false,
+            publish_threads: 0,
         }
     }
 }
@@ -86,7 +93,28 @@ impl ColdConfig {
                 "at least 100",
             ));
         }
+        // Each thread holds an MDBX read slot while it reads a ledger;
+        // the daemon's lookups need most of the 1,024.
+        if self.publish_threads > 256 {
+            return Err(invalid(
+                "cold.publish_threads",
+                self.publish_threads,
+                "0 (automatic) to 256",
+            ));
+        }
         Ok(())
+    }
+
+    /// The pack threads `publish_threads` asks for: `offline` is the
+    /// `publish` verb, which has the machine to itself.
+    pub fn publish_threads_for(&self, offline: bool) -> usize {
+        match self.publish_threads {
+            0 => {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                if offline { cores } else { (cores / 2).max(1) }
+            }
+            n => n as usize,
+        }
     }
 }
 

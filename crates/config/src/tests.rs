@@ -57,6 +57,21 @@ fn bad_values_name_the_key_and_the_expected_range() {
         .to_string();
     assert!(e.contains("db.zstd_level = 40: 1 to 22"), "{e}");
 
+    std::fs::write(&file, "[cold]\npublish_threads = 257\n").expect("write");
+    let e = Config::load(Some(&file), &[])
+        .expect_err("too many publish threads")
+        .to_string();
+    assert!(
+        e.contains("cold.publish_threads = 257: 0 (automatic) to 256"),
+        "{e}"
+    );
+    std::fs::write(&file, "[cold]\npublish_threads = 256\n").expect("write");
+    let c = Config::load(Some(&file), &[]).expect("256 publish threads");
+    assert_eq!(c.cold.publish_threads_for(false), 256);
+    let auto = crate::ColdConfig::default();
+    assert!(auto.publish_threads_for(true) >= auto.publish_threads_for(false));
+    assert!(auto.publish_threads_for(false) >= 1);
+
     std::fs::write(&file, "[db]\nnot_a_key = 1\n").expect("write");
     let e = Config::load(Some(&file), &[])
         .expect_err("unknown key")

@@ -122,6 +122,10 @@ pub struct ColdFlags {
     /// build that reads them).
     #[arg(id = "cold.publish-events", long = "cold.publish-events")]
     pub cold_publish_events: bool,
+    /// [cold] publish_threads: threads that read and recompress a pack's
+    /// ledgers (0: half the cores in the daemon, all for `publish`).
+    #[arg(long = "cold.publish-threads", value_name = "N")]
+    pub cold_publish_threads: Option<i64>,
     /// [replica] store: serve, read-only, what a writer published there
     /// (also --replica.store).
     #[arg(long = "replica", alias = "replica.store", value_name = "URL|DIR")]

@@ -24,6 +24,7 @@ pub fn publisher(cfg: &Config, rt: tokio::runtime::Handle) -> Result<Option<Publ
     if cfg.cold.store.is_empty() {
         return Ok(None);
     }
+    ledgerstore_cold::init_publish_pool(cfg.cold.publish_threads_for(false))?;
     let remote = remote("cold.store", &cfg.cold.store, cfg)?;
     let dir = cfg.db.path.join("cold-cache");
     let cache = DiskCache::open(&dir, cfg.replica.cache_mb << 20)

@@ -166,6 +166,12 @@ fn cold_overrides(c: &ColdFlags, o: &mut Overrides) {
     if c.cold_publish_events {
         o.push(("cold.publish_events", Value::Boolean(true)));
     }
+    push(
+        o,
+        "cold.publish_threads",
+        c.cold_publish_threads.as_ref(),
+        int,
+    );
     push(o, "replica.store", c.replica_store.as_deref(), string);
     push(o, "replica.cache_dir", c.replica_cache_dir.as_deref(), path);
     push(o, "replica.cache_mb", c.replica_cache_mb.as_ref(), int);

@@ -19,6 +19,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
             cfg.db.path.display()
         );
     }
+    ledgerstore_cold::init_publish_pool(cfg.cold.publish_threads_for(true))?;
     let remote = crate::cold::remote("cold.store", &cfg.cold.store, &cfg)?;
     let store = Arc::new(
         open::for_daemon(&cfg)()

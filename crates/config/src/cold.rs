@@ -93,8 +93,8 @@ impl ColdConfig {
                 "at least 100",
             ));
         }
-        // Each thread holds an MDBX read slot while it reads a ledger;
-        // the daemon's lookups need most of the 1,024.
+        // A sanity bound: threads past the cores add only memory (2
+        // ledgers each) and RocksDB readers.
         if self.publish_threads > 256 {
             return Err(invalid(
                 "cold.publish_threads",

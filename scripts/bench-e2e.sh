@@ -146,22 +146,22 @@ DIR="$OUT/data"
 POLICY=(--segments.range-ledgers "$RANGE" --segments.merge-fanout "$FANOUT" --segments.merge-levels "$LEVELS")
 
 if [ -z "$SERVE_ONLY" ]; then
-echo "bench-e2e: ingesting from s3://lake/pubnet" >&2
-/usr/bin/time -f "TIME %e %U %S %M" "$BIN" ingest --no-progress --data-dir "$DIR" \
-  --stellar-datalake s3://lake/pubnet "${S3[@]}" --batch-ledgers "$BATCH" "${POLICY[@]}" \
-  > "$OUT/ingest.log" 2>&1 || { tail -20 "$OUT/ingest.log" >&2; exit 1; }
-if [ -n "${E2E_DROP_LAKE:-}" ]; then
-  echo "bench-e2e: E2E_DROP_LAKE: deleting the lake to make room for the bucket" >&2
-  rm -rf "$OUT/s3/lake" "$OUT/lake.shape"
-fi
-"$BIN" stats --data-dir "$DIR" --json > "$OUT/stats.json"
-du -sb "$DIR" | cut -f1 > "$OUT/dir.bytes"
-cp "$DIR/segments/SEGMENTS" "$OUT/SEGMENTS.json"
+  echo "bench-e2e: ingesting from s3://lake/pubnet" >&2
+  /usr/bin/time -f "TIME %e %U %S %M" "$BIN" ingest --no-progress --data-dir "$DIR" \
+    --stellar-datalake s3://lake/pubnet "${S3[@]}" --batch-ledgers "$BATCH" "${POLICY[@]}" \
+    > "$OUT/ingest.log" 2>&1 || { tail -20 "$OUT/ingest.log" >&2; exit 1; }
+  if [ -n "${E2E_DROP_LAKE:-}" ]; then
+    echo "bench-e2e: E2E_DROP_LAKE: deleting the lake to make room for the bucket" >&2
+    rm -rf "$OUT/s3/lake" "$OUT/lake.shape"
+  fi
+  "$BIN" stats --data-dir "$DIR" --json > "$OUT/stats.json"
+  du -sb "$DIR" | cut -f1 > "$OUT/dir.bytes"
+  cp "$DIR/segments/SEGMENTS" "$OUT/SEGMENTS.json"
 
-echo "bench-e2e: publishing to $STORE" >&2
-/usr/bin/time -f "TIME %e %U %S %M" "$BIN" publish --data-dir "$DIR" --cold.store "$STORE" "${S3[@]}" \
-  > "$OUT/publish.log" 2>&1 || { tail -20 "$OUT/publish.log" >&2; exit 1; }
-du -sb "$OUT/s3/cold" | cut -f1 > "$OUT/bucket.bytes"
+  echo "bench-e2e: publishing to $STORE" >&2
+  /usr/bin/time -f "TIME %e %U %S %M" "$BIN" publish --data-dir "$DIR" --cold.store "$STORE" "${S3[@]}" \
+    > "$OUT/publish.log" 2>&1 || { tail -20 "$OUT/publish.log" >&2; exit 1; }
+  du -sb "$OUT/s3/cold" | cut -f1 > "$OUT/bucket.bytes"
 fi
 
 # start NAME ARGS...: a daemon on CPU 0 with Stellar RPC; sets NAME_GRPC,

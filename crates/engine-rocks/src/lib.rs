@@ -12,6 +12,7 @@
 //!   values such as tx records.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use ledgerstore_db_api::{
@@ -24,6 +25,8 @@ use rocksdb::{
     BlockBasedOptions, Cache, CompactOptions, DB, DBCompressionType, FlushOptions, Options,
     WaitForCompactOptions, WriteBatch, WriteOptions,
 };
+
+mod bulk;
 
 /// Which RocksDB setup a table uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,8 +74,9 @@ pub struct RocksOptions {
 /// sequential files still move down the tree without being rewritten),
 /// optionally with a dictionary trained per SST on that file's own blocks. The WAL
 /// is zstd-compressed too, and a write of more than one 32 MiB chunk
-/// bypasses it and is flushed at commit instead, so bulk ingest compresses
-/// its bytes once, not twice.
+/// bypasses it, so bulk ingest compresses its bytes once, not twice: while
+/// its keys ascend it becomes SST files ingested at commit ([`bulk`]),
+/// otherwise its memtables are flushed at commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockCompression {
     /// zstd level.
@@ -175,7 +179,8 @@ impl RocksOptions {
         }
     }
 
-    /// True when a large write skips the WAL and is flushed at commit.
+    /// True when a large write skips the WAL (SST files ingested, or
+    /// memtables flushed, at commit).
     fn bulk_bypasses_wal(&self) -> bool {
         self.profile == RocksProfile::Tuned && self.block_compression.is_some()
     }
@@ -267,6 +272,9 @@ pub struct RocksStore {
     rocks_opts: Options,
     access: Access,
     db: DB,
+    /// Bytes of SST files written by bulk writes and ingested since open
+    /// (RocksDB's statistics count flushes, compactions and the WAL only).
+    ingested_bytes: AtomicU64,
 }
 
 impl std::fmt::Debug for RocksStore {
@@ -324,6 +332,14 @@ impl RocksStore {
             }
         }
         .map_err(|e| err(table, e))?;
+        if access == Access::ReadWrite {
+            // After the open, which holds the DB's lock.
+            bulk::remove_leftovers(dir).map_err(|e| DbError::Engine {
+                engine: "rocksdb",
+                table: table.to_string(),
+                detail: format!("removing unfinished bulk files in {}: {e}", dir.display()),
+            })?;
+        }
         Ok(Self {
             table: table.to_string(),
             path: dir.to_path_buf(),
@@ -331,6 +347,7 @@ impl RocksStore {
             rocks_opts,
             access,
             db,
+            ingested_bytes: AtomicU64::new(0),
         })
     }
 
@@ -355,22 +372,79 @@ struct RocksWrite<'a> {
     store: &'a RocksStore,
     batch: WriteBatch,
     wopts: WriteOptions,
-    /// This write skipped the WAL (a bulk write with block compression):
-    /// commit flushes the memtables instead of syncing the WAL.
+    /// This write put a chunk in memtables without the WAL (a bulk write
+    /// with block compression whose keys did not ascend): commit flushes
+    /// the memtables instead of syncing the WAL.
     bypassed_wal: bool,
+    /// Every put so far had a key above the one before, and nothing was
+    /// deleted: a full chunk may become SST files instead of memtable
+    /// writes.
+    ascending: bool,
+    /// The last key put while `ascending` (None before the first).
+    last_key: Option<Vec<u8>>,
+    /// A bulk write in SST files ([`bulk`]), from its first full chunk.
+    bulk: Option<bulk::BulkFiles<'a>>,
 }
 
-impl RocksWrite<'_> {
+impl<'a> RocksWrite<'a> {
     /// Applies a full chunk: a write that fills one is bulk, and with block
     /// compression it skips the WAL from here on (its earlier chunks: none,
     /// this is the first to be applied before commit).
     fn apply_chunk(&mut self) -> DbResult<()> {
+        if self.ascending && self.store.opts.bulk_bypasses_wal() && self.bulk.is_none() {
+            return self.start_bulk();
+        }
         if self.store.opts.bulk_bypasses_wal() && !self.bypassed_wal {
             self.bypassed_wal = true;
             self.wopts.disable_wal(true);
         }
         // More puts follow: the next batch gets a chunk's room.
         self.apply(chunk_batch())
+    }
+
+    /// Turns this write into SST files: the chunk so far goes into the
+    /// first, and later puts follow it there while their keys ascend.
+    fn start_bulk(&mut self) -> DbResult<()> {
+        let store = self.store;
+        let mut bulk =
+            bulk::BulkFiles::new(&store.rocks_opts, &store.path, BLOCK_FILE_BYTES as u64);
+        let mut copy = BatchInto {
+            store,
+            bulk: &mut bulk,
+            result: Ok(()),
+        };
+        self.batch.iterate(&mut copy);
+        copy.result?;
+        self.batch = WriteBatch::default();
+        self.bulk = Some(bulk);
+        Ok(())
+    }
+
+    /// Ends the SST files: what they hold becomes visible (and durable)
+    /// now, before anything this write puts in the memtable afterwards.
+    fn end_bulk(&mut self) -> DbResult<()> {
+        if let Some(mut bulk) = self.bulk.take() {
+            let bytes = bulk.ingest(&self.store.db).map_err(|e| self.store.e(e))?;
+            self.store
+                .ingested_bytes
+                .fetch_add(bytes, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Tracks whether keys still ascend.
+    fn note_key(&mut self, key: &[u8]) {
+        if !self.ascending {
+            return;
+        }
+        match self.last_key.as_mut() {
+            Some(last) if key <= last.as_slice() => self.ascending = false,
+            Some(last) => {
+                last.clear();
+                last.extend_from_slice(key);
+            }
+            None => self.last_key = Some(key.to_vec()),
+        }
     }
 
     /// Writes the batch so far, replaced by `next`.
@@ -388,6 +462,15 @@ impl RocksWrite<'_> {
 
 impl KvWrite for RocksWrite<'_> {
     fn put(&mut self, key: &[u8], value: &[u8]) -> DbResult<()> {
+        if let Some(bulk) = self.bulk.as_mut() {
+            if bulk.accepts(key) {
+                return bulk.put(key, value).map_err(|e| self.store.e(e));
+            }
+            // Out of order: the files so far first, the rest in memtables.
+            self.ascending = false;
+            self.end_bulk()?;
+        }
+        self.note_key(key);
         self.batch.put(key, value);
         if self.batch.size_in_bytes() >= WRITE_CHUNK_BYTES {
             self.apply_chunk()?;
@@ -396,6 +479,8 @@ impl KvWrite for RocksWrite<'_> {
     }
 
     fn delete(&mut self, key: &[u8]) -> DbResult<()> {
+        self.ascending = false;
+        self.end_bulk()?;
         self.batch.delete(key);
         if self.batch.size_in_bytes() >= WRITE_CHUNK_BYTES {
             self.apply_chunk()?;
@@ -404,13 +489,22 @@ impl KvWrite for RocksWrite<'_> {
     }
 
     fn finish(&mut self) -> DbResult<()> {
+        if let Some(bulk) = self.bulk.as_mut() {
+            bulk.finish_file().map_err(|e| self.store.e(e))?;
+        }
         self.apply(WriteBatch::default())
     }
 
     fn commit(mut self: Box<Self>) -> DbResult<CommitTiming> {
+        if let Some(bulk) = self.bulk.as_mut() {
+            bulk.finish_file().map_err(|e| self.store.e(e))?;
+        }
         self.apply(WriteBatch::default())?;
         let store = self.store;
         let start = Instant::now();
+        // Nothing is in the memtable for SST files to overtake: a write
+        // that left them went on in memtables only after ingesting them.
+        self.end_bulk()?;
         match store.opts.profile {
             RocksProfile::FieldStudy => {
                 let mut f = FlushOptions::default();
@@ -468,6 +562,9 @@ impl KvStore for RocksStore {
             batch: chunk_batch(),
             wopts: self.write_options(),
             bypassed_wal: false,
+            ascending: true,
+            last_key: None,
+            bulk: None,
         }))
     }
 
@@ -515,7 +612,8 @@ impl KvStore for RocksStore {
                 .blob_min_size
                 .and(self.int_property("rocksdb.live-blob-file-size")),
             // Flush and compaction count every file they write, blob files
-            // included, so BlobDB's own counter would count blobs twice.
+            // included, so BlobDB's own counter would count blobs twice;
+            // bulk writes' SST files are counted by the store.
             bytes_written: Some(
                 [
                     Ticker::FlushWriteBytes,
@@ -524,7 +622,8 @@ impl KvStore for RocksStore {
                 ]
                 .into_iter()
                 .map(|t| self.rocks_opts.get_ticker_count(t))
-                .sum(),
+                .sum::<u64>()
+                    + self.ingested_bytes.load(Ordering::Relaxed),
             ),
             ..Default::default()
         })
@@ -561,6 +660,33 @@ impl KvStore for RocksStore {
             self.db.flush_wal(true).map_err(|e| self.e(e))?;
         }
         Ok(())
+    }
+}
+
+/// Copies a chunk's puts into SST files (a chunk that reaches them holds
+/// only ascending puts).
+struct BatchInto<'b, 'a> {
+    store: &'a RocksStore,
+    bulk: &'b mut bulk::BulkFiles<'a>,
+    result: DbResult<()>,
+}
+
+impl rocksdb::WriteBatchIterator for BatchInto<'_, '_> {
+    fn put(&mut self, key: &[u8], value: &[u8]) {
+        if self.result.is_ok() {
+            self.result = self.bulk.put(key, value).map_err(|e| self.store.e(e));
+        }
+    }
+
+    fn delete(&mut self, _key: &[u8]) {
+        // Not reached: a delete ends `ascending`. Refused, not dropped.
+        if self.result.is_ok() {
+            self.result = Err(DbError::Engine {
+                engine: "rocksdb",
+                table: self.store.table.clone(),
+                detail: "a delete in a chunk bound for SST files".into(),
+            });
+        }
     }
 }
 

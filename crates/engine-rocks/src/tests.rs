@@ -175,8 +175,8 @@ fn block_compression_child_writes_then_aborts() {
     let logged = wal();
     assert!(logged > 0, "a small write is logged");
     assert!(logged < 100 * 3000 / 2, "the WAL is compressed: {logged} B");
-    // A bulk write (more than one 32 MiB chunk) skips the WAL and is
-    // flushed at commit.
+    // A bulk write (more than one 32 MiB chunk, keys ascending) skips
+    // the WAL: SST files ingested at commit.
     let ticker = store.rocks_opts.get_ticker_count(Ticker::WalFileBytes);
     let mut w = store.begin_write().expect("begin");
     for i in 100u32..(100 + 12_000) {
@@ -189,8 +189,8 @@ fn block_compression_child_writes_then_aborts() {
         bulk < 1 << 20,
         "a bulk write skipped the WAL: {bulk} B logged"
     );
-    // A small write after it is committed through the WAL alone (the
-    // bulk commit's flush already ran): it must survive the abort too.
+    // A small write after it is committed through the WAL alone: it
+    // must survive the abort too.
     let mut w = store.begin_write().expect("begin");
     w.put(&50_000u32.to_be_bytes(), &wordy(50_000, 3000))
         .expect("put");
@@ -230,8 +230,7 @@ fn block_compression_stores_raw_values_compressed_and_bulk_writes_skip_the_wal()
         "the child must commit and then abort: {said}"
     );
     // Everything committed reads back: the bulk write from the SSTs its
-    // commit flushed (with the small write before it), the last small
-    // write from the WAL alone.
+    // commit ingested, the small writes from the WAL.
     let store =
         RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadWrite).expect("reopen");
     for i in [0u32, 57, 99, 100, 6_000, 12_099, 50_000] {
@@ -280,7 +279,9 @@ fn holds(hay: &[u8], needle: &[u8]) -> bool {
 /// one (so the probe can tell).
 #[test]
 fn a_block_dictionary_is_trained_on_enough_blocks_with_a_bounded_buffer() {
-    for dict_bytes in [2usize << 10, 0] {
+    // Keys ascending: a bulk write's own SST files; descending: memtables
+    // flushed at commit. Both must hold a dictionary.
+    for (dict_bytes, ascending) in [(2usize << 10, true), (2 << 10, false), (0, true)] {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut opts = blocks();
         opts.block_compression = Some(BlockCompression {
@@ -289,16 +290,23 @@ fn a_block_dictionary_is_trained_on_enough_blocks_with_a_bounded_buffer() {
         });
         let store =
             RocksStore::open(dir.path(), "tx_data", &opts, Access::ReadWrite).expect("open");
-        // One bulk commit (past a 32 MiB chunk): flushed at commit.
+        // One bulk commit (past a 32 MiB chunk).
         let mut w = store.begin_write().expect("begin");
-        for i in 0u32..12_000 {
+        for n in 0u32..12_000 {
+            let i = if ascending { n } else { 11_999 - n };
             w.put(&i.to_be_bytes(), &wordy(i, 3000)).expect("put");
         }
         w.finish().expect("finish");
         w.commit().expect("commit");
         store.wait_for_background_work().expect("drain");
         let files = ssts(dir.path());
-        assert!(!files.is_empty(), "the commit flushed SSTs");
+        assert!(!files.is_empty(), "the commit wrote SSTs");
+        let flushed = store.rocks_opts.get_ticker_count(Ticker::FlushWriteBytes);
+        assert_eq!(
+            flushed > 0,
+            !ascending,
+            "flushed only when keys did not ascend"
+        );
         let with_dict = files
             .iter()
             .filter(|f| holds(f, b"compression_dict"))
@@ -323,9 +331,10 @@ fn a_block_dictionary_is_trained_on_enough_blocks_with_a_bounded_buffer() {
             .filter(|f| !f.is_empty())
             .collect();
         // The options string that bounds the buffer kept the rest:
-        // statistics still count.
+        // statistics still count (the flush above; an ingested bulk write
+        // is counted by the store).
         assert!(
-            store.rocks_opts.get_ticker_count(Ticker::FlushWriteBytes) > 0,
+            store.stats().expect("stats").bytes_written > Some(0),
             "statistics survive the options string"
         );
         if dict_bytes == 0 {
@@ -336,7 +345,7 @@ fn a_block_dictionary_is_trained_on_enough_blocks_with_a_bounded_buffer() {
         assert_eq!(
             with_dict,
             files.len(),
-            "every SST of a flush holds its dictionary"
+            "every SST holds its dictionary (ascending: {ascending})"
         );
         let train = dict_train_bytes(dict_bytes, 64 << 10);
         assert_eq!(train, 16 * (64 << 10), "at least 16 blocks of samples");
@@ -359,4 +368,201 @@ fn a_block_dictionary_is_trained_on_enough_blocks_with_a_bounded_buffer() {
             );
         }
     }
+}
+
+/// The names of the files in `dir` a bulk write has not handed over yet.
+fn parts(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .expect("list")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".sst.part"))
+        .collect()
+}
+
+/// Puts `keys` with `wordy` values of 3,000 bytes seeded by `seed + key`.
+fn put_all(w: &mut Box<dyn KvWrite + '_>, keys: impl Iterator<Item = u32>, seed: u32) {
+    for i in keys {
+        w.put(&i.to_be_bytes(), &wordy(seed + i, 3000))
+            .expect("put");
+    }
+}
+
+/// A bulk write of ascending keys (12,000 × 3 KB: past a 32 MiB chunk)
+/// becomes SST files at the bottom level, compressed, counted in
+/// `bytes_written`, and nothing of it is visible before commit.
+#[test]
+fn a_bulk_write_of_ascending_keys_is_ingested_as_sst_files_at_commit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store =
+        RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadWrite).expect("open");
+    let mut w = store.begin_write().expect("begin");
+    put_all(&mut w, 0..12_000, 0);
+    w.finish().expect("finish");
+    assert_eq!(
+        store.get(&0u32.to_be_bytes()).expect("get"),
+        None,
+        "not before commit"
+    );
+    assert!(!parts(dir.path()).is_empty(), "files in progress");
+    w.commit().expect("commit");
+    assert!(parts(dir.path()).is_empty(), "{:?}", parts(dir.path()));
+    let stats = store.stats().expect("stats");
+    assert_eq!(stats.files_per_level[0], 0, "{:?}", stats.files_per_level);
+    assert!(stats.files_per_level[6] >= 1, "{:?}", stats.files_per_level);
+    let raw = 12_000u64 * 3004;
+    assert!(
+        stats.disk_bytes * 2 < raw,
+        "compressed: {} of {raw}",
+        stats.disk_bytes
+    );
+    let written = stats.bytes_written.expect("counted");
+    assert!(
+        written * 2 < raw && written > raw / 20,
+        "{written} B written for {raw} raw"
+    );
+    drop(store);
+    let store =
+        RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadWrite).expect("reopen");
+    for i in [0u32, 1, 5_000, 11_999] {
+        assert_eq!(
+            store.get(&i.to_be_bytes()).expect("get"),
+            Some(wordy(i, 3000)),
+            "{i}"
+        );
+    }
+    assert_eq!(store.scan(&[], 20_000).expect("scan").len(), 12_000);
+}
+
+/// A bulk write keeps the order of its own writes: keys that stop
+/// ascending, or a delete, after its files began, land after them; and a
+/// second bulk write over the same keys replaces the first.
+#[test]
+fn a_bulk_write_keeps_its_order_when_keys_stop_ascending_or_repeat_older_data() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store =
+        RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadWrite).expect("open");
+    let mut w = store.begin_write().expect("begin");
+    put_all(&mut w, 0..12_000, 0);
+    // Out of order, then a delete, then ascending again (past another
+    // chunk, through memtables now).
+    w.put(&5u32.to_be_bytes(), b"five again").expect("put");
+    w.delete(&7u32.to_be_bytes()).expect("delete");
+    w.put(&11_999u32.to_be_bytes(), b"last again").expect("put");
+    put_all(&mut w, 20_000..32_000, 0);
+    w.delete(&20_001u32.to_be_bytes()).expect("delete");
+    w.finish().expect("finish");
+    w.commit().expect("commit");
+    assert!(parts(dir.path()).is_empty());
+    let check = |store: &RocksStore| {
+        let get = |i: u32| store.get(&i.to_be_bytes()).expect("get");
+        assert_eq!(get(5).as_deref(), Some(&b"five again"[..]));
+        assert_eq!(get(7), None);
+        assert_eq!(get(11_999).as_deref(), Some(&b"last again"[..]));
+        assert_eq!(get(20_001), None);
+        for i in [0u32, 6, 8, 11_998, 20_000, 31_999] {
+            assert_eq!(get(i), Some(wordy(i, 3000)), "{i}");
+        }
+    };
+    check(&store);
+    // A rollback's deletes (a small write: tombstones in the memtable),
+    // then the same keys written again in bulk: the new values win.
+    let mut w = store.begin_write().expect("begin");
+    for i in 100u32..200 {
+        w.delete(&i.to_be_bytes()).expect("delete");
+    }
+    w.commit().expect("commit");
+    assert_eq!(store.get(&150u32.to_be_bytes()).expect("get"), None);
+    let mut w = store.begin_write().expect("begin");
+    put_all(&mut w, 100..12_100, 500_000);
+    w.commit().expect("commit");
+    assert!(parts(dir.path()).is_empty());
+    for i in [100u32, 150, 199, 12_099] {
+        assert_eq!(
+            store.get(&i.to_be_bytes()).expect("get"),
+            Some(wordy(500_000 + i, 3000)),
+            "{i}"
+        );
+    }
+    // A second bulk write over keys already stored (ingest at an upper
+    // level, newer than what it overlaps) wins, and the rest stays.
+    let mut w = store.begin_write().expect("begin");
+    put_all(&mut w, 1_000..13_000, 1_000_000);
+    w.commit().expect("commit");
+    let get = |i: u32| store.get(&i.to_be_bytes()).expect("get");
+    for i in [1_000u32, 5_000, 11_999, 12_999] {
+        assert_eq!(get(i), Some(wordy(1_000_000 + i, 3000)), "{i}");
+    }
+    assert_eq!(get(999), Some(wordy(500_999, 3000)));
+    assert_eq!(get(99), Some(wordy(99, 3000)));
+    assert_eq!(get(7), None);
+    drop(store);
+    let store =
+        RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadWrite).expect("reopen");
+    assert_eq!(
+        store.get(&5_000u32.to_be_bytes()).expect("get"),
+        Some(wordy(1_005_000, 3000))
+    );
+    assert_eq!(store.get(&20_001u32.to_be_bytes()).expect("get"), None);
+}
+
+/// A bulk write dropped before commit leaves no file and no key; files a
+/// crash left behind are removed when the table is opened read-write (and
+/// left alone by a read-only open).
+#[test]
+fn an_abandoned_bulk_write_leaves_nothing_and_leftovers_are_removed_at_open() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let store =
+            RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadWrite).expect("open");
+        let mut w = store.begin_write().expect("begin");
+        put_all(&mut w, 0..12_000, 0);
+        w.finish().expect("finish");
+        assert!(!parts(dir.path()).is_empty());
+        drop(w);
+        assert!(parts(dir.path()).is_empty(), "{:?}", parts(dir.path()));
+        assert_eq!(store.get(&0u32.to_be_bytes()).expect("get"), None);
+    }
+    let leftover = dir.path().join("bulk-1-2.sst.part");
+    std::fs::write(&leftover, b"half a file").expect("write");
+    let other = dir.path().join("bulk-notes.txt");
+    std::fs::write(&other, b"not ours").expect("write");
+    drop(RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadOnly).expect("ro"));
+    assert!(leftover.exists(), "a read-only open changes nothing");
+    let store =
+        RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadWrite).expect("open");
+    assert!(!leftover.exists(), "removed at a read-write open");
+    assert!(other.exists(), "only bulk parts are removed");
+    assert_eq!(store.scan(&[], 10).expect("scan"), vec![]);
+}
+
+/// Bulk files are cut at their size on disk, only one is open at a time,
+/// and all are ingested together, their bytes counted.
+#[test]
+fn bulk_files_are_cut_at_their_size_and_ingested_together() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store =
+        RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadWrite).expect("open");
+    let mut b = bulk::BulkFiles::new(&store.rocks_opts, dir.path(), 256 << 10);
+    for i in 0u32..4_000 {
+        assert!(b.accepts(&i.to_be_bytes()));
+        b.put(&i.to_be_bytes(), &wordy(i, 3000)).expect("put");
+    }
+    assert!(!b.accepts(&3_999u32.to_be_bytes()), "equal keys refused");
+    assert!(!b.accepts(&5u32.to_be_bytes()), "lower keys refused");
+    assert!(b.accepts(&4_000u32.to_be_bytes()));
+    let cut = parts(dir.path()).len();
+    assert!(cut >= 3, "{cut} files for 12 MB raw cut at 256 KiB");
+    let bytes = b.ingest(&store.db).expect("ingest");
+    assert!(parts(dir.path()).is_empty());
+    let files = ssts(dir.path());
+    assert_eq!(files.len(), cut);
+    assert_eq!(bytes, files.iter().map(|f| f.len() as u64).sum::<u64>());
+    for i in [0u32, 1_234, 3_999] {
+        assert_eq!(
+            store.get(&i.to_be_bytes()).expect("get"),
+            Some(wordy(i, 3000))
+        );
+    }
+    assert_eq!(store.scan(&[], 5_000).expect("scan").len(), 4_000);
 }

@@ -1,19 +1,26 @@
 //! Bulk writes as SST files, handed to RocksDB whole.
 //!
-//! A bulk write of block-compressed values whose keys arrive in ascending
-//! order (a batch of `indexed` bodies, keyed by position) does not need the
-//! memtable: RocksDB would copy each value into its skip list, flush it
-//! later in key order and compress it on the way out. Writing the SST
-//! directly ([`rocksdb::SstFileWriter`], with the table's own options, so
-//! the same blocks, compression and dictionary) and ingesting it at commit
-//! skips the copy and the skip list, and leaves no memtable behind to
-//! flush. Files are cut at the table's file size; each is ingested by
-//! moving it into the DB (hard-linked; copied where the file system has no
-//! hard links). A file whose keys follow everything stored goes to the
-//! bottom level without being rewritten; one that overlaps stored keys (a
-//! batch written again after a rollback, or one that begins with a
-//! dictionary key, which sorts below every position) lands above them,
-//! newer, and compaction merges it, as a flushed memtable would.
+//! A bulk write of block-compressed values whose keys are already sorted
+//! (a batch of `indexed` bodies, keyed by position, handed over at once by
+//! [`KvWrite::put_sorted`](ledgerstore_db_api::KvWrite::put_sorted)) does
+//! not need the memtable: RocksDB would copy each value into a write batch
+//! and then its skip list, flush it later in key order and compress it on
+//! the way out. Writing the SSTs directly from the caller's slices
+//! ([`rocksdb::SstFileWriter`], with the table's own options, so the same
+//! blocks, compression and dictionary) and ingesting them at commit skips
+//! both copies and the skip list, and leaves no memtable behind to flush.
+//!
+//! The pairs are cut into files of 64 MiB of raw bytes (a `blocks` table's
+//! memtable, so the size its flushes made), written on up to
+//! [`max_threads`] scoped threads at once (as RocksDB's flushes compress
+//! memtables in parallel); once one fails, the others take no new file. At commit every
+//! file is moved into the DB in one ingestion (hard-linked; copied where
+//! the file system has no hard links). A file whose keys follow everything
+//! stored goes to the bottom level without being rewritten; one that
+//! overlaps stored keys (a batch written again after a rollback, or one
+//! that begins with a dictionary key, which sorts below every position)
+//! lands above them, newer, and compaction merges it, as a flushed
+//! memtable would.
 //!
 //! The writer drops each file's pages from the page cache as it writes
 //! (RocksDB's `invalidate_page_cache`, which rust-rocksdb does not
@@ -26,9 +33,12 @@
 //! crash.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
+use ledgerstore_db_api::DbResult;
 use rocksdb::{DB, IngestExternalFileOptions, Options, SstFileWriter};
+
+use crate::{err, err_detail};
 
 /// Suffix of a bulk file not yet ingested.
 const PART_SUFFIX: &str = ".sst.part";
@@ -36,82 +46,116 @@ const PART_SUFFIX: &str = ".sst.part";
 /// Distinguishes the files of concurrent writes in one process.
 static NEXT_FILE: AtomicU64 = AtomicU64::new(0);
 
-/// The SST files of one bulk write: at most one open, the rest finished
-/// and waiting for [`BulkFiles::ingest`].
-pub(crate) struct BulkFiles<'a> {
-    opts: &'a Options,
-    dir: &'a Path,
-    /// Compressed bytes at which a file is cut.
-    file_bytes: u64,
-    open: Option<(SstFileWriter<'a>, PathBuf)>,
+/// Files written at once: the cores this process may use, up to 4.
+pub(crate) fn max_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+}
+
+/// True when every key is above the one before (an SST's keys must be).
+pub(crate) fn strictly_ascending(pairs: &[(&[u8], &[u8])]) -> bool {
+    pairs.windows(2).all(|w| w[0].0 < w[1].0)
+}
+
+/// Cuts `pairs` into runs of at least `file_bytes` raw bytes (the last
+/// may be shorter): the index where each run ends.
+fn cuts(pairs: &[(&[u8], &[u8])], file_bytes: usize) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let mut bytes = 0usize;
+    for (i, (k, v)) in pairs.iter().enumerate() {
+        bytes += k.len() + v.len();
+        if bytes >= file_bytes {
+            ends.push(i + 1);
+            bytes = 0;
+        }
+    }
+    if ends.last() != Some(&pairs.len()) && !pairs.is_empty() {
+        ends.push(pairs.len());
+    }
+    ends
+}
+
+/// The SST files of one bulk write, finished and waiting for
+/// [`BulkFiles::ingest`].
+pub(crate) struct BulkFiles {
+    table: String,
+    dir: PathBuf,
     finished: Vec<PathBuf>,
     /// Bytes of the finished files.
     finished_bytes: u64,
-    /// The last key put, empty before the first.
-    last_key: Vec<u8>,
-    any: bool,
 }
 
-impl<'a> BulkFiles<'a> {
-    pub(crate) fn new(opts: &'a Options, dir: &'a Path, file_bytes: u64) -> Self {
+impl BulkFiles {
+    pub(crate) fn new(table: &str, dir: &Path) -> Self {
         Self {
-            opts,
-            dir,
-            file_bytes,
-            open: None,
+            table: table.to_string(),
+            dir: dir.to_path_buf(),
             finished: Vec::new(),
             finished_bytes: 0,
-            last_key: Vec::new(),
-            any: false,
         }
     }
 
-    /// True when `key` sorts after every key put so far (an SST's keys must
-    /// be strictly ascending).
-    pub(crate) fn accepts(&self, key: &[u8]) -> bool {
-        !self.any || key > self.last_key.as_slice()
-    }
-
-    /// Appends one entry; the caller checked [`BulkFiles::accepts`].
-    pub(crate) fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), rocksdb::Error> {
-        if self.open.is_none() {
-            let path = self.dir.join(format!(
-                "bulk-{}-{}{PART_SUFFIX}",
-                std::process::id(),
-                NEXT_FILE.fetch_add(1, Ordering::Relaxed)
-            ));
-            let w = SstFileWriter::create(self.opts);
-            w.open(&path)?;
-            self.open = Some((w, path));
-        }
-        let Some((w, _)) = self.open.as_mut() else {
-            unreachable!("opened above")
-        };
-        w.put(key, value)?;
-        self.last_key.clear();
-        self.last_key.extend_from_slice(key);
-        self.any = true;
-        if w.file_size() >= self.file_bytes {
-            self.finish_file()?;
+    /// Writes `pairs` (strictly ascending: [`strictly_ascending`]) into
+    /// files of about `file_bytes` raw bytes each, `threads` at a time.
+    pub(crate) fn write_sorted(
+        &mut self,
+        opts: &Options,
+        pairs: &[(&[u8], &[u8])],
+        file_bytes: usize,
+        threads: usize,
+    ) -> DbResult<()> {
+        let ends = cuts(pairs, file_bytes.max(1));
+        let paths: Vec<PathBuf> = ends
+            .iter()
+            .map(|_| {
+                self.dir.join(format!(
+                    "bulk-{}-{}{PART_SUFFIX}",
+                    std::process::id(),
+                    NEXT_FILE.fetch_add(1, Ordering::Relaxed)
+                ))
+            })
+            .collect();
+        // Listed first: a file that fails half-written is removed too.
+        self.finished.extend(paths.iter().cloned());
+        let next = AtomicUsize::new(0);
+        let failed = AtomicBool::new(false);
+        let results: Vec<Result<u64, String>> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..threads.clamp(1, ends.len().max(1)))
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut done = Vec::new();
+                        while !failed.load(Ordering::Relaxed) {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(&end) = ends.get(i) else {
+                                break;
+                            };
+                            let start = if i == 0 { 0 } else { ends[i - 1] };
+                            let r = write_file(opts, &paths[i], &pairs[start..end]);
+                            failed.fetch_or(r.is_err(), Ordering::Relaxed);
+                            done.push((i, r));
+                        }
+                        done
+                    })
+                })
+                .collect();
+            let mut all: Vec<(usize, Result<u64, String>)> = workers
+                .into_iter()
+                .flat_map(|w| {
+                    w.join()
+                        .unwrap_or_else(|_| vec![(0, Err("a bulk SST writer panicked".into()))])
+                })
+                .collect();
+            all.sort_by_key(|(i, _)| *i);
+            all.into_iter().map(|(_, r)| r).collect()
+        });
+        for r in results {
+            self.finished_bytes += r.map_err(|e| err_detail(&self.table, e))?;
         }
         Ok(())
     }
 
-    /// Finishes (and syncs) the open file, if any.
-    pub(crate) fn finish_file(&mut self) -> Result<(), rocksdb::Error> {
-        if let Some((mut w, path)) = self.open.take() {
-            // Listed first: a failed finish still leaves a file to remove.
-            self.finished.push(path);
-            w.finish()?;
-            self.finished_bytes += w.file_size();
-        }
-        Ok(())
-    }
-
-    /// Finishes the open file and moves every finished one into `db`; they
-    /// are durable and visible when this returns. Returns their bytes.
-    pub(crate) fn ingest(&mut self, db: &DB) -> Result<u64, rocksdb::Error> {
-        self.finish_file()?;
+    /// Moves every finished file into `db` in one ingestion; they are
+    /// durable and visible when this returns. Returns their bytes.
+    pub(crate) fn ingest(&mut self, db: &DB) -> DbResult<u64> {
         if self.finished.is_empty() {
             return Ok(0);
         }
@@ -119,37 +163,52 @@ impl<'a> BulkFiles<'a> {
         // Moved (hard-linked, the original removed), not copied. RocksDB
         // copies by itself only when the link is "not supported" (EXDEV,
         // ENOTSUP); a file system that refuses links otherwise (EPERM on
-        // vfat and some FUSE mounts) gets a copy here. A failed ingest
+        // vfat and some FUSE mounts) gets a copy here. A failed ingestion
         // changes nothing, so the second try starts clean.
         o.set_move_files(true);
-        if let Err(linked) = db.ingest_external_file_opts(&o, self.finished.clone()) {
+        let moved = db.ingest_external_file_opts(&o, self.finished.clone());
+        // RocksDB's message for a refused link (env/fs_posix.cc); any
+        // other failure is returned as it is.
+        if let Err(linked) = moved.as_ref().map_err(|e| e.to_string())
+            && linked.contains("while link file to")
+        {
             tracing::warn!(
                 error = %linked,
                 dir = %self.dir.display(),
                 "moving bulk SST files into RocksDB failed; copying them"
             );
             o.set_move_files(false);
-            db.ingest_external_file_opts(&o, self.finished.clone())?;
+            db.ingest_external_file_opts(&o, self.finished.clone())
+                .map_err(|e| err(&self.table, e))?;
             for path in &self.finished {
                 let _ = std::fs::remove_file(path);
             }
+        } else {
+            moved.map_err(|e| err(&self.table, e))?;
         }
         self.finished.clear();
         Ok(std::mem::take(&mut self.finished_bytes))
     }
 }
 
-impl Drop for BulkFiles<'_> {
+impl Drop for BulkFiles {
     fn drop(&mut self) {
         // Files not ingested: the write was abandoned or failed.
-        if let Some((w, path)) = self.open.take() {
-            drop(w);
-            self.finished.push(path);
-        }
         for path in self.finished.drain(..) {
             let _ = std::fs::remove_file(path);
         }
     }
+}
+
+/// Writes one file from strictly ascending pairs; returns its bytes.
+fn write_file(opts: &Options, path: &Path, pairs: &[(&[u8], &[u8])]) -> Result<u64, String> {
+    let mut w = SstFileWriter::create(opts);
+    w.open(path).map_err(|e| e.into_string())?;
+    for (k, v) in pairs {
+        w.put(k, v).map_err(|e| e.into_string())?;
+    }
+    w.finish().map_err(|e| e.into_string())?; // synced
+    Ok(w.file_size())
 }
 
 /// Removes bulk files a crashed process left in `dir` (never ingested, so

@@ -288,7 +288,11 @@ impl std::fmt::Debug for RocksStore {
 }
 
 fn err(table: &str, e: rocksdb::Error) -> DbError {
-    let detail = e.into_string();
+    err_detail(table, e.into_string())
+}
+
+/// A RocksDB error's text as a [`DbError`]: a full disk is named as such.
+fn err_detail(table: &str, detail: String) -> DbError {
     if detail.contains("No space left") || detail.contains("ENOSPC") {
         DbError::StorageFull {
             engine: "rocksdb",
@@ -304,7 +308,8 @@ fn err(table: &str, e: rocksdb::Error) -> DbError {
     }
 }
 
-/// Bytes buffered in a write batch before it is applied to the memtable.
+/// Bytes buffered in a write batch before it is applied to the memtable;
+/// a write that fills one, or sorted pairs of as many, is bulk.
 const WRITE_CHUNK_BYTES: usize = 32 << 20;
 
 /// An empty batch with room for a chunk (and a value past it). Grown by
@@ -372,79 +377,24 @@ struct RocksWrite<'a> {
     store: &'a RocksStore,
     batch: WriteBatch,
     wopts: WriteOptions,
-    /// This write put a chunk in memtables without the WAL (a bulk write
-    /// with block compression whose keys did not ascend): commit flushes
-    /// the memtables instead of syncing the WAL.
+    /// This write skipped the WAL (a bulk write with block compression):
+    /// commit flushes the memtables instead of syncing the WAL.
     bypassed_wal: bool,
-    /// Every put so far had a key above the one before, and nothing was
-    /// deleted: a full chunk may become SST files instead of memtable
-    /// writes.
-    ascending: bool,
-    /// The last key put while `ascending` (None before the first).
-    last_key: Option<Vec<u8>>,
-    /// A bulk write in SST files ([`bulk`]), from its first full chunk.
-    bulk: Option<bulk::BulkFiles<'a>>,
+    /// SST files of [`KvWrite::put_sorted`] waiting for commit ([`bulk`]).
+    bulk: Option<bulk::BulkFiles>,
 }
 
-impl<'a> RocksWrite<'a> {
+impl RocksWrite<'_> {
     /// Applies a full chunk: a write that fills one is bulk, and with block
-    /// compression it skips the WAL from here on (its earlier chunks: none,
-    /// this is the first to be applied before commit).
+    /// compression it skips the WAL from here on (commit then flushes,
+    /// which also makes durable any smaller write applied before).
     fn apply_chunk(&mut self) -> DbResult<()> {
-        if self.ascending && self.store.opts.bulk_bypasses_wal() && self.bulk.is_none() {
-            return self.start_bulk();
-        }
         if self.store.opts.bulk_bypasses_wal() && !self.bypassed_wal {
             self.bypassed_wal = true;
             self.wopts.disable_wal(true);
         }
         // More puts follow: the next batch gets a chunk's room.
         self.apply(chunk_batch())
-    }
-
-    /// Turns this write into SST files: the chunk so far goes into the
-    /// first, and later puts follow it there while their keys ascend.
-    fn start_bulk(&mut self) -> DbResult<()> {
-        let store = self.store;
-        let mut bulk =
-            bulk::BulkFiles::new(&store.rocks_opts, &store.path, BLOCK_FILE_BYTES as u64);
-        let mut copy = BatchInto {
-            store,
-            bulk: &mut bulk,
-            result: Ok(()),
-        };
-        self.batch.iterate(&mut copy);
-        copy.result?;
-        self.batch = WriteBatch::default();
-        self.bulk = Some(bulk);
-        Ok(())
-    }
-
-    /// Ends the SST files: what they hold becomes visible (and durable)
-    /// now, before anything this write puts in the memtable afterwards.
-    fn end_bulk(&mut self) -> DbResult<()> {
-        if let Some(mut bulk) = self.bulk.take() {
-            let bytes = bulk.ingest(&self.store.db).map_err(|e| self.store.e(e))?;
-            self.store
-                .ingested_bytes
-                .fetch_add(bytes, Ordering::Relaxed);
-        }
-        Ok(())
-    }
-
-    /// Tracks whether keys still ascend.
-    fn note_key(&mut self, key: &[u8]) {
-        if !self.ascending {
-            return;
-        }
-        match self.last_key.as_mut() {
-            Some(last) if key <= last.as_slice() => self.ascending = false,
-            Some(last) => {
-                last.clear();
-                last.extend_from_slice(key);
-            }
-            None => self.last_key = Some(key.to_vec()),
-        }
     }
 
     /// Writes the batch so far, replaced by `next`.
@@ -458,19 +408,26 @@ impl<'a> RocksWrite<'a> {
         }
         Ok(())
     }
+
+    /// Applies the batch, then moves the SST files in, so they are newer
+    /// than everything this write put before them; they are durable and
+    /// visible when this returns. Called before any later put, so nothing
+    /// this write puts after them is older than they are.
+    fn ingest_bulk(&mut self) -> DbResult<()> {
+        if let Some(mut files) = self.bulk.take() {
+            self.apply(WriteBatch::default())?;
+            let bytes = files.ingest(&self.store.db)?;
+            self.store
+                .ingested_bytes
+                .fetch_add(bytes, Ordering::Relaxed);
+        }
+        Ok(())
+    }
 }
 
 impl KvWrite for RocksWrite<'_> {
     fn put(&mut self, key: &[u8], value: &[u8]) -> DbResult<()> {
-        if let Some(bulk) = self.bulk.as_mut() {
-            if bulk.accepts(key) {
-                return bulk.put(key, value).map_err(|e| self.store.e(e));
-            }
-            // Out of order: the files so far first, the rest in memtables.
-            self.ascending = false;
-            self.end_bulk()?;
-        }
-        self.note_key(key);
+        self.ingest_bulk()?;
         self.batch.put(key, value);
         if self.batch.size_in_bytes() >= WRITE_CHUNK_BYTES {
             self.apply_chunk()?;
@@ -479,8 +436,7 @@ impl KvWrite for RocksWrite<'_> {
     }
 
     fn delete(&mut self, key: &[u8]) -> DbResult<()> {
-        self.ascending = false;
-        self.end_bulk()?;
+        self.ingest_bulk()?;
         self.batch.delete(key);
         if self.batch.size_in_bytes() >= WRITE_CHUNK_BYTES {
             self.apply_chunk()?;
@@ -488,23 +444,50 @@ impl KvWrite for RocksWrite<'_> {
         Ok(())
     }
 
-    fn finish(&mut self) -> DbResult<()> {
-        if let Some(bulk) = self.bulk.as_mut() {
-            bulk.finish_file().map_err(|e| self.store.e(e))?;
+    /// With block compression, sorted pairs of at least a chunk become SST
+    /// files written from the caller's slices on up to 4 threads
+    /// ([`bulk`]), ingested at commit: no WAL, no write batch, no
+    /// memtable. Otherwise one put at a time.
+    fn put_sorted(&mut self, pairs: &[(&[u8], &[u8])]) -> DbResult<()> {
+        let raw: usize = pairs.iter().map(|(k, v)| k.len() + v.len()).sum();
+        if !self.store.opts.bulk_bypasses_wal()
+            || raw < WRITE_CHUNK_BYTES
+            || !bulk::strictly_ascending(pairs)
+        {
+            for (k, v) in pairs {
+                self.put(k, v)?;
+            }
+            return Ok(());
         }
+        // An earlier call's files first: files of one ingestion must not
+        // overlap, and these may repeat its keys.
+        self.ingest_bulk()?;
+        let store = self.store;
+        let files = self
+            .bulk
+            .insert(bulk::BulkFiles::new(&store.table, &store.path));
+        let written = files.write_sorted(
+            &store.rocks_opts,
+            pairs,
+            BLOCK_FILE_BYTES,
+            bulk::max_threads(),
+        );
+        if written.is_err() {
+            // Nothing of a failed call is ingested later: its files go.
+            self.bulk = None;
+        }
+        written
+    }
+
+    fn finish(&mut self) -> DbResult<()> {
         self.apply(WriteBatch::default())
     }
 
     fn commit(mut self: Box<Self>) -> DbResult<CommitTiming> {
-        if let Some(bulk) = self.bulk.as_mut() {
-            bulk.finish_file().map_err(|e| self.store.e(e))?;
-        }
         self.apply(WriteBatch::default())?;
         let store = self.store;
         let start = Instant::now();
-        // Nothing is in the memtable for SST files to overtake: a write
-        // that left them went on in memtables only after ingesting them.
-        self.end_bulk()?;
+        self.ingest_bulk()?;
         match store.opts.profile {
             RocksProfile::FieldStudy => {
                 let mut f = FlushOptions::default();
@@ -562,8 +545,6 @@ impl KvStore for RocksStore {
             batch: chunk_batch(),
             wopts: self.write_options(),
             bypassed_wal: false,
-            ascending: true,
-            last_key: None,
             bulk: None,
         }))
     }
@@ -625,6 +606,7 @@ impl KvStore for RocksStore {
                 .sum::<u64>()
                     + self.ingested_bytes.load(Ordering::Relaxed),
             ),
+            ingested_bytes: Some(self.ingested_bytes.load(Ordering::Relaxed)),
             ..Default::default()
         })
     }
@@ -660,33 +642,6 @@ impl KvStore for RocksStore {
             self.db.flush_wal(true).map_err(|e| self.e(e))?;
         }
         Ok(())
-    }
-}
-
-/// Copies a chunk's puts into SST files (a chunk that reaches them holds
-/// only ascending puts).
-struct BatchInto<'b, 'a> {
-    store: &'a RocksStore,
-    bulk: &'b mut bulk::BulkFiles<'a>,
-    result: DbResult<()>,
-}
-
-impl rocksdb::WriteBatchIterator for BatchInto<'_, '_> {
-    fn put(&mut self, key: &[u8], value: &[u8]) {
-        if self.result.is_ok() {
-            self.result = self.bulk.put(key, value).map_err(|e| self.store.e(e));
-        }
-    }
-
-    fn delete(&mut self, _key: &[u8]) {
-        // Not reached: a delete ends `ascending`. Refused, not dropped.
-        if self.result.is_ok() {
-            self.result = Err(DbError::Engine {
-                engine: "rocksdb",
-                table: self.store.table.clone(),
-                detail: "a delete in a chunk bound for SST files".into(),
-            });
-        }
     }
 }
 

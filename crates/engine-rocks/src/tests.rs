@@ -175,8 +175,9 @@ fn block_compression_child_writes_then_aborts() {
     let logged = wal();
     assert!(logged > 0, "a small write is logged");
     assert!(logged < 100 * 3000 / 2, "the WAL is compressed: {logged} B");
-    // A bulk write (more than one 32 MiB chunk, keys ascending) skips
-    // the WAL: SST files ingested at commit.
+    // A bulk write (more than one 32 MiB chunk) skips the WAL: put one
+    // at a time, it is flushed at commit; sorted pairs become SST files
+    // ingested at commit.
     let ticker = store.rocks_opts.get_ticker_count(Ticker::WalFileBytes);
     let mut w = store.begin_write().expect("begin");
     for i in 100u32..(100 + 12_000) {
@@ -184,12 +185,16 @@ fn block_compression_child_writes_then_aborts() {
     }
     w.finish().expect("finish");
     w.commit().expect("commit");
+    let mut w = store.begin_write().expect("begin");
+    put_all(&mut w, 20_000..32_000, 0);
+    w.finish().expect("finish");
+    w.commit().expect("commit");
     let bulk = store.rocks_opts.get_ticker_count(Ticker::WalFileBytes) - ticker;
     assert!(
         bulk < 1 << 20,
-        "a bulk write skipped the WAL: {bulk} B logged"
+        "bulk writes skipped the WAL: {bulk} B logged"
     );
-    // A small write after it is committed through the WAL alone: it
+    // A small write after them is committed through the WAL alone: it
     // must survive the abort too.
     let mut w = store.begin_write().expect("begin");
     w.put(&50_000u32.to_be_bytes(), &wordy(50_000, 3000))
@@ -229,11 +234,11 @@ fn block_compression_stores_raw_values_compressed_and_bulk_writes_skip_the_wal()
         said.contains("child: committed, aborting") && !out.status.success(),
         "the child must commit and then abort: {said}"
     );
-    // Everything committed reads back: the bulk write from the SSTs its
-    // commit ingested, the small writes from the WAL.
+    // Everything committed reads back: the bulk writes from the SSTs
+    // their commits flushed or ingested, the small writes from the WAL.
     let store =
         RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadWrite).expect("reopen");
-    for i in [0u32, 57, 99, 100, 6_000, 12_099, 50_000] {
+    for i in [0u32, 57, 99, 100, 6_000, 12_099, 20_000, 31_999, 50_000] {
         assert_eq!(
             store.get(&i.to_be_bytes()).expect("get"),
             Some(wordy(i, 3000)),
@@ -250,7 +255,7 @@ fn block_compression_stores_raw_values_compressed_and_bulk_writes_skip_the_wal()
     assert_eq!(committed, 10);
     store.wait_for_background_work().expect("drain");
     let disk = store.stats().expect("stats").disk_bytes;
-    let raw = 12_100u64 * 3004;
+    let raw = 24_100u64 * 3004;
     assert!(
         disk * 2 < raw,
         "blocks compress: {disk} B on disk for {raw} raw"
@@ -290,22 +295,25 @@ fn a_block_dictionary_is_trained_on_enough_blocks_with_a_bounded_buffer() {
         });
         let store =
             RocksStore::open(dir.path(), "tx_data", &opts, Access::ReadWrite).expect("open");
-        // One bulk commit (past a 32 MiB chunk).
+        // One bulk commit (past a 32 MiB chunk), sorted pairs or not.
         let mut w = store.begin_write().expect("begin");
-        for n in 0u32..12_000 {
-            let i = if ascending { n } else { 11_999 - n };
-            w.put(&i.to_be_bytes(), &wordy(i, 3000)).expect("put");
+        if ascending {
+            put_all(&mut w, 0..12_000, 0);
+        } else {
+            put_all(&mut w, (0..12_000).rev(), 0);
         }
         w.finish().expect("finish");
         w.commit().expect("commit");
         store.wait_for_background_work().expect("drain");
         let files = ssts(dir.path());
         assert!(!files.is_empty(), "the commit wrote SSTs");
+        // Also shows that the options string that bounds the buffer kept
+        // the rest: statistics still count.
         let flushed = store.rocks_opts.get_ticker_count(Ticker::FlushWriteBytes);
         assert_eq!(
             flushed > 0,
             !ascending,
-            "flushed only when keys did not ascend"
+            "flushed only when keys did not ascend (put one at a time)"
         );
         let with_dict = files
             .iter()
@@ -330,13 +338,6 @@ fn a_block_dictionary_is_trained_on_enough_blocks_with_a_bounded_buffer() {
             .split(['{', '}', ';'])
             .filter(|f| !f.is_empty())
             .collect();
-        // The options string that bounds the buffer kept the rest:
-        // statistics still count (the flush above; an ingested bulk write
-        // is counted by the store).
-        assert!(
-            store.stats().expect("stats").bytes_written > Some(0),
-            "statistics survive the options string"
-        );
         if dict_bytes == 0 {
             assert_eq!(with_dict, 0, "no dictionary asked, none stored");
             assert!(fields.contains(&"max_dict_bytes=0"), "{opts_line}");
@@ -380,19 +381,21 @@ fn parts(dir: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
-/// Puts `keys` with `wordy` values of 3,000 bytes seeded by `seed + key`.
+/// Puts `keys` with `wordy` values of 3,000 bytes seeded by `seed + key`,
+/// in one `put_sorted`.
 fn put_all(w: &mut Box<dyn KvWrite + '_>, keys: impl Iterator<Item = u32>, seed: u32) {
-    for i in keys {
-        w.put(&i.to_be_bytes(), &wordy(seed + i, 3000))
-            .expect("put");
-    }
+    let owned: Vec<([u8; 4], Vec<u8>)> = keys
+        .map(|i| (i.to_be_bytes(), wordy(seed + i, 3000)))
+        .collect();
+    let pairs: Vec<(&[u8], &[u8])> = owned.iter().map(|(k, v)| (&k[..], v.as_slice())).collect();
+    w.put_sorted(&pairs).expect("put_sorted");
 }
 
-/// A bulk write of ascending keys (12,000 × 3 KB: past a 32 MiB chunk)
-/// becomes SST files at the bottom level, compressed, counted in
-/// `bytes_written`, and nothing of it is visible before commit.
+/// Sorted pairs past a 32 MiB chunk (12,000 × 3 KB) become SST files at
+/// the bottom level, compressed, counted in `bytes_written`, and nothing
+/// of them is visible before commit.
 #[test]
-fn a_bulk_write_of_ascending_keys_is_ingested_as_sst_files_at_commit() {
+fn sorted_pairs_of_a_chunk_are_ingested_as_sst_files_at_commit() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store =
         RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadWrite).expect("open");
@@ -404,7 +407,11 @@ fn a_bulk_write_of_ascending_keys_is_ingested_as_sst_files_at_commit() {
         None,
         "not before commit"
     );
-    assert!(!parts(dir.path()).is_empty(), "files in progress");
+    assert_eq!(
+        parts(dir.path()).len(),
+        1,
+        "36 MB raw: one file (cut at 64 MiB)"
+    );
     w.commit().expect("commit");
     assert!(parts(dir.path()).is_empty(), "{:?}", parts(dir.path()));
     let stats = store.stats().expect("stats");
@@ -438,14 +445,16 @@ fn a_bulk_write_of_ascending_keys_is_ingested_as_sst_files_at_commit() {
 /// ascending, or a delete, after its files began, land after them; and a
 /// second bulk write over the same keys replaces the first.
 #[test]
-fn a_bulk_write_keeps_its_order_when_keys_stop_ascending_or_repeat_older_data() {
+fn a_bulk_write_keeps_its_order_around_puts_deletes_and_older_data() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store =
         RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadWrite).expect("open");
     let mut w = store.begin_write().expect("begin");
+    w.put(&3u32.to_be_bytes(), b"three first").expect("put");
+    w.put(&4u32.to_be_bytes(), b"four first").expect("put");
     put_all(&mut w, 0..12_000, 0);
-    // Out of order, then a delete, then ascending again (past another
-    // chunk, through memtables now).
+    // Puts and deletes after sorted pairs land after them, and sorted
+    // pairs after those after them in turn.
     w.put(&5u32.to_be_bytes(), b"five again").expect("put");
     w.delete(&7u32.to_be_bytes()).expect("delete");
     w.put(&11_999u32.to_be_bytes(), b"last again").expect("put");
@@ -457,6 +466,7 @@ fn a_bulk_write_keeps_its_order_when_keys_stop_ascending_or_repeat_older_data() 
     let check = |store: &RocksStore| {
         let get = |i: u32| store.get(&i.to_be_bytes()).expect("get");
         assert_eq!(get(5).as_deref(), Some(&b"five again"[..]));
+        assert_eq!(get(3), Some(wordy(3, 3000)), "the pairs came after");
         assert_eq!(get(7), None);
         assert_eq!(get(11_999).as_deref(), Some(&b"last again"[..]));
         assert_eq!(get(20_001), None);
@@ -488,9 +498,15 @@ fn a_bulk_write_keeps_its_order_when_keys_stop_ascending_or_repeat_older_data() 
     // level, newer than what it overlaps) wins, and the rest stays.
     let mut w = store.begin_write().expect("begin");
     put_all(&mut w, 1_000..13_000, 1_000_000);
+    // Sorted pairs again in the same write, over some of the same keys:
+    // the later win.
+    put_all(&mut w, 12_500..19_000, 2_000_000);
     w.commit().expect("commit");
     let get = |i: u32| store.get(&i.to_be_bytes()).expect("get");
-    for i in [1_000u32, 5_000, 11_999, 12_999] {
+    assert_eq!(get(12_499), Some(wordy(1_012_499, 3000)));
+    assert_eq!(get(12_500), Some(wordy(2_012_500, 3000)));
+    assert_eq!(get(18_999), Some(wordy(2_018_999, 3000)));
+    for i in [1_000u32, 5_000, 11_999, 12_499] {
         assert_eq!(get(i), Some(wordy(1_000_000 + i, 3000)), "{i}");
     }
     assert_eq!(get(999), Some(wordy(500_999, 3000)));
@@ -518,9 +534,10 @@ fn an_abandoned_bulk_write_leaves_nothing_and_leftovers_are_removed_at_open() {
         let mut w = store.begin_write().expect("begin");
         put_all(&mut w, 0..12_000, 0);
         w.finish().expect("finish");
-        assert!(!parts(dir.path()).is_empty());
+        assert!(!parts(dir.path()).is_empty(), "written, not ingested");
         drop(w);
         assert!(parts(dir.path()).is_empty(), "{:?}", parts(dir.path()));
+        assert!(ssts(dir.path()).is_empty(), "nothing ingested");
         assert_eq!(store.get(&0u32.to_be_bytes()).expect("get"), None);
     }
     let leftover = dir.path().join("bulk-1-2.sst.part");
@@ -536,33 +553,49 @@ fn an_abandoned_bulk_write_leaves_nothing_and_leftovers_are_removed_at_open() {
     assert_eq!(store.scan(&[], 10).expect("scan"), vec![]);
 }
 
-/// Bulk files are cut at their size on disk, only one is open at a time,
-/// and all are ingested together, their bytes counted.
+/// Sorted pairs are cut into files of about the given raw size, written
+/// on several threads, all ingested together, their bytes counted; pairs
+/// the SST writer refuses (keys out of order) fail by name, and their
+/// files are removed.
 #[test]
-fn bulk_files_are_cut_at_their_size_and_ingested_together() {
+fn bulk_files_are_cut_by_raw_size_and_a_refused_write_leaves_nothing() {
+    let owned: Vec<([u8; 4], Vec<u8>)> = (0u32..4_000)
+        .map(|i| (i.to_be_bytes(), wordy(i, 3000)))
+        .collect();
+    let pairs: Vec<(&[u8], &[u8])> = owned.iter().map(|(k, v)| (&k[..], v.as_slice())).collect();
+    assert!(bulk::strictly_ascending(&pairs));
     let dir = tempfile::tempdir().expect("tempdir");
     let store =
         RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadWrite).expect("open");
-    let mut b = bulk::BulkFiles::new(&store.rocks_opts, dir.path(), 256 << 10);
-    for i in 0u32..4_000 {
-        assert!(b.accepts(&i.to_be_bytes()));
-        b.put(&i.to_be_bytes(), &wordy(i, 3000)).expect("put");
-    }
-    assert!(!b.accepts(&3_999u32.to_be_bytes()), "equal keys refused");
-    assert!(!b.accepts(&5u32.to_be_bytes()), "lower keys refused");
-    assert!(b.accepts(&4_000u32.to_be_bytes()));
-    let cut = parts(dir.path()).len();
-    assert!(cut >= 3, "{cut} files for 12 MB raw cut at 256 KiB");
-    let bytes = b.ingest(&store.db).expect("ingest");
+    let mut files = bulk::BulkFiles::new("tx_data", dir.path());
+    // 800 pairs of 3,004 bytes a file.
+    files
+        .write_sorted(&store.rocks_opts, &pairs, 800 * 3004, 2)
+        .expect("write");
+    assert_eq!(parts(dir.path()).len(), 5, "a file a 800 pairs");
+    let bytes = files.ingest(&store.db).expect("ingest");
     assert!(parts(dir.path()).is_empty());
-    let files = ssts(dir.path());
-    assert_eq!(files.len(), cut);
-    assert_eq!(bytes, files.iter().map(|f| f.len() as u64).sum::<u64>());
-    for i in [0u32, 1_234, 3_999] {
+    let on_disk = ssts(dir.path());
+    assert_eq!(on_disk.len(), 5);
+    assert_eq!(bytes, on_disk.iter().map(|f| f.len() as u64).sum::<u64>());
+    for i in [0u32, 799, 800, 1_234, 3_999] {
         assert_eq!(
             store.get(&i.to_be_bytes()).expect("get"),
             Some(wordy(i, 3000))
         );
     }
     assert_eq!(store.scan(&[], 5_000).expect("scan").len(), 4_000);
+    // Out of order in the third of four files.
+    let mut bad = pairs.clone();
+    bad.swap(2_500, 2_501);
+    assert!(!bulk::strictly_ascending(&bad));
+    let mut files = bulk::BulkFiles::new("tx_data", dir.path());
+    let e = files
+        .write_sorted(&store.rocks_opts, &bad, 800 * 3004, 3)
+        .expect_err("refused")
+        .to_string();
+    assert!(e.contains("tx_data") && e.contains("order"), "{e}");
+    drop(files);
+    assert!(parts(dir.path()).is_empty(), "{:?}", parts(dir.path()));
+    assert_eq!(ssts(dir.path()).len(), 5);
 }

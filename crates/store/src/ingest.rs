@@ -634,9 +634,14 @@ fn write_table<K: AsRef<[u8]>>(
     }
     let t = Instant::now();
     let mut w = store.begin_write()?;
-    for (k, v) in &entries.pairs {
-        w.put(k.as_ref(), v)?;
-    }
+    // In key order for the hash maps (sorted above), which lets an engine
+    // write a large batch in bulk; any order is correct.
+    let pairs: Vec<(&[u8], &[u8])> = entries
+        .pairs
+        .iter()
+        .map(|(k, v)| (k.as_ref(), v.as_slice()))
+        .collect();
+    w.put_sorted(&pairs)?;
     w.finish()?;
     let write = t.elapsed();
     if !early && gate.is_some_and(|g| !g.wait()) {

@@ -15,6 +15,9 @@ use ledgerstore_db_api::{
 pub(crate) struct Faults {
     /// The next commit to this table fails with ENOSPC.
     pub(crate) fail_commit: Arc<Mutex<Option<TableId>>>,
+    /// The next commit to this table goes through in the engine, then
+    /// reports ENOSPC (the store must roll back what the engine took).
+    pub(crate) fail_after_commit: Arc<Mutex<Option<TableId>>>,
     /// The next put to this table panics.
     pub(crate) panic_put: Arc<Mutex<Option<TableId>>>,
     /// A cold page cache under `mdbx.max_read_txn_ms`: a read transaction
@@ -63,6 +66,14 @@ impl KvWrite for FaultyWrite<'_> {
     fn delete(&mut self, key: &[u8]) -> DbResult<()> {
         self.inner.delete(key)
     }
+    fn put_sorted(&mut self, pairs: &[(&[u8], &[u8])]) -> DbResult<()> {
+        assert!(
+            !take(&self.faults.panic_put, self.id),
+            "injected: a writer panics"
+        );
+        // The engine's own bulk path, not one put at a time.
+        self.inner.put_sorted(pairs)
+    }
     fn finish(&mut self) -> DbResult<()> {
         self.inner.finish()
     }
@@ -74,7 +85,16 @@ impl KvWrite for FaultyWrite<'_> {
                 detail: "injected: No space left on device".into(),
             });
         }
-        self.inner.commit()
+        let after = take(&self.faults.fail_after_commit, self.id);
+        let timing = self.inner.commit()?;
+        if after {
+            return Err(DbError::StorageFull {
+                engine: "test",
+                table: self.id.name().to_string(),
+                detail: "injected after the commit: No space left on device".into(),
+            });
+        }
+        Ok(timing)
     }
 }
 

@@ -368,6 +368,84 @@ fn a_failed_commit_rolls_back_in_process_and_the_batch_can_be_retried() {
     }
 }
 
+/// A batch whose bodies become SST files (past a 32 MiB chunk in a
+/// `blocks` dir: 10 ledgers of 100 × 40 KB) rolls back like any other when
+/// a commit fails, before RocksDB ingested the files or after, and at the
+/// bodies' table or a later one; no part file is left, and the retry
+/// succeeds.
+#[test]
+fn a_bulk_batch_of_sst_files_rolls_back_on_a_failed_commit_and_retries() {
+    let s = Synth::new(SynthConfig::with_sizes(7, 100, 40_000, 2_000));
+    for after in [false, true] {
+        for table in [TableId::TxData, TableId::TxIndex] {
+            let tmp = tempfile::tempdir().expect("tempdir");
+            let faults = Faults::default();
+            let factory = FaultyEngines {
+                inner: Backends::for_tests(),
+                faults: faults.clone(),
+            };
+            let store = Ledgerstore::open(
+                tmp.path(),
+                StoreOptions {
+                    layout: Some(Layout::Indexed),
+                    ..Default::default()
+                },
+                &factory,
+            )
+            .expect("open");
+            store.ingest(&s.batch(1, 1), Duration::ZERO).expect("first");
+            let slot = if after {
+                &faults.fail_after_commit
+            } else {
+                &faults.fail_commit
+            };
+            *slot.lock().expect("lock") = Some(table);
+            let batch = s.batch(2, 10);
+            let e = store
+                .ingest(&batch, Duration::ZERO)
+                .expect_err("injected failure");
+            assert!(e.is_storage_full(), "{e}");
+            assert_eq!(store.last_ledger(), Some(1));
+            assert_nothing_written(&store, &batch);
+            let bodies = tmp.path().join("rocksdb").join("tx_data");
+            let parts = || {
+                std::fs::read_dir(&bodies)
+                    .expect("list")
+                    .flatten()
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".sst.part"))
+                    .count()
+            };
+            assert_eq!(parts(), 0, "after {after} {table}");
+            store
+                .ingest(&batch, Duration::ZERO)
+                .expect("retry succeeds");
+            assert_eq!(store.last_ledger(), Some(11));
+            assert_eq!(parts(), 0);
+            // The bodies came as SST files, not through memtables.
+            let stats = store.stats().expect("stats");
+            let bodies_stats = &stats
+                .tables
+                .iter()
+                .find(|t| t.table == "tx_data")
+                .expect("bodies")
+                .engine_stats;
+            assert!(
+                bodies_stats.ingested_bytes > Some(1 << 20),
+                "the bodies were ingested as SST files: {bodies_stats:?}"
+            );
+            for seq in [2, 11] {
+                let tx = &s.ledger(seq).txs[99];
+                let rec = store.get_tx(&hash(tx)).expect("get").expect("found");
+                assert_eq!(
+                    (rec.ledger_seq, rec.index),
+                    (seq, 99),
+                    "after {after} {table}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn a_dir_keeps_its_layout() {
     let tmp = tempfile::tempdir().expect("tempdir");

@@ -51,7 +51,8 @@ pub struct EngineStats {
     pub disk_bytes: u64,
     /// Bytes the engine has written to storage since it was opened, for
     /// write amplification. RocksDB: flush + compaction + WAL bytes from its
-    /// statistics (blob files included). MDBX: pages dirtied (new +
+    /// statistics (blob files included), plus the SST files bulk writes
+    /// ingested (`ingested_bytes`). MDBX: pages dirtied (new +
     /// copy-on-write + spilled, from its page-operation statistics) plus one
     /// meta page per commit, times the page size.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -162,9 +162,11 @@ impl BulkFiles {
         let mut o = IngestExternalFileOptions::default();
         // Moved (hard-linked, the original removed), not copied. RocksDB
         // copies by itself only when the link is "not supported" (EXDEV,
-        // ENOTSUP); a file system that refuses links otherwise (EPERM on
-        // vfat and some FUSE mounts) gets a copy here. A failed ingestion
-        // changes nothing, so the second try starts clean.
+        // ENOTSUP); any other failure to link (EPERM on vfat and some FUSE
+        // mounts, but also ENOSPC or EIO) gets one copy here, whose own
+        // error is returned if it fails too (the link's is logged). A
+        // failed ingestion changes nothing, so the second try starts
+        // clean.
         o.set_move_files(true);
         let moved = db.ingest_external_file_opts(&o, self.finished.clone());
         // RocksDB's message for a refused link (env/fs_posix.cc); any

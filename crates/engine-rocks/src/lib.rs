@@ -74,9 +74,10 @@ pub struct RocksOptions {
 /// sequential files still move down the tree without being rewritten),
 /// optionally with a dictionary trained per SST on that file's own blocks. The WAL
 /// is zstd-compressed too, and a write of more than one 32 MiB chunk
-/// bypasses it, so bulk ingest compresses its bytes once, not twice: while
-/// its keys ascend it becomes SST files ingested at commit ([`bulk`]),
-/// otherwise its memtables are flushed at commit.
+/// bypasses it, so bulk ingest compresses its bytes once, not twice: sorted
+/// pairs handed over in one `put_sorted` become SST files ingested at
+/// commit (`bulk.rs`); puts one at a time fill memtables flushed at
+/// commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockCompression {
     /// zstd level.

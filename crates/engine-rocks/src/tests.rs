@@ -134,6 +134,11 @@ fn blocks() -> RocksOptions {
     o
 }
 
+/// Opens (or reopens) a `tx_data` table with [`blocks`] in `dir`.
+fn open_blocks(dir: &std::path::Path) -> RocksStore {
+    RocksStore::open(dir, "tx_data", &blocks(), Access::ReadWrite).expect("open")
+}
+
 /// Set by [`block_compression_stores_raw_values_compressed_and_bulk_writes_skip_the_wal`]
 /// for the child it runs: the directory to write into before aborting.
 const CHILD_DIR: &str = "LEDGERSTORE_ROCKS_BLOCKS_CHILD_DIR";
@@ -236,8 +241,7 @@ fn block_compression_stores_raw_values_compressed_and_bulk_writes_skip_the_wal()
     );
     // Everything committed reads back: the bulk writes from the SSTs
     // their commits flushed or ingested, the small writes from the WAL.
-    let store =
-        RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadWrite).expect("reopen");
+    let store = open_blocks(dir.path());
     for i in [0u32, 57, 99, 100, 6_000, 12_099, 20_000, 31_999, 50_000] {
         assert_eq!(
             store.get(&i.to_be_bytes()).expect("get"),
@@ -397,8 +401,7 @@ fn put_all(w: &mut Box<dyn KvWrite + '_>, keys: impl Iterator<Item = u32>, seed:
 #[test]
 fn sorted_pairs_of_a_chunk_are_ingested_as_sst_files_at_commit() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store =
-        RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadWrite).expect("open");
+    let store = open_blocks(dir.path());
     let mut w = store.begin_write().expect("begin");
     put_all(&mut w, 0..12_000, 0);
     w.finish().expect("finish");
@@ -429,8 +432,7 @@ fn sorted_pairs_of_a_chunk_are_ingested_as_sst_files_at_commit() {
         "{written} B written for {raw} raw"
     );
     drop(store);
-    let store =
-        RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadWrite).expect("reopen");
+    let store = open_blocks(dir.path());
     for i in [0u32, 1, 5_000, 11_999] {
         assert_eq!(
             store.get(&i.to_be_bytes()).expect("get"),
@@ -441,14 +443,14 @@ fn sorted_pairs_of_a_chunk_are_ingested_as_sst_files_at_commit() {
     assert_eq!(store.scan(&[], 20_000).expect("scan").len(), 12_000);
 }
 
-/// A bulk write keeps the order of its own writes: keys that stop
-/// ascending, or a delete, after its files began, land after them; and a
-/// second bulk write over the same keys replaces the first.
+/// A bulk write keeps the order of its own writes: puts before sorted pairs
+/// land before them, puts and deletes after them land after them, a second
+/// `put_sorted` in the same write lands after the first (whose files are
+/// kept), and a later bulk write over the same keys replaces an earlier.
 #[test]
 fn a_bulk_write_keeps_its_order_around_puts_deletes_and_older_data() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store =
-        RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadWrite).expect("open");
+    let store = open_blocks(dir.path());
     let mut w = store.begin_write().expect("begin");
     w.put(&3u32.to_be_bytes(), b"three first").expect("put");
     w.put(&4u32.to_be_bytes(), b"four first").expect("put");
@@ -498,14 +500,17 @@ fn a_bulk_write_keeps_its_order_around_puts_deletes_and_older_data() {
     // level, newer than what it overlaps) wins, and the rest stays.
     let mut w = store.begin_write().expect("begin");
     put_all(&mut w, 1_000..13_000, 1_000_000);
-    // Sorted pairs again in the same write, over some of the same keys:
-    // the later win.
-    put_all(&mut w, 12_500..19_000, 2_000_000);
+    // Sorted pairs again in the same write (past a chunk too, so SST
+    // files), over some of the same keys: the later win, and the first
+    // call's files are ingested, not dropped.
+    put_all(&mut w, 12_500..24_000, 2_000_000);
     w.commit().expect("commit");
     let get = |i: u32| store.get(&i.to_be_bytes()).expect("get");
     assert_eq!(get(12_499), Some(wordy(1_012_499, 3000)));
     assert_eq!(get(12_500), Some(wordy(2_012_500, 3000)));
-    assert_eq!(get(18_999), Some(wordy(2_018_999, 3000)));
+    assert_eq!(get(23_999), Some(wordy(2_023_999, 3000)));
+    assert_eq!(get(20_001), Some(wordy(2_020_001, 3000)), "written again");
+    assert_eq!(get(24_000), Some(wordy(24_000, 3000)));
     for i in [1_000u32, 5_000, 11_999, 12_499] {
         assert_eq!(get(i), Some(wordy(1_000_000 + i, 3000)), "{i}");
     }
@@ -513,13 +518,19 @@ fn a_bulk_write_keeps_its_order_around_puts_deletes_and_older_data() {
     assert_eq!(get(99), Some(wordy(99, 3000)));
     assert_eq!(get(7), None);
     drop(store);
-    let store =
-        RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadWrite).expect("reopen");
+    let store = open_blocks(dir.path());
     assert_eq!(
         store.get(&5_000u32.to_be_bytes()).expect("get"),
         Some(wordy(1_005_000, 3000))
     );
-    assert_eq!(store.get(&20_001u32.to_be_bytes()).expect("get"), None);
+    assert_eq!(
+        store.get(&20_001u32.to_be_bytes()).expect("get"),
+        Some(wordy(2_020_001, 3000))
+    );
+    assert_eq!(
+        store.get(&12_499u32.to_be_bytes()).expect("get"),
+        Some(wordy(1_012_499, 3000))
+    );
 }
 
 /// A bulk write dropped before commit leaves no file and no key; files a
@@ -529,8 +540,7 @@ fn a_bulk_write_keeps_its_order_around_puts_deletes_and_older_data() {
 fn an_abandoned_bulk_write_leaves_nothing_and_leftovers_are_removed_at_open() {
     let dir = tempfile::tempdir().expect("tempdir");
     {
-        let store =
-            RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadWrite).expect("open");
+        let store = open_blocks(dir.path());
         let mut w = store.begin_write().expect("begin");
         put_all(&mut w, 0..12_000, 0);
         w.finish().expect("finish");
@@ -546,8 +556,7 @@ fn an_abandoned_bulk_write_leaves_nothing_and_leftovers_are_removed_at_open() {
     std::fs::write(&other, b"not ours").expect("write");
     drop(RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadOnly).expect("ro"));
     assert!(leftover.exists(), "a read-only open changes nothing");
-    let store =
-        RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadWrite).expect("open");
+    let store = open_blocks(dir.path());
     assert!(!leftover.exists(), "removed at a read-write open");
     assert!(other.exists(), "only bulk parts are removed");
     assert_eq!(store.scan(&[], 10).expect("scan"), vec![]);
@@ -565,8 +574,7 @@ fn bulk_files_are_cut_by_raw_size_and_a_refused_write_leaves_nothing() {
     let pairs: Vec<(&[u8], &[u8])> = owned.iter().map(|(k, v)| (&k[..], v.as_slice())).collect();
     assert!(bulk::strictly_ascending(&pairs));
     let dir = tempfile::tempdir().expect("tempdir");
-    let store =
-        RocksStore::open(dir.path(), "tx_data", &blocks(), Access::ReadWrite).expect("open");
+    let store = open_blocks(dir.path());
     let mut files = bulk::BulkFiles::new("tx_data", dir.path());
     // 800 pairs of 3,004 bytes a file.
     files
@@ -585,7 +593,7 @@ fn bulk_files_are_cut_by_raw_size_and_a_refused_write_leaves_nothing() {
         );
     }
     assert_eq!(store.scan(&[], 5_000).expect("scan").len(), 4_000);
-    // Out of order in the third of four files.
+    // Out of order in the fourth of five files.
     let mut bad = pairs.clone();
     bad.swap(2_500, 2_501);
     assert!(!bulk::strictly_ascending(&bad));

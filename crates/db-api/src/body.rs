@@ -20,19 +20,12 @@
 use crate::codec::{Compress, Decompress};
 use crate::dict::DictSet;
 use crate::error::{DbError, DbResult};
+use crate::hash::TxHash;
 use crate::records::TxRecord;
-use crate::table::TxHash;
 
 const HEADER: usize = 32 + 4;
 
-/// The dictionary version of an alias body. Trained versions count up
-/// from 1 and never reach it.
-pub const ALIAS_BODY: u32 = u32::MAX;
-
-/// The dictionary version of a raw body: the frame is the encoded
-/// [`TxRecord`], not compressed (the engine compresses the table's
-/// blocks). Trained versions stop below it ([`DictSet::next_version`]).
-pub const RAW_BODY: u32 = u32::MAX - 1;
+pub use crate::dict::{ALIAS_BODY, RAW_BODY};
 
 /// How an `indexed` dir stores its tx bodies. Recorded in the dir at
 /// creation and kept for its life.

@@ -19,6 +19,15 @@ use zstd::zstd_safe::{self, CCtx, CDict, DDict};
 use crate::codec::{decompress_frame, zstd_compress, zstd_decompress};
 use crate::error::{DbError, DbResult};
 
+/// The dictionary version of an alias body. Trained versions count up
+/// from 1 and never reach it.
+pub const ALIAS_BODY: u32 = u32::MAX;
+
+/// The dictionary version of a raw body: the frame is the encoded
+/// `TxRecord`, not compressed (the engine compresses the table's
+/// blocks). Trained versions stop below it ([`DictSet::next_version`]).
+pub const RAW_BODY: u32 = u32::MAX - 1;
+
 /// The first bytes of a dictionary's key: ledger seq 0, then `D`. In the
 /// table that holds dictionaries, record keys are 8-byte positions of
 /// ledgers >= 1 (or of ledger 0 with apply indexes far below 0x4400_0000),
@@ -67,12 +76,12 @@ impl Dictionary {
                 detail: "version 0 means \"no dictionary\"".into(),
             });
         }
-        if version >= crate::body::RAW_BODY {
+        if version >= RAW_BODY {
             return Err(DbError::Corrupt {
                 what: "dictionary",
                 detail: format!(
                     "version {version} is reserved for raw and alias bodies; versions stop at {}",
-                    crate::body::RAW_BODY - 1
+                    RAW_BODY - 1
                 ),
             });
         }
@@ -158,14 +167,14 @@ impl DictSet {
     }
 
     /// The version the next trained dictionary gets.
-    /// Saturates at [`crate::body::RAW_BODY`], which
+    /// Saturates at [`RAW_BODY`], which
     /// [`Dictionary::train`] refuses, so no version means something else.
     pub fn next_version(&self) -> u32 {
         self.dicts
             .keys()
             .next_back()
             .map_or(1, |v| v.saturating_add(1))
-            .min(crate::body::RAW_BODY)
+            .min(RAW_BODY)
     }
 
     /// The dictionaries up to `version` (the newest of them current).

@@ -13,25 +13,7 @@ use crate::error::DbResult;
 use crate::layout::Layout;
 use crate::table::TableId;
 
-/// Which engine serves a table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EngineKind {
-    /// RocksDB (an LSM tree).
-    Rocksdb,
-    /// libmdbx (a copy-on-write B+tree).
-    Mdbx,
-}
-
-impl EngineKind {
-    /// Engine name for reports and metrics.
-    pub fn name(self) -> &'static str {
-        match self {
-            EngineKind::Rocksdb => "rocksdb",
-            EngineKind::Mdbx => "mdbx",
-        }
-    }
-}
+pub use crate::layout::EngineKind;
 
 /// Time spent by [`KvWrite::commit`].
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -3,8 +3,27 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::EngineKind;
 use crate::table::TableId;
+
+/// Which engine serves a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    /// RocksDB (an LSM tree).
+    Rocksdb,
+    /// libmdbx (a copy-on-write B+tree).
+    Mdbx,
+}
+
+impl EngineKind {
+    /// Engine name for reports and metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Rocksdb => "rocksdb",
+            EngineKind::Mdbx => "mdbx",
+        }
+    }
+}
 
 /// How the three tables are placed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]

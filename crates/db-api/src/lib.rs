@@ -15,6 +15,7 @@ pub mod codec;
 pub mod dict;
 pub mod engine;
 pub mod error;
+mod hash;
 pub mod input;
 pub mod iostat;
 pub mod layout;

@@ -25,9 +25,9 @@
 
 use crate::codec::{Compress, Decompress, Reader, put_bytes, zstd_compress, zstd_decompress};
 use crate::error::{DbError, DbResult};
+use crate::hash::TxHash;
 use crate::input::Part;
 use crate::skeleton::Skeleton;
-use crate::table::TxHash;
 
 const TX_RECORD_V1: u8 = 1;
 const LEDGER_RECORD_V1: u8 = 1;

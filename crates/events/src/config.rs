@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::durable::write_atomic;
 use crate::error::{EventsError, EventsResult};
-use crate::files::write_atomic;
 
 /// The marker's name in the events dir.
 pub const MARKER: &str = "EVENTS";

@@ -1,7 +1,6 @@
 //! The events dir's files: names, the window geometry, publishing a file
 //! (temporary name, sync, rename, dir sync) and the clean-up at open.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -10,8 +9,7 @@ use ledgerstore_event_index::EventIndex;
 use crate::config::MARKER;
 use crate::error::{EventsError, EventsResult};
 
-/// Prefix of files being written; removed at open.
-pub(crate) const TMP: &str = "tmp-";
+pub(crate) use crate::durable::{TMP, publish, sync_dir};
 
 /// The name of the index file of ledgers `first..=last`.
 pub(crate) fn file_name(first: u32, last: u32) -> String {
@@ -110,31 +108,6 @@ impl Geometry {
     pub(crate) fn ends_window(&self, last: u32) -> bool {
         (u64::from(last) + 1) % u64::from(self.file_ledgers) == 0
     }
-}
-
-/// Writes `bytes` as `dir/name`: to a temporary name, synced, renamed,
-/// and the dir synced.
-pub(crate) fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> EventsResult<()> {
-    let tmp = dir.join(format!("{TMP}{name}"));
-    std::fs::write(&tmp, bytes).map_err(EventsError::io(&tmp, "writing"))?;
-    File::open(&tmp)
-        .and_then(|f| f.sync_all())
-        .map_err(EventsError::io(&tmp, "syncing"))?;
-    publish(dir, &tmp, name)
-}
-
-/// Renames a written and synced `tmp` to `dir/name` and syncs the dir.
-pub(crate) fn publish(dir: &Path, tmp: &Path, name: &str) -> EventsResult<()> {
-    let path = dir.join(name);
-    std::fs::rename(tmp, &path).map_err(EventsError::io(&path, "renaming into place"))?;
-    sync_dir(dir)
-}
-
-/// Syncs the dir's entries (a rename or a delete is durable after it).
-pub(crate) fn sync_dir(dir: &Path) -> EventsResult<()> {
-    File::open(dir)
-        .and_then(|f| f.sync_all())
-        .map_err(EventsError::io(dir, "syncing"))
 }
 
 /// Deletes a file, ignoring one already gone.

@@ -75,6 +75,7 @@ mod adopt_tests;
 mod build;
 mod config;
 mod describe;
+mod durable;
 mod error;
 mod files;
 mod items;

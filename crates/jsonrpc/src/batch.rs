@@ -19,7 +19,7 @@
 //!   refuses a batch, only its ledger-reading calls are refused: point
 //!   lookups and info calls still run;
 //! - once a call finds no room in what is left (or less than
-//!   [`MIN_ROOM`] is left), the budget is spent and later calls are
+//!   [`MIN_ROOM`](crate::share::MIN_ROOM) is left), the budget is spent and later calls are
 //!   refused without running.
 //!
 //! A batch that reads ledgers also reserves room for its whole answer in
@@ -29,7 +29,7 @@
 //! fitted to the answer, stays until the client has read it.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::time::Instant;
 
 use jsonrpsee::server::BatchResponseBuilder;
@@ -44,49 +44,8 @@ use crate::error::{RpcError, RpcResult};
 use crate::gate::{Gate, Slot};
 use crate::send::{Hold, Unsent};
 
-/// Below this many bytes left, a batch's budget counts as spent: a page
-/// needs room for its opening, one item and its closing fields.
-pub(crate) const MIN_ROOM: usize = 4 * crate::budget::TRAILER;
 use crate::methods::{Kind, kind};
-
-/// What a call inside a batch finds in its extensions.
-#[derive(Debug)]
-pub(crate) struct Share {
-    /// When the batch started.
-    start: Instant,
-    /// The batch's clock: the deadline every call of it ends by.
-    pub call: Call,
-    /// Answer bytes the batch may still take.
-    left: AtomicUsize,
-    /// The batch's gate slot, if it reads ledgers: its calls take none,
-    /// and each job keeps a clone until it ends.
-    pub slot: Option<Arc<Slot>>,
-    /// The batch's room for its answer (`jsonrpc.max_unsent_bytes`), if it
-    /// reads ledgers: each job keeps it too, so a client that leaves frees
-    /// no room while a read still runs.
-    pub room: Hold,
-}
-
-impl Share {
-    /// Bytes the next answer may take.
-    pub(crate) fn left(&self) -> usize {
-        self.left.load(Ordering::Acquire)
-    }
-
-    /// Marks the budget spent: a call found no room in what was left.
-    pub(crate) fn exhaust(&self) {
-        self.left.store(0, Ordering::Release);
-    }
-
-    fn spend(&self, bytes: usize) {
-        let _ = self
-            .left
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |l| {
-                let l = l.saturating_sub(bytes);
-                Some(if l < MIN_ROOM { 0 } else { l })
-            });
-    }
-}
+pub(crate) use crate::share::Share;
 
 /// The middleware (see the module docs); calls outside batches pass
 /// through.

@@ -47,6 +47,7 @@ mod methods;
 mod metrics;
 mod params;
 mod send;
+mod share;
 mod xdr;
 
 pub use budget::PageBudget;

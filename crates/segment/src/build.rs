@@ -1,6 +1,5 @@
 //! Building a segment file (and, for a base range, its hash list).
 
-use std::io::Write;
 use std::path::Path;
 
 use crate::writer::{PART_KEYS, Retry, SegmentWriter};
@@ -190,39 +189,5 @@ impl SegmentBuilder {
                 }
             }
         }
-    }
-}
-
-/// A writer that hashes what passes through.
-pub(crate) struct HashingWriter<W: Write> {
-    inner: W,
-    sha: sha2::Sha256,
-}
-
-impl<W: Write> HashingWriter<W> {
-    pub(crate) fn new(inner: W) -> Self {
-        Self {
-            inner,
-            sha: sha2::Sha256::default(),
-        }
-    }
-    pub(crate) fn digest(&mut self) -> [u8; 32] {
-        use sha2::Digest;
-        std::mem::take(&mut self.sha).finalize().into()
-    }
-    pub(crate) fn into_inner(self) -> W {
-        self.inner
-    }
-}
-
-impl<W: Write> Write for HashingWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        use sha2::Digest;
-        let n = self.inner.write(buf)?;
-        self.sha.update(&buf[..n]);
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
     }
 }

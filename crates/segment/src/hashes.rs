@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::build::HashingWriter;
+use crate::hashing::HashingWriter;
 use crate::{SegmentError, SegmentResult, TxPos};
 
 const MAGIC: &[u8; 8] = b"LSHASHES";

@@ -105,6 +105,7 @@ use serde::Serialize;
 mod build;
 mod error;
 pub mod hashes;
+mod hashing;
 mod read;
 mod writer;
 pub use build::SegmentBuilder;

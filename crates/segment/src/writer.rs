@@ -19,7 +19,7 @@ use std::time::Instant;
 use ph::fmph::keyset::SliceSourceWithRefs;
 use ph::fmph::{GOBuildConf, GOConf};
 
-use crate::build::HashingWriter;
+use crate::hashing::HashingWriter;
 use crate::{
     CHECKSUM_BYTES, FINGERPRINT_BITS, HEADER_BYTES, KeyScheme, MAGIC, MPH_PREFIX, Mph,
     OFFSET_BLOCK, SegmentError, SegmentInfo, SegmentResult, VERSION, fingerprint, hex, info,

@@ -44,8 +44,7 @@ use crate::error::{StellarError, StellarResult};
 use crate::network::Network;
 use crate::walk::{EnvelopeSlices, LedgerSlices, inner_hash, tx_hash, walk};
 
-/// Deepest XDR nesting accepted (as soroban-env's default read limit).
-pub const MAX_XDR_DEPTH: u32 = 500;
+pub use crate::walk::MAX_XDR_DEPTH;
 
 /// Read limits for `len` bytes of untrusted XDR.
 pub fn limits(len: usize) -> Limits {

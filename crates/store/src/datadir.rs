@@ -23,7 +23,7 @@ use ledgerstore_db_api::{BodyForm, Layout, TableId};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{StoreError, StoreResult};
-use crate::indexed::MergePolicy;
+use crate::policy::MergePolicy;
 
 /// On-disk format of a data dir whose bodies are per-record (every dir
 /// before block-compressed bodies, and every layout but `indexed`).

@@ -27,6 +27,7 @@ pub mod error;
 pub mod failpoint;
 mod indexed;
 mod ingest;
+mod policy;
 mod read;
 pub mod reader;
 pub mod report;

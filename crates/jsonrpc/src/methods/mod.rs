@@ -12,11 +12,11 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::Ctx;
-use crate::batch::Share;
 use crate::budget::{Call, TRAILER};
 use crate::error::{RpcError, RpcResult};
 use crate::gate::Slot;
 use crate::send::Hold;
+use crate::share::Share;
 
 mod events;
 mod info;

@@ -21,8 +21,8 @@ use ledgerstore_stellar::{DataLake, FollowEvent, SourceSpec};
 use ledgerstore_store::Ledgerstore;
 
 use crate::cli::IngestArgs;
-use crate::cmd::ingest::{Writer, progress};
 use crate::cmd::source::{Stellar, open_stellar, resume_from, source_options};
+use crate::cmd::writer::{Writer, progress};
 
 /// What the Stellar source did, for the closing line.
 #[derive(Default)]

@@ -13,3 +13,4 @@ pub mod repair;
 pub mod serve;
 pub mod source;
 pub mod stats;
+pub mod writer;

@@ -37,7 +37,7 @@
 //! optionals' flags 0 or 1, union discriminants that name an arm, enum
 //! values the enum declares, lengths within the declared maximum and the
 //! remaining bytes (nothing is allocated from a length), no trailing bytes,
-//! and the depth limit ([`MAX_XDR_DEPTH`](crate::extract::MAX_XDR_DEPTH))
+//! and the depth limit ([`MAX_XDR_DEPTH`](MAX_XDR_DEPTH))
 //! spent level for level where `read_xdr` spends it.
 //!
 //! # The one deliberate difference: bools
@@ -65,7 +65,8 @@ mod skip;
 use cursor::{Cur, Event, Fail, Kind, Why};
 pub use hash::{inner_hash, tx_hash};
 
-use crate::extract::MAX_XDR_DEPTH;
+/// Deepest XDR nesting accepted (as soroban-env's default read limit).
+pub const MAX_XDR_DEPTH: u32 = 500;
 
 /// A byte range of the walked input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

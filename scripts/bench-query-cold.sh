@@ -5,8 +5,12 @@
 # (`ledgerstore bench-query`, closed loop), and fio's 4K random reads on the
 # same filesystem in the same run. Reports hits/s against the device's IOPS,
 # the device reads per hit and the queue depth the disk saw (from
-# /proc/diskstats), for each read placement (`query.inline_read_us`).
-# Needs root (cgroup v2, drop_caches) and fio (Debian's `fio`).
+# /proc/diskstats, over the load only: `bench-query --disk`, so the
+# GetLedger calls that sample the hashes before it do not count), for each
+# read placement (`query.inline_read_us`).
+# Needs root (a cgroup v2 or v1 memory controller, drop_caches) and fio
+# (Debian's `fio`). The daemon alone needs ~700 MB (two 256 MiB block
+# caches), so BQC_MEM below ~1G gets it killed.
 #
 #   scripts/bench-query-cold.sh DATA_DIR       # an existing store, >= 4x BQC_MEM
 #   BQC_MEM=1G BQC_DEPTHS=16,64 BQC_SECONDS=20 BQC_PLACEMENTS=100,0,10000 scripts/bench-query-cold.sh DATA_DIR
@@ -33,25 +37,52 @@ mkdir -p "$OUT"
 bytes=$(numfmt --from=iec "$MEM")
 store=$(du -sb "$DATA" | cut -f1)
 [ "$store" -ge $((4 * bytes)) ] || { echo "bench-query-cold: the store ($store bytes) is under 4x $MEM" >&2; exit 1; }
-dev=$(lsblk -no PKNAME "$(df --output=source "$DATA" | tail -1)" 2>/dev/null | head -1)
+# The filesystem's own device (a partition, dm-0, md0), as /proc/diskstats
+# names it; BQC_DISK overrides.
+dev="${BQC_DISK:-$(lsblk -no KNAME "$(df --output=source "$DATA" | tail -1)" 2>/dev/null | head -1 || true)}"
 [ -n "$dev" ] || dev=$(basename "$(df --output=source "$DATA" | tail -1)")
-# Reads completed (field 4) and ms weighted by in-flight I/Os (field 14).
-disk() { awk -v d="$dev" '$3 == d {print $4, $14}' /proc/diskstats; }
+grep -q " $dev " /proc/diskstats || { echo "bench-query-cold: no device $dev in /proc/diskstats" >&2; exit 1; }
+free=$(df --output=avail -B1 "$DATA" | tail -1)
+[ "$free" -ge $((3 << 30)) ] || { echo "bench-query-cold: fio lays out a 2 GiB file in $DATA and needs 3 GiB free; $free bytes are" >&2; exit 1; }
 
-echo +memory > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
-cg="/sys/fs/cgroup/ledgerstore-cold-$$"
-mkdir "$cg"; echo "$bytes" > "$cg/memory.max"; echo 0 > "$cg/memory.swap.max" 2>/dev/null || true
 DAEMON=
-cleanup() { [ -n "$DAEMON" ] && kill -TERM "$DAEMON" 2>/dev/null && wait "$DAEMON" 2>/dev/null; rmdir "$cg" 2>/dev/null || true; }
+cg=
+cleanup() {
+  [ -n "$DAEMON" ] && kill -TERM "$DAEMON" 2>/dev/null && wait "$DAEMON" 2>/dev/null
+  rm -f "$DATA"/cold.0.0
+  if [ -n "$cg" ] && [ -d "$cg" ]; then
+    for _ in 1 2 3 4 5; do rmdir "$cg" 2>/dev/null && break; sleep 0.2; done
+    [ -d "$cg" ] && echo "bench-query-cold: could not remove cgroup $cg" >&2
+  fi
+  true
+}
 trap cleanup EXIT
+# The daemon's memory cgroup: v2 (memory.max) where the unified hierarchy
+# has the memory controller, else v1 (memory.limit_in_bytes); refused
+# when the limit does not hold, rather than measured without one.
+if grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+  echo +memory > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
+  cg="/sys/fs/cgroup/ledgerstore-cold-$$"
+  mkdir "$cg"; echo "$bytes" > "$cg/memory.max" 2>/dev/null || true; echo 0 > "$cg/memory.swap.max" 2>/dev/null || true
+  limit="$cg/memory.max"
+elif [ -d /sys/fs/cgroup/memory ]; then
+  cg="/sys/fs/cgroup/memory/ledgerstore-cold-$$"
+  mkdir "$cg"; echo "$bytes" > "$cg/memory.limit_in_bytes" 2>/dev/null || true
+  echo "$bytes" > "$cg/memory.memsw.limit_in_bytes" 2>/dev/null || true
+  limit="$cg/memory.limit_in_bytes"
+else
+  echo "bench-query-cold: no memory cgroup controller (v2 or v1) to bound the daemon" >&2; exit 1
+fi
+[ "$(cat "$limit" 2>/dev/null)" = "$bytes" ] || { echo "bench-query-cold: could not set $limit to $bytes" >&2; exit 1; }
 
 echo "| what | in flight | lookups/s | of fio's IOPS | device reads/lookup | disk queue depth | p50 µs (a request) | p99 µs | p999 µs | daemon CPU µs/lookup |" > "$OUT/summary.md"
 echo "|---|---|---|---|---|---|---|---|---|---|" >> "$OUT/summary.md"
 declare -A IOPS
 for d in ${DEPTHS//,/ }; do
-  r=$(fio --name=cold --directory="$DATA" --rw=randread --bs=4k --direct=1 --ioengine=libaio \
-        --iodepth="$d" --size=2G --runtime="$SECS" --time_based --output-format=json 2> /dev/null \
-      | python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]["read"]; p=j["clat_ns"]["percentile"]; print(round(j["iops"]), round(p["50.000000"]/1e3), round(p["99.000000"]/1e3), round(p["99.900000"]/1e3))')
+  fio --name=cold --directory="$DATA" --rw=randread --bs=4k --direct=1 --ioengine=libaio \
+      --iodepth="$d" --size=2G --runtime="$SECS" --time_based --output-format=json \
+      > "$OUT/fio-$d.json" 2> "$OUT/fio-$d.err" || { cat "$OUT/fio-$d.err" >&2; exit 1; }
+  r=$(python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]["read"]; p=j["clat_ns"]["percentile"]; print(round(j["iops"]), round(p["50.000000"]/1e3), round(p["99.000000"]/1e3), round(p["99.900000"]/1e3))' < "$OUT/fio-$d.json")
   rm -f "$DATA"/cold.0.0
   read -r iops p50 p99 p999 <<< "$r"
   IOPS[$d]=$iops
@@ -67,16 +98,21 @@ run() { # call inline depth
   DAEMON=$!
   for _ in $(seq 1 1200); do grep -q "stores open" "$OUT/daemon-$call-$inline-$d.err" 2>/dev/null && break; sleep 0.05; done
   addr=$(sed -n 's/.*gRPC on \([0-9.:]*\) .*/\1/p' "$log" | head -1)
-  local r0 q0 r1 q1 t0 t1
-  read -r r0 q0 <<< "$(disk)"; t0=$(date +%s%N)
+  if [ -z "$addr" ]; then
+    if kill -0 "$DAEMON" 2>/dev/null; then
+      echo "bench-query-cold: the daemon did not open its stores within 60 s" >&2
+    else
+      echo "bench-query-cold: the daemon exited before serving (killed by the cgroup's $MEM limit?)" >&2
+    fi
+    tail -5 "$OUT/daemon-$call-$inline-$d.err" >&2; exit 1
+  fi
   "$BIN" bench-query --endpoint "http://$addr" --call "$call" --json --seconds "$SECS" \
     --warmup-seconds 0 --concurrency "$d" --connections 4 --sample-ledgers "$SAMPLE" \
-    --pid "$DAEMON" --client-threads 2 > "$OUT/cold-$call-$inline-$d.json"
-  read -r r1 q1 <<< "$(disk)"; t1=$(date +%s%N)
+    --pid "$DAEMON" --disk "$dev" --client-threads 2 > "$OUT/cold-$call-$inline-$d.json"
   kill -TERM "$DAEMON"; wait "$DAEMON" 2>/dev/null || true; DAEMON=
-  python3 - "$OUT/cold-$call-$inline-$d.json" "$inline" "$d" "${IOPS[$d]}" "$((r1 - r0))" "$((q1 - q0))" "$(( (t1 - t0) / 1000000 ))" >> "$OUT/summary.md" <<'PY'
+  python3 - "$OUT/cold-$call-$inline-$d.json" "$inline" "$d" "${IOPS[$d]}" >> "$OUT/summary.md" <<'PY'
 import json, sys
-f, inline, d, iops, reads, qms, wall_ms = sys.argv[1:]
+f, inline, d, iops = sys.argv[1:]
 r = json.load(open(f))
 assert not r["errors"] and r["items_found"] == r["items_asked"], r
 l = r["latency"]
@@ -85,11 +121,10 @@ if r["call"].startswith("Batch"):
 else:
     what = {"100": "GetTransaction, adaptive (default)", "0": "GetTransaction, always pool"}.get(
         inline, f"GetTransaction, inline up to {inline} µs")
-# The disk counters include the sampling (GetLedger of the sampled ledgers,
-# without raw bytes) before the load, and the daemon's start.
-items = max(1, r["items_asked"])
+# The disk counters cover the load only (bench-query --disk), not the
+# sampling before it; every process's reads of the device count.
 print(f"| {what} | {d} | {r['items_per_s']:,.0f} | {100 * r['items_per_s'] / int(iops):.0f}% | "
-      f"{int(reads) / items:.2f} | {int(qms) / int(wall_ms):.1f} | {l['p50_us']} | {l['p99_us']} | {l['p999_us']} | "
+      f"{r['device_reads_per_item']:.2f} | {r['device_queue_depth']:.1f} | {l['p50_us']} | {l['p99_us']} | {l['p999_us']} | "
       f"{r['daemon_cpu_us_per_item']:.1f} |")
 PY
   tail -1 "$OUT/summary.md" >&2

@@ -60,9 +60,17 @@ impl Backends {
             level,
             block_bytes,
             dict_bytes,
+            dict_form,
         } = compression
         {
-            RocksOptions::tuned_blocks(block_bytes, BlockCompression { level, dict_bytes })
+            RocksOptions::tuned_blocks(
+                block_bytes,
+                BlockCompression {
+                    level,
+                    dict_bytes,
+                    dict_form,
+                },
+            )
         } else {
             Self::app_compressed(layout, table)
         };

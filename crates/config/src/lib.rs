@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
-use ledgerstore_db_api::{BodyForm, Layout};
+use ledgerstore_db_api::{BlockDict, BodyForm, Layout};
 use serde::{Deserialize, Serialize};
 
 mod cold;
@@ -377,11 +377,18 @@ pub struct SegmentsConfig {
     /// decompresses one block). Not recorded: it may change at every start
     /// and applies to files written from then on.
     pub block_kib: u32,
-    /// `blocks` bodies: the largest dictionary RocksDB trains per file, in
-    /// KiB (0: none, the default: training one cost ~5.5 ms of CPU a
-    /// pubnet ledger at ingest for 14% fewer body bytes, see
+    /// `blocks` bodies: the largest dictionary RocksDB makes per file, in
+    /// KiB (0: none, the default: every dictionary measured cost ingest
+    /// CPU and ~20% more CPU a warm lookup, see `block_dict` and
     /// docs/benchmarks.md). Not recorded.
     pub block_dict_kib: u32,
+    /// `blocks` bodies with `block_dict_kib` above 0: how RocksDB makes a
+    /// file's dictionary, `trained` (zstd's trainer: 64 KiB saved 14% of
+    /// the body bytes for +9 ms of ingest CPU a pubnet ledger) or
+    /// `samples` (blocks of the file used as they are: 256 KiB saved 10%
+    /// and 1 MiB 14%, for +2 ms). A cold read of a file whose dictionary
+    /// is not cached reads the dictionary too. Not recorded.
+    pub block_dict: BlockDict,
 }
 
 impl Default for SegmentsConfig {
@@ -395,6 +402,7 @@ impl Default for SegmentsConfig {
             bodies: None,
             block_kib: 64,
             block_dict_kib: 0,
+            block_dict: BlockDict::Trained,
         }
     }
 }

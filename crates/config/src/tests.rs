@@ -186,6 +186,10 @@ fn bad_values_name_the_key_and_the_expected_range() {
             "segments.block_kib = 8192: 4..=4096 while segments.block_dict_kib is above 0",
         ),
         (
+            "[segments]\nblock_dict = \"sample\"\n",
+            "expected ``trained` or `samples`` for key \"default.segments.block_dict\"",
+        ),
+        (
             "[segments]\nbodies = \"block\"\n",
             "expected ``records` or `blocks`` for key \"default.segments.bodies\"",
         ),

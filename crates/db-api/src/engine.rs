@@ -198,8 +198,9 @@ pub enum ValueCompression {
     /// The engine, in blocks of consecutive values (keys appended in
     /// order, so neighbours in key order share a block): zstd at `level`,
     /// blocks of about `block_bytes` before compression, and a dictionary
-    /// of up to `dict_bytes` trained per file on that file's own blocks (0:
-    /// none). A point read decompresses one block.
+    /// of up to `dict_bytes` per file, made from that file's own blocks as
+    /// `dict_form` says (`dict_bytes` 0: none). A point read decompresses
+    /// one block.
     Blocks {
         /// zstd level.
         level: i32,
@@ -207,7 +208,42 @@ pub enum ValueCompression {
         block_bytes: usize,
         /// Largest per-file dictionary (0: none).
         dict_bytes: usize,
+        /// How a file's dictionary is made.
+        dict_form: BlockDict,
     },
+}
+
+/// How an engine makes a file's block dictionary from the file's first
+/// blocks (docs/benchmarks.md, "Block dictionaries").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BlockDict {
+    /// zstd's trainer, over 100 times the dictionary's size of blocks:
+    /// the fewest bytes for a small dictionary, and the most CPU (64 KiB:
+    /// ~9 ms a pubnet ledger at ingest).
+    #[default]
+    Trained,
+    /// Blocks sampled from them, used as the dictionary as they are (a
+    /// raw-content dictionary): no training (~2 ms a pubnet ledger at
+    /// ingest, 256 KiB or 1 MiB alike); it needs a larger dictionary than
+    /// training for the same bytes.
+    Samples,
+}
+
+impl BlockDict {
+    /// The name used in config.
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockDict::Trained => "trained",
+            BlockDict::Samples => "samples",
+        }
+    }
+}
+
+impl std::fmt::Display for BlockDict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// Opens the engine instance that holds one table. Implemented by

@@ -27,8 +27,8 @@ pub use body::{ALIAS_BODY, BodyForm, RAW_BODY, TxBody};
 pub use codec::{Compress, Decode, Decompress, Encode};
 pub use dict::{DictSet, Dictionary};
 pub use engine::{
-    Access, CommitTiming, EngineFactory, EngineKind, EngineStats, KvStore, KvWrite, TableBackup,
-    ValueCompression,
+    Access, BlockDict, CommitTiming, EngineFactory, EngineKind, EngineStats, KvStore, KvWrite,
+    TableBackup, ValueCompression,
 };
 pub use error::{DbError, DbResult};
 pub use input::{Cut, LedgerInput, Part, TxInput};

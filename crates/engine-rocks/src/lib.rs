@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use ledgerstore_db_api::{
-    Access, CommitTiming, DbError, DbResult, EngineKind, EngineStats, KvStore, KvWrite,
+    Access, BlockDict, CommitTiming, DbError, DbResult, EngineKind, EngineStats, KvStore, KvWrite,
     TableBackup, dir_size,
 };
 use rocksdb::checkpoint::Checkpoint;
@@ -82,12 +82,16 @@ pub struct RocksOptions {
 pub struct BlockCompression {
     /// zstd level.
     pub level: i32,
-    /// Largest dictionary per SST (0: none). A flush or compaction buffers
-    /// an SST's first [`dict_train_bytes`] of blocks uncompressed and
-    /// trains the dictionary on them (unbounded, RocksDB's default, a
-    /// flush would buffer its whole output, up to 4 × 64 MiB of merged
-    /// memtables). docs/benchmarks.md, "Block dictionaries".
+    /// Largest dictionary per SST (0: none). A flush, a compaction or a
+    /// bulk write buffers an SST's first [`dict_train_bytes`] of blocks
+    /// uncompressed and makes the dictionary from them (unbounded,
+    /// RocksDB's default, a flush would buffer its whole output, up to
+    /// 4 × 64 MiB of merged memtables). docs/benchmarks.md, "Block
+    /// dictionaries".
     pub dict_bytes: usize,
+    /// How: zstd's trainer over all of them, or blocks sampled from them
+    /// used as they are (RocksDB's `zstd_max_train_bytes` 0).
+    pub dict_form: BlockDict,
 }
 
 /// Fewest data blocks a dictionary is trained on: RocksDB's samples are
@@ -106,6 +110,22 @@ pub fn dict_train_bytes(dict_bytes: usize, block_bytes: usize) -> usize {
     (dict_bytes.saturating_mul(100))
         .max(block_bytes.saturating_mul(MIN_DICT_SAMPLE_BLOCKS))
         .min(i32::MAX as usize)
+}
+
+/// Bytes of an SST's first blocks RocksDB buffers uncompressed until it
+/// has made the file's dictionary: the training input for a trained one
+/// ([`dict_train_bytes`]); for sampled blocks, 4 times the dictionary (so
+/// the sample still spreads over more than the first blocks) and at least
+/// [`MIN_DICT_SAMPLE_BLOCKS`] blocks. Not the training rule: at 1 MiB that
+/// would be 100 MiB, more than a 64 MiB file, so every file would be held
+/// whole.
+pub fn dict_buffer_bytes(dict_bytes: usize, block_bytes: usize, form: BlockDict) -> usize {
+    match form {
+        BlockDict::Trained => dict_train_bytes(dict_bytes, block_bytes),
+        BlockDict::Samples => (dict_bytes.saturating_mul(4))
+            .max(block_bytes.saturating_mul(MIN_DICT_SAMPLE_BLOCKS))
+            .min(i32::MAX as usize),
+    }
 }
 
 /// With block compression: the memtable and SST size.
@@ -211,7 +231,7 @@ impl RocksOptions {
                 // main setting for the bottommost too): a trivial move
                 // needs the input's compression to match the output's.
                 o.set_compression_options(-14, c.level, 0, c.dict_bytes as i32);
-                if c.dict_bytes > 0 {
+                if c.dict_bytes > 0 && c.dict_form == BlockDict::Trained {
                     o.set_zstd_max_train_bytes(
                         dict_train_bytes(c.dict_bytes, self.block_bytes) as i32
                     );
@@ -223,12 +243,12 @@ impl RocksOptions {
                 o.set_wal_compression_type(DBCompressionType::Zstd);
                 if c.dict_bytes > 0 {
                     // RocksDB buffers blocks until the dictionary is
-                    // trained; bounded to the training input (0 would mean
-                    // a flush's whole output). rust-rocksdb has no setter,
-                    // the options string reaches it. Before anything the
-                    // Rust `Options` keeps alive (the block cache below):
-                    // the string returns new options.
-                    let buffer = dict_train_bytes(c.dict_bytes, self.block_bytes);
+                    // made; bounded (0 would mean a flush's whole output).
+                    // rust-rocksdb has no setter, the options string
+                    // reaches it. Before anything the Rust `Options` keeps
+                    // alive (the block cache below): the string returns
+                    // new options.
+                    let buffer = dict_buffer_bytes(c.dict_bytes, self.block_bytes, c.dict_form);
                     o = o.get_options_from_string(format!(
                         "compression_opts={{max_dict_buffer_bytes={buffer}}}"
                     ))?;

@@ -127,6 +127,7 @@ fn blocks() -> RocksOptions {
         BlockCompression {
             level: 3,
             dict_bytes: 16 << 10,
+            dict_form: BlockDict::Trained,
         },
     );
     o.block_cache_bytes = 1 << 20;
@@ -285,17 +286,26 @@ fn holds(hay: &[u8], needle: &[u8]) -> bool {
 /// fewer than 7 samples: 100 × 2 KiB of ~64 KiB blocks would be 4), and
 /// RocksDB's buffer of blocks awaiting it is bounded to the training
 /// input, not a flush's whole output. Without a dictionary no SST holds
-/// one (so the probe can tell).
+/// one (so the probe can tell). Sampled dictionaries (no training) are
+/// made from the same buffer, and RocksDB is told not to train.
 #[test]
 fn a_block_dictionary_is_trained_on_enough_blocks_with_a_bounded_buffer() {
     // Keys ascending: a bulk write's own SST files; descending: memtables
-    // flushed at commit. Both must hold a dictionary.
-    for (dict_bytes, ascending) in [(2usize << 10, true), (2 << 10, false), (0, true)] {
+    // flushed at commit. Both must hold a dictionary, in either form.
+    let (trained, samples) = (BlockDict::Trained, BlockDict::Samples);
+    for (dict_bytes, ascending, dict_form) in [
+        (2usize << 10, true, trained),
+        (2 << 10, false, trained),
+        (2 << 10, true, samples),
+        (2 << 10, false, samples),
+        (0, true, trained),
+    ] {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut opts = blocks();
         opts.block_compression = Some(BlockCompression {
             level: 3,
             dict_bytes,
+            dict_form,
         });
         let store =
             RocksStore::open(dir.path(), "tx_data", &opts, Access::ReadWrite).expect("open");
@@ -350,13 +360,32 @@ fn a_block_dictionary_is_trained_on_enough_blocks_with_a_bounded_buffer() {
         assert_eq!(
             with_dict,
             files.len(),
-            "every SST holds its dictionary (ascending: {ascending})"
+            "every SST holds its dictionary (ascending: {ascending}, {dict_form})"
         );
         let train = dict_train_bytes(dict_bytes, 64 << 10);
         assert_eq!(train, 16 * (64 << 10), "at least 16 blocks of samples");
+        // 0: RocksDB uses its samples as the dictionary, untrained, from a
+        // buffer of 16 blocks (4 × 2 KiB is less).
+        let (trainer, buffer) = match dict_form {
+            BlockDict::Trained => (train, train),
+            BlockDict::Samples => (0, 16 * (64 << 10)),
+        };
+        assert_eq!(buffer, dict_buffer_bytes(dict_bytes, 64 << 10, dict_form));
+        // Each file records the options it was written with: the bulk
+        // writer's and the flush's alike.
+        let recorded = format!("zstd_max_train_bytes={trainer}; ");
+        assert!(
+            files.iter().all(|f| holds(f, recorded.as_bytes())),
+            "every SST was written with {recorded:?} ({dict_form}, ascending: {ascending})"
+        );
+        assert_eq!(
+            dict_buffer_bytes(1 << 20, 64 << 10, BlockDict::Samples),
+            4 << 20,
+            "a sampled 1 MiB dictionary buffers 4 MiB, not a whole file"
+        );
         for want in [
-            format!("max_dict_buffer_bytes={train}"),
-            format!("zstd_max_train_bytes={train}"),
+            format!("max_dict_buffer_bytes={buffer}"),
+            format!("zstd_max_train_bytes={trainer}"),
             format!("max_dict_bytes={dict_bytes}"),
             "level=3".to_string(),
             "window_bits=-14".to_string(),

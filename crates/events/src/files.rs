@@ -1,5 +1,5 @@
-//! The events dir's files: names, the window geometry, publishing a file
-//! (temporary name, sync, rename, dir sync) and the clean-up at open.
+//! The events dir's files: names, the window geometry and the clean-up at
+//! open (publishing a file durably is `durable.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

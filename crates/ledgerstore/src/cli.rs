@@ -119,6 +119,11 @@ pub struct BenchQueryArgs {
     /// /proc/PID/stat) per request.
     #[arg(long, value_name = "PID")]
     pub pid: Option<u32>,
+    /// A block device as /proc/diskstats names it (e.g. vda): report its
+    /// reads per item, KiB read per item and queue depth over the measured
+    /// window only, not over the sampling before it.
+    #[arg(long, value_name = "NAME")]
+    pub disk: Option<String>,
     /// Worker threads of the client's own runtime.
     #[arg(long = "client-threads", value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=256))]
@@ -348,6 +353,9 @@ pub struct EngineFlags {
     /// [segments] block_dict_kib: largest dictionary per engine file, KiB (0: none).
     #[arg(long = "segments.block-dict-kib", value_name = "KIB")]
     pub segments_block_dict_kib: Option<i64>,
+    /// [segments] block_dict: how a file's dictionary is made, "trained" or "samples".
+    #[arg(long = "segments.block-dict", value_name = "FORM")]
+    pub segments_block_dict: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -87,6 +87,12 @@ fn engine_overrides(e: &EngineFlags, o: &mut Overrides) {
         e.segments_block_dict_kib.as_ref(),
         int,
     );
+    push(
+        o,
+        "segments.block_dict",
+        e.segments_block_dict.as_deref(),
+        string,
+    );
 }
 
 fn lake_overrides(l: &LakeFlags, o: &mut Overrides) {

@@ -57,6 +57,7 @@ pub fn store_options(cfg: &Config, layout: Option<Layout>, create: bool) -> Stor
             bodies: seg.bodies.unwrap_or(new_dir.bodies),
             block_bytes: (seg.block_kib as usize) << 10,
             block_dict_bytes: (seg.block_dict_kib as usize) << 10,
+            block_dict_form: seg.block_dict,
             warm_bytes: cfg.segments.warm_mib << 20,
             filter_bytes: cfg.segments.filter_mib << 20,
             dict: cfg.dict.enabled.then_some(DictOptions {

@@ -120,4 +120,32 @@ async fn bench_query_drives_every_call_and_counts_what_it_asked() {
         "{}",
         stderr(&o)
     );
+
+    // --disk reports the device's reads over the window (any device of
+    // this machine; `/dev/` may prefix it), and refuses one it lacks.
+    let stats = std::fs::read_to_string("/proc/diskstats").expect("/proc/diskstats");
+    let dev = stats
+        .lines()
+        .find_map(|l| l.split_whitespace().nth(2))
+        .expect("a device in /proc/diskstats");
+    let r = bench(&d, &["--call", "health", "--disk", &format!("/dev/{dev}")]);
+    for k in [
+        "device_reads_per_item",
+        "device_read_kib_per_item",
+        "device_queue_depth",
+    ] {
+        let v = r[k].as_f64().unwrap_or_else(|| panic!("{k} in {r}"));
+        assert!(v >= 0.0 && v.is_finite(), "{k} in {r}");
+    }
+    let o = bin()
+        .args(["bench-query", "--endpoint", &d.grpc, "--seconds", "1"])
+        .args(["--warmup-seconds", "0", "--disk", "no-such-disk"])
+        .output()
+        .expect("bench-query");
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("--disk no-such-disk: no such device in /proc/diskstats"),
+        "{}",
+        stderr(&o)
+    );
 }

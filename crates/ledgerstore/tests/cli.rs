@@ -135,3 +135,53 @@ fn missing_keys_bad_input_and_layout_mismatch_fail_clearly() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));
 }
+
+/// `--segments.block-dict` and `--segments.block-dict-kib` reach RocksDB's
+/// options for a `blocks` dir's bodies (config → store → backends →
+/// engine), and a bad form is refused naming both.
+#[test]
+fn block_dictionary_flags_reach_the_engine() {
+    for (form, trainer) in [("samples", 0), ("trained", 1_638_400)] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("data");
+        let mut c = ingest_cmd(&dir, "indexed", 2, 2, 5);
+        c.args([
+            "--segments.block-dict-kib",
+            "16",
+            "--segments.block-dict",
+            form,
+        ]);
+        let o = run(c);
+        assert!(o.status.success(), "{form}: {}", stderr(&o));
+        let options: String = std::fs::read_dir(dir.join("rocksdb/tx_data"))
+            .expect("tx_data dir")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("OPTIONS-"))
+            .map(|e| std::fs::read_to_string(e.path()).expect("options"))
+            .collect();
+        let line = options
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("compression_opts="))
+            .unwrap_or_else(|| panic!("{form}: no compression_opts in {options}"));
+        for want in [
+            "max_dict_bytes=16384".to_string(),
+            format!("zstd_max_train_bytes={trainer}"),
+        ] {
+            assert!(
+                line.split(['{', '}', ';']).any(|f| f == want),
+                "{form}: {want} in {line}"
+            );
+        }
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut c = ingest_cmd(&tmp.path().join("data"), "indexed", 2, 2, 5);
+    c.args(["--segments.block-dict", "sample"]);
+    let o = run(c);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("segments.block_dict") && e.contains("trained") && e.contains("samples"),
+        "{e}"
+    );
+}

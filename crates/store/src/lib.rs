@@ -250,6 +250,7 @@ impl Ledgerstore {
                 level: opts.compression_level,
                 block_bytes: opts.indexed.block_bytes,
                 dict_bytes: opts.indexed.block_dict_bytes,
+                dict_form: opts.indexed.block_dict_form,
             },
             _ => ValueCompression::App,
         };

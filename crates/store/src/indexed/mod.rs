@@ -15,7 +15,9 @@
 
 use std::sync::{Arc, RwLock};
 
-use ledgerstore_db_api::{ALIAS_BODY, BodyForm, DictSet, KvStore, TxBody, TxHash, TxPos, TxRecord};
+use ledgerstore_db_api::{
+    ALIAS_BODY, BlockDict, BodyForm, DictSet, KvStore, TxBody, TxHash, TxPos, TxRecord,
+};
 use ledgerstore_db_api::{Decompress, Dictionary};
 use serde::Serialize;
 
@@ -69,9 +71,12 @@ pub struct IndexedOptions {
     /// `blocks` bodies: the engine's block size before compression. Not
     /// recorded: files written under another size stay readable.
     pub block_bytes: usize,
-    /// `blocks` bodies: the largest dictionary the engine trains per file
+    /// `blocks` bodies: the largest dictionary the engine makes per file
     /// (0: none). Not recorded.
     pub block_dict_bytes: usize,
+    /// `blocks` bodies: how the engine makes a file's dictionary. Not
+    /// recorded.
+    pub block_dict_form: BlockDict,
     /// The policy fields the operator set explicitly. The three fields
     /// above apply to a new dir only; an existing dir uses the policy it
     /// recorded, and an explicit value that differs from it is an error.
@@ -112,6 +117,7 @@ impl Default for IndexedOptions {
             bodies: BodyForm::default(),
             block_bytes: DEFAULT_BLOCK_BYTES,
             block_dict_bytes: DEFAULT_BLOCK_DICT_BYTES,
+            block_dict_form: BlockDict::default(),
             explicit_policy: ExplicitPolicy::default(),
         }
     }

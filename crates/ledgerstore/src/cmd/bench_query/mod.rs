@@ -7,7 +7,9 @@
 //! `--rate`. Latencies go into HDR histograms; paced requests count from
 //! their scheduled start, so a stalled server is charged for the requests
 //! it delayed (coordinated omission). With `--pid` the report gives the
-//! daemon's CPU time per request.
+//! daemon's CPU time per request; with `--disk` a device's reads per item
+//! from the measured window's start until the last request returned (not
+//! the GetLedger sampling before it).
 
 mod report;
 
@@ -26,7 +28,7 @@ use tonic_health::pb::health_client::HealthClient;
 
 use crate::cli::{BenchCall, BenchQueryArgs};
 use crate::cmd::remote;
-use report::{CpuClock, Report, Tally};
+use report::{CpuClock, DiskClock, Report, Tally};
 
 /// Ledgers per StreamLedgers request.
 const STREAM_LEDGERS: u32 = 16;
@@ -74,6 +76,9 @@ async fn load(a: &BenchQueryArgs) -> Result<Report> {
     if let Some(pid) = a.pid {
         CpuClock::read(pid)?;
     }
+    if let Some(d) = &a.disk {
+        DiskClock::read(d)?;
+    }
     let mut channels = Vec::with_capacity(a.connections as usize);
     for _ in 0..a.connections {
         channels.push(remote::channel(&a.remote).await?);
@@ -90,7 +95,7 @@ async fn load(a: &BenchQueryArgs) -> Result<Report> {
         measure_from,
         end: measure_from + Duration::from_secs(a.seconds),
     });
-    let clocks = tokio::spawn(cpu_window(a.pid, measure_from, plan.end));
+    let clocks = tokio::spawn(cpu_window(a.pid, a.disk.clone(), measure_from, plan.end));
     let workers: Vec<_> = (0..a.concurrency as usize)
         .map(|w| {
             let ch = channels[w % channels.len()].clone();
@@ -105,27 +110,35 @@ async fn load(a: &BenchQueryArgs) -> Result<Report> {
     for w in workers {
         tally.merge(w.await.context("a load worker panicked")??)?;
     }
-    let (daemon, client) = clocks.await.context("the CPU clock task panicked")??;
-    Ok(Report::new(a, tally, daemon, client))
+    let (daemon, client, disk0) = clocks.await.context("the CPU clock task panicked")??;
+    // After every worker returned: the reads of the requests still in
+    // flight at the window's end (which the tally counts) are in.
+    let disk = match (&a.disk, disk0) {
+        (Some(name), Some(k0)) => Some(DiskClock::read(name)?.since(&k0)),
+        _ => None,
+    };
+    Ok(Report::new(a, tally, daemon, client, disk))
 }
 
 /// The CPU time of the daemon (with --pid) and of this client over the
-/// measured window.
+/// measured window, and the disk's counters (with --disk) at its start.
 async fn cpu_window(
     pid: Option<u32>,
+    disk: Option<String>,
     from: Instant,
     to: Instant,
-) -> Result<(Option<CpuClock>, CpuClock)> {
+) -> Result<(Option<CpuClock>, CpuClock, Option<DiskClock>)> {
     tokio::time::sleep_until(from.into()).await;
     let me = std::process::id();
     let d0 = pid.map(CpuClock::read).transpose()?;
     let c0 = CpuClock::read(me)?;
+    let k0 = disk.as_deref().map(DiskClock::read).transpose()?;
     tokio::time::sleep_until(to.into()).await;
     let daemon = match (pid, d0) {
         (Some(p), Some(d0)) => Some(CpuClock::read(p)?.since(&d0)),
         _ => None,
     };
-    Ok((daemon, CpuClock::read(me)?.since(&c0)))
+    Ok((daemon, CpuClock::read(me)?.since(&c0), k0))
 }
 
 /// Hashes (or ledger numbers) from ledgers spread evenly over the store.

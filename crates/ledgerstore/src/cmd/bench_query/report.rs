@@ -115,6 +115,66 @@ impl CpuClock {
     }
 }
 
+/// A block device's counters from /proc/diskstats: reads completed,
+/// sectors read (512 bytes each), and milliseconds weighted by the I/Os in
+/// flight (so their difference over a window, divided by its length, is
+/// the mean queue depth).
+#[derive(Debug, Clone, Copy)]
+pub struct DiskClock {
+    reads: u64,
+    sectors: u64,
+    weighted_ms: u64,
+    at: std::time::Instant,
+}
+
+impl DiskClock {
+    /// Reads `name`'s line of /proc/diskstats (`/dev/` may prefix it).
+    pub fn read(name: &str) -> Result<Self> {
+        let name = name.strip_prefix("/dev/").unwrap_or(name);
+        let text = std::fs::read_to_string("/proc/diskstats").context("reading /proc/diskstats")?;
+        let at = std::time::Instant::now();
+        let f: Vec<&str> = text
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|f| f.get(2) == Some(&name))
+            .with_context(|| format!("--disk {name}: no such device in /proc/diskstats"))?;
+        // 1-based fields: 4 reads completed, 6 sectors read, 14 weighted ms.
+        let n = |k: usize| -> Result<u64> {
+            f.get(k - 1)
+                .and_then(|v| v.parse().ok())
+                .with_context(|| format!("/proc/diskstats: {name} has no field {k}"))
+        };
+        Ok(Self {
+            reads: n(4)?,
+            sectors: n(6)?,
+            weighted_ms: n(14)?,
+            at,
+        })
+    }
+
+    /// The counters' growth since `before`, and the time between.
+    pub fn since(&self, before: &Self) -> DiskWindow {
+        DiskWindow {
+            reads: self.reads.saturating_sub(before.reads),
+            sectors: self.sectors.saturating_sub(before.sectors),
+            // Printed as 32 bits by the kernel: it wraps.
+            weighted_ms: (self.weighted_ms as u32)
+                .wrapping_sub(before.weighted_ms as u32)
+                .into(),
+            seconds: self.at.duration_since(before.at).as_secs_f64(),
+        }
+    }
+}
+
+/// A device's reads over a window ([`DiskClock::since`]).
+#[derive(Debug, Clone, Copy)]
+pub struct DiskWindow {
+    reads: u64,
+    sectors: u64,
+    weighted_ms: u64,
+    seconds: f64,
+}
+
 #[allow(unsafe_code)]
 fn clock_ticks_per_s() -> f64 {
     // SAFETY: sysconf only reads a system constant.
@@ -170,12 +230,25 @@ pub struct Report {
     daemon_rss_kib: Option<u64>,
     client_cpu_us_per_request: f64,
     client_cpu_cores: f64,
+    /// With --disk: the device's reads completed per item asked, KiB read
+    /// per item, and mean queue depth, over the measured window (every
+    /// process's reads of that device count).
+    device_reads_per_item: Option<f64>,
+    device_read_kib_per_item: Option<f64>,
+    device_queue_depth: Option<f64>,
 }
 
 impl Report {
-    pub fn new(a: &BenchQueryArgs, t: Tally, daemon: Option<CpuClock>, client: CpuClock) -> Self {
+    pub fn new(
+        a: &BenchQueryArgs,
+        t: Tally,
+        daemon: Option<CpuClock>,
+        client: CpuClock,
+        disk: Option<DiskWindow>,
+    ) -> Self {
         let secs = a.seconds as f64;
         let per = |c: f64, n: u64| if n > 0 { c * 1e6 / n as f64 } else { 0.0 };
+        let items = t.items_asked.max(1) as f64;
         Self {
             call: call_name(a.call, a.batch_hashes),
             mode: if a.rate > 0 { "paced" } else { "closed-loop" },
@@ -197,6 +270,9 @@ impl Report {
             daemon_rss_kib: daemon.map(|d| d.rss_kib),
             client_cpu_us_per_request: per(client.cpu_s, t.requests),
             client_cpu_cores: client.cpu_s / secs,
+            device_reads_per_item: disk.map(|d| d.reads as f64 / items),
+            device_read_kib_per_item: disk.map(|d| d.sectors as f64 / 2.0 / items),
+            device_queue_depth: disk.map(|d| d.weighted_ms as f64 / (d.seconds * 1e3).max(1.0)),
         }
     }
 }
@@ -259,5 +335,12 @@ pub fn print(r: &Report, json: bool) -> Result<()> {
         "  client CPU: {:.1} µs/request, {:.2} cores",
         r.client_cpu_us_per_request, r.client_cpu_cores
     );
+    if let (Some(reads), Some(kib), Some(depth)) = (
+        r.device_reads_per_item,
+        r.device_read_kib_per_item,
+        r.device_queue_depth,
+    ) {
+        println!("  disk: {reads:.2} reads/item, {kib:.1} KiB/item, queue depth {depth:.1}");
+    }
     Ok(())
 }

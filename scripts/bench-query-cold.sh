@@ -41,20 +41,25 @@ store=$(du -sb "$DATA" | cut -f1)
 # names it; BQC_DISK overrides.
 dev="${BQC_DISK:-$(lsblk -no KNAME "$(df --output=source "$DATA" | tail -1)" 2>/dev/null | head -1 || true)}"
 [ -n "$dev" ] || dev=$(basename "$(df --output=source "$DATA" | tail -1)")
+dev=${dev#/dev/}
 grep -q " $dev " /proc/diskstats || { echo "bench-query-cold: no device $dev in /proc/diskstats" >&2; exit 1; }
 free=$(df --output=avail -B1 "$DATA" | tail -1)
 [ "$free" -ge $((3 << 30)) ] || { echo "bench-query-cold: fio lays out a 2 GiB file in $DATA and needs 3 GiB free; $free bytes are" >&2; exit 1; }
 
 DAEMON=
 cg=
+# Keeps the script's exit status: nothing in here may end it early (a
+# daemon killed by TERM or by the limit waits with 143 or 137).
 cleanup() {
-  [ -n "$DAEMON" ] && kill -TERM "$DAEMON" 2>/dev/null && wait "$DAEMON" 2>/dev/null
+  local rc=$?
+  set +e
+  if [ -n "$DAEMON" ]; then kill -TERM "$DAEMON" 2>/dev/null; wait "$DAEMON" 2>/dev/null; fi
   rm -f "$DATA"/cold.0.0
   if [ -n "$cg" ] && [ -d "$cg" ]; then
     for _ in 1 2 3 4 5; do rmdir "$cg" 2>/dev/null && break; sleep 0.2; done
     [ -d "$cg" ] && echo "bench-query-cold: could not remove cgroup $cg" >&2
   fi
-  true
+  exit "$rc"
 }
 trap cleanup EXIT
 # The daemon's memory cgroup: v2 (memory.max) where the unified hierarchy
@@ -73,7 +78,8 @@ elif [ -d /sys/fs/cgroup/memory ]; then
 else
   echo "bench-query-cold: no memory cgroup controller (v2 or v1) to bound the daemon" >&2; exit 1
 fi
-[ "$(cat "$limit" 2>/dev/null)" = "$bytes" ] || { echo "bench-query-cold: could not set $limit to $bytes" >&2; exit 1; }
+# The kernel rounds a limit down to whole pages.
+[ "$(cat "$limit" 2>/dev/null)" = "$((bytes / 4096 * 4096))" ] || { echo "bench-query-cold: could not set $limit to $bytes" >&2; exit 1; }
 
 echo "| what | in flight | lookups/s | of fio's IOPS | device reads/lookup | disk queue depth | p50 µs (a request) | p99 µs | p999 µs | daemon CPU µs/lookup |" > "$OUT/summary.md"
 echo "|---|---|---|---|---|---|---|---|---|---|" >> "$OUT/summary.md"

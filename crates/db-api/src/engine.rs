@@ -214,7 +214,8 @@ pub enum ValueCompression {
 }
 
 /// How an engine makes a file's block dictionary from the file's first
-/// blocks (docs/benchmarks.md, "Block dictionaries").
+/// blocks (docs/benchmarks.md, "Block dictionaries: sampled, not
+/// trained").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BlockDict {

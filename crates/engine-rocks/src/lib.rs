@@ -83,7 +83,7 @@ pub struct BlockCompression {
     /// zstd level.
     pub level: i32,
     /// Largest dictionary per SST (0: none). A flush, a compaction or a
-    /// bulk write buffers an SST's first [`dict_train_bytes`] of blocks
+    /// bulk write buffers an SST's first [`dict_buffer_bytes`] of blocks
     /// uncompressed and makes the dictionary from them (unbounded,
     /// RocksDB's default, a flush would buffer its whole output, up to
     /// 4 × 64 MiB of merged memtables). docs/benchmarks.md, "Block
@@ -116,14 +116,16 @@ pub fn dict_train_bytes(dict_bytes: usize, block_bytes: usize) -> usize {
 /// has made the file's dictionary: the training input for a trained one
 /// ([`dict_train_bytes`]); for sampled blocks, 4 times the dictionary (so
 /// the sample still spreads over more than the first blocks) and at least
-/// [`MIN_DICT_SAMPLE_BLOCKS`] blocks. Not the training rule: at 1 MiB that
-/// would be 100 MiB, more than a 64 MiB file, so every file would be held
-/// whole.
+/// [`MIN_DICT_SAMPLE_BLOCKS`] blocks, within a quarter of a file (and
+/// never below the dictionary). Not the training rule: at 1 MiB that would
+/// be 100 MiB, more than a 64 MiB file, so every file would be held whole.
 pub fn dict_buffer_bytes(dict_bytes: usize, block_bytes: usize, form: BlockDict) -> usize {
     match form {
         BlockDict::Trained => dict_train_bytes(dict_bytes, block_bytes),
         BlockDict::Samples => (dict_bytes.saturating_mul(4))
             .max(block_bytes.saturating_mul(MIN_DICT_SAMPLE_BLOCKS))
+            .min(BLOCK_FILE_BYTES / 4)
+            .max(dict_bytes)
             .min(i32::MAX as usize),
     }
 }

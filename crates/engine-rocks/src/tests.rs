@@ -287,7 +287,8 @@ fn holds(hay: &[u8], needle: &[u8]) -> bool {
 /// RocksDB's buffer of blocks awaiting it is bounded to the training
 /// input, not a flush's whole output. Without a dictionary no SST holds
 /// one (so the probe can tell). Sampled dictionaries (no training) are
-/// made from the same buffer, and RocksDB is told not to train.
+/// made from a buffer of their own (`dict_buffer_bytes`), and RocksDB is
+/// told not to train.
 #[test]
 fn a_block_dictionary_is_trained_on_enough_blocks_with_a_bounded_buffer() {
     // Keys ascending: a bulk write's own SST files; descending: memtables
@@ -373,15 +374,24 @@ fn a_block_dictionary_is_trained_on_enough_blocks_with_a_bounded_buffer() {
         assert_eq!(buffer, dict_buffer_bytes(dict_bytes, 64 << 10, dict_form));
         // Each file records the options it was written with: the bulk
         // writer's and the flush's alike.
-        let recorded = format!("zstd_max_train_bytes={trainer}; ");
-        assert!(
-            files.iter().all(|f| holds(f, recorded.as_bytes())),
-            "every SST was written with {recorded:?} ({dict_form}, ascending: {ascending})"
-        );
+        for recorded in [
+            format!("zstd_max_train_bytes={trainer}; "),
+            format!("max_dict_buffer_bytes={buffer}; "),
+        ] {
+            assert!(
+                files.iter().all(|f| holds(f, recorded.as_bytes())),
+                "every SST was written with {recorded:?} ({dict_form}, ascending: {ascending})"
+            );
+        }
         assert_eq!(
             dict_buffer_bytes(1 << 20, 64 << 10, BlockDict::Samples),
             4 << 20,
             "a sampled 1 MiB dictionary buffers 4 MiB, not a whole file"
+        );
+        assert_eq!(
+            dict_buffer_bytes(64 << 10, 4 << 20, BlockDict::Samples),
+            16 << 20,
+            "4 MiB blocks: a quarter of a file, not 16 blocks (the whole file)"
         );
         for want in [
             format!("max_dict_buffer_bytes={buffer}"),

@@ -19,11 +19,11 @@ pub(crate) const MIN_ROOM: usize = 4 * crate::budget::TRAILER;
 #[derive(Debug)]
 pub(crate) struct Share {
     /// When the batch started.
-    pub start: Instant,
+    pub(crate) start: Instant,
     /// The batch's clock: the deadline every call of it ends by.
     pub call: Call,
     /// Answer bytes the batch may still take.
-    pub left: AtomicUsize,
+    pub(crate) left: AtomicUsize,
     /// The batch's gate slot, if it reads ledgers: its calls take none,
     /// and each job keeps a clone until it ends.
     pub slot: Option<Arc<Slot>>,

@@ -141,7 +141,8 @@ fn missing_keys_bad_input_and_layout_mismatch_fail_clearly() {
 /// engine), and a bad form is refused naming both.
 #[test]
 fn block_dictionary_flags_reach_the_engine() {
-    for (form, trainer) in [("samples", 0), ("trained", 1_638_400)] {
+    // Samples: no trainer, a buffer of 16 64 KiB blocks; trained: 100×.
+    for (form, trainer, buffer) in [("samples", 0, 1_048_576), ("trained", 1_638_400, 1_638_400)] {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path().join("data");
         let mut c = ingest_cmd(&dir, "indexed", 2, 2, 5);
@@ -167,6 +168,7 @@ fn block_dictionary_flags_reach_the_engine() {
         for want in [
             "max_dict_bytes=16384".to_string(),
             format!("zstd_max_train_bytes={trainer}"),
+            format!("max_dict_buffer_bytes={buffer}"),
         ] {
             assert!(
                 line.split(['{', '}', ';']).any(|f| f == want),

@@ -344,3 +344,30 @@ pub fn print(r: &Report, json: bool) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// /proc/diskstats prints the weighted milliseconds as 32 bits: a
+    /// window across its wrap still counts what passed.
+    #[test]
+    fn a_disk_window_counts_across_the_weighted_ms_wrap() {
+        let t = std::time::Instant::now();
+        let before = DiskClock {
+            reads: 10,
+            sectors: 100,
+            weighted_ms: u64::from(u32::MAX - 5),
+            at: t,
+        };
+        let after = DiskClock {
+            reads: 25,
+            sectors: 164,
+            weighted_ms: 10,
+            at: t + Duration::from_secs(2),
+        };
+        let w = after.since(&before);
+        assert_eq!((w.reads, w.sectors, w.weighted_ms), (15, 64, 16));
+        assert!((w.seconds - 2.0).abs() < 1e-9, "{}", w.seconds);
+    }
+}

@@ -9,8 +9,9 @@
 # GetLedger calls that sample the hashes before it do not count), for each
 # read placement (`query.inline_read_us`).
 # Needs root (a cgroup v2 or v1 memory controller, drop_caches) and fio
-# (Debian's `fio`). The daemon alone needs ~700 MB (two 256 MiB block
-# caches), so BQC_MEM below ~1G gets it killed.
+# (Debian's `fio`). The daemon's two RocksDB block caches are
+# BQC_BLOCK_CACHE_MB each (default 64; the daemon's own default, 256, takes
+# a warm daemon to ~700 MB and a BQC_MEM below ~1G gets it killed).
 #
 #   scripts/bench-query-cold.sh DATA_DIR       # an existing store, >= 4x BQC_MEM
 #   BQC_MEM=1G BQC_DEPTHS=16,64 BQC_SECONDS=20 BQC_PLACEMENTS=100,0,10000 scripts/bench-query-cold.sh DATA_DIR
@@ -30,6 +31,7 @@ DEPTHS="${BQC_DEPTHS:-16,64}"
 SECS="${BQC_SECONDS:-20}"
 PLACEMENTS="${BQC_PLACEMENTS:-100,0,10000}"
 SAMPLE="${BQC_SAMPLE_LEDGERS:-1000000}"
+CACHE_MB="${BQC_BLOCK_CACHE_MB:-64}"
 OUT="${BQC_OUT:-$PWD/bench-cold-out}"
 BIN="${BQC_BIN:-$CARGO_TARGET_DIR/release/ledgerstore}"
 command -v fio > /dev/null || { echo "bench-query-cold: needs fio (apt-get install fio)" >&2; exit 1; }
@@ -100,7 +102,7 @@ run() { # call inline depth
   sync; echo 3 > /proc/sys/vm/drop_caches
   bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' _ "$cg" \
     "$BIN" serve --data-dir "$DATA" --grpc.listen 127.0.0.1:0 --jsonrpc.listen 127.0.0.1:0 --metrics.listen 127.0.0.1:0 \
-    --query.inline-read-us "$inline" > "$log" 2> "$OUT/daemon-$call-$inline-$d.err" &
+    --query.inline-read-us "$inline" --rocksdb.block-cache-mb "$CACHE_MB" > "$log" 2> "$OUT/daemon-$call-$inline-$d.err" &
   DAEMON=$!
   for _ in $(seq 1 1200); do grep -q "stores open" "$OUT/daemon-$call-$inline-$d.err" 2>/dev/null && break; sleep 0.05; done
   addr=$(sed -n 's/.*gRPC on \([0-9.:]*\) .*/\1/p' "$log" | head -1)

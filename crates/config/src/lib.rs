@@ -151,6 +151,11 @@ pub struct RocksdbConfig {
     /// Memtable size, MiB (unset: the layout's profile). The tx bodies of
     /// a `blocks` dir use at most 64 MiB, their file size.
     pub write_buffer_mb: Option<usize>,
+    /// Each RocksDB table's block cache, MiB (unset: the layout's profile,
+    /// 256 for every table that has one; `indexed` has two tables, so
+    /// twice this). Raw blocks of a `blocks` dir's bodies are cached
+    /// uncompressed, so this bounds most of a serving daemon's memory.
+    pub block_cache_mb: Option<usize>,
 }
 
 /// `[grpc]`.
@@ -535,6 +540,11 @@ impl Config {
             {
                 return Err(invalid(key, v, "a power of two from 256 to 65536"));
             }
+        }
+        if let Some(mb) = self.rocksdb.block_cache_mb
+            && !(1..=1 << 20).contains(&mb)
+        {
+            return Err(invalid("rocksdb.block_cache_mb", mb, "1 to 1048576"));
         }
         if self.mdbx.max_size_gib == Some(0) {
             return Err(invalid("mdbx.max_size_gib", 0, "at least 1"));

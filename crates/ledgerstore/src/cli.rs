@@ -316,6 +316,10 @@ pub struct EngineFlags {
     /// the field study used 512).
     #[arg(long = "rocksdb.write-buffer-mb", value_name = "MiB")]
     pub rocksdb_write_buffer_mb: Option<i64>,
+    /// [rocksdb] block_cache_mb: each RocksDB table's block cache (default:
+    /// 256; `indexed` has two tables).
+    #[arg(long = "rocksdb.block-cache-mb", value_name = "MiB")]
+    pub rocksdb_block_cache_mb: Option<i64>,
     /// [mdbx] max_size_gib: upper bound of each MDBX file.
     #[arg(long = "mdbx.max-size-gib", value_name = "GiB")]
     pub mdbx_max_size_gib: Option<i64>,

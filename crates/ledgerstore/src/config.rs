@@ -35,6 +35,12 @@ fn engine_overrides(e: &EngineFlags, o: &mut Overrides) {
         e.rocksdb_write_buffer_mb.as_ref(),
         int,
     );
+    push(
+        o,
+        "rocksdb.block_cache_mb",
+        e.rocksdb_block_cache_mb.as_ref(),
+        int,
+    );
     push(o, "mdbx.max_size_gib", e.mdbx_max_size_gib.as_ref(), int);
     push(
         o,

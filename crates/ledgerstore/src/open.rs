@@ -26,6 +26,7 @@ pub fn backends(cfg: &Config) -> Backends {
         opts.max_read_txn = std::time::Duration::from_millis(cfg.mdbx.max_read_txn_ms);
     }
     b.rocks_write_buffer_bytes = cfg.rocksdb.write_buffer_mb.map(|m| m << 20);
+    b.rocks_block_cache_bytes = cfg.rocksdb.block_cache_mb.map(|m| m << 20);
     b
 }
 

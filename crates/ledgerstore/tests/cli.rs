@@ -187,3 +187,42 @@ fn block_dictionary_flags_reach_the_engine() {
         "{e}"
     );
 }
+
+#[test]
+fn block_cache_flag_sizes_both_rocksdb_tables() {
+    // RocksDB logs each table's cache capacity at open (the OPTIONS file
+    // does not record it). The default first, then the flag.
+    for (flag, want) in [(None, 256u64 << 20), (Some("3"), 3 << 20)] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("data");
+        let mut c = ingest_cmd(&dir, "indexed", 2, 2, 5);
+        if let Some(mb) = flag {
+            c.args(["--rocksdb.block-cache-mb", mb]);
+        }
+        let o = run(c);
+        assert!(o.status.success(), "{flag:?}: {}", stderr(&o));
+        for table in ["ledgers", "tx_data"] {
+            let log = std::fs::read_to_string(dir.join("rocksdb").join(table).join("LOG"))
+                .expect("RocksDB LOG");
+            let caps: Vec<u64> = log
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix("capacity : "))
+                .map(|v| v.trim().parse().expect("capacity"))
+                .collect();
+            assert!(
+                !caps.is_empty() && caps.iter().all(|&c| c == want),
+                "{table} {flag:?}: capacities {caps:?}, want {want}"
+            );
+        }
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut c = ingest_cmd(&tmp.path().join("data"), "indexed", 2, 2, 5);
+    c.args(["--rocksdb.block-cache-mb", "0"]);
+    let o = run(c);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("rocksdb.block_cache_mb") && e.contains("1 to 1048576"),
+        "{e}"
+    );
+}

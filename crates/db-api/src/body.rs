@@ -21,7 +21,7 @@ use crate::codec::{Compress, Decompress};
 use crate::dict::DictSet;
 use crate::error::{DbError, DbResult};
 use crate::hash::TxHash;
-use crate::records::TxRecord;
+use crate::records::{TxRecord, TxRecordRef};
 
 const HEADER: usize = 32 + 4;
 
@@ -106,6 +106,18 @@ impl TxBody {
             dict_version: RAW_BODY,
             frame: encoded_record,
         }
+    }
+
+    /// The stored bytes of `rec`'s raw body under `hash`: what
+    /// `TxBody::raw(hash, rec.encode()).to_bytes()` gives, encoded once
+    /// into one allocation (ingest writes every transaction of a `blocks`
+    /// dir this way).
+    pub fn raw_bytes(hash: TxHash, rec: &TxRecordRef<'_>) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER + rec.raw_len());
+        out.extend_from_slice(&hash.0);
+        out.extend_from_slice(&RAW_BODY.to_be_bytes());
+        rec.encode_into(&mut out);
+        out
     }
 
     /// The body of an alias `hash` naming the `index`-th transaction of
@@ -244,6 +256,11 @@ mod tests {
         assert_eq!(back, body);
         assert_eq!(back.record(&dicts).expect("record"), rec);
         let raw = TxBody::raw(TxHash([6; 32]), rec.encode());
+        assert_eq!(
+            TxBody::raw_bytes(TxHash([6; 32]), &rec.view()),
+            raw.to_bytes(),
+            "one-step raw body"
+        );
         let back = TxBody::decompress(&raw.to_bytes()).expect("raw parse");
         assert_eq!(back.dict_version, RAW_BODY);
         assert_eq!(back.record(&dicts).expect("raw record"), rec);

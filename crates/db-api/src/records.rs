@@ -95,14 +95,19 @@ impl<'a> TxRecordRef<'a> {
     /// Encodes the record (uncompressed).
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.raw_len());
+        self.encode_into(&mut out);
+        out
+    }
+
+    /// Appends the encoded record to `out`.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
         out.push(TX_RECORD_V1);
         out.extend_from_slice(&self.ledger_seq.to_be_bytes());
         out.extend_from_slice(&self.close_time.to_be_bytes());
         out.extend_from_slice(&self.index.to_be_bytes());
-        put_bytes(&mut out, self.envelope);
-        put_bytes(&mut out, self.result);
-        put_bytes(&mut out, self.meta);
-        out
+        put_bytes(out, self.envelope);
+        put_bytes(out, self.result);
+        put_bytes(out, self.meta);
     }
 }
 

@@ -71,6 +71,16 @@ pub fn maybe_decompress(bytes: &[u8], at: &str, max: u64) -> StellarResult<Vec<u
     if !bytes.starts_with(&ZSTD_MAGIC) {
         return Ok(bytes.to_vec());
     }
+    // A frame that declares its size (Galexie's do) decompresses in one
+    // call straight into a buffer of that size: no stream buffer to copy
+    // out of, no growing. Anything else (several frames, no size, corrupt
+    // input) takes the stream, which also words the errors.
+    if let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(bytes)
+        && size <= max
+        && let Ok(plain) = zstd::bulk::decompress(bytes, size as usize)
+    {
+        return Ok(plain);
+    }
     let decoder = zstd::stream::read::Decoder::new(bytes).map_err(|e| StellarError::Zstd {
         at: at.to_string(),
         detail: e.to_string(),
@@ -451,5 +461,72 @@ pub fn check_refused_file(
             }
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::maybe_decompress;
+
+    fn plain() -> Vec<u8> {
+        (0..300_000u32)
+            .flat_map(|i| (i % 251).to_be_bytes())
+            .collect()
+    }
+
+    /// A frame with no declared size (the stream encoder's, unpledged).
+    fn unsized_frame(data: &[u8]) -> Vec<u8> {
+        let mut e = zstd::stream::write::Encoder::new(Vec::new(), 3).expect("encoder");
+        e.include_contentsize(false).expect("no size");
+        e.write_all(data).expect("write");
+        e.finish().expect("finish")
+    }
+
+    #[test]
+    fn every_frame_shape_decompresses_whole() {
+        let data = plain();
+        let sized = zstd::bulk::compress(&data, 3).expect("compress");
+        assert_eq!(
+            zstd::zstd_safe::get_frame_content_size(&sized).expect("header"),
+            Some(data.len() as u64)
+        );
+        assert_eq!(maybe_decompress(&sized, "f", 1 << 30).expect("sized"), data);
+        let no_size = unsized_frame(&data);
+        assert_eq!(
+            zstd::zstd_safe::get_frame_content_size(&no_size).expect("header"),
+            None
+        );
+        assert_eq!(
+            maybe_decompress(&no_size, "f", 1 << 30).expect("unsized"),
+            data
+        );
+        // Two frames: the first's size is not the whole, so the stream
+        // reads both.
+        let mut two = sized.clone();
+        two.extend_from_slice(&sized);
+        let mut both = data.clone();
+        both.extend_from_slice(&data);
+        assert_eq!(maybe_decompress(&two, "f", 1 << 30).expect("two"), both);
+        assert_eq!(maybe_decompress(&data, "f", 1 << 30).expect("plain"), data);
+    }
+
+    #[test]
+    fn the_limit_holds_on_every_path() {
+        let data = plain();
+        let max = data.len() as u64 - 1;
+        for (what, frame) in [
+            ("sized", zstd::bulk::compress(&data, 3).expect("compress")),
+            ("unsized", unsized_frame(&data)),
+        ] {
+            let e = maybe_decompress(&frame, "f", max).expect_err(what);
+            assert!(e.to_string().contains("the file limit"), "{what}: {e}");
+        }
+        let mut corrupt = zstd::bulk::compress(&data, 3).expect("compress");
+        let n = corrupt.len();
+        corrupt.truncate(n - 10);
+        let e = maybe_decompress(&corrupt, "f", 1 << 30).expect_err("truncated");
+        assert!(e.to_string().contains("corrupt or truncated"), "{e}");
     }
 }

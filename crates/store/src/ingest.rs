@@ -554,14 +554,16 @@ fn prepare_indexed(
             // A `blocks` dir stores the record raw; the engine compresses
             // blocks of consecutive bodies.
             let body = match bodies {
-                BodyForm::Blocks => TxBody::raw(hash, rec.encode()),
-                BodyForm::Records => TxBody::compress_record(hash, &rec.encode(), dicts, level)?,
+                BodyForm::Blocks => TxBody::raw_bytes(hash, &rec),
+                BodyForm::Records => {
+                    TxBody::compress_record(hash, &rec.encode(), dicts, level)?.to_bytes()
+                }
             };
             let pos = TxPos {
                 seq: l.seq,
                 index: i as u32,
             };
-            Ok::<_, StoreError>((hash, pos, body.to_bytes(), 8 + 36 + rec.raw_len()))
+            Ok::<_, StoreError>((hash, pos, body, 8 + 36 + rec.raw_len()))
         })
         .collect::<Result<_, _>>()?;
     // The k-th alias of a ledger of n transactions is an alias body (the

@@ -83,6 +83,11 @@ pub enum ColdError {
     /// A task died.
     #[error("task failed: {0}")]
     Task(String),
+    /// The round was stopped (the daemon is shutting down) before it
+    /// finished; the previous manifest stays valid and the next round
+    /// redoes the rest.
+    #[error("publish round stopped before {0}: shutting down")]
+    Stopped(String),
 }
 
 impl ColdError {

@@ -17,6 +17,7 @@
 //! packs.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -94,6 +95,30 @@ pub async fn publish_with(
     work: &Path,
     events: Option<LocalEvents>,
 ) -> ColdResult<PublishReport> {
+    publish_until(
+        store,
+        remote,
+        work,
+        events,
+        Arc::new(AtomicBool::new(false)),
+    )
+    .await
+}
+
+/// [`publish_with`], ending early with [`ColdError::Stopped`] once `stop`
+/// is set. A pack being written stops at its next chunk of ledgers (a
+/// daemon shutting down waits for that, not for the whole pack: a pack
+/// runs to minutes at production ranges), and the blocking work it did
+/// is over by the time this returns, so the caller may close the store.
+/// The previous manifest stays valid; the next round writes the pack
+/// again.
+pub async fn publish_until(
+    store: Arc<Ledgerstore>,
+    remote: &Remote,
+    work: &Path,
+    events: Option<LocalEvents>,
+    stop: Arc<AtomicBool>,
+) -> ColdResult<PublishReport> {
     let t = Instant::now();
     let s = Arc::clone(&store);
     let closed = blocking(move || s.closed_ranges().map_err(ColdError::from)).await?;
@@ -153,7 +178,8 @@ pub async fn publish_with(
         let path = work.join(format!("pack-{first:010}-{end:010}.tmp"));
         let p = path.clone();
         let dicts = Arc::clone(&closed.pack_dicts);
-        let info = blocking(move || write_pack(&s, &p, first, end, &dicts, 0)).await?;
+        let st = Arc::clone(&stop);
+        let info = blocking(move || write_pack(&s, &p, first, end, &dicts, 0, &st)).await?;
         let key = pack_key(first, end, &info.sha256);
         upload(remote, &key, &path, info.header.size, &mut report).await?;
         let _ = std::fs::remove_file(&path);
@@ -533,7 +559,9 @@ const LEDGERS_PER_THREAD: usize = 2;
 
 /// Writes the pack of `first..=last` to `path` on the pack pool, reading
 /// `chunk` ledgers at a time in parallel (0: `2 ×` the pool's threads).
-/// The pack's bytes do not depend on `chunk`.
+/// The pack's bytes do not depend on `chunk`. Before each chunk it checks
+/// `stop`, and returns [`ColdError::Stopped`] once it is set (the partial
+/// file stays in the work dir, which the next round empties).
 pub(crate) fn write_pack(
     store: &Ledgerstore,
     path: &Path,
@@ -541,6 +569,7 @@ pub(crate) fn write_pack(
     last: u32,
     dicts: &DictSet,
     chunk: u32,
+    stop: &AtomicBool,
 ) -> ColdResult<ledgerstore_pack::PackInfo> {
     use rayon::prelude::*;
     let pool = pack_pool()?;
@@ -557,8 +586,16 @@ pub(crate) fn write_pack(
         Ok((record, store.stored_bodies(seq, n, dicts)?))
     };
     let mut w = PackWriter::create(path, first, last)?;
+    failpoint::hold_until("publish.in_pack", stop);
     let mut from = first;
     loop {
+        if stop.load(Ordering::Relaxed) {
+            return Err(ColdError::Stopped(format!(
+                "the pack of ledgers {first}..={last} was finished ({} of {} ledgers written)",
+                from - first,
+                u64::from(last - first) + 1
+            )));
+        }
         let to = last.min(from.saturating_add(chunk.max(1) - 1));
         let ready: Vec<_> = pool.install(|| (from..=to).into_par_iter().map(read).collect());
         // In order, so the first missing or damaged ledger is the one named.

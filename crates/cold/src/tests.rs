@@ -238,7 +238,8 @@ fn a_pack_is_the_same_bytes_whatever_its_read_chunk() {
     let closed = store.closed_ranges().expect("closed");
     let write = |first: u32, last: u32, chunk: u32| {
         let path = tmp.path().join(format!("pack-{first}-{last}-{chunk}"));
-        crate::publish::write_pack(&store, &path, first, last, &closed.pack_dicts, chunk)
+        let go = std::sync::atomic::AtomicBool::new(false);
+        crate::publish::write_pack(&store, &path, first, last, &closed.pack_dicts, chunk, &go)
             .map(|info| (info.sha256, std::fs::read(&path).expect("read pack")))
     };
     // 0: the default, twice the pool's threads.
@@ -256,6 +257,61 @@ fn a_pack_is_the_same_bytes_whatever_its_read_chunk() {
             "chunk {chunk}: {err}"
         );
     }
+}
+
+/// A stopped round (a daemon shutting down) ends before its pack is
+/// written, names what it did not finish, leaves the store's manifest as
+/// it was, and the next round publishes everything.
+#[test]
+fn a_stopped_round_publishes_nothing_and_the_next_one_everything() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (data, bucket) = (tmp.path().join("data"), tmp.path().join("bucket"));
+    std::fs::create_dir_all(&bucket).expect("bucket");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let s = Synth::new(SynthConfig::small(12, 6));
+    let store = open(&data);
+    ingest(&store, &s, 1, 25);
+    let closed = store.closed_ranges().expect("closed");
+    let stop = AtomicBool::new(true);
+    let path = tmp.path().join("stopped.pack");
+    let err = crate::publish::write_pack(&store, &path, 10, 19, &closed.pack_dicts, 3, &stop)
+        .expect_err("stopped");
+    assert!(
+        matches!(err, ColdError::Stopped(_))
+            && err
+                .to_string()
+                .contains("ledgers 10..=19 was finished (0 of 10 ledgers written)"),
+        "{err}"
+    );
+    let r = remote(&bucket);
+    let work = data.join("publish");
+    let stop = Arc::new(AtomicBool::new(true));
+    let err = rt
+        .block_on(crate::publish_until(
+            Arc::clone(&store),
+            &r,
+            &work,
+            None,
+            Arc::clone(&stop),
+        ))
+        .expect_err("stopped round");
+    assert!(matches!(err, ColdError::Stopped(_)), "{err}");
+    assert!(
+        rt.block_on(r.newest_manifest()).expect("read").is_none(),
+        "a stopped round publishes no manifest"
+    );
+    stop.store(false, Ordering::Relaxed);
+    let rep = rt
+        .block_on(crate::publish_until(
+            Arc::clone(&store),
+            &r,
+            &work,
+            None,
+            stop,
+        ))
+        .expect("publish");
+    assert!(rep.version.is_some() && !rep.packs.is_empty(), "{rep:?}");
 }
 
 #[test]

@@ -464,6 +464,15 @@ async fn a_writer_killed_mid_publish_leaves_the_last_manifest_serving_and_finish
     wait_version(&rep, 1).await;
     ingest_synth_more(&dir, 26, 45);
 
+    // Stopped while it writes a pack (held there until told to stop, as a
+    // pack of a production range takes minutes): the daemon ends the round
+    // at the pack's next chunk and exits cleanly, publishing nothing.
+    let mut w = writer_at(&dir, &endpoint, Some("publish.in_pack")).await;
+    assert!(w.wait_printed("failpoint publish.in_pack reached", Duration::from_secs(60)));
+    let (clean, out) = w.terminate();
+    assert!(clean && out.contains("stopped cleanly"), "{out}");
+    assert_eq!(manifests(&root), vec!["00000000000000000001.json"]);
+
     // Killed after uploading the packs, before the manifest.
     let mut w = writer_at(&dir, &endpoint, Some("publish.before_manifest")).await;
     assert!(w.wait_printed(

@@ -316,9 +316,11 @@ impl Running {
 
         let served = drain(stop_rx, &health, server, jsonrpc).await;
         if let Some(p) = publisher {
-            // A round cut short leaves the previous manifest valid; the next
+            // The publisher saw the stop: it ends its round (a pack stops at
+            // its next chunk, an upload after `STOP_GRACE`) and returns, so
+            // nothing of it still reads the store when it closes below. A
+            // round cut short leaves the previous manifest valid; the next
             // start redoes it.
-            p.abort();
             let _ = p.await;
         }
         if let Some(f) = follower {

@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use ledgerstore_cold::{LocalEventFile, LocalEvents, Remote, Replica};
@@ -15,6 +16,11 @@ use tokio::sync::watch;
 
 use crate::cold_metrics::PublishMetrics;
 use crate::metrics::Metrics;
+
+/// How long a shutdown waits for a publish round to end once told to
+/// stop: a pack stops within a chunk of ledgers, so only an upload in
+/// flight is cut off.
+const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// Where and how often to publish.
 pub struct Publish {
@@ -46,14 +52,22 @@ impl Publish {
                 None
             }
         };
+        let stopping = Arc::new(AtomicBool::new(false));
         loop {
             let local = events.as_deref().map(|e| {
                 let (file_ledgers, fan_out) = e.geometry();
                 local_events(file_ledgers, fan_out, e.files())
             });
-            let r =
-                ledgerstore_cold::publish_with(Arc::clone(&store), &self.remote, &self.work, local)
-                    .await;
+            let round = ledgerstore_cold::publish_until(
+                Arc::clone(&store),
+                &self.remote,
+                &self.work,
+                local,
+                Arc::clone(&stopping),
+            );
+            let Some(r) = unless_stopped(round, &mut stop, &stopping).await else {
+                return;
+            };
             match &r {
                 Ok(rep) if rep.version.is_some() => tracing::info!(
                     version = ?rep.version,
@@ -83,30 +97,65 @@ impl Publish {
                 })
                 .await;
             }
-            if r.is_ok() && self.keep_local_ranges > 0 {
-                let evicted =
-                    ledgerstore_cold::evict(Arc::clone(&store), &self.cold, self.keep_local_ranges)
-                        .await;
-                match evicted {
-                    Ok(0) => {}
-                    Ok(n) => tracing::info!(
-                        ledgers = n,
-                        below = ?store.evicted().map(|e| e.below),
-                        "evicted published ranges from the data dir"
-                    ),
-                    Err(e) => tracing::warn!(error = %e, "evicting published ranges failed"),
+            let after = async {
+                if r.is_ok() && self.keep_local_ranges > 0 {
+                    let evicted = ledgerstore_cold::evict(
+                        Arc::clone(&store),
+                        &self.cold,
+                        self.keep_local_ranges,
+                    )
+                    .await;
+                    match evicted {
+                        Ok(0) => {}
+                        Ok(n) => tracing::info!(
+                            ledgers = n,
+                            below = ?store.evicted().map(|e| e.below),
+                            "evicted published ranges from the data dir"
+                        ),
+                        Err(e) => tracing::warn!(error = %e, "evicting published ranges failed"),
+                    }
+                } else if let Err(e) = self.cold.refresh().await {
+                    // Every round, a failed one too: a store that refuses
+                    // writes may still be read, and an evicting writer whose
+                    // first manifest read failed answers UNAVAILABLE for its
+                    // evicted ranges until one succeeds.
+                    tracing::warn!(error = %e, "reading the published manifest failed");
                 }
-            } else if let Err(e) = self.cold.refresh().await {
-                // Every round, a failed one too: a store that refuses
-                // writes may still be read, and an evicting writer whose
-                // first manifest read failed answers UNAVAILABLE for its
-                // evicted ranges until one succeeds.
-                tracing::warn!(error = %e, "reading the published manifest failed");
+            };
+            if unless_stopped(after, &mut stop, &stopping).await.is_none() {
+                return;
             }
             tokio::select! {
                 _ = tokio::time::sleep(self.interval) => {}
-                _ = stop.changed() => return,
+                _ = stop.wait_for(|s| *s) => return,
             }
+        }
+    }
+}
+
+/// Runs `work` to its end; or, once `stop` turns true, sets `stopping`
+/// (a pack being written sees it at its next chunk) and gives `work`
+/// [`STOP_GRACE`] more, so its blocking steps are over before the daemon
+/// closes the store; an upload or manifest read still in flight then is
+/// cut off (the previous manifest stays valid; the next start redoes the
+/// round). None when stopped.
+async fn unless_stopped<T>(
+    work: impl Future<Output = T>,
+    stop: &mut watch::Receiver<bool>,
+    stopping: &AtomicBool,
+) -> Option<T> {
+    tokio::pin!(work);
+    tokio::select! {
+        r = &mut work => Some(r),
+        // The guard `wait_for` returns is not `Send`: drop it at once.
+        () = async { drop(stop.wait_for(|s| *s).await) } => {
+            stopping.store(true, Ordering::Relaxed);
+            if tokio::time::timeout(STOP_GRACE, &mut work).await.is_err() {
+                tracing::warn!(
+                    "publishing was still running {STOP_GRACE:?} after shutdown began; cut off"
+                );
+            }
+            None
         }
     }
 }

@@ -317,7 +317,8 @@ pub struct EngineFlags {
     #[arg(long = "rocksdb.write-buffer-mb", value_name = "MiB")]
     pub rocksdb_write_buffer_mb: Option<i64>,
     /// [rocksdb] block_cache_mb: each RocksDB table's block cache (default:
-    /// 256; `indexed` has two tables).
+    /// 256; `indexed` has two tables; the `rocksdb` layout keeps RocksDB's
+    /// own).
     #[arg(long = "rocksdb.block-cache-mb", value_name = "MiB")]
     pub rocksdb_block_cache_mb: Option<i64>,
     /// [mdbx] max_size_gib: upper bound of each MDBX file.

@@ -317,10 +317,11 @@ impl Running {
         let served = drain(stop_rx, &health, server, jsonrpc).await;
         if let Some(p) = publisher {
             // The publisher saw the stop: it ends its round (a pack stops at
-            // its next chunk, an upload after `STOP_GRACE`) and returns, so
-            // nothing of it still reads the store when it closes below. A
-            // round cut short leaves the previous manifest valid; the next
-            // start redoes it.
+            // its next chunk; an upload is cut off after `STOP_GRACE`) or
+            // finishes its eviction, and returns, so nothing of it still
+            // reads or deletes from the store when it closes below. A round
+            // cut short leaves the previous manifest valid; the next start
+            // redoes it.
             let _ = p.await;
         }
         if let Some(f) = follower {

@@ -18,8 +18,8 @@ use crate::cold_metrics::PublishMetrics;
 use crate::metrics::Metrics;
 
 /// How long a shutdown waits for a publish round to end once told to
-/// stop: a pack stops within a chunk of ledgers, so only an upload in
-/// flight is cut off.
+/// stop: a pack stops within a chunk of ledgers, so only an upload (or a
+/// pack's final write) in flight is cut off.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// Where and how often to publish.
@@ -65,7 +65,7 @@ impl Publish {
                 local,
                 Arc::clone(&stopping),
             );
-            let Some(r) = unless_stopped(round, &mut stop, &stopping).await else {
+            let Some(r) = unless_stopped(round, &mut stop, &stopping, OnStop::Grace).await else {
                 return;
             };
             match &r {
@@ -122,7 +122,10 @@ impl Publish {
                     tracing::warn!(error = %e, "reading the published manifest failed");
                 }
             };
-            if unless_stopped(after, &mut stop, &stopping).await.is_none() {
+            if unless_stopped(after, &mut stop, &stopping, OnStop::Finish)
+                .await
+                .is_none()
+            {
                 return;
             }
             tokio::select! {
@@ -133,27 +136,51 @@ impl Publish {
     }
 }
 
-/// Runs `work` to its end; or, once `stop` turns true, sets `stopping`
-/// (a pack being written sees it at its next chunk) and gives `work`
-/// [`STOP_GRACE`] more, so its blocking steps are over before the daemon
-/// closes the store; an upload or manifest read still in flight then is
-/// cut off (the previous manifest stays valid; the next start redoes the
-/// round). None when stopped.
+/// What a shutdown does to a publisher's step in progress.
+#[derive(Clone, Copy)]
+enum OnStop {
+    /// A round: told to stop (a pack being written ends at its next chunk
+    /// of ledgers) and given [`STOP_GRACE`]; what may still run after
+    /// that touches only its own pack file and the network (the pack's
+    /// final write and checksum, an upload), never the store.
+    Grace,
+    /// Eviction (it deletes from the store, which must not close under
+    /// it) and the manifest read (bounded by `[lake]` timeouts): run to
+    /// their end.
+    Finish,
+}
+
+/// Runs `work` to its end, or, once `stop` is true, sets `stopping` and
+/// ends it as `on_stop` says: None when stopped. Work is not started when
+/// the stop came first.
 async fn unless_stopped<T>(
     work: impl Future<Output = T>,
     stop: &mut watch::Receiver<bool>,
     stopping: &AtomicBool,
+    on_stop: OnStop,
 ) -> Option<T> {
+    if *stop.borrow() {
+        stopping.store(true, Ordering::Relaxed);
+        return None;
+    }
     tokio::pin!(work);
     tokio::select! {
+        biased;
         r = &mut work => Some(r),
         // The guard `wait_for` returns is not `Send`: drop it at once.
         () = async { drop(stop.wait_for(|s| *s).await) } => {
             stopping.store(true, Ordering::Relaxed);
-            if tokio::time::timeout(STOP_GRACE, &mut work).await.is_err() {
-                tracing::warn!(
-                    "publishing was still running {STOP_GRACE:?} after shutdown began; cut off"
-                );
+            match on_stop {
+                OnStop::Grace => match tokio::time::timeout(STOP_GRACE, &mut work).await {
+                    Ok(_) => tracing::info!("publish round stopped for shutdown"),
+                    Err(_) => tracing::warn!(
+                        "publish round still running {STOP_GRACE:?} after shutdown began; cut \
+                         off (the previous manifest stays valid)"
+                    ),
+                },
+                OnStop::Finish => {
+                    let _ = work.await;
+                }
             }
             None
         }

@@ -71,14 +71,7 @@ pub fn maybe_decompress(bytes: &[u8], at: &str, max: u64) -> StellarResult<Vec<u
     if !bytes.starts_with(&ZSTD_MAGIC) {
         return Ok(bytes.to_vec());
     }
-    // A frame that declares its size (Galexie's do) decompresses in one
-    // call straight into a buffer of that size: no stream buffer to copy
-    // out of, no growing. Anything else (several frames, no size, corrupt
-    // input) takes the stream, which also words the errors.
-    if let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(bytes)
-        && size <= max
-        && let Ok(plain) = zstd::bulk::decompress(bytes, size as usize)
-    {
+    if let Some(plain) = one_call(bytes, max) {
         return Ok(plain);
     }
     let decoder = zstd::stream::read::Decoder::new(bytes).map_err(|e| StellarError::Zstd {
@@ -86,6 +79,36 @@ pub fn maybe_decompress(bytes: &[u8], at: &str, max: u64) -> StellarResult<Vec<u
         detail: e.to_string(),
     })?;
     read_capped(decoder, at, max)
+}
+
+/// The largest window the stream decoder accepts (zstd's default
+/// `ZSTD_WINDOWLOG_LIMIT_DEFAULT`, 2^27).
+const STREAM_WINDOW_MAX: u64 = 1 << 27;
+
+/// A frame that declares its size (Galexie's do) decompressed in one call
+/// straight into a buffer of that size: no stream buffer to copy out of,
+/// no growing. Only for frames the stream would take as they are: a
+/// declared size within `max` and the stream's window limit (so the
+/// buffer reserved is what the stream could have grown to), and a window
+/// within that limit (one-call decompression does not check it). None
+/// for anything else (several frames, no size, a large window, corrupt
+/// input): the stream then decides, and words the errors.
+fn one_call(bytes: &[u8], max: u64) -> Option<Vec<u8>> {
+    let size = zstd::zstd_safe::get_frame_content_size(bytes).ok()??;
+    if size > max.min(STREAM_WINDOW_MAX) {
+        return None;
+    }
+    // Frame header: magic (4), descriptor (1), then the window descriptor
+    // unless the frame is a single segment, whose window is its size.
+    let descriptor = *bytes.get(4)?;
+    if descriptor & 0x20 == 0 {
+        let wd = *bytes.get(5)?;
+        let base = 1u64 << (10 + (wd >> 3));
+        if base + base / 8 * u64::from(wd & 7) > STREAM_WINDOW_MAX {
+            return None;
+        }
+    }
+    zstd::bulk::decompress(bytes, usize::try_from(size).ok()?).ok()
 }
 
 /// Reads `r` (a zstd decoder, or plain bytes) to its end, refusing more
@@ -482,6 +505,56 @@ mod tests {
         e.include_contentsize(false).expect("no size");
         e.write_all(data).expect("write");
         e.finish().expect("finish")
+    }
+
+    /// `frame` (a single segment, no dictionary) re-headed as a frame of
+    /// window 2^`log` that declares its size in 4 bytes: the same blocks.
+    fn with_window(frame: &[u8], log: u8) -> Vec<u8> {
+        let fhd = frame[4];
+        assert!(
+            fhd & 0x20 != 0 && fhd & 0x03 == 0,
+            "single segment, no dict id"
+        );
+        let fcs_len = [1, 2, 4, 8][usize::from(fhd >> 6)];
+        let size = zstd::zstd_safe::get_frame_content_size(frame)
+            .expect("header")
+            .expect("size");
+        let mut out = frame[..4].to_vec();
+        out.push(0x80 | (fhd & 0x04));
+        out.push((log - 10) << 3);
+        out.extend_from_slice(&u32::try_from(size).expect("small").to_le_bytes());
+        out.extend_from_slice(&frame[5 + fcs_len..]);
+        out
+    }
+
+    #[test]
+    fn one_call_takes_only_what_the_stream_would() {
+        let data = plain();
+        let sized = zstd::bulk::compress(&data, 3).expect("compress");
+        assert_eq!(super::one_call(&sized, 1 << 30), Some(data.clone()));
+        assert_eq!(super::one_call(&sized, data.len() as u64 - 1), None);
+        assert_eq!(super::one_call(&unsized_frame(&data), 1 << 30), None);
+        let mut two = sized.clone();
+        two.extend_from_slice(&sized);
+        assert_eq!(super::one_call(&two, 1 << 30), None);
+        // A window of 2^27 is the stream's limit; 2^28 is past it. Both
+        // frames are valid (one-call decompression of the blocks works);
+        // only the first may take the one call, and the stream refuses the
+        // second whichever path is tried.
+        let ok = with_window(&sized, 27);
+        assert_eq!(
+            zstd::bulk::decompress(&ok, data.len()).expect("valid"),
+            data
+        );
+        assert_eq!(super::one_call(&ok, 1 << 30), Some(data.clone()));
+        let large = with_window(&sized, 28);
+        assert_eq!(
+            zstd::bulk::decompress(&large, data.len()).expect("valid"),
+            data
+        );
+        assert_eq!(super::one_call(&large, 1 << 30), None);
+        let e = maybe_decompress(&large, "f", 1 << 30).expect_err("window");
+        assert!(e.to_string().contains("corrupt or truncated"), "{e}");
     }
 
     #[test]

@@ -37,4 +37,4 @@ pub use publish::{
 };
 pub use remote::Remote;
 pub use replica::Replica;
-pub use tiered::{Tiered, evict};
+pub use tiered::{Tiered, evict, evict_until};

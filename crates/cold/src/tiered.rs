@@ -15,6 +15,7 @@
 //!   published store; a chunk read while the boundary moved is read again.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use ledgerstore_db_api::{LedgerRecord, TxHash, TxPos, TxRecord};
@@ -410,6 +411,18 @@ impl Reader for Tiered {
 /// An eviction record written before it kept the oldest ledger's close
 /// time gets it here, from `cold`.
 pub async fn evict(store: Arc<Ledgerstore>, cold: &Arc<Replica>, keep: u32) -> ColdResult<u64> {
+    evict_until(store, cold, keep, Arc::new(AtomicBool::new(false))).await
+}
+
+/// [`evict`], deleting no further than the next chunk of ledgers once
+/// `stop` is set (a daemon shutting down): the next eviction deletes the
+/// rest.
+pub async fn evict_until(
+    store: Arc<Ledgerstore>,
+    cold: &Arc<Replica>,
+    keep: u32,
+    stop: Arc<AtomicBool>,
+) -> ColdResult<u64> {
     cold.refresh().await?;
     fill_oldest(&store, cold).await;
     let Some(m) = cold.manifest() else {
@@ -424,7 +437,10 @@ pub async fn evict(store: Arc<Ledgerstore>, cold: &Arc<Replica>, keep: u32) -> C
         return Ok(0);
     }
     let location = cold.location().to_string();
-    tokio::task::spawn_blocking(move || store.evict_below(below, &location))
+    if stop.load(Ordering::Relaxed) {
+        return Ok(0);
+    }
+    tokio::task::spawn_blocking(move || store.evict_below_until(below, &location, &stop))
         .await
         .map_err(|e| ColdError::Task(e.to_string()))?
         .map_err(ColdError::from)

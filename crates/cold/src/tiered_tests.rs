@@ -658,6 +658,50 @@ fn an_eviction_cut_short_is_finished_by_the_next_one() {
     assert!(store.get_ledger(40).expect("read").is_some());
 }
 
+/// An eviction told to stop (a daemon shutting down) records its boundary
+/// and deletes no further than its current chunk; the next eviction
+/// deletes the rest, and reads below the boundary meanwhile come from the
+/// published store.
+#[test]
+fn a_stopped_eviction_records_its_boundary_and_the_next_one_deletes_the_rest() {
+    let f = Fixture::new(10, 4, 45, false);
+    let loc = f.remote.location().to_string();
+    let deleted = f
+        .store
+        .evict_below_until(30, &loc, &AtomicBool::new(true))
+        .expect("stopped eviction");
+    assert_eq!(deleted, 0, "stopped before its first chunk");
+    assert_eq!(f.store.evicted().map(|e| e.below), Some(30));
+    assert!(f.store.get_ledger(5).expect("read").is_some(), "left over");
+    let cold = f.replica("c", 1 << 30);
+    let tiered = f.tiered(&cold);
+    assert_eq!(
+        Reader::get_ledger(&*tiered, 5)
+            .expect("tiered")
+            .map(|l| l.seq),
+        Some(5)
+    );
+    let deleted = f
+        .store
+        .evict_below_until(40, &loc, &AtomicBool::new(false))
+        .expect("the next eviction");
+    assert_eq!(deleted, 39, "ledgers 1..40");
+    for seq in 1..40 {
+        assert_eq!(
+            f.store.get_ledger(seq).expect("read").map(|l| l.seq),
+            None,
+            "ledger {seq} is still in the data dir"
+        );
+    }
+    assert_eq!(
+        Reader::get_ledger(&*tiered, 5)
+            .expect("tiered")
+            .map(|l| l.seq),
+        Some(5),
+        "served from the published store"
+    );
+}
+
 /// The hash list at `first..=last` of the fixture's data dir.
 fn hash_list(f: &Fixture, first: u32, last: u32) -> std::path::PathBuf {
     f.tmp

@@ -316,12 +316,12 @@ impl Running {
 
         let served = drain(stop_rx, &health, server, jsonrpc).await;
         if let Some(p) = publisher {
-            // The publisher saw the stop: it ends its round (a pack stops at
-            // its next chunk; an upload is cut off after `STOP_GRACE`) or
-            // finishes its eviction, and returns, so nothing of it still
-            // reads or deletes from the store when it closes below. A round
-            // cut short leaves the previous manifest valid; the next start
-            // redoes it.
+            // The publisher saw the stop: a pack or an eviction stops at its
+            // next chunk, an upload or manifest read is cut off after
+            // `STOP_GRACE`, and it returns (a blocking step already under
+            // way holds the store until it ends; the runtime waits for it
+            // on exit). A round cut short leaves the previous manifest
+            // valid, an eviction cut short is finished by the next one.
             let _ = p.await;
         }
         if let Some(f) = follower {

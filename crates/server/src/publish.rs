@@ -17,9 +17,9 @@ use tokio::sync::watch;
 use crate::cold_metrics::PublishMetrics;
 use crate::metrics::Metrics;
 
-/// How long a shutdown waits for a publish round to end once told to
-/// stop: a pack stops within a chunk of ledgers, so only an upload (or a
-/// pack's final write) in flight is cut off.
+/// How long a shutdown waits for the publisher to end once told to stop:
+/// packs and evictions stop within a chunk, so mostly an upload or a
+/// manifest read in flight is cut off.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// Where and how often to publish.
@@ -65,7 +65,7 @@ impl Publish {
                 local,
                 Arc::clone(&stopping),
             );
-            let Some(r) = unless_stopped(round, &mut stop, &stopping, OnStop::Grace).await else {
+            let Some(r) = unless_stopped(round, &mut stop, &stopping).await else {
                 return;
             };
             match &r {
@@ -99,10 +99,11 @@ impl Publish {
             }
             let after = async {
                 if r.is_ok() && self.keep_local_ranges > 0 {
-                    let evicted = ledgerstore_cold::evict(
+                    let evicted = ledgerstore_cold::evict_until(
                         Arc::clone(&store),
                         &self.cold,
                         self.keep_local_ranges,
+                        Arc::clone(&stopping),
                     )
                     .await;
                     match evicted {
@@ -122,10 +123,7 @@ impl Publish {
                     tracing::warn!(error = %e, "reading the published manifest failed");
                 }
             };
-            if unless_stopped(after, &mut stop, &stopping, OnStop::Finish)
-                .await
-                .is_none()
-            {
+            if unless_stopped(after, &mut stop, &stopping).await.is_none() {
                 return;
             }
             tokio::select! {
@@ -136,28 +134,18 @@ impl Publish {
     }
 }
 
-/// What a shutdown does to a publisher's step in progress.
-#[derive(Clone, Copy)]
-enum OnStop {
-    /// A round: told to stop (a pack being written ends at its next chunk
-    /// of ledgers) and given [`STOP_GRACE`]; what may still run after
-    /// that touches only its own pack file and the network (the pack's
-    /// final write and checksum, an upload), never the store.
-    Grace,
-    /// Eviction (it deletes from the store, which must not close under
-    /// it) and the manifest read (bounded by `[lake]` timeouts): run to
-    /// their end.
-    Finish,
-}
-
 /// Runs `work` to its end, or, once `stop` is true, sets `stopping` and
-/// ends it as `on_stop` says: None when stopped. Work is not started when
-/// the stop came first.
+/// gives `work` [`STOP_GRACE`] more: None when stopped. Work is not
+/// started when the stop came first. The publisher's blocking steps that
+/// run long check `stopping` between chunks (a pack's ledgers, an
+/// eviction's deletes); what can outlive the grace is an upload or a
+/// manifest read (cut off: async), or a blocking step already under way
+/// (a pack's final write, a file's checksum, one chunk), which holds the
+/// store open until it returns and which the runtime waits for on exit.
 async fn unless_stopped<T>(
     work: impl Future<Output = T>,
     stop: &mut watch::Receiver<bool>,
     stopping: &AtomicBool,
-    on_stop: OnStop,
 ) -> Option<T> {
     if *stop.borrow() {
         stopping.store(true, Ordering::Relaxed);
@@ -170,17 +158,11 @@ async fn unless_stopped<T>(
         // The guard `wait_for` returns is not `Send`: drop it at once.
         () = async { drop(stop.wait_for(|s| *s).await) } => {
             stopping.store(true, Ordering::Relaxed);
-            match on_stop {
-                OnStop::Grace => match tokio::time::timeout(STOP_GRACE, &mut work).await {
-                    Ok(_) => tracing::info!("publish round stopped for shutdown"),
-                    Err(_) => tracing::warn!(
-                        "publish round still running {STOP_GRACE:?} after shutdown began; cut \
-                         off (the previous manifest stays valid)"
-                    ),
-                },
-                OnStop::Finish => {
-                    let _ = work.await;
-                }
+            if tokio::time::timeout(STOP_GRACE, &mut work).await.is_err() {
+                tracing::warn!(
+                    "publishing still running {STOP_GRACE:?} after shutdown began; cut off (the \
+                     previous manifest stays valid)"
+                );
             }
             None
         }

@@ -541,20 +541,43 @@ mod tests {
         // frames are valid (one-call decompression of the blocks works);
         // only the first may take the one call, and the stream refuses the
         // second whichever path is tried.
+        let stream = |frame: &[u8]| {
+            super::read_capped(
+                zstd::stream::read::Decoder::new(frame).expect("decoder"),
+                "f",
+                1 << 30,
+            )
+        };
         let ok = with_window(&sized, 27);
         assert_eq!(
             zstd::bulk::decompress(&ok, data.len()).expect("valid"),
             data
         );
+        assert_eq!(stream(&ok).expect("the stream takes 2^27"), data);
         assert_eq!(super::one_call(&ok, 1 << 30), Some(data.clone()));
         let large = with_window(&sized, 28);
         assert_eq!(
             zstd::bulk::decompress(&large, data.len()).expect("valid"),
             data
         );
+        let refused = |e: crate::StellarError| {
+            let e = e.to_string();
+            assert!(e.contains("Frame requires too much memory"), "{e}");
+        };
+        refused(stream(&large).expect_err("the stream refuses 2^28"));
         assert_eq!(super::one_call(&large, 1 << 30), None);
-        let e = maybe_decompress(&large, "f", 1 << 30).expect_err("window");
-        assert!(e.to_string().contains("corrupt or truncated"), "{e}");
+        refused(maybe_decompress(&large, "f", 1 << 30).expect_err("window"));
+        // A lone good frame, then a frame the stream refuses: not one
+        // call's to judge.
+        let mut then_large = sized.clone();
+        then_large.extend_from_slice(&large);
+        assert_eq!(super::one_call(&then_large, 1 << 30), None);
+        refused(maybe_decompress(&then_large, "f", 1 << 30).expect_err("second window"));
+        // A small frame that declares more than the stream's window: no
+        // reservation of what it declares (the stream decides).
+        let big = zstd::bulk::compress(&vec![0u8; (1 << 27) + 1], 1).expect("compress");
+        assert!(big.len() < 1 << 20);
+        assert_eq!(super::one_call(&big, 1 << 30), None);
     }
 
     #[test]

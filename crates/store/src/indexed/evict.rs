@@ -20,6 +20,7 @@
 //! published store serves it (`record_oldest`).
 
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 
 use ledgerstore_db_api::{TxHash, TxPos};
 use serde::{Deserialize, Serialize};
@@ -172,6 +173,20 @@ impl Ledgerstore {
         self.evict_below_with(below, store, &mut |_| {})
     }
 
+    /// [`Ledgerstore::evict_below`] that stops deleting at the next chunk
+    /// of ledgers once `stop` is set (a daemon shutting down): the
+    /// boundary is recorded first, so what is left below it is deleted by
+    /// the next eviction (see [`Ledgerstore::evict_below_with`]). Returns
+    /// the ledgers deleted.
+    pub fn evict_below_until(
+        &self,
+        below: u32,
+        store: &str,
+        stop: &AtomicBool,
+    ) -> StoreResult<u64> {
+        self.evict_in_chunks(below, store, &mut |_| {}, stop)
+    }
+
     /// [`Ledgerstore::evict_below`], calling `step` after the boundary is
     /// recorded and after each commit of the deletes (tests read there).
     pub fn evict_below_with(
@@ -179,6 +194,16 @@ impl Ledgerstore {
         below: u32,
         store: &str,
         step: &mut dyn FnMut(EvictStep),
+    ) -> StoreResult<u64> {
+        self.evict_in_chunks(below, store, step, &AtomicBool::new(false))
+    }
+
+    fn evict_in_chunks(
+        &self,
+        below: u32,
+        store: &str,
+        step: &mut dyn FnMut(EvictStep),
+        stop: &AtomicBool,
     ) -> StoreResult<u64> {
         let tier = self.tier()?;
         let refuse = |why: String| StoreError::DataDir {
@@ -227,6 +252,9 @@ impl Ledgerstore {
         step(EvictStep::Recorded);
         let mut seq = from;
         while seq < below {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                return Ok(u64::from(seq - from));
+            }
             let end = seq.saturating_add(CHUNK_LEDGERS).min(below);
             self.delete_local(seq, end, step)?;
             step(EvictStep::DeletedBelow { seq: end });

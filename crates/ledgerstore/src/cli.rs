@@ -192,6 +192,9 @@ pub struct BackupArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// Engine sizing for --data-dir (a daemon backs up with its own).
+    #[command(flatten)]
+    pub engines: EngineFlags,
 }
 
 #[derive(Debug, Args)]
@@ -205,6 +208,9 @@ pub struct RestoreArgs {
     /// Skip `check` after restoring.
     #[arg(long)]
     pub no_check: bool,
+    /// Engine sizing for the check after restoring.
+    #[command(flatten)]
+    pub engines: EngineFlags,
 }
 
 #[derive(Debug, Args)]
@@ -310,7 +316,7 @@ pub struct DaemonFlags {
 }
 
 /// Engine sizing flags, shared by the daemon and the offline commands.
-#[derive(Debug, Args, Clone, Default)]
+#[derive(Debug, Args, Clone, Default, PartialEq, Eq)]
 pub struct EngineFlags {
     /// [rocksdb] write_buffer_mb: memtable size (default: the layout's profile;
     /// the field study used 512).

@@ -2,6 +2,8 @@
 
 mod common;
 
+use std::path::Path;
+
 use common::*;
 
 #[test]
@@ -188,6 +190,17 @@ fn block_dictionary_flags_reach_the_engine() {
     );
 }
 
+/// The block cache capacities RocksDB logged at its last open of `table`
+/// (the OPTIONS file does not record them).
+fn cache_capacities(dir: &Path, table: &str) -> Vec<u64> {
+    let log =
+        std::fs::read_to_string(dir.join("rocksdb").join(table).join("LOG")).expect("RocksDB LOG");
+    log.lines()
+        .filter_map(|l| l.trim().strip_prefix("capacity : "))
+        .map(|v| v.trim().parse().expect("capacity"))
+        .collect()
+}
+
 #[test]
 fn block_cache_flag_sizes_both_rocksdb_tables() {
     // RocksDB logs each table's cache capacity at open (the OPTIONS file
@@ -202,13 +215,7 @@ fn block_cache_flag_sizes_both_rocksdb_tables() {
         let o = run(c);
         assert!(o.status.success(), "{flag:?}: {}", stderr(&o));
         for table in ["ledgers", "tx_data"] {
-            let log = std::fs::read_to_string(dir.join("rocksdb").join(table).join("LOG"))
-                .expect("RocksDB LOG");
-            let caps: Vec<u64> = log
-                .lines()
-                .filter_map(|l| l.trim().strip_prefix("capacity : "))
-                .map(|v| v.trim().parse().expect("capacity"))
-                .collect();
+            let caps = cache_capacities(&dir, table);
             assert!(
                 !caps.is_empty() && caps.iter().all(|&c| c == want),
                 "{table} {flag:?}: capacities {caps:?}, want {want}"
@@ -225,4 +232,65 @@ fn block_cache_flag_sizes_both_rocksdb_tables() {
         e.contains("rocksdb.block_cache_mb") && e.contains("1 to 1048576"),
         "{e}"
     );
+}
+
+/// `backup --data-dir` opens the dir with the engine flags it is given,
+/// and `restore` checks with its own: both used to open with the defaults.
+#[test]
+fn backup_and_restore_take_the_engine_flags() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    let o = run(ingest_cmd(&dir, "indexed", 2, 2, 5));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let verb = |args: &[&str], from: &Path, to: &Path, cache_mb: &str| {
+        let mut c = bin();
+        c.args(args).arg(from).arg("--to").arg(to);
+        run({
+            c.args(["--rocksdb.block-cache-mb", cache_mb]);
+            c
+        })
+    };
+    let backup_cmd = ["backup", "--data-dir"];
+    let restore_cmd = ["restore", "--from"];
+    let backup = tmp.path().join("backup");
+    let o = verb(&backup_cmd, &dir, &backup, "3");
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The backup's open wrote each table's newest LOG.
+    for table in ["ledgers", "tx_data"] {
+        let caps = cache_capacities(&dir, table);
+        assert!(
+            !caps.is_empty() && caps.iter().all(|&c| c == 3 << 20),
+            "{table}: capacities {caps:?}"
+        );
+    }
+    // A refused flag: nothing is backed up or restored.
+    let restored = tmp.path().join("restored");
+    for (args, from, to) in [
+        (&backup_cmd, &dir, tmp.path().join("b2")),
+        (&restore_cmd, &backup, restored.clone()),
+    ] {
+        let o = verb(args, from, &to, "0");
+        assert!(!o.status.success());
+        let e = stderr(&o);
+        assert!(e.contains("rocksdb.block_cache_mb"), "{e}");
+        assert!(
+            !to.exists(),
+            "{args:?} refused its flags after writing {to:?}"
+        );
+    }
+    // The flags go with --data-dir, not with a daemon's backup.
+    let mut c = bin();
+    c.args(["backup", "--endpoint", "http://127.0.0.1:1", "--to"]);
+    c.arg(tmp.path().join("b3"));
+    let o = run({
+        c.args(["--rocksdb.block-cache-mb", "3"]);
+        c
+    });
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("go with --data-dir"), "{}", stderr(&o));
+    // And the good flags restore and check.
+    let o = verb(&restore_cmd, &backup, &restored, "3");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("OK: every record decodes"), "{out}");
 }

@@ -99,7 +99,7 @@ pub fn backup(a: BackupArgs) -> Result<()> {
     if let Some(dir) = &a.data_dir {
         let store = open::for_backup(&StoreArgs {
             data_dir: dir.clone(),
-            engines: EngineFlags::default(),
+            engines: a.engines.clone(),
         })?;
         let info = store.backup(&a.to)?;
         if a.json {
@@ -126,6 +126,12 @@ pub fn backup(a: BackupArgs) -> Result<()> {
         .endpoint
         .clone()
         .context("--endpoint or --data-dir is required")?;
+    if a.engines != EngineFlags::default() {
+        bail!(
+            "the --rocksdb.*, --mdbx.* and --segments.* flags size a data dir opened here, \
+             so they go with --data-dir; a daemon (--endpoint) backs up with its own settings"
+        );
+    }
     let dest = std::path::absolute(&a.to)
         .with_context(|| format!("making --to {} absolute", a.to.display()))?;
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -178,6 +184,8 @@ pub fn backup(a: BackupArgs) -> Result<()> {
 }
 
 pub fn restore(a: RestoreArgs) -> Result<()> {
+    // The check's engine flags are refused before anything is copied.
+    crate::config::offline(&a.engines)?;
     let info = ledgerstore_store::restore(&a.from, &a.to)?;
     println!(
         "restored {} into {}: layout {}  mark {}  txs {}",
@@ -193,7 +201,7 @@ pub fn restore(a: RestoreArgs) -> Result<()> {
     check(CheckArgs {
         store: StoreArgs {
             data_dir: a.to,
-            engines: EngineFlags::default(),
+            engines: a.engines,
         },
         json: false,
     })

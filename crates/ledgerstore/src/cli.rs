@@ -177,7 +177,9 @@ pub struct BackupArgs {
     /// on the daemon's host, made absolute here.
     #[arg(long, value_name = "DIR")]
     pub to: PathBuf,
-    /// Back up a stopped data dir directly.
+    /// Back up a stopped data dir directly, opened with the engine flags
+    /// below (not --mdbx.max-size-gib or --mdbx.growth-step-mib: the open
+    /// would keep them in the dir).
     #[arg(long = "data-dir", value_name = "DIR", conflicts_with = "endpoint")]
     pub data_dir: Option<PathBuf>,
     /// Ask a running daemon for an online backup (Admin.Backup).
@@ -205,7 +207,7 @@ pub struct RestoreArgs {
     /// The new data dir (absent or empty).
     #[arg(long, value_name = "DIR")]
     pub to: PathBuf,
-    /// Skip `check` after restoring.
+    /// Skip `check` after restoring (which the engine flags below size).
     #[arg(long)]
     pub no_check: bool,
     /// Engine sizing for the check after restoring.

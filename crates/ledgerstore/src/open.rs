@@ -100,9 +100,12 @@ pub fn existing(a: &StoreArgs) -> Result<Ledgerstore> {
 
 /// Opens a stopped data dir for an offline backup: offline (no rollback,
 /// no segment work), but with read-write engines, because a RocksDB
-/// checkpoint needs them.
+/// checkpoint needs them. An MDBX geometry from the environment is not
+/// applied (it would stay in the dir; `backup` refuses the flags).
 pub fn for_backup(a: &StoreArgs) -> Result<Ledgerstore> {
-    let cfg = crate::config::offline(&a.engines)?;
+    let mut cfg = crate::config::offline(&a.engines)?;
+    cfg.mdbx.max_size_gib = None;
+    cfg.mdbx.growth_step_mib = None;
     let opts = StoreOptions {
         create: false,
         report_jsonl: None,

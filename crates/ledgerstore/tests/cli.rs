@@ -288,6 +288,66 @@ fn backup_and_restore_take_the_engine_flags() {
     });
     assert!(!o.status.success());
     assert!(stderr(&o).contains("go with --data-dir"), "{}", stderr(&o));
+    // A backup never changes the dir it copies: MDBX geometry is refused.
+    let before = std::fs::read(dir.join("mdbx/tx_index/mdbx.dat")).expect("mdbx.dat");
+    for flag in ["--mdbx.growth-step-mib", "--mdbx.max-size-gib"] {
+        let mut c = bin();
+        c.arg("backup").arg("--data-dir").arg(&dir).arg("--to");
+        c.arg(tmp.path().join("b4")).args([flag, "64"]);
+        let o = run(c);
+        assert!(!o.status.success(), "{flag}");
+        assert!(
+            stderr(&o).contains("never changes the dir"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    // Nor from the environment: the backup is made, the geometry not kept.
+    let mut c = bin();
+    c.arg("backup").arg("--data-dir").arg(&dir).arg("--to");
+    c.arg(tmp.path().join("b5"));
+    let o = run({
+        c.env("LEDGERSTORE_MDBX__GROWTH_STEP_MIB", "64");
+        c
+    });
+    assert!(o.status.success(), "{}", stderr(&o));
+    let after = std::fs::read(dir.join("mdbx/tx_index/mdbx.dat")).expect("mdbx.dat");
+    assert!(before == after && !tmp.path().join("b4").exists());
+    // The flags reach the check: a policy the dir was not created with
+    // fails it, after a whole copy that stays.
+    let other = tmp.path().join("other");
+    let mut c = bin();
+    c.args(["restore", "--from"])
+        .arg(&backup)
+        .arg("--to")
+        .arg(&other);
+    c.args(["--segments.range-ledgers", "7"]);
+    let o = run(c);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("restored whole, and its check failed") && e.contains("range_ledgers"),
+        "{e}"
+    );
+    assert!(other.join("ledgerstore.json").exists());
+    // --no-check takes no engine flags, and reads no config.
+    let mut c = bin();
+    c.args(["restore", "--no-check", "--from"])
+        .arg(&backup)
+        .arg("--to");
+    c.arg(tmp.path().join("r2"))
+        .args(["--rocksdb.block-cache-mb", "3"]);
+    let o = run(c);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--no-check skips it"), "{}", stderr(&o));
+    let mut c = bin();
+    c.args(["restore", "--no-check", "--from"])
+        .arg(&backup)
+        .arg("--to");
+    c.arg(tmp.path().join("r2"))
+        .env("LEDGERSTORE_GRPC__LISTEN", "bogus");
+    let o = run(c);
+    assert!(o.status.success(), "{}", stderr(&o));
     // And the good flags restore and check.
     let o = verb(&restore_cmd, &backup, &restored, "3");
     assert!(o.status.success(), "{}", stderr(&o));

@@ -97,6 +97,17 @@ impl BackupLine<'_> {
 
 pub fn backup(a: BackupArgs) -> Result<()> {
     if let Some(dir) = &a.data_dir {
+        // The open for a backup is read-write (a RocksDB checkpoint needs
+        // it), and an explicit MDBX geometry is applied to the files and
+        // kept: a backup must not change the dir it copies.
+        if a.engines.mdbx_max_size_gib.is_some() || a.engines.mdbx_growth_step_mib.is_some() {
+            bail!(
+                "--mdbx.max-size-gib and --mdbx.growth-step-mib would change {}'s MDBX geometry \
+                 for good; a backup never changes the dir it copies (set them when the daemon or \
+                 an ingest opens it)",
+                dir.display()
+            );
+        }
         let store = open::for_backup(&StoreArgs {
             data_dir: dir.clone(),
             engines: a.engines.clone(),
@@ -184,8 +195,19 @@ pub fn backup(a: BackupArgs) -> Result<()> {
 }
 
 pub fn restore(a: RestoreArgs) -> Result<()> {
-    // The check's engine flags are refused before anything is copied.
-    crate::config::offline(&a.engines)?;
+    if a.no_check {
+        if a.engines != EngineFlags::default() {
+            bail!(
+                "the --rocksdb.*, --mdbx.* and --segments.* flags size the check after the \
+                 restore, and --no-check skips it"
+            );
+        }
+    } else {
+        // A value out of range is refused before anything is copied; one
+        // that differs from what the dir recorded (its segment policy, a
+        // page size) is refused by the check's open, after the copy.
+        crate::config::offline(&a.engines)?;
+    }
     let info = ledgerstore_store::restore(&a.from, &a.to)?;
     println!(
         "restored {} into {}: layout {}  mark {}  txs {}",
@@ -198,12 +220,21 @@ pub fn restore(a: RestoreArgs) -> Result<()> {
     if a.no_check {
         return Ok(());
     }
+    let to = a.to.clone();
     check(CheckArgs {
         store: StoreArgs {
             data_dir: a.to,
             engines: a.engines,
         },
         json: false,
+    })
+    .with_context(|| {
+        format!(
+            "{} was restored whole, and its check failed (the dir stays; `ledgerstore check \
+             --data-dir {}` checks it again)",
+            to.display(),
+            to.display()
+        )
     })
 }
 

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use crate::repeat::{self, Repeat};
 use crate::writer::{PART_KEYS, Retry, SegmentWriter};
 use crate::{
     KeyScheme, MAX_SALTS, MPH_PREFIX, MPH_SALTED_NH, SegmentError, SegmentInfo, SegmentResult,
@@ -110,28 +111,22 @@ impl SegmentBuilder {
             )));
         }
         // No MPH separates identical keys: refuse a repeated hash by name.
-        // Sorting by the whole hash also makes shared prefixes adjacent.
-        let mut sorted: Vec<&([u8; 32], TxPos)> = self.entries.iter().collect();
-        sorted.sort_unstable_by_key(|e| e.0);
-        if let Some(w) = sorted.windows(2).find(|w| w[0].0 == w[1].0) {
-            return Err(SegmentError::Invalid(format!(
+        let e = &self.entries;
+        match repeat::find(e.len(), |i| &e[i].0, kind == MPH_PREFIX) {
+            Some(Repeat::Hash(a, b)) => Err(SegmentError::Invalid(format!(
                 "tx hash {} appears twice, at ledger {} index {} and ledger {} index {}",
-                hex(&w[0].0),
-                w[0].1.seq,
-                w[0].1.index,
-                w[1].1.seq,
-                w[1].1.index
-            )));
-        }
-        if kind == MPH_PREFIX
-            && let Some(w) = sorted.windows(2).find(|w| w[0].0[..16] == w[1].0[..16])
-        {
-            return Err(SegmentError::Invalid(format!(
+                hex(&e[a].0),
+                e[a].1.seq,
+                e[a].1.index,
+                e[b].1.seq,
+                e[b].1.index
+            ))),
+            Some(Repeat::Prefix(a, _)) => Err(SegmentError::Invalid(format!(
                 "two hashes share the 128-bit prefix {} (MPH kind 1)",
-                hex(&w[0].0[..16])
-            )));
+                hex(&e[a].0[..16])
+            ))),
+            None => Ok(offsets),
         }
-        Ok(offsets)
     }
 
     /// [`write`](Self::write) with an optional hash list, MPH `kind`, a

@@ -241,9 +241,11 @@ pub fn scan(
     let mut r = BufReader::with_capacity(1 << 20, file);
     let mut sha = Sha256::new();
     sha.update(header);
+    // The error (and its path string) only when a read fails: made for
+    // every read, it was ~1% of a backfill's CPU.
     let mut read_exact = |buf: &mut [u8]| -> SegmentResult<()> {
         r.read_exact(buf)
-            .map_err(SegmentError::io(path, "reading"))?;
+            .map_err(|e| SegmentError::io(path, "reading")(e))?;
         sha.update(&*buf);
         Ok(())
     };
@@ -263,9 +265,7 @@ pub fn scan(
             continue;
         }
         hashes.resize(count, [0u8; 32]);
-        for h in &mut hashes {
-            read_exact(h)?;
-        }
+        read_exact(hashes.as_flattened_mut())?;
         f(first + li as u32, &hashes)?;
     }
     let mut sum = [0u8; 32];

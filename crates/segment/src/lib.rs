@@ -107,6 +107,7 @@ mod error;
 pub mod hashes;
 mod hashing;
 mod read;
+mod repeat;
 mod writer;
 pub use build::SegmentBuilder;
 pub use error::{SegmentError, SegmentResult};

@@ -20,6 +20,7 @@ use ph::fmph::keyset::SliceSourceWithRefs;
 use ph::fmph::{GOBuildConf, GOConf};
 
 use crate::hashing::HashingWriter;
+use crate::repeat::{self, Repeat};
 use crate::{
     CHECKSUM_BYTES, FINGERPRINT_BITS, HEADER_BYTES, KeyScheme, MAGIC, MPH_PREFIX, Mph,
     OFFSET_BLOCK, SegmentError, SegmentInfo, SegmentResult, VERSION, fingerprint, hex, info,
@@ -341,25 +342,23 @@ fn build_part(
     entries: &[([u8; 32], u32)],
 ) -> SegmentResult<Result<Part, Retry>> {
     let n = entries.len();
-    let mut by_hash: Vec<&([u8; 32], u32)> = entries.iter().collect();
-    by_hash.sort_unstable_by_key(|e| e.0);
-    if let Some(w) = by_hash.windows(2).find(|w| w[0].0 == w[1].0) {
-        return Err(SegmentError::Invalid(format!(
-            "tx hash {} appears twice (ordinals {} and {})",
-            hex(&w[0].0),
-            w[0].1,
-            w[1].1
-        )));
+    match repeat::find(n, |i| &entries[i].0, scheme == KeyScheme::Prefix) {
+        Some(Repeat::Hash(a, b)) => {
+            return Err(SegmentError::Invalid(format!(
+                "tx hash {} appears twice (ordinals {} and {})",
+                hex(&entries[a].0),
+                entries[a].1,
+                entries[b].1
+            )));
+        }
+        Some(Repeat::Prefix(a, _)) => {
+            return Err(SegmentError::Invalid(format!(
+                "two hashes share the 128-bit prefix {} (MPH kind {MPH_PREFIX})",
+                hex(&entries[a].0[..16])
+            )));
+        }
+        None => {}
     }
-    if scheme == KeyScheme::Prefix
-        && let Some(w) = by_hash.windows(2).find(|w| w[0].0[..16] == w[1].0[..16])
-    {
-        return Err(SegmentError::Invalid(format!(
-            "two hashes share the 128-bit prefix {} (MPH kind {MPH_PREFIX})",
-            hex(&w[0].0[..16])
-        )));
-    }
-    drop(by_hash);
     let keys: Vec<u128> = entries.iter().map(|(h, _)| scheme.key(h)).collect();
     let mut sorted = keys.clone();
     sorted.sort_unstable();

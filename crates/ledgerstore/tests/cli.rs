@@ -255,7 +255,7 @@ fn backup_and_restore_take_the_engine_flags() {
     let backup = tmp.path().join("backup");
     let o = verb(&backup_cmd, &dir, &backup, "3");
     assert!(o.status.success(), "{}", stderr(&o));
-    // The backup's open wrote each table's newest LOG.
+    // The backup's (read-write) open wrote each table's newest LOG.
     for table in ["ledgers", "tx_data"] {
         let caps = cache_capacities(&dir, table);
         assert!(
@@ -288,7 +288,7 @@ fn backup_and_restore_take_the_engine_flags() {
     });
     assert!(!o.status.success());
     assert!(stderr(&o).contains("go with --data-dir"), "{}", stderr(&o));
-    // A backup never changes the dir it copies: MDBX geometry is refused.
+    // A backup never changes the dir's settings: MDBX geometry is refused.
     let before = std::fs::read(dir.join("mdbx/tx_index/mdbx.dat")).expect("mdbx.dat");
     for flag in ["--mdbx.growth-step-mib", "--mdbx.max-size-gib"] {
         let mut c = bin();

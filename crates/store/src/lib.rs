@@ -81,7 +81,9 @@ pub struct StoreOptions {
     /// Segment ranges and dictionaries of the `indexed` layout.
     pub indexed: IndexedOptions,
     /// An offline reader (`stats`, `get`, `check`, an offline `backup`):
-    /// opening it never changes the data dir. It builds no segments, does
+    /// opening it changes none of the dir's data (an offline backup's
+    /// engines are read-write, so RocksDB writes its own MANIFEST, OPTIONS
+    /// and LOG, and replays a WAL a crash left). It builds no segments, does
     /// not roll back what an interrupted batch left above the mark (the
     /// mark hides it from reads, and the next writer's open removes it),
     /// does not finish an interrupted segment drop, and refuses `ingest`.

@@ -99,12 +99,12 @@ pub fn backup(a: BackupArgs) -> Result<()> {
     if let Some(dir) = &a.data_dir {
         // The open for a backup is read-write (a RocksDB checkpoint needs
         // it), and an explicit MDBX geometry is applied to the files and
-        // kept: a backup must not change the dir it copies.
+        // kept: a backup must not change the dir's settings.
         if a.engines.mdbx_max_size_gib.is_some() || a.engines.mdbx_growth_step_mib.is_some() {
             bail!(
                 "--mdbx.max-size-gib and --mdbx.growth-step-mib would change {}'s MDBX geometry \
-                 for good; a backup never changes the dir it copies (set them when the daemon or \
-                 an ingest opens it)",
+                 for good; a backup never changes the dir's settings (set them when the daemon \
+                 or an ingest opens it)",
                 dir.display()
             );
         }
@@ -230,8 +230,9 @@ pub fn restore(a: RestoreArgs) -> Result<()> {
     })
     .with_context(|| {
         format!(
-            "{} was restored whole, and its check failed (the dir stays; `ledgerstore check \
-             --data-dir {}` checks it again)",
+            "{} was restored whole, and its check failed (the dir stays; a setting that \
+             differs from the dir's, from a flag or LEDGERSTORE_*, is refused at the check's \
+             open; `ledgerstore check --data-dir {}` without it checks it again)",
             to.display(),
             to.display()
         )

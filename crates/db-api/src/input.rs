@@ -1,6 +1,13 @@
 //! What the ingest engine takes: ledgers with their transactions, as they
 //! arrive from a source (synthetic, Stellar files, or the gRPC stream).
 //! Nothing here is validated yet; the store's validator does that.
+//!
+//! A ledger's bytes and its transactions' parts are [`Bytes`]: a source
+//! that walked them out of one buffer (Stellar extraction) hands over
+//! slices of it, not copies, and [`crate::check_cuts`] then knows a part
+//! that is the very slice of `raw` its cut names without comparing bytes.
+
+use bytes::Bytes;
 
 /// One transaction of an incoming ledger.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -8,11 +15,11 @@ pub struct TxInput {
     /// Transaction hash; must be 32 bytes.
     pub hash: Vec<u8>,
     /// Envelope bytes.
-    pub envelope: Vec<u8>,
+    pub envelope: Bytes,
     /// Result bytes.
-    pub result: Vec<u8>,
+    pub result: Bytes,
     /// Meta bytes.
-    pub meta: Vec<u8>,
+    pub meta: Bytes,
     /// A second hash the transaction is found by (Stellar: a fee bump's
     /// inner transaction hash); 32 bytes, distinct from every other hash.
     pub alias: Option<Vec<u8>>,
@@ -42,7 +49,7 @@ pub struct LedgerInput {
     /// Close time, unix seconds.
     pub close_time: u64,
     /// Raw ledger bytes.
-    pub raw: Vec<u8>,
+    pub raw: Bytes,
     /// Transactions in apply order.
     pub txs: Vec<TxInput>,
     /// Where the transactions' parts sit in `raw`, when the source knows

@@ -24,6 +24,7 @@ pub mod skeleton;
 pub mod table;
 
 pub use body::{ALIAS_BODY, BodyForm, RAW_BODY, TxBody};
+pub use bytes::Bytes;
 pub use codec::{Compress, Decode, Decompress, Encode};
 pub use dict::{DictSet, Dictionary};
 pub use engine::{

@@ -611,9 +611,9 @@ mod tests {
         let raw = b"headEEEErrMMMMtail".to_vec();
         let txs = vec![TxInput {
             hash: vec![1; 32],
-            envelope: b"EEEE".to_vec(),
-            result: b"rr".to_vec(),
-            meta: b"MMMM".to_vec(),
+            envelope: b"EEEE".to_vec().into(),
+            result: b"rr".to_vec().into(),
+            meta: b"MMMM".to_vec().into(),
             alias: Some(vec![2; 32]),
         }];
         let cuts: Vec<Cut> = [(4, Part::Envelope), (8, Part::Result), (10, Part::Meta)]
@@ -648,9 +648,9 @@ mod tests {
                 ledger_seq: 5,
                 close_time: 9,
                 index: 0,
-                envelope: txs[0].envelope.clone(),
-                result: txs[0].result.clone(),
-                meta: txs[0].meta.clone(),
+                envelope: txs[0].envelope.to_vec(),
+                result: txs[0].result.to_vec(),
+                meta: txs[0].meta.to_vec(),
             };
             let whole = stored
                 .clone()

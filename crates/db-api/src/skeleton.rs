@@ -96,7 +96,9 @@ pub fn check_cuts(raw: &[u8], cuts: &[Cut], txs: &[TxInput]) -> DbResult<Vec<usi
                     ),
                 ));
             }
-            Some(b) if b != part => {
+            // A part walked out of `raw` is the slice its cut names
+            // (same address, same length): equal without comparing.
+            Some(b) if !std::ptr::eq(b.as_ptr(), part.as_ptr()) && b != part => {
                 return Err(bad(
                     i,
                     format!("the bytes at {start} are not tx {} {}", c.tx, c.part.name()),
@@ -328,14 +330,16 @@ fn get_varint(r: &mut crate::codec::Reader<'_>) -> DbResult<u64> {
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
+
     use super::*;
 
     fn tx(envelope: &[u8], result: &[u8], meta: &[u8]) -> TxInput {
         TxInput {
             hash: vec![0; 32],
-            envelope: envelope.to_vec(),
-            result: result.to_vec(),
-            meta: meta.to_vec(),
+            envelope: Bytes::copy_from_slice(envelope),
+            result: Bytes::copy_from_slice(result),
+            meta: Bytes::copy_from_slice(meta),
             alias: None,
         }
     }
@@ -378,6 +382,48 @@ mod tests {
         // No cuts: the skeleton is raw.
         let whole = split(&raw, &[], &txs).expect("split");
         assert_eq!(whole.bytes, raw);
+    }
+
+    /// Parts that are slices of `raw` itself, as Stellar extraction hands
+    /// them over: a slice at its cut's offset is taken without comparing
+    /// bytes; a slice of `raw` from elsewhere is still compared, so one
+    /// holding other bytes is refused and one holding the same bytes is
+    /// not.
+    #[test]
+    fn parts_sliced_from_raw_are_checked_by_where_they_sit() {
+        let (raw, owned, cuts) = ledger();
+        let raw = Bytes::from(raw);
+        let sliced = |at: &[(usize, usize, usize)]| -> Vec<TxInput> {
+            at.iter()
+                .map(|&(e, r, m)| {
+                    let of = |start: usize, part: Part| {
+                        let len = owned.iter().find_map(|t| {
+                            let p = t.part(part);
+                            raw[start..].starts_with(p).then_some(p.len())
+                        });
+                        raw.slice(start..start + len.expect("a part starts there"))
+                    };
+                    TxInput {
+                        hash: vec![0; 32],
+                        envelope: of(e, Part::Envelope),
+                        result: of(r, Part::Result),
+                        meta: of(m, Part::Meta),
+                        alias: None,
+                    }
+                })
+                .collect()
+        };
+        let txs = sliced(&[(2, 19, 21), (6, 13, 15)]);
+        assert_eq!(txs[1].envelope, owned[1].envelope);
+        let s = split(&raw, &cuts, &txs).expect("slices at their cuts");
+        assert_eq!(s, split(&raw, &cuts, &owned).expect("copies"));
+        // Tx 1's result sliced from where tx 0's sits ("r0" at 19, cut
+        // at 13 where "R1" is): other bytes, refused as a copy would be.
+        let wrong = sliced(&[(2, 19, 21), (6, 19, 15)]);
+        assert!(matches!(
+            check_cuts(&raw, &cuts, &wrong),
+            Err(DbError::BadCut { cut: 2, .. })
+        ));
     }
 
     #[test]
@@ -446,9 +492,9 @@ mod tests {
             |r: DbResult<Vec<u8>>| matches!(r, Err(DbError::Reassembly { seq: 9, .. }));
         // A body that changed (same length, other bytes; other length).
         let mut other = txs.clone();
-        other[1].meta = b"m1m2".to_vec();
+        other[1].meta = Bytes::from_static(b"m1m2");
         assert!(is_reassembly(s.join(9, part_of(&other))));
-        other[1].meta = b"m1m1m1".to_vec();
+        other[1].meta = Bytes::from_static(b"m1m1m1");
         assert!(is_reassembly(s.join(9, part_of(&other))));
         // A skeleton byte flipped; a missing body.
         let mut flipped = s.clone();

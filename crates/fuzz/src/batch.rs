@@ -59,7 +59,7 @@ impl Case {
             batch.push(LedgerInput {
                 seq,
                 close_time: u.arbitrary()?,
-                raw: vec![7; u.int_in_range(0..=7)?],
+                raw: vec![7; u.int_in_range(0..=7)?].into(),
                 txs,
                 cuts: Vec::new(),
             });
@@ -83,9 +83,9 @@ fn draw_tx(u: &mut Unstructured<'_>) -> Result<TxInput> {
     let mut body = || -> Result<Vec<u8>> { Ok(vec![1; u.int_in_range(0..=3)?]) };
     Ok(TxInput {
         hash,
-        envelope: body()?,
-        result: body()?,
-        meta: body()?,
+        envelope: body()?.into(),
+        result: body()?.into(),
+        meta: body()?.into(),
         alias: None,
     })
 }

@@ -380,7 +380,7 @@ fn ledgers_of(rel: &str, network: &str) -> FuzzResult<Vec<Vec<u8>>> {
     Ok(decode_file(&read(rel)?, rel, &net, ReadLimits::default())
         .map_err(|e| fixture_err(rel, e))?
         .into_iter()
-        .map(|l| l.raw)
+        .map(|l| l.raw.into())
         .collect())
 }
 
@@ -408,7 +408,7 @@ fn core_ledgers(max_stream: u64) -> FuzzResult<Vec<Vec<u8>>> {
             .map_err(|e| fixture_err(&name, e))?;
         let ledgers = decode_file(&bytes, &name, &net, ReadLimits::default())
             .map_err(|e| fixture_err(&name, e))?;
-        out.extend(ledgers.into_iter().map(|l| l.raw));
+        out.extend(ledgers.into_iter().map(|l| Vec::from(l.raw)));
     }
     Ok(out)
 }

@@ -126,8 +126,8 @@ fn store_and_verify(dir: &Path, layout: Layout, ledgers: &[LedgerInput], what: &
             let rec = rec.unwrap_or_else(|| panic!("{what}: ledger {} tx {i} missing", l.seq));
             assert_eq!((rec.ledger_seq, rec.index as usize), (l.seq, i), "{what}");
             assert_eq!(
-                (&rec.envelope, &rec.result, &rec.meta),
-                (&t.envelope, &t.result, &t.meta),
+                (&rec.envelope[..], &rec.result[..], &rec.meta[..]),
+                (&t.envelope[..], &t.result[..], &t.meta[..]),
                 "{what}: ledger {} tx {i}",
                 l.seq
             );

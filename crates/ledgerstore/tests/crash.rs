@@ -94,8 +94,8 @@ fn verify(dir: &std::path::Path, reported: Option<u32>) -> (u32, u64) {
             let rec = rec.unwrap_or_else(|| panic!("tx {i} of ledger {seq} missing"));
             assert_eq!((rec.ledger_seq, rec.index as usize), (seq, i));
             assert_eq!(
-                (&rec.envelope, &rec.result, &rec.meta),
-                (&tx.envelope, &tx.result, &tx.meta)
+                (&rec.envelope[..], &rec.result[..], &rec.meta[..]),
+                (&tx.envelope[..], &tx.result[..], &tx.meta[..])
             );
             bytes += tx.body_len() as u64;
         }

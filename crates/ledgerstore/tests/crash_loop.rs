@@ -197,7 +197,11 @@ async fn verify_after_restart(d: &Daemon, s: &Synth, t: &mut Tally, verified: &m
             .expect("stream")
             .unwrap_or_else(|| panic!("ledger {seq} is missing (mark {mark})"));
         let want = s.ledger(seq);
-        assert_eq!((l.seq, &l.raw), (seq, &want.raw), "ledger {seq} raw");
+        assert_eq!(
+            (l.seq, &l.raw),
+            (seq, &want.raw.to_vec()),
+            "ledger {seq} raw"
+        );
         t.bytes_verified += want.raw.len() as u64;
         window.push(want);
         if window.len() == 80 || seq == mark {

@@ -72,8 +72,8 @@ async fn push_then_query_every_rpc_and_scrape_metrics() {
         .into_inner();
     assert_eq!((r.ledger_seq, r.index), (7, 2));
     assert_eq!(
-        (&r.envelope, &r.result, &r.meta),
-        (&tx.envelope, &tx.result, &tx.meta)
+        (&r.envelope[..], &r.result[..], &r.meta[..]),
+        (&tx.envelope[..], &tx.result[..], &tx.meta[..])
     );
     assert_eq!(r.close_time, s.ledger(7).close_time);
 
@@ -336,14 +336,14 @@ async fn every_error_code_with_a_real_client() {
     );
 
     let mut big = s.ledger(3);
-    big.raw = vec![7; 200_000];
+    big.raw = vec![7; 200_000].into();
     let (_, end) = stream(&d, t, vec![request(vec![big])]).await;
     let e = end.expect("over limits.max_ledger_bytes");
     assert_eq!(e.code(), Code::ResourceExhausted);
     assert!(e.message().contains("limit 100000"), "{}", e.message());
 
     let mut huge = s.ledger(3);
-    huge.txs[0].meta = vec![7; 1_200_000];
+    huge.txs[0].meta = vec![7; 1_200_000].into();
     let (_, end) = stream(&d, t, vec![request(vec![huge])]).await;
     let e = end.expect("over grpc.max_message_bytes");
     assert_eq!(e.code(), Code::ResourceExhausted, "{}", e.message());

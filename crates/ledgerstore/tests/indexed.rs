@@ -124,8 +124,8 @@ async fn assert_served(d: &Daemon, last: u32) {
                 .as_ref()
                 .unwrap_or_else(|| panic!("ledger {} tx {i} missing", l.seq));
             assert_eq!(
-                (t.ledger_seq, &t.envelope, &t.result, &t.meta),
-                (l.seq, &tx.envelope, &tx.result, &tx.meta)
+                (t.ledger_seq, &t.envelope[..], &t.result[..], &t.meta[..]),
+                (l.seq, &tx.envelope[..], &tx.result[..], &tx.meta[..])
             );
             i += 1;
         }

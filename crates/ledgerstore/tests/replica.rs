@@ -514,7 +514,7 @@ async fn a_writer_killed_mid_publish_leaves_the_last_manifest_serving_and_finish
         let got = get_tx(&rep, &hash(seq)).await.expect("published");
         assert_eq!(
             (got.ledger_seq, got.envelope),
-            (seq, s.ledger(seq).txs[3].envelope.clone())
+            (seq, s.ledger(seq).txs[3].envelope.to_vec())
         );
     }
 
@@ -642,7 +642,7 @@ async fn a_writer_that_evicts_published_ranges_keeps_serving_them() {
             let got = get_tx(&w, &tx.hash).await.expect("served");
             assert_eq!(
                 (got.ledger_seq, got.index, &got.envelope),
-                (seq, i as u32, &tx.envelope)
+                (seq, i as u32, &tx.envelope.to_vec())
             );
         }
         let l = w

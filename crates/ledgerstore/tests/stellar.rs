@@ -249,7 +249,7 @@ fn cli_reads_a_data_lake_and_stops_at_a_gap_in_a_stream() {
             .expect("present");
         assert_eq!(
             (got.envelope, got.result, got.meta),
-            (t.envelope.clone(), t.result.clone(), t.meta.clone())
+            (t.envelope.to_vec(), t.result.to_vec(), t.meta.to_vec())
         );
     }
 }
@@ -258,11 +258,11 @@ fn hex_of(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-fn stellar_req(raw: Vec<u8>, network: &str) -> pb::IngestRequest {
+fn stellar_req(raw: impl Into<Vec<u8>>, network: &str) -> pb::IngestRequest {
     pb::IngestRequest {
         mode: pb::IngestMode::Live as i32,
         stellar_ledgers: vec![pb::StellarLedger {
-            ledger_close_meta: raw,
+            ledger_close_meta: raw.into(),
         }],
         stellar_network: network.into(),
         ..Default::default()

@@ -12,15 +12,15 @@ pub fn ledger_in(l: pb::Ledger) -> LedgerInput {
     LedgerInput {
         seq: l.seq,
         close_time: l.close_time,
-        raw: l.raw,
+        raw: l.raw.into(),
         txs: l
             .transactions
             .into_iter()
             .map(|t| TxInput {
                 hash: t.hash,
-                envelope: t.envelope,
-                result: t.result,
-                meta: t.meta,
+                envelope: t.envelope.into(),
+                result: t.result.into(),
+                meta: t.meta.into(),
                 alias: (!t.alias.is_empty()).then_some(t.alias),
             })
             .collect(),
@@ -40,15 +40,15 @@ pub fn ledger_pb(l: LedgerInput) -> pb::Ledger {
     pb::Ledger {
         seq: l.seq,
         close_time: l.close_time,
-        raw: l.raw,
+        raw: l.raw.into(),
         transactions: l
             .txs
             .into_iter()
             .map(|t| pb::Transaction {
                 hash: t.hash,
-                envelope: t.envelope,
-                result: t.result,
-                meta: t.meta,
+                envelope: t.envelope.into(),
+                result: t.result.into(),
+                meta: t.meta.into(),
                 alias: t.alias.unwrap_or_default(),
             })
             .collect(),

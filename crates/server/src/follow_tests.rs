@@ -18,7 +18,7 @@ fn ledger(seq: u32) -> LedgerInput {
     LedgerInput {
         seq,
         close_time: 1_700_000_000 + u64::from(seq) * 5,
-        raw: seq.to_be_bytes().repeat(8),
+        raw: seq.to_be_bytes().repeat(8).into(),
         txs: Vec::new(),
         cuts: Vec::new(),
     }

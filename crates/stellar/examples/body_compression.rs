@@ -225,7 +225,7 @@ fn main() {
                 let pick = move |l: &LedgerInput| -> Vec<Vec<u8>> {
                     l.txs
                         .iter()
-                        .map(|t| [&t.envelope, &t.result, &t.meta][part].clone())
+                        .map(|t| [&t.envelope, &t.result, &t.meta][part].to_vec())
                         .collect()
                 };
                 let mkc = |ls: &[LedgerInput]| -> Vec<Vec<u8>> {

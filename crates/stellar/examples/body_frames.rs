@@ -102,7 +102,7 @@ fn cut(ledgers: &[LedgerInput], target: usize, span: bool) -> Framed {
 fn lake(ledgers: &[LedgerInput]) -> Framed {
     let mut f = Framed::default();
     for l in ledgers {
-        f.frames.push(l.raw.clone());
+        f.frames.push(l.raw.to_vec());
         let at = f.frames.len() - 1;
         f.hits.extend(l.txs.iter().map(|_| (at, l.raw.len())));
     }

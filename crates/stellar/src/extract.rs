@@ -27,14 +27,15 @@
 //! Two implementations give the same [`LedgerInput`]:
 //! - the production path, [`ledger_from_xdr`] and [`from_slices`]: the
 //!   [`walk`](crate::walk) finds the byte ranges without decoding, hashes
-//!   come from slices, and the parts are copied out of `raw`;
+//!   come from slices, and the parts are slices of `raw` (one buffer,
+//!   shared: nothing is copied);
 //! - the reference, [`reference`] and [`extract`]: a full `stellar-xdr`
 //!   decode, `TransactionEnvelope::hash`, and each part re-encoded. Tests
 //!   and the `xdr` fuzz target hold the two to each other.
 
 use std::collections::HashMap;
 
-use ledgerstore_db_api::{Cut, LedgerInput, Part, TxInput};
+use ledgerstore_db_api::{Bytes, Cut, LedgerInput, Part, TxInput};
 use stellar_xdr::{
     GeneralizedTransactionSet, LedgerCloseMeta, LedgerHeader, Limits, ReadXdr, TransactionEnvelope,
     TransactionMeta, TransactionPhase, TransactionResultPair, TxSetComponent, WriteXdr,
@@ -57,13 +58,23 @@ pub fn limits(len: usize) -> Limits {
 /// Walks one `LedgerCloseMeta` in `bytes` (the whole slice) and extracts
 /// it; `raw` of the result is `bytes`. `at` names the source in errors
 /// (e.g. `stellar_ledgers[3]` or `file.xdr frame 2`).
-pub fn ledger_from_xdr(bytes: Vec<u8>, network: &Network, at: &str) -> StellarResult<LedgerInput> {
+pub fn ledger_from_xdr(
+    bytes: impl Into<Bytes>,
+    network: &Network,
+    at: &str,
+) -> StellarResult<LedgerInput> {
+    let bytes = bytes.into();
     let slices = walk(&bytes).map_err(|f| StellarError::walk(at, "LedgerCloseMeta", f))?;
     from_slices(&slices, bytes, network)
 }
 
 /// The reference for [`ledger_from_xdr`]: a full decode, then [`extract`].
-pub fn reference(bytes: Vec<u8>, network: &Network, at: &str) -> StellarResult<LedgerInput> {
+pub fn reference(
+    bytes: impl Into<Bytes>,
+    network: &Network,
+    at: &str,
+) -> StellarResult<LedgerInput> {
+    let bytes = bytes.into();
     let lcm = LedgerCloseMeta::from_xdr(&bytes, limits(bytes.len()))
         .map_err(|e| StellarError::xdr(at, "LedgerCloseMeta", e))?;
     extract(&lcm, bytes, network)
@@ -71,10 +82,10 @@ pub fn reference(bytes: Vec<u8>, network: &Network, at: &str) -> StellarResult<L
 
 /// A walked ledger ([`walk`]) to its [`LedgerInput`]: the same checks,
 /// errors and output as [`extract`], with every hash from slices of `raw`
-/// (the bytes `slices` were walked from) and every part copied from them.
+/// (the bytes `slices` were walked from) and every part a slice of it.
 pub fn from_slices(
     slices: &LedgerSlices,
-    raw: Vec<u8>,
+    raw: Bytes,
     network: &Network,
 ) -> StellarResult<LedgerInput> {
     let seq = slices.seq;
@@ -124,9 +135,9 @@ pub fn from_slices(
         }
         txs.push(TxInput {
             hash: hash.to_vec(),
-            envelope: env.envelope.of(&raw).to_vec(),
-            result: a.result.of(&raw).to_vec(),
-            meta: a.meta.of(&raw).to_vec(),
+            envelope: env.envelope.slice_of(&raw),
+            result: a.result.slice_of(&raw),
+            meta: a.meta.slice_of(&raw),
             alias: inner_hash(&raw, env, &network_id).map(|h| h.to_vec()),
         });
     }
@@ -219,9 +230,10 @@ fn processing(lcm: &LedgerCloseMeta) -> Vec<(&TransactionResultPair, &Transactio
 /// from.
 pub fn extract(
     lcm: &LedgerCloseMeta,
-    raw: Vec<u8>,
+    raw: impl Into<Bytes>,
     network: &Network,
 ) -> StellarResult<LedgerInput> {
+    let raw = raw.into();
     let h = header(lcm);
     let seq = h.ledger_seq;
     let mismatch = |detail: String| StellarError::Mismatch { seq, detail };
@@ -275,9 +287,9 @@ pub fn extract(
         };
         txs.push(TxInput {
             hash: hash.to_vec(),
-            envelope: to_xdr(env, seq, index, "envelope")?,
-            result: to_xdr(pair, seq, index, "result")?,
-            meta: to_xdr(meta, seq, index, "meta")?,
+            envelope: to_xdr(env, seq, index, "envelope")?.into(),
+            result: to_xdr(pair, seq, index, "result")?.into(),
+            meta: to_xdr(meta, seq, index, "meta")?.into(),
             alias,
         });
     }

@@ -15,7 +15,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-use ledgerstore_db_api::LedgerInput;
+use ledgerstore_db_api::{Bytes, LedgerInput};
 use stellar_xdr::{LedgerCloseMetaBatch, Limits, ReadXdr, WriteXdr};
 
 use crate::error::{StellarError, StellarResult};
@@ -78,14 +78,21 @@ pub fn maybe_decompress(bytes: &[u8], at: &str, max: u64) -> StellarResult<Vec<u
         at: at.to_string(),
         detail: e.to_string(),
     })?;
-    read_capped(decoder, at, max)
+    // Ledgers compress ~7-8× (the public lake's level 19; ~7× at level
+    // 3): room for 10× up front saves growing the buffer, and copying it,
+    // about three times a file. Address space only, within the cap.
+    let hint = (bytes.len() as u64)
+        .saturating_mul(10)
+        .min(max.saturating_add(1));
+    read_capped_into(decoder, at, max, usize::try_from(hint).unwrap_or(0))
 }
 
 /// The largest window the stream decoder accepts (zstd's default
 /// `ZSTD_WINDOWLOG_LIMIT_DEFAULT`, 2^27).
 const STREAM_WINDOW_MAX: u64 = 1 << 27;
 
-/// A frame that declares its size (Galexie's do) decompressed in one call
+/// A frame that declares its size (some writers' do; the 2024 SEP-54
+/// object in `../shared/data/stellar` does not) decompressed in one call
 /// straight into a buffer of that size: no stream buffer to copy out of,
 /// no growing. Only for frames the stream would take as they are: a
 /// declared size within `max` and the stream's window limit (so the
@@ -114,11 +121,16 @@ fn one_call(bytes: &[u8], max: u64) -> Option<Vec<u8>> {
 /// Reads `r` (a zstd decoder, or plain bytes) to its end, refusing more
 /// than `max` bytes: a zstd bomb or an oversize file stops there.
 pub fn read_capped(r: impl Read, at: &str, max: u64) -> StellarResult<Vec<u8>> {
+    read_capped_into(r, at, max, 0)
+}
+
+/// [`read_capped`] into a buffer with room for `capacity` bytes at first.
+fn read_capped_into(r: impl Read, at: &str, max: u64, capacity: usize) -> StellarResult<Vec<u8>> {
     let zstd_err = |detail: String| StellarError::Zstd {
         at: at.to_string(),
         detail,
     };
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(capacity);
     r.take(max + 1)
         .read_to_end(&mut out)
         .map_err(|e| zstd_err(format!("{e} (corrupt or truncated)")))?;
@@ -126,6 +138,13 @@ pub fn read_capped(r: impl Read, at: &str, max: u64) -> StellarResult<Vec<u8>> {
         return Err(zstd_err(format!(
             "decompresses to more than {max} bytes (the file limit)"
         )));
+    }
+    // The ledgers extracted from this buffer are slices of it and keep it
+    // whole while any lives (read-ahead holds several files): room left
+    // over from growing or from the hint is handed back (in place, for an
+    // allocation this size).
+    if out.capacity() - out.len() > out.len() / 8 {
+        out.shrink_to_fit();
     }
     Ok(out)
 }
@@ -159,7 +178,7 @@ fn decode_file_as(
     lim: ReadLimits,
     reference: bool,
 ) -> StellarResult<Vec<LedgerInput>> {
-    let plain = maybe_decompress(bytes, at, lim.max_file_bytes)?;
+    let plain = Bytes::from(maybe_decompress(bytes, at, lim.max_file_bytes)?);
     match Shape::sniff(&plain) {
         None => Err(StellarError::format(
             at,
@@ -186,13 +205,13 @@ fn decode_file_as(
 /// Walks an (uncompressed) `LedgerCloseMetaBatch`, checks that its
 /// ledgers are exactly `startSequence..=endSequence`, in order, and
 /// extracts each; a ledger's `raw` is its bytes in the batch.
-pub fn decode_batch(plain: &[u8], at: &str, network: &Network) -> StellarResult<Vec<LedgerInput>> {
+pub fn decode_batch(plain: &Bytes, at: &str, network: &Network) -> StellarResult<Vec<LedgerInput>> {
     let batch = walk_batch(plain).map_err(|f| StellarError::walk(at, "LedgerCloseMetaBatch", f))?;
     let seqs: Vec<u32> = batch.ledgers.iter().map(|(_, s)| s.seq).collect();
     check_batch(at, batch.start, batch.end, &seqs)?;
     let mut out = Vec::with_capacity(batch.ledgers.len());
     for (span, slices) in &batch.ledgers {
-        out.push(from_slices(slices, span.of(plain).to_vec(), network)?);
+        out.push(from_slices(slices, span.slice_of(plain), network)?);
     }
     Ok(out)
 }
@@ -432,7 +451,7 @@ pub fn check_refused_file(
                     ));
                 }
             }
-            let again = decode_batch(&canonical, "re-encoded", network)
+            let again = decode_batch(&Bytes::from(canonical), "re-encoded", network)
                 .map_err(|e| format!("the re-encoded batch, the walker: {e}"))?;
             if !again
                 .iter()

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::stream::{self, BoxStream, StreamExt};
-use ledgerstore_db_api::LedgerInput;
+use ledgerstore_db_api::{Bytes, LedgerInput};
 
 use crate::error::{StellarError, StellarResult};
 use crate::extract::ledger_from_xdr;
@@ -196,7 +196,8 @@ async fn open_one_file(
                 let t = Instant::now();
                 let unit = at.clone();
                 let (ledgers, n) = blocking(move || {
-                    let plain = crate::file::read_capped(reader, &at, lim.max_file_bytes)?;
+                    let plain =
+                        Bytes::from(crate::file::read_capped(reader, &at, lim.max_file_bytes)?);
                     let n = plain.len() as u64;
                     Ok((crate::file::decode_batch(&plain, &at, &network)?, n))
                 })

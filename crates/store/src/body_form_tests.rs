@@ -85,8 +85,8 @@ fn assert_reads(store: &Ledgerstore, ls: &[LedgerInput]) {
             let hash = TxHash::from_slice(&t.hash).expect("32");
             let rec = store.get_tx(&hash).expect("get").expect("found");
             assert_eq!(
-                (rec.ledger_seq, rec.index, &rec.envelope, &rec.meta),
-                (l.seq, i as u32, &t.envelope, &t.meta)
+                (rec.ledger_seq, rec.index, &rec.envelope[..], &rec.meta[..]),
+                (l.seq, i as u32, &t.envelope[..], &t.meta[..])
             );
         }
     }
@@ -236,7 +236,7 @@ fn backups_keep_the_form_and_packs_get_per_record_bodies_from_either() {
                 let body = TxBody::decompress(b).expect("body");
                 assert_ne!(body.dict_version, RAW_BODY, "{form}: packs hold frames");
                 let rec = body.record(&DictSet::default()).expect("record");
-                assert_eq!((rec.index, &rec.meta), (i as u32, &l.txs[i].meta));
+                assert_eq!((rec.index, &rec.meta[..]), (i as u32, &l.txs[i].meta[..]));
             }
         }
         let backup = tmp.path().join("backup");

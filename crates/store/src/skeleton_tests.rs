@@ -75,7 +75,7 @@ fn assert_whole(store: &Ledgerstore, want: &[LedgerInput], skeletons: u64) {
             .expect("range");
         assert_eq!(got.len(), want.len(), "chunk {chunk}");
         for (g, w) in got.iter().zip(want) {
-            assert_eq!((g.seq, &g.raw), (w.seq, &w.raw), "chunk {chunk}");
+            assert_eq!((g.seq, &g.raw[..]), (w.seq, &w.raw[..]), "chunk {chunk}");
         }
     }
     let report = store.check().expect("check");
@@ -194,14 +194,14 @@ fn damage_to_a_skeleton_or_a_body_is_named_never_served() {
     // Ledger 4: tx 1's meta holds other bytes of the same length.
     let l4 = &ledgers[3];
     let t = &l4.txs[1];
-    let mut meta = t.meta.clone();
+    let mut meta = t.meta.to_vec();
     meta[0] ^= 1;
     let body = TxRecord {
         ledger_seq: 4,
         close_time: l4.close_time,
         index: 1,
-        envelope: t.envelope.clone(),
-        result: t.result.clone(),
+        envelope: t.envelope.to_vec(),
+        result: t.result.to_vec(),
         meta,
     };
     let hash = TxHash::from_slice(&t.hash).expect("32");

@@ -79,8 +79,8 @@ fn every_layout_ingests_and_reads_back_exact_bytes() {
             (106, 3, l.close_time)
         );
         assert_eq!(
-            (&rec.envelope, &rec.result, &rec.meta),
-            (&tx.envelope, &tx.result, &tx.meta)
+            (&rec.envelope[..], &rec.result[..], &rec.meta[..]),
+            (&tx.envelope[..], &tx.result[..], &tx.meta[..])
         );
         assert_eq!(store.get_tx_ledger(&hash(tx)).expect("ledger"), Some(106));
         let ledger = store.get_ledger(106).expect("get").expect("found");

@@ -204,9 +204,9 @@ mod tests {
     fn tx(h: u8) -> TxInput {
         TxInput {
             hash: vec![h; 32],
-            envelope: vec![1],
-            result: vec![2],
-            meta: vec![3],
+            envelope: vec![1].into(),
+            result: vec![2].into(),
+            meta: vec![3].into(),
             alias: None,
         }
     }
@@ -215,7 +215,7 @@ mod tests {
         LedgerInput {
             seq,
             close_time: 1,
-            raw: vec![9; 8],
+            raw: vec![9; 8].into(),
             txs,
             cuts: Vec::new(),
         }
@@ -311,7 +311,9 @@ mod tests {
             e.contains("ledgers[0].cuts[0]: the bytes at 2 are not tx 0 envelope"),
             "{e}"
         );
-        l.raw[2] = 1;
+        let mut raw = l.raw.to_vec();
+        raw[2] = 1;
+        l.raw = raw.into();
         validate(&[l], None, &Limits::default()).expect("a cut holding its part");
     }
 
@@ -337,10 +339,10 @@ mod tests {
         let e = validate(&[ledger(1, vec![tx(1), tx(2)])], None, &limits).expect_err("txs");
         assert!(matches!(e, StoreError::TooLarge { .. }), "{e}");
         let mut big = ledger(1, vec![]);
-        big.raw = vec![0; 9];
+        big.raw = vec![0; 9].into();
         assert!(validate(&[big], None, &limits).is_err());
         let mut fat = tx(1);
-        fat.meta = vec![0; 2];
+        fat.meta = vec![0; 2].into();
         let e = validate(&[ledger(1, vec![fat])], None, &limits).expect_err("tx bytes");
         assert!(
             e.to_string()

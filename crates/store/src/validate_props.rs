@@ -32,9 +32,9 @@ fn tx() -> impl Strategy<Value = TxInput> {
     )
         .prop_map(|(hash, envelope, result, meta)| TxInput {
             hash,
-            envelope,
-            result,
-            meta,
+            envelope: envelope.into(),
+            result: result.into(),
+            meta: meta.into(),
             alias: None,
         })
 }
@@ -60,7 +60,7 @@ fn batch() -> impl Strategy<Value = Vec<LedgerInput>> {
                     LedgerInput {
                         seq: seq as u32,
                         close_time: 1,
-                        raw,
+                        raw: raw.into(),
                         txs,
                         cuts: Vec::new(),
                     }

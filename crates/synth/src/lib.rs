@@ -154,7 +154,7 @@ impl Synth {
         LedgerInput {
             seq,
             close_time: self.cfg.genesis_close_time + 5 * u64::from(seq),
-            raw,
+            raw: raw.into(),
             txs,
             // Synthetic raw holds no parts of its transactions: stored whole.
             cuts: Vec::new(),
@@ -188,7 +188,7 @@ impl Synth {
         }
         raw.extend_from_slice(b"tail");
         cuts.reverse();
-        l.raw = raw;
+        l.raw = raw.into();
         l.cuts = cuts;
         l
     }
@@ -245,9 +245,9 @@ impl Synth {
         structured(rng, ctx, &mut meta, self.cfg.meta_bytes);
         TxInput {
             hash: hash.to_vec(),
-            envelope,
-            result,
-            meta,
+            envelope: envelope.into(),
+            result: result.into(),
+            meta: meta.into(),
             alias: None,
         }
     }
@@ -331,7 +331,7 @@ mod tests {
         let mut tx_raw = 0usize;
         let mut tx_comp = 0usize;
         for tx in &l.txs {
-            let mut b = tx.envelope.clone();
+            let mut b = tx.envelope.to_vec();
             b.extend_from_slice(&tx.result);
             b.extend_from_slice(&tx.meta);
             tx_raw += b.len();

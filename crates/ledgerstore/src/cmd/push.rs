@@ -240,7 +240,7 @@ async fn send_stellar(
         for l in chunk.ledgers {
             range = Some((range.map_or(l.seq, |r| r.0), l.seq));
             pending.push(pb::StellarLedger {
-                ledger_close_meta: l.raw,
+                ledger_close_meta: l.raw.into(),
             });
             if pending.len() >= pace.per_request {
                 if tx

@@ -96,6 +96,15 @@ impl Span {
         raw.get(self.range()).unwrap_or(&[])
     }
 
+    /// [`Self::of`] as a slice of the shared buffer `raw`: the same bytes,
+    /// not copied (empty where [`Self::of`] is).
+    pub fn slice_of(&self, raw: &bytes::Bytes) -> bytes::Bytes {
+        match self.offset.checked_add(self.len) {
+            Some(end) if end <= raw.len() => raw.slice(self.offset..end),
+            _ => bytes::Bytes::new(),
+        }
+    }
+
     fn shift(self, by: usize) -> Self {
         Self {
             offset: self.offset - by,

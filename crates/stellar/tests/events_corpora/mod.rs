@@ -40,7 +40,7 @@ fn file(name: &str, network: &str) -> Vec<Vec<u8>> {
     decode_file(&read(name), name, &net, ReadLimits::default())
         .unwrap_or_else(|e| panic!("{name}: {e}"))
         .into_iter()
-        .map(|l| l.raw)
+        .map(|l| Vec::from(l.raw))
         .collect()
 }
 
@@ -65,7 +65,7 @@ pub fn corpus(name: &str) -> Vec<Vec<u8>> {
                 let net = Network::parse("(V) (;,,;) (V)").expect("network");
                 let ledgers = decode_file(&bytes, &path, &net, ReadLimits::default())
                     .unwrap_or_else(|e| panic!("{path}: {e}"));
-                out.extend(ledgers.into_iter().map(|l| l.raw));
+                out.extend(ledgers.into_iter().map(|l| Vec::from(l.raw)));
             }
             out
         }

@@ -68,8 +68,8 @@ pub(super) fn assert_all_readable(store: &Ledgerstore, s: &Synth, first: u32, la
             let rec = store.get_tx(&hash(tx)).expect("get").expect("found");
             assert_eq!((rec.ledger_seq, rec.index), (seq, i as u32));
             assert_eq!(
-                (&rec.envelope, &rec.result, &rec.meta),
-                (&tx.envelope, &tx.result, &tx.meta)
+                (&rec.envelope[..], &rec.result[..], &rec.meta[..]),
+                (&tx.envelope[..], &tx.result[..], &tx.meta[..])
             );
             assert_eq!(store.get_tx_ledger(&hash(tx)).expect("ledger"), Some(seq));
             hashes.push(hash(tx));

@@ -424,6 +424,17 @@ mod tests {
             check_cuts(&raw, &cuts, &wrong),
             Err(DbError::BadCut { cut: 2, .. })
         ));
+        // Tx 0's result sliced from a second "r0" after the tail, its
+        // cut still at 19: the same bytes elsewhere, compared and taken.
+        let mut longer = raw.to_vec();
+        longer.extend_from_slice(b"r0");
+        let longer = Bytes::from(longer);
+        let mut elsewhere = owned.clone();
+        elsewhere[0].result = longer.slice(26..28);
+        assert_eq!(
+            check_cuts(&longer, &cuts, &elsewhere).expect("same bytes"),
+            check_cuts(&longer, &cuts, &owned).expect("copies")
+        );
     }
 
     #[test]

@@ -240,7 +240,10 @@ async fn send_stellar(
         for l in chunk.ledgers {
             range = Some((range.map_or(l.seq, |r| r.0), l.seq));
             pending.push(pb::StellarLedger {
-                ledger_close_meta: l.raw.into(),
+                // A copy of its bytes: `raw` is a slice of its file's
+                // buffer, which a whole-buffer `Vec::from` would carry
+                // along as spare capacity.
+                ledger_close_meta: l.raw.to_vec(),
             });
             if pending.len() >= pace.per_request {
                 if tx

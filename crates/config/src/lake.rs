@@ -51,6 +51,11 @@ pub struct LakeConfig {
     pub backoff_max_ms: u64,
     /// Files fetched and decoded ahead of the writer, in parallel.
     pub read_ahead: u16,
+    /// Decoded ledgers that may wait for the writer of `ledgerstore
+    /// ingest` (the CLI; the daemon reads ahead `read_ahead` files only),
+    /// in MiB of their raw bytes: the source keeps decoding while a batch
+    /// commits.
+    pub decoded_ahead_mib: u32,
 }
 
 impl Default for LakeConfig {
@@ -70,6 +75,7 @@ impl Default for LakeConfig {
             backoff_initial_ms: 100,
             backoff_max_ms: 15_000,
             read_ahead: 8,
+            decoded_ahead_mib: 128,
         }
     }
 }
@@ -181,6 +187,13 @@ pub(crate) fn validate(lake: &LakeConfig, follow: &FollowConfig) -> Result<(), C
     }
     if !(1..=256).contains(&lake.read_ahead) {
         return Err(invalid("lake.read_ahead", lake.read_ahead, "1 to 256"));
+    }
+    if !(1..=65_536).contains(&lake.decoded_ahead_mib) {
+        return Err(invalid(
+            "lake.decoded_ahead_mib",
+            lake.decoded_ahead_mib,
+            "1 to 65536",
+        ));
     }
     Ok(())
 }

@@ -117,6 +117,10 @@ fn bad_values_name_the_key_and_the_expected_range() {
         ),
         ("[lake]\nread_ahead = 0\n", "lake.read_ahead = 0: 1 to 256"),
         (
+            "[lake]\ndecoded_ahead_mib = 0\n",
+            "lake.decoded_ahead_mib = 0: 1 to 65536",
+        ),
+        (
             "[lake]\nbackoff_initial_ms = 500\nbackoff_max_ms = 100\n",
             "lake.backoff_max_ms = 100: at least lake.backoff_initial_ms (500)",
         ),

@@ -470,6 +470,10 @@ pub struct IngestArgs {
     /// Ledgers per store batch.
     #[arg(long = "batch-ledgers", value_name = "N", default_value_t = 2000)]
     pub batch_ledgers: u32,
+    /// A Stellar source's batch also ends once its ledgers' raw bytes
+    /// reach this many MiB (dense ledgers: fewer than --batch-ledgers).
+    #[arg(long = "batch-mib", value_name = "MIB", default_value_t = 128)]
+    pub batch_mib: u32,
     /// Layout of a new data dir (default: indexed); an existing dir keeps
     /// the one it was created with, and a different value is an error
     /// ([db] layout; also --db.layout).

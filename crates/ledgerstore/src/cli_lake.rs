@@ -83,6 +83,15 @@ pub struct LakeFlags {
         value_name = "N"
     )]
     pub read_ahead: Option<i64>,
+    /// [lake] decoded_ahead_mib: decoded ledgers (MiB of their raw bytes)
+    /// that may wait for ingest's writer, so the source keeps decoding
+    /// while a batch commits.
+    #[arg(
+        id = "lake.decoded-ahead-mib",
+        long = "lake.decoded-ahead-mib",
+        value_name = "MIB"
+    )]
+    pub decoded_ahead_mib: Option<i64>,
 }
 
 /// `[follow]`: polling a lake for new files.

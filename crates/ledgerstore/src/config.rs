@@ -136,6 +136,12 @@ fn lake_overrides(l: &LakeFlags, o: &mut Overrides) {
     push(o, "lake.max_retries", l.max_retries.as_ref(), int);
     push(o, "lake.retry_timeout_ms", l.retry_timeout_ms.as_ref(), int);
     push(o, "lake.read_ahead", l.read_ahead.as_ref(), int);
+    push(
+        o,
+        "lake.decoded_ahead_mib",
+        l.decoded_ahead_mib.as_ref(),
+        int,
+    );
 }
 
 fn follow_overrides(f: &FollowFlags, o: &mut Overrides) {

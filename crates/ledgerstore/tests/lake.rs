@@ -171,6 +171,50 @@ fn http_lake_ingests_the_same_bytes_as_the_local_directory() {
 }
 
 #[test]
+fn batches_end_at_their_byte_cap_and_a_lead_smaller_than_a_file_still_passes_every_ledger() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (lake, want) = reference(tmp.path());
+    let dir = tmp.path().join("capped");
+    // Each of these ledgers is ~1 MB raw: 2 MiB ends a batch at its third
+    // ledger or sooner (never its fourth, the count's), and a 1 MiB lead is
+    // smaller than some files, which then wait for all of it.
+    let o = ingest(
+        &dir,
+        lake.to_str().expect("utf8"),
+        &["--batch-mib", "2", "--lake.decoded-ahead-mib", "1"],
+        &[],
+    );
+    let out = ok(&o, "ingest with a 2 MiB batch cap");
+    assert!(out.contains("4 ledgers or 2 MiB per batch"), "{out}");
+    let sizes: Vec<u64> = out
+        .lines()
+        .filter(|l| l.starts_with("batch #"))
+        .map(|l| {
+            let n = l.split(" (").nth(1).and_then(|r| r.split(' ').next());
+            n.and_then(|n| n.parse().ok())
+                .expect("a batch's ledger count")
+        })
+        .collect();
+    assert_eq!(sizes.iter().sum::<u64>(), 20, "{out}");
+    assert!(sizes.iter().all(|&n| (1..=3).contains(&n)), "{sizes:?}");
+    assert_eq!(contents(&dir), want, "the capped ingest stored other bytes");
+    assert_check_passes(&dir);
+
+    let o = ingest(
+        &tmp.path().join("zero"),
+        "/nonexistent",
+        &["--batch-mib", "0"],
+        &[],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("--batch-mib must be at least 1"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn http_503s_are_retried_with_backoff_then_succeed() {
     let tmp = tempfile::tempdir().expect("tmp");
     let lake = tmp.path().join("lake");

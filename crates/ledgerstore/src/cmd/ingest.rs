@@ -19,6 +19,10 @@ use crate::open;
 
 pub fn run(a: IngestArgs) -> Result<()> {
     ensure!(a.batch_ledgers >= 1, "--batch-ledgers must be at least 1");
+    ensure!(
+        a.batch_mib >= 1,
+        "--batch-mib must be at least 1 (MiB of raw ledger bytes a batch)"
+    );
     let cfg = crate::config::for_ingest(&a.stellar.lake, Some(&a.follow_flags), &a.events)?;
     let spec = stellar_spec(&a.source, &cfg)?;
     if spec.is_none() {

@@ -51,10 +51,9 @@ pub struct LakeConfig {
     pub backoff_max_ms: u64,
     /// Files fetched and decoded ahead of the writer, in parallel.
     pub read_ahead: u16,
-    /// Decoded ledgers that may wait for the writer of `ledgerstore
-    /// ingest` (the CLI; the daemon reads ahead `read_ahead` files only),
-    /// in MiB of their raw bytes: the source keeps decoding while a batch
-    /// commits.
+    /// Decoded ledgers that may wait for the writer (`ledgerstore ingest`
+    /// and the daemon's follower), in MiB of their raw bytes: the source
+    /// keeps decoding while a batch commits.
     pub decoded_ahead_mib: u32,
 }
 

@@ -190,8 +190,12 @@ impl Default for GrpcConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct IngestConfig {
-    /// Ledgers per store batch in bulk mode.
+    /// Ledgers per store batch in bulk mode (IngestLedgers and the
+    /// follower).
     pub bulk_batch_ledgers: u32,
+    /// A bulk batch also ends once its ledgers' bytes (raw, plus a
+    /// synthetic ledger's transactions) reach this many MiB.
+    pub bulk_batch_mib: u32,
     /// Live mode: a ledger is committed within this many milliseconds.
     pub live_max_latency_ms: u64,
     /// Batches queued between a stream's reader and the writer.
@@ -210,6 +214,7 @@ impl Default for IngestConfig {
     fn default() -> Self {
         Self {
             bulk_batch_ledgers: 2000,
+            bulk_batch_mib: 128,
             live_max_latency_ms: 1000,
             queue_batches: 2,
             max_ledgers_per_request: 1000,
@@ -596,6 +601,13 @@ impl Config {
                 "ingest.bulk_batch_ledgers",
                 i.bulk_batch_ledgers,
                 "1 to 100000",
+            ));
+        }
+        if !(1..=65_536).contains(&i.bulk_batch_mib) {
+            return Err(invalid(
+                "ingest.bulk_batch_mib",
+                i.bulk_batch_mib,
+                "1 to 65536",
             ));
         }
         if i.live_max_latency_ms == 0 {

@@ -121,6 +121,10 @@ fn bad_values_name_the_key_and_the_expected_range() {
             "lake.decoded_ahead_mib = 0: 1 to 65536",
         ),
         (
+            "[ingest]\nbulk_batch_mib = 0\n",
+            "ingest.bulk_batch_mib = 0: 1 to 65536",
+        ),
+        (
             "[lake]\nbackoff_initial_ms = 500\nbackoff_max_ms = 100\n",
             "lake.backoff_max_ms = 100: at least lake.backoff_initial_ms (500)",
         ),

@@ -126,4 +126,56 @@ impl LedgerInput {
     pub fn total_len(&self) -> usize {
         self.raw.len() + self.txs.iter().map(TxInput::body_len).sum::<usize>()
     }
+
+    /// Bytes this ledger keeps in memory: `raw`, plus its transactions'
+    /// parts when they are buffers of their own (no cuts: synthetic
+    /// ledgers). With cuts the parts are the ranges of `raw` they name.
+    pub fn held_len(&self) -> usize {
+        if self.cuts.is_empty() {
+            self.total_len()
+        } else {
+            self.raw.len()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ledgers(sizes: &[usize]) -> Vec<LedgerInput> {
+        sizes
+            .iter()
+            .zip(1u32..)
+            .map(|(&n, seq)| LedgerInput {
+                seq,
+                close_time: 0,
+                raw: vec![0u8; n].into(),
+                txs: Vec::new(),
+                cuts: Vec::new(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_ledger_holds_its_parts_apart_only_without_cuts() {
+        let tx = TxInput {
+            hash: vec![7; 32],
+            envelope: vec![1u8; 100].into(),
+            result: vec![2u8; 20].into(),
+            meta: vec![3u8; 300].into(),
+            alias: None,
+        };
+        let mut l = ledgers(&[1000]).remove(0);
+        l.txs = vec![tx];
+        // Synthetic: the parts are buffers of their own, and count.
+        assert_eq!(l.held_len(), 1420);
+        // Cut from `raw` (Stellar extraction): only `raw` is held.
+        l.cuts = vec![Cut {
+            offset: 0,
+            tx: 0,
+            part: Part::Envelope,
+        }];
+        assert_eq!(l.held_len(), 1000);
+    }
 }

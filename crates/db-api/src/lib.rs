@@ -10,6 +10,7 @@
 //! `ledgerstore-engine-mdbx` implement [`engine::KvStore`], and only the
 //! binary (through `ledgerstore-backends`) picks which one serves a table.
 
+pub mod batch;
 pub mod body;
 pub mod codec;
 pub mod dict;
@@ -23,6 +24,7 @@ pub mod records;
 pub mod skeleton;
 pub mod table;
 
+pub use batch::{Batcher, batch_len};
 pub use body::{ALIAS_BODY, BodyForm, RAW_BODY, TxBody};
 pub use bytes::Bytes;
 pub use codec::{Compress, Decode, Decompress, Encode};

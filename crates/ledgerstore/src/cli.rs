@@ -272,6 +272,10 @@ pub struct DaemonFlags {
     /// [ingest] bulk_batch_ledgers.
     #[arg(long = "ingest.bulk-batch-ledgers", value_name = "N")]
     pub ingest_bulk_batch_ledgers: Option<i64>,
+    /// [ingest] bulk_batch_mib: a bulk batch also ends at this many MiB of
+    /// its ledgers' bytes.
+    #[arg(long = "ingest.bulk-batch-mib", value_name = "MIB")]
+    pub ingest_bulk_batch_mib: Option<i64>,
     /// [ingest] live_max_latency_ms.
     #[arg(long = "ingest.live-max-latency-ms", value_name = "MS")]
     pub ingest_live_max_latency_ms: Option<i64>,
@@ -519,7 +523,8 @@ pub struct PushArgs {
     /// Bearer token of the daemon's Ingest service.
     #[arg(long, value_name = "TOKEN", env = "LEDGERSTORE_INGEST_TOKEN")]
     pub token: Option<String>,
-    /// bulk: the daemon batches (ingest.bulk_batch_ledgers); live: every
+    /// bulk: the daemon batches (ingest.bulk_batch_ledgers and
+    /// ingest.bulk_batch_mib); live: every
     /// ledger commits within ingest.live_max_latency_ms.
     #[arg(long, value_enum, default_value_t = Mode::Bulk)]
     pub mode: Mode,

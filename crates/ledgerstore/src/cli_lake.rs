@@ -84,8 +84,8 @@ pub struct LakeFlags {
     )]
     pub read_ahead: Option<i64>,
     /// [lake] decoded_ahead_mib: decoded ledgers (MiB of their raw bytes)
-    /// that may wait for ingest's writer, so the source keeps decoding
-    /// while a batch commits.
+    /// that may wait for the writer (ingest's, and the daemon's follower),
+    /// so the source keeps decoding while a batch commits.
     #[arg(
         id = "lake.decoded-ahead-mib",
         long = "lake.decoded-ahead-mib",

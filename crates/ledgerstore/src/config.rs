@@ -243,6 +243,12 @@ pub fn daemon(f: &DaemonFlags) -> Result<Config> {
     );
     push(
         &mut o,
+        "ingest.bulk_batch_mib",
+        f.ingest_bulk_batch_mib.as_ref(),
+        int,
+    );
+    push(
+        &mut o,
         "ingest.live_max_latency_ms",
         f.ingest_live_max_latency_ms.as_ref(),
         int,

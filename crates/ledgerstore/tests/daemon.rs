@@ -382,6 +382,42 @@ async fn every_error_code_with_a_real_client() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bulk_batches_end_at_their_byte_cap() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = Daemon::start(&tmp.path().join("data"), &["--ingest.bulk-batch-mib", "1"]).await;
+    // Each synthetic ledger holds ~800 KB: its raw bytes (~400 KB: the
+    // parts, then filler) and its transactions' parts apart (10 × 40,000
+    // bytes). 1 MiB ends every batch at its second ledger, where
+    // ingest.bulk_batch_ledgers (2,000) alone would make one batch.
+    let mut c = bin();
+    c.args(["push", "--synthetic", "--endpoint", &d.grpc])
+        .args(["--ledgers", "12", "--tx-per-ledger", "10"])
+        .args(["--tx-bytes", "40000", "--ledger-bytes", "1000"])
+        .args(["--request-ledgers", "1", "--seed", "5"]);
+    let o = c.output().expect("push");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("acked through ledger 12"),
+        "{}",
+        stdout(&o)
+    );
+    let m = d.metrics_text();
+    let batches = m
+        .lines()
+        .find_map(|l| l.strip_prefix("ledgerstore_ingest_batches_total "))
+        .and_then(|v| v.trim().parse::<f64>().ok());
+    assert_eq!(batches, Some(6.0), "{m}");
+    let mut q = d.query().await;
+    let status = q
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .expect("status")
+        .into_inner();
+    assert_eq!((status.durable_ledger, status.ledgers), (12, 12));
+    assert_eq!(status.last_batch.map(|b| b.ledgers), Some(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_mid_stream_then_resume_loses_and_duplicates_nothing() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("data");

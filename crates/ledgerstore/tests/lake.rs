@@ -477,6 +477,42 @@ async fn the_daemon_follows_a_lake_through_an_outage_and_a_restart() {
     });
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_follows_in_batches_capped_by_bytes_behind_a_lead_smaller_than_a_file() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (lake, want) = reference(tmp.path());
+    let dir = tmp.path().join("d");
+    // The 20 files are read in one round, only the last at the lake's tip:
+    // without the byte cap they would be one batch. Each ledger is ~1 MB
+    // raw, so 2 MiB ends a batch at its third ledger or sooner, and some
+    // files are larger than the 1 MiB lead (they wait for all of it).
+    let flags = [
+        "--follow.lake",
+        lake.to_str().expect("utf8"),
+        "--follow.poll-ms",
+        "100",
+        "--ingest.bulk-batch-mib",
+        "2",
+        "--lake.decoded-ahead-mib",
+        "1",
+    ];
+    let d = daemon_util::Daemon::start(&dir, &flags).await;
+    eventually(120, "caught up with the lake", async || {
+        durable(&d).await == Some(LAST)
+    })
+    .await;
+    let last = d.status().await.last_batch.expect("a batch report");
+    assert!((1..=3).contains(&last.ledgers), "{last:?}");
+    drop(d);
+    // The ledgers are 0.81 to 1.34 MB raw: batches of 2, 2, 3, 3, 3, 3, 3
+    // and the last one at the tip, as `ingest --batch-mib 2` cuts them.
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("MARK")).expect("MARK")).expect("json");
+    assert_eq!(m["batches"], 8, "{m}");
+    assert_check_passes(&dir);
+    assert_eq!(contents(&dir), want, "the daemon stored other bytes");
+}
+
 #[test]
 fn ingest_follow_commits_new_files_then_stops_on_interrupt() {
     let tmp = tempfile::tempdir().expect("tmp");

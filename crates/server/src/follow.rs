@@ -1,7 +1,11 @@
 //! The daemon's lake follower (`[follow] lake`): from the mark on, the
-//! lake's files are read ahead, gathered into `ingest.bulk_batch_ledgers`
-//! batches while behind, and committed at once whenever the lake's newest
-//! ledger is reached; then the lake is polled every `follow.poll_ms`.
+//! lake's files are read ahead, gathered into batches of
+//! `ingest.bulk_batch_ledgers` ledgers (or fewer, once their raw bytes
+//! reach `ingest.bulk_batch_mib`: [`Batcher`]) while behind, and committed at once
+//! whenever the lake's newest ledger is reached; then the lake is polled
+//! every `follow.poll_ms`. Decoded files wait for the writer in up to
+//! `lake.decoded_ahead_mib` of their raw bytes, so decoding goes on while
+//! a batch commits ([`ledgerstore_stellar::lead`]).
 //!
 //! - A failed round (after object_store's retries) is counted and retried
 //!   after the poll interval. Once the lake has failed for
@@ -14,17 +18,18 @@
 //! - If the follow task ends (it died), the ledgers in hand, whole and in
 //!   order, are committed, and following starts again from the mark after
 //!   the backoff, with nothing held over.
-//! - On shutdown the ledgers in hand are committed first.
+//! - On shutdown the batch being committed finishes, then the ledgers in
+//!   hand are committed, at most one batch's worth: the rest of a file cut
+//!   into several batches, and the files decoded ahead, are read again at
+//!   the next start.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use futures::StreamExt;
-use futures::stream::BoxStream;
 use ledgerstore_config::Config;
-use ledgerstore_db_api::LedgerInput;
+use ledgerstore_db_api::{Batcher, LedgerInput};
 use ledgerstore_stellar::{
-    DataLake, FollowEvent, Network, ReadLimits, SourceOptions, StellarError,
+    DataLake, FollowEvent, Forwarded, Lead, Network, ReadLimits, SourceOptions, StellarError,
 };
 use ledgerstore_store::Ledgerstore;
 use prometheus::{IntCounter, IntGauge};
@@ -126,7 +131,7 @@ impl Follower {
             }
         };
         fm.reachable.set(1);
-        let mut s = Session::new(fm);
+        let mut s = Session::new(fm, &self.cfg);
         let mut backoff = self.poll();
         loop {
             match self.session(&mut s).await {
@@ -169,28 +174,37 @@ impl Follower {
                 return Ended::Refused;
             }
         };
+        // Dropped with the session: that stops its forwarding and polling.
+        let events = ledgerstore_stellar::forward(
+            events,
+            Lead::new(self.cfg.lake.decoded_ahead_mib),
+            None,
+            false,
+        );
         self.consume(s, events).await
     }
 
     /// Commits what `events` (a session from the mark) yields, until
     /// shutdown, a refused batch, or the end of the follow task.
-    async fn consume(
-        &mut self,
-        s: &mut Session,
-        mut events: BoxStream<'static, FollowEvent>,
-    ) -> Ended {
+    async fn consume(&mut self, s: &mut Session, mut events: Forwarded) -> Ended {
         // Ledgers are held only within a session: one that ended with some
         // in hand committed or dropped them (they are read again).
         s.pending.clear();
-        let batch = self.cfg.ingest.bulk_batch_ledgers as usize;
         let mut stop = self.stop.clone();
         loop {
+            // A unit's room in the lead is given back as it is taken: from
+            // here its ledgers count against the batch's bounds.
             let ev = tokio::select! {
-                ev = events.next() => Some(ev),
+                biased;
                 _ = stop.wait_for(|s| *s) => None,
+                ev = events.recv() => Some(ev.map(|(ev, _room)| ev)),
             };
             let Some(ev) = ev else {
-                let _ = self.commit(s).await;
+                // Stop reading first: decoding ahead would compete with
+                // the last commit. At most one batch is committed.
+                drop(events);
+                let ledgers = s.pending.first();
+                let _ = self.commit_ledgers(s, ledgers).await;
                 return Ended::Stopped;
             };
             self.count_requests(s);
@@ -201,6 +215,7 @@ impl Follower {
                     tracing::error!(
                         "follow: the lake follower task ended; following again from the mark after a backoff"
                     );
+                    drop(events);
                     let _ = self.commit(s).await;
                     return Ended::Refused;
                 }
@@ -225,8 +240,16 @@ impl Follower {
                 }
                 Some(FollowEvent::Chunk { chunk, at_tip }) => {
                     self.succeeded(s).await;
-                    s.pending.extend(chunk.ledgers);
-                    if (s.pending.len() >= batch || at_tip) && !self.commit(s).await {
+                    s.pending.push(chunk.ledgers);
+                    // A stop between batches goes to the stop branch above.
+                    while !*self.stop.borrow()
+                        && let Some(full) = s.pending.full()
+                    {
+                        if !self.commit_ledgers(s, full).await {
+                            return Ended::Refused;
+                        }
+                    }
+                    if at_tip && !*self.stop.borrow() && !self.commit(s).await {
                         return Ended::Refused;
                     }
                 }
@@ -267,10 +290,16 @@ impl Follower {
 
     /// Commits the pending ledgers; false when the store refused them.
     async fn commit(&self, s: &mut Session) -> bool {
-        if s.pending.is_empty() {
+        let ledgers = s.pending.take_all();
+        self.commit_ledgers(s, ledgers).await
+    }
+
+    /// Commits `ledgers` (in order, after the mark); false when the store
+    /// refused them.
+    async fn commit_ledgers(&self, s: &mut Session, ledgers: Vec<LedgerInput>) -> bool {
+        if ledgers.is_empty() {
             return true;
         }
-        let ledgers = std::mem::take(&mut s.pending);
         let close_time = ledgers.last().map_or(0, |l| l.close_time);
         let store = Arc::clone(&self.store);
         let events = self.events.clone();
@@ -386,11 +415,11 @@ struct Session {
     serving: bool,
     last_close: Option<u64>,
     seen: (u64, u64),
-    pending: Vec<LedgerInput>,
+    pending: Batcher,
 }
 
 impl Session {
-    fn new(fm: FollowMetrics) -> Self {
+    fn new(fm: FollowMetrics, cfg: &Config) -> Self {
         Self {
             fm,
             failing_since: None,
@@ -398,7 +427,10 @@ impl Session {
             serving: true,
             last_close: None,
             seen: (0, 0),
-            pending: Vec::new(),
+            pending: Batcher::new(
+                cfg.ingest.bulk_batch_ledgers as usize,
+                u64::from(cfg.ingest.bulk_batch_mib) << 20,
+            ),
         }
     }
 }

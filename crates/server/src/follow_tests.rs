@@ -7,7 +7,7 @@ use futures::StreamExt;
 use ledgerstore_backends::Backends;
 use ledgerstore_config::Config;
 use ledgerstore_db_api::LedgerInput;
-use ledgerstore_stellar::{Chunk, DataLake, FollowEvent};
+use ledgerstore_stellar::{Chunk, DataLake, FollowEvent, Forwarded, Lead};
 use ledgerstore_store::{Ledgerstore, StoreOptions};
 use tokio::sync::watch;
 
@@ -25,10 +25,14 @@ fn ledger(seq: u32) -> LedgerInput {
 }
 
 fn chunk(first: u32, last: u32, at_tip: bool) -> FollowEvent {
+    chunk_of((first..=last).map(ledger).collect(), at_tip)
+}
+
+fn chunk_of(ledgers: Vec<LedgerInput>, at_tip: bool) -> FollowEvent {
     FollowEvent::Chunk {
         chunk: Chunk {
-            unit: format!("ledgers {first}..={last}"),
-            ledgers: (first..=last).map(ledger).collect(),
+            unit: format!("{} ledgers", ledgers.len()),
+            ledgers,
             read_bytes: 0,
             fetch: std::time::Duration::ZERO,
             decode: std::time::Duration::ZERO,
@@ -37,13 +41,26 @@ fn chunk(first: u32, last: u32, at_tip: bool) -> FollowEvent {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn after_the_follow_task_dies_the_next_session_starts_from_the_mark_with_nothing_held() {
-    let tmp = tempfile::tempdir().expect("tmp");
-    std::fs::create_dir_all(tmp.path().join("lake")).expect("lake dir");
+/// `events` as a session sees them: through the lead.
+fn led(events: Vec<FollowEvent>) -> Forwarded {
+    ledgerstore_stellar::forward(
+        futures::stream::iter(events).boxed(),
+        Lead::new(1),
+        None,
+        false,
+    )
+}
+
+/// A follower of an empty local lake on a new store, and the sender of its
+/// stop (held, or `consume` sees a stop).
+fn follower(
+    tmp: &std::path::Path,
+    cfg: Config,
+) -> (Follower, Arc<Ledgerstore>, Session, watch::Sender<bool>) {
+    std::fs::create_dir_all(tmp.join("lake")).expect("lake dir");
     let store = Arc::new(
         Ledgerstore::open(
-            &tmp.path().join("data"),
+            &tmp.join("data"),
             StoreOptions::default(),
             &Backends::for_tests(),
         )
@@ -51,30 +68,40 @@ async fn after_the_follow_task_dies_the_next_session_starts_from_the_mark_with_n
     );
     let metrics = Arc::new(Metrics::new().expect("metrics"));
     let (health, _) = tonic_health::server::health_reporter();
-    let (_stop_tx, stop) = watch::channel(false);
-    let mut f = Follower {
+    let (stop_tx, stop) = watch::channel(false);
+    let f = Follower {
         follow: Follow {
-            lake: Arc::new(DataLake::local(&tmp.path().join("lake")).expect("lake")),
+            lake: Arc::new(DataLake::local(&tmp.join("lake")).expect("lake")),
             requests: Arc::new(|| (0, 0)),
         },
         store: Arc::clone(&store),
-        cfg: Arc::new(Config::default()),
+        cfg: Arc::new(cfg),
         metrics: Arc::clone(&metrics),
         health,
         ingest_service: "ledgerstore.v1.Ingest",
         stop,
         events: None,
     };
-    let mut s = Session::new(FollowMetrics::new(&metrics).expect("follow metrics"));
+    let s = Session::new(
+        FollowMetrics::new(&metrics).expect("follow metrics"),
+        &f.cfg,
+    );
+    (f, store, s, stop_tx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_follow_task_dies_the_next_session_starts_from_the_mark_with_nothing_held() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (mut f, store, mut s, _stop) = follower(tmp.path(), Config::default());
 
     // A file's ledgers arrive (fewer than a batch, not at the tip), then
     // the follow task dies: its stream ends.
-    let events = futures::stream::iter([chunk(1, 3, false)]).boxed();
+    let events = led(vec![chunk(1, 3, false)]);
     assert_eq!(f.consume(&mut s, events).await, Ended::Refused);
 
     // The next session follows from the mark, as `session` asks it to.
     let from = store.last_ledger().map_or(1, |m| m + 1);
-    let events = futures::stream::iter([chunk(from, 6, true)]).boxed();
+    let events = led(vec![chunk(from, 6, true)]);
     assert_eq!(f.consume(&mut s, events).await, Ended::Refused);
     assert_eq!(
         store.last_ledger(),
@@ -87,4 +114,29 @@ async fn after_the_follow_task_dies_the_next_session_starts_from_the_mark_with_n
             "ledger {seq}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_ends_at_the_ledger_whose_bytes_reach_ingest_bulk_batch_mib() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let mut cfg = Config::default();
+    cfg.ingest.bulk_batch_mib = 1;
+    let (mut f, store, mut s, _stop) = follower(tmp.path(), cfg);
+    // Seven ledgers of 400 KiB in one file, not at the tip: the third
+    // brings a batch to 1.2 MiB, so ledgers 1..=3 and 4..=6 commit as the
+    // file arrives, and 7 waits for more (2,000 ledgers alone would have
+    // held all seven).
+    let big = |seq: u32| LedgerInput {
+        raw: vec![seq as u8; 400 << 10].into(),
+        ..ledger(seq)
+    };
+    let events = led(vec![chunk_of((1..=7).map(big).collect(), false)]);
+    // The stream then ends (the follow task died): what is held commits.
+    assert_eq!(f.consume(&mut s, events).await, Ended::Refused);
+    let mark = store.mark();
+    assert_eq!((mark.last, mark.batches), (Some(7), 3), "{mark:?}");
+    assert_eq!(
+        store.last_report().map(|r| (r.first_ledger, r.last_ledger)),
+        Some((7, 7))
+    );
 }

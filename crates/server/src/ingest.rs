@@ -1,5 +1,6 @@
 //! The Ingest service. Per stream: a reader task groups incoming ledgers
-//! into store batches (bulk: `ingest.bulk_batch_ledgers`; live: as soon as
+//! into store batches (bulk: `ingest.bulk_batch_ledgers`, or fewer once
+//! their bytes reach `ingest.bulk_batch_mib`; live: as soon as
 //! no further message is ready, or `ingest.live_max_latency_ms` after the
 //! oldest pending ledger) and hands them to a committer through a bounded
 //! queue (`ingest.queue_batches`). A fast client is slowed by HTTP/2 flow
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
-use ledgerstore_db_api::LedgerInput;
+use ledgerstore_db_api::{Batcher, LedgerInput};
 use ledgerstore_proto::v1 as pb;
 use ledgerstore_stellar::{Network, ledger_from_xdr};
 use ledgerstore_store::{IngestOutcome, Ledgerstore};
@@ -190,11 +191,13 @@ async fn read_loop(
     acks: &AckSender,
 ) -> Code {
     let cfg = &state.cfg.ingest;
-    let target = cfg.bulk_batch_ledgers as usize;
     let latency = Duration::from_millis(cfg.live_max_latency_ms);
     let mut shutdown = state.shutdown.clone();
     let mut live: Option<bool> = None;
-    let mut pending: Vec<LedgerInput> = Vec::new();
+    let mut pending = Batcher::new(
+        cfg.bulk_batch_ledgers as usize,
+        u64::from(cfg.bulk_batch_mib) << 20,
+    );
     let mut since: Option<Instant> = None;
     loop {
         // Live mode commits as soon as nothing more is ready to read.
@@ -235,10 +238,8 @@ async fn read_loop(
                         return code;
                     }
                 };
-                pending.extend(ledgers);
-                while pending.len() >= target {
-                    let rest = pending.split_off(target);
-                    let full = std::mem::replace(&mut pending, rest);
+                pending.push(ledgers);
+                while let Some(full) = pending.full() {
                     let source = since.map_or(Duration::ZERO, |t| t.elapsed());
                     since = (!pending.is_empty()).then(Instant::now);
                     if batches
@@ -354,7 +355,7 @@ async fn request_ledgers(
 
 /// Sends what is pending; false when the committer has stopped.
 async fn flush(
-    pending: &mut Vec<LedgerInput>,
+    pending: &mut Batcher,
     since: &mut Option<Instant>,
     batches: &mpsc::Sender<Batch>,
 ) -> bool {
@@ -362,7 +363,7 @@ async fn flush(
         return true;
     }
     let source = since.take().map_or(Duration::ZERO, |t| t.elapsed());
-    let ledgers = std::mem::take(pending);
+    let ledgers = pending.take_all();
     batches.send(Batch { ledgers, source }).await.is_ok()
 }
 

@@ -21,6 +21,8 @@
 //! - [`follow`]: a lake read from a ledger on, then polled for new files.
 //! - [`source`]: any of those read and decoded ahead of the writer, in
 //!   parallel and in order, with bounded memory.
+//! - [`lead`]: decoded units queued for the writer within a bound on
+//!   their bytes, so decoding goes on while a batch commits.
 //!
 //! The reference decode uses the `stellar-xdr` crate, whose schema the
 //! walker is generated from. Nothing here writes.
@@ -31,6 +33,7 @@ pub mod extract;
 pub mod file;
 pub mod follow;
 pub mod lake;
+pub mod lead;
 pub mod network;
 pub mod source;
 pub mod walk;
@@ -40,5 +43,6 @@ pub use extract::{extract, ledger_from_xdr};
 pub use file::{ReadLimits, Shape, decode_file};
 pub use follow::{FollowEvent, follow};
 pub use lake::{DataLake, LakeFile, Listing, Schema};
+pub use lead::{Forwarded, Lead, Led, forward};
 pub use network::Network;
 pub use source::{Chunk, Opened, SourceOptions, SourceSpec, open};

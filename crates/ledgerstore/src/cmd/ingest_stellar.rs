@@ -23,11 +23,10 @@ use anyhow::{Result, bail};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use ledgerstore_config::Config;
-use ledgerstore_db_api::LedgerInput;
+use ledgerstore_db_api::Batcher;
 use ledgerstore_objstore::RequestCounters;
-use ledgerstore_stellar::{Chunk, DataLake, FollowEvent, SourceSpec};
+use ledgerstore_stellar::{DataLake, FollowEvent, Lead, SourceSpec};
 use ledgerstore_store::Ledgerstore;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::cli::IngestArgs;
 use crate::cmd::source::{Stellar, open_stellar, resume_from, source_options};
@@ -100,21 +99,18 @@ pub(crate) fn run(a: &IngestArgs, src: Stellar, cfg: &Config, store: Ledgerstore
     if cfg.events.enabled {
         w = w.with_events(ledgerstore_server::events_settings(cfg));
     }
-    // The queue's length only bounds what carries no ledgers (a unit the
-    // range filtered out, the lake's newest): the lead bounds the bytes.
-    let (tx, mut rx) = tokio::sync::mpsc::channel(1024);
     let follow = a.follow;
-    rt.spawn(forward(
-        events,
-        tx,
-        follow,
-        Lead::new(cfg.lake.decoded_ahead_mib),
-    ));
-    let batch = a.batch_ledgers as usize;
-    let batch_bytes = u64::from(a.batch_mib) << 20;
-    let mut pending_bytes = 0u64;
+    let mut rx = {
+        let _rt = rt.enter();
+        ledgerstore_stellar::forward(
+            events,
+            Lead::new(cfg.lake.decoded_ahead_mib),
+            follow.then(interrupted),
+            !follow,
+        )
+    };
+    let mut pending = Batcher::new(a.batch_ledgers as usize, u64::from(a.batch_mib) << 20);
     let mut tally = SourceTally::default();
-    let mut pending: Vec<LedgerInput> = Vec::new();
     let mut waited = Duration::ZERO;
     let mut failure = None;
     let mut newest: Option<u32> = lake_newest;
@@ -152,21 +148,14 @@ pub(crate) fn run(a: &IngestArgs, src: Stellar, cfg: &Config, store: Ledgerstore
         tally.read_bytes += chunk.read_bytes;
         tally.fetch += chunk.fetch;
         tally.decode += chunk.decode;
-        pending_bytes += raw_bytes(&chunk);
-        pending.extend(chunk.ledgers);
-        loop {
-            let n = if pending.len() >= batch || pending_bytes >= batch_bytes {
-                batch_len(&pending, batch, batch_bytes)
-            } else if at_tip && !pending.is_empty() {
-                pending.len()
-            } else {
-                break;
-            };
-            let rest = pending.split_off(n);
-            let full = std::mem::replace(&mut pending, rest);
-            pending_bytes -= full.iter().map(|l| l.raw.len() as u64).sum::<u64>();
+        pending.push(chunk.ledgers);
+        while let Some(full) = pending.full() {
             tally.waited += waited;
             w.write(&full, std::mem::take(&mut waited))?;
+        }
+        if at_tip && !pending.is_empty() {
+            tally.waited += waited;
+            w.write(&pending.take_all(), std::mem::take(&mut waited))?;
         }
         let mbs = tally.read_bytes as f64 / 1e6 / started.elapsed().as_secs_f64().max(1e-9);
         progress.set_message(match newest {
@@ -177,7 +166,7 @@ pub(crate) fn run(a: &IngestArgs, src: Stellar, cfg: &Config, store: Ledgerstore
     // What arrived before a source error is valid and in order: keep it.
     if !pending.is_empty() {
         tally.waited += waited;
-        w.write(&pending, waited)?;
+        w.write(&pending.take_all(), waited)?;
     }
     let mark = w.finish()?;
     println!(
@@ -212,101 +201,25 @@ fn requests(c: Option<&RequestCounters>) -> String {
     }
 }
 
-/// Room for decoded ledgers waiting for the writer: `lake.decoded_ahead_mib`
-/// as KiB permits.
-struct Lead {
-    room: Arc<Semaphore>,
-    kib: u32,
-}
-
-impl Lead {
-    fn new(mib: u32) -> Self {
-        let kib = mib.saturating_mul(1024).max(1);
-        Self {
-            room: Arc::new(Semaphore::new(kib as usize)),
-            kib,
-        }
-    }
-
-    /// Waits for room for `ev` (a unit's raw bytes; a unit larger than the
-    /// whole lead takes all of it, so it waits alone), and takes it.
-    async fn room_for(&self, ev: &FollowEvent) -> Option<OwnedSemaphorePermit> {
-        let FollowEvent::Chunk { chunk, .. } = ev else {
-            return None;
-        };
-        let kib = u32::try_from(raw_bytes(chunk).div_ceil(1024)).unwrap_or(u32::MAX);
-        Arc::clone(&self.room)
-            .acquire_many_owned(kib.min(self.kib))
-            .await
-            .ok()
-    }
-}
-
-/// The ledgers of the next batch: up to `max_ledgers`, ending with the
-/// one whose raw bytes reach `max_bytes` (at least one ledger).
-fn batch_len(pending: &[LedgerInput], max_ledgers: usize, max_bytes: u64) -> usize {
-    let mut bytes = 0u64;
-    for (i, l) in pending.iter().take(max_ledgers).enumerate() {
-        bytes += l.raw.len() as u64;
-        if bytes >= max_bytes {
-            return i + 1;
-        }
-    }
-    pending.len().min(max_ledgers)
-}
-
-fn raw_bytes(chunk: &Chunk) -> u64 {
-    chunk.ledgers.iter().map(|l| l.raw.len() as u64).sum()
-}
-
-/// Passes events on until the receiver goes, or (following) until Ctrl-C,
-/// each unit once the lead has room for it.
+/// Ctrl-C while following: forwarding stops, and what arrived is
+/// committed.
 ///
 /// The SIGINT listener is made once, before the first event: a signal
 /// that arrives while no listener exists is swallowed by tokio's handler
 /// (installed process-wide at the first listener), so a listener made
-/// afresh in each turn of the loop missed a Ctrl-C that came while an
-/// event was being handed over, and `--follow` then never stopped
-/// (seen in `ingest_follow_commits_new_files_then_stops_on_interrupt`).
-async fn forward(
-    mut events: BoxStream<'static, FollowEvent>,
-    tx: tokio::sync::mpsc::Sender<(FollowEvent, Option<OwnedSemaphorePermit>)>,
-    follow: bool,
-    lead: Lead,
-) {
+/// afresh in each turn of the forwarding loop missed a Ctrl-C that came
+/// while an event was being handed over, and `--follow` then never
+/// stopped (seen in `ingest_follow_commits_new_files_then_stops_on_interrupt`).
+fn interrupted() -> futures::future::BoxFuture<'static, ()> {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut sigint = if follow {
-        match signal(SignalKind::interrupt()) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                eprintln!("cannot listen for Ctrl-C ({e}): stop with SIGTERM");
-                None
-            }
-        }
-    } else {
-        None
-    };
-    loop {
-        let next = async {
-            let ev = events.next().await?;
-            let room = lead.room_for(&ev).await;
-            Some((ev, room))
-        };
-        let next = match sigint.as_mut() {
-            Some(sig) => tokio::select! {
-                biased;
-                _ = sig.recv() => {
-                    eprintln!("interrupted: committing what arrived, then stopping");
-                    return;
-                }
-                next = next => next,
-            },
-            None => next.await,
-        };
-        let Some((ev, room)) = next else { return };
-        let stop = !follow && matches!(ev, FollowEvent::Error(_));
-        if tx.send((ev, room)).await.is_err() || stop {
-            return;
+    match signal(SignalKind::interrupt()) {
+        Ok(mut sig) => Box::pin(async move {
+            sig.recv().await;
+            eprintln!("interrupted: committing what arrived, then stopping");
+        }),
+        Err(e) => {
+            eprintln!("cannot listen for Ctrl-C ({e}): stop with SIGTERM");
+            Box::pin(std::future::pending())
         }
     }
 }
@@ -348,81 +261,4 @@ async fn open_follow(
     );
     let poll = Duration::from_millis(cfg.follow.poll_ms);
     Ok(ledgerstore_stellar::follow(Arc::clone(lake), opts, poll)?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ledgers(sizes: &[usize]) -> Vec<LedgerInput> {
-        sizes
-            .iter()
-            .zip(1u32..)
-            .map(|(&n, seq)| LedgerInput {
-                seq,
-                close_time: 0,
-                raw: vec![0u8; n].into(),
-                txs: Vec::new(),
-                cuts: Vec::new(),
-            })
-            .collect()
-    }
-
-    #[test]
-    fn a_batch_ends_at_its_ledger_count_or_with_the_ledger_that_reaches_its_bytes() {
-        let l = ledgers(&[10, 10, 10, 10, 10]);
-        // The count ends it before the bytes do.
-        assert_eq!(batch_len(&l, 2, 1000), 2);
-        // The third ledger reaches 30 bytes: it is the batch's last.
-        assert_eq!(batch_len(&l, 5, 30), 3);
-        assert_eq!(batch_len(&l, 5, 25), 3);
-        // A ledger larger than the cap is a batch of its own.
-        assert_eq!(batch_len(&ledgers(&[100, 1]), 5, 30), 1);
-        // Neither reached: every pending ledger (the caller's tail).
-        assert_eq!(batch_len(&l, 9, 1000), 5);
-        assert_eq!(batch_len(&l[..0], 9, 1000), 0);
-    }
-
-    #[tokio::test]
-    async fn the_lead_gives_a_unit_room_for_its_bytes_and_a_larger_one_all_of_it() {
-        let lead = Lead::new(1);
-        let chunk = |sizes: &[usize]| FollowEvent::Chunk {
-            chunk: Chunk {
-                unit: "u".into(),
-                ledgers: ledgers(sizes),
-                read_bytes: 0,
-                fetch: Duration::ZERO,
-                decode: Duration::ZERO,
-            },
-            at_tip: false,
-        };
-        let a = lead.room_for(&chunk(&[1000, 1100])).await.expect("room");
-        assert_eq!(a.num_permits(), 3, "2,100 bytes take 3 KiB");
-        assert_eq!(lead.room.available_permits(), 1021);
-        // Larger than the whole lead: waits until everything is given
-        // back, then takes all of it.
-        let big = chunk(&[5 << 20]);
-        let waiting = lead.room_for(&big);
-        tokio::pin!(waiting);
-        assert!(
-            futures::poll!(&mut waiting).is_pending(),
-            "waits while another unit holds room"
-        );
-        drop(a);
-        let b = waiting.await.expect("room");
-        assert_eq!(b.num_permits(), 1024);
-        assert_eq!(lead.room.available_permits(), 0);
-        // A unit of no ledgers (the range filtered it out) and what is not
-        // a unit take no room, even with none left.
-        let empty = chunk(&[]);
-        let none = lead.room_for(&empty);
-        tokio::pin!(none);
-        match futures::poll!(&mut none) {
-            std::task::Poll::Ready(Some(p)) => assert_eq!(p.num_permits(), 0),
-            other => panic!("an empty unit waited for room: {other:?}"),
-        }
-        assert!(lead.room_for(&FollowEvent::UpToDate).await.is_none());
-        drop(b);
-        assert_eq!(lead.room.available_permits(), 1024);
-    }
 }

@@ -138,12 +138,13 @@ mod tests {
 
     #[test]
     fn the_batcher_cuts_full_batches_in_order_and_keeps_its_byte_count() {
-        let mut b = Batcher::new(3, 25);
+        let mut b = Batcher::new(5, 25);
         b.push(ledgers(&[10, 10]));
         assert_eq!((b.len(), b.bytes()), (2, 20));
         assert!(b.full().is_none(), "neither bound reached");
-        // A unit of four more: the bytes end the first batch at its third
-        // ledger, then the rest (40 bytes) holds another.
+        // A unit of four more: the bytes (not the count of 5) end the
+        // first batch at its third ledger, then the rest (30 bytes) holds
+        // another.
         b.push(ledgers(&[1, 2, 3, 4]).into_iter().map(|mut l| {
             l.seq += 2;
             l.raw = vec![0u8; 10].into();

@@ -137,6 +137,9 @@ impl Follower {
             match self.session(&mut s).await {
                 Ended::Stopped => return,
                 Ended::Refused => {
+                    // Nothing is held over a backoff: the next session
+                    // reads from the mark.
+                    s.pending.clear();
                     tokio::select! {
                         _ = tokio::time::sleep(backoff) => {}
                         _ = self.stop.wait_for(|s| *s) => return,

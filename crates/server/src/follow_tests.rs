@@ -140,3 +140,51 @@ async fn a_batch_ends_at_the_ledger_whose_bytes_reach_ingest_bulk_batch_mib() {
         Some((7, 7))
     );
 }
+
+/// A session over `events`, then a source that never ends (a follower
+/// waiting at the lake's tip).
+fn led_then_waiting(events: Vec<FollowEvent>) -> Forwarded {
+    ledgerstore_stellar::forward(
+        futures::stream::iter(events)
+            .chain(futures::stream::pending())
+            .boxed(),
+        Lead::new(1),
+        None,
+        false,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_commits_the_ledgers_in_hand_and_wins_over_a_ready_event() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let mut cfg = Config::default();
+    cfg.ingest.bulk_batch_mib = 1;
+    let (mut f, store, mut s, stop) = follower(tmp.path(), cfg);
+    let big = |seq: u32| LedgerInput {
+        raw: vec![seq as u8; 400 << 10].into(),
+        ..ledger(seq)
+    };
+    // Seven ledgers, not at the tip: 1..=3 and 4..=6 commit as they
+    // arrive, 7 is held while the source waits. The stop then commits it.
+    let events = led_then_waiting(vec![chunk_of((1..=7).map(big).collect(), false)]);
+    let watcher = {
+        let store = Arc::clone(&store);
+        tokio::spawn(async move {
+            while store.last_ledger() != Some(6) {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            stop.send_replace(true);
+            stop
+        })
+    };
+    assert_eq!(f.consume(&mut s, events).await, Ended::Stopped);
+    let mark = store.mark();
+    assert_eq!((mark.last, mark.batches), (Some(7), 3), "{mark:?}");
+
+    // Stopped already: a session whose first event is ready commits
+    // nothing (it is read again at the next start).
+    let _stop = watcher.await.expect("watcher");
+    let events = led(vec![chunk_of((8..=9).map(big).collect(), true)]);
+    assert_eq!(f.consume(&mut s, events).await, Ended::Stopped);
+    assert_eq!(store.last_ledger(), Some(7));
+}

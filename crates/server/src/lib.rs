@@ -325,7 +325,8 @@ impl Running {
             let _ = p.await;
         }
         if let Some(f) = follower {
-            // It commits the ledgers in hand before it returns.
+            // It finishes its commit, and commits at most one batch of the
+            // ledgers in hand, before it returns.
             let _ = f.await;
         }
         if let Some(events) = state.events_for_shutdown() {

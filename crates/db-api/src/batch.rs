@@ -104,17 +104,8 @@ mod tests {
     use super::*;
 
     fn ledgers(sizes: &[usize]) -> Vec<LedgerInput> {
-        sizes
-            .iter()
-            .zip(1u32..)
-            .map(|(&n, seq)| LedgerInput {
-                seq,
-                close_time: 0,
-                raw: vec![0u8; n].into(),
-                txs: Vec::new(),
-                cuts: Vec::new(),
-            })
-            .collect()
+        let ledger = |(n, seq)| LedgerInput::without_txs(seq, 0, vec![0u8; n].into());
+        sizes.iter().copied().zip(1u32..).map(ledger).collect()
     }
 
     fn seqs(b: &[LedgerInput]) -> Vec<u32> {

@@ -113,6 +113,17 @@ pub struct Cut {
 }
 
 impl LedgerInput {
+    /// A ledger of `raw` bytes that carries no transactions.
+    pub fn without_txs(seq: u32, close_time: u64, raw: Bytes) -> LedgerInput {
+        LedgerInput {
+            seq,
+            close_time,
+            raw,
+            txs: Vec::new(),
+            cuts: Vec::new(),
+        }
+    }
+
     /// The same ledger without cuts: what a source that does not know
     /// where the parts sit gives (Stellar extraction's reference path).
     pub fn without_cuts(&self) -> LedgerInput {
@@ -144,17 +155,8 @@ mod tests {
     use super::*;
 
     fn ledgers(sizes: &[usize]) -> Vec<LedgerInput> {
-        sizes
-            .iter()
-            .zip(1u32..)
-            .map(|(&n, seq)| LedgerInput {
-                seq,
-                close_time: 0,
-                raw: vec![0u8; n].into(),
-                txs: Vec::new(),
-                cuts: Vec::new(),
-            })
-            .collect()
+        let ledger = |(n, seq)| LedgerInput::without_txs(seq, 0, vec![0u8; n].into());
+        sizes.iter().copied().zip(1u32..).map(ledger).collect()
     }
 
     #[test]

@@ -407,12 +407,7 @@ async fn bulk_batches_end_at_their_byte_cap() {
         .find_map(|l| l.strip_prefix("ledgerstore_ingest_batches_total "))
         .and_then(|v| v.trim().parse::<f64>().ok());
     assert_eq!(batches, Some(6.0), "{m}");
-    let mut q = d.query().await;
-    let status = q
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .expect("status")
-        .into_inner();
+    let status = d.status().await;
     assert_eq!((status.durable_ledger, status.ledgers), (12, 12));
     assert_eq!(status.last_batch.map(|b| b.ledgers), Some(2));
 }

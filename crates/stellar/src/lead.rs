@@ -152,13 +152,7 @@ mod tests {
                 ledgers: sizes
                     .iter()
                     .zip(1u32..)
-                    .map(|(&n, seq)| LedgerInput {
-                        seq,
-                        close_time: 0,
-                        raw: vec![0u8; n].into(),
-                        txs: Vec::new(),
-                        cuts: Vec::new(),
-                    })
+                    .map(|(&n, seq)| LedgerInput::without_txs(seq, 0, vec![0u8; n].into()))
                     .collect(),
                 read_bytes: 0,
                 fetch: Duration::ZERO,

@@ -41,14 +41,14 @@ fn chunk_of(ledgers: Vec<LedgerInput>, at_tip: bool) -> FollowEvent {
     }
 }
 
-/// `events` as a session sees them: through the lead.
+/// `events` as a session sees them: through the lead, then the end of
+/// the stream (the follow task died).
 fn led(events: Vec<FollowEvent>) -> Forwarded {
-    ledgerstore_stellar::forward(
-        futures::stream::iter(events).boxed(),
-        Lead::new(1),
-        None,
-        false,
-    )
+    through_lead(futures::stream::iter(events).boxed())
+}
+
+fn through_lead(events: futures::stream::BoxStream<'static, FollowEvent>) -> Forwarded {
+    ledgerstore_stellar::forward(events, Lead::new(1), None, false)
 }
 
 /// A follower of an empty local lake on a new store, and the sender of its
@@ -116,20 +116,29 @@ async fn after_the_follow_task_dies_the_next_session_starts_from_the_mark_with_n
     }
 }
 
+/// `ingest.bulk_batch_mib = 1`: three [`big`] ledgers end a batch.
+fn one_mib_batches() -> Config {
+    let mut cfg = Config::default();
+    cfg.ingest.bulk_batch_mib = 1;
+    cfg
+}
+
+/// A ledger of 400 KiB.
+fn big(seq: u32) -> LedgerInput {
+    LedgerInput {
+        raw: vec![seq as u8; 400 << 10].into(),
+        ..ledger(seq)
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_ends_at_the_ledger_whose_bytes_reach_ingest_bulk_batch_mib() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let mut cfg = Config::default();
-    cfg.ingest.bulk_batch_mib = 1;
-    let (mut f, store, mut s, _stop) = follower(tmp.path(), cfg);
+    let (mut f, store, mut s, _stop) = follower(tmp.path(), one_mib_batches());
     // Seven ledgers of 400 KiB in one file, not at the tip: the third
     // brings a batch to 1.2 MiB, so ledgers 1..=3 and 4..=6 commit as the
     // file arrives, and 7 waits for more (2,000 ledgers alone would have
     // held all seven).
-    let big = |seq: u32| LedgerInput {
-        raw: vec![seq as u8; 400 << 10].into(),
-        ..ledger(seq)
-    };
     let events = led(vec![chunk_of((1..=7).map(big).collect(), false)]);
     // The stream then ends (the follow task died): what is held commits.
     assert_eq!(f.consume(&mut s, events).await, Ended::Refused);
@@ -144,26 +153,17 @@ async fn a_batch_ends_at_the_ledger_whose_bytes_reach_ingest_bulk_batch_mib() {
 /// A session over `events`, then a source that never ends (a follower
 /// waiting at the lake's tip).
 fn led_then_waiting(events: Vec<FollowEvent>) -> Forwarded {
-    ledgerstore_stellar::forward(
+    through_lead(
         futures::stream::iter(events)
             .chain(futures::stream::pending())
             .boxed(),
-        Lead::new(1),
-        None,
-        false,
     )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_commits_the_ledgers_in_hand_and_wins_over_a_ready_event() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let mut cfg = Config::default();
-    cfg.ingest.bulk_batch_mib = 1;
-    let (mut f, store, mut s, stop) = follower(tmp.path(), cfg);
-    let big = |seq: u32| LedgerInput {
-        raw: vec![seq as u8; 400 << 10].into(),
-        ..ledger(seq)
-    };
+    let (mut f, store, mut s, stop) = follower(tmp.path(), one_mib_batches());
     // Seven ledgers, not at the tip: 1..=3 and 4..=6 commit as they
     // arrive, 7 is held while the source waits. The stop then commits it.
     let events = led_then_waiting(vec![chunk_of((1..=7).map(big).collect(), false)]);

@@ -72,6 +72,8 @@
 mod adopt;
 #[cfg(test)]
 mod adopt_tests;
+#[cfg(test)]
+mod backpressure_tests;
 mod build;
 mod config;
 mod describe;
@@ -143,6 +145,9 @@ pub struct EventStats {
     pub ledgers_offered: u64,
     /// Ledgers read back from the store to be indexed since open.
     pub ledgers_read_back: u64,
+    /// How long offers waited for the builder to make room since open
+    /// ([`EventStore::offer`]): ingest's time held back by the index.
+    pub ingest_waited: Duration,
     /// Per level, lowest first.
     pub levels: Vec<LevelStats>,
     /// The settings in force (the marker's geometry).
@@ -248,6 +253,7 @@ impl EventStore {
             expected: Mutex::new(expected),
             offered: Mutex::new(state::Offered::default()),
             offered_cond: Condvar::new(),
+            offer_stall: Mutex::new(state::OFFER_STALL),
         });
         let mut builder = build::Builder::new(&shared);
         // A restart of an index that had caught up (files and a tail): the
@@ -315,7 +321,12 @@ impl EventStore {
     /// caller waits), and kept for the builder if it will want them soon
     /// (within [`OFFER_WINDOWS`] level-0 windows past its files, and
     /// [`OFFER_BYTES`] in all; others are read back when their turn
-    /// comes). Ledgers that are not Stellar are left to the builder, which
+    /// comes). Once the builder keeps pace with offers, a window past
+    /// that room waits for the builder to make room, at most 30 s: a
+    /// builder held by a long merge slows ingest down instead of falling
+    /// behind for good (the wait is in [`EventStats::ingest_waited`];
+    /// see `Shared::wait_room`).
+    /// Ledgers that are not Stellar are left to the builder, which
     /// reports them. Wakes the builder.
     pub fn offer(&self, ledgers: &[LedgerInput]) {
         let (Some(a), Some(z)) = (ledgers.first(), ledgers.last()) else {
@@ -326,12 +337,18 @@ impl EventStore {
         let _in_flight = state::InFlight::start(&self.shared, a.seq, z.seq);
         // A window at a time, so the builder has each one as soon as it
         // is extracted.
+        let room = u64::from(self.shared.cfg.file_ledgers) * OFFER_WINDOWS;
         for chunk in ledgers.chunks(self.shared.cfg.file_ledgers.max(1) as usize) {
-            let from = self.next_wanted();
-            let room = u64::from(self.shared.cfg.file_ledgers) * OFFER_WINDOWS;
+            // Backpressure: a builder held by a merge makes ingest wait
+            // rather than read these ledgers back later.
+            if let Some(last) = chunk.last() {
+                self.shared
+                    .wait_room(last.seq, room, || self.builder_alive());
+            }
+            let from = self.shared.next_wanted();
             let wanted =
                 |l: &&LedgerInput| l.seq >= from && u64::from(l.seq) < u64::from(from) + room;
-            let extract = |l: &LedgerInput| Some((l.seq, items::items_of(l.seq, &l.raw).ok()?));
+            let extract = |l: &LedgerInput| Some((l.seq, items::items_of_input(l).ok()?));
             // Several ledgers (a bulk batch) are extracted on rayon's pool,
             // in order, a ledger a job (~1 ms, so a lookup's job sharing the
             // pool waits no longer): on the caller's thread alone (ingest's
@@ -350,18 +367,19 @@ impl EventStore {
                 chunk.iter().filter(wanted).filter_map(extract).collect()
             };
             let past = chunk.last().map_or(0, |l| l.seq.saturating_add(1));
-            self.shared.offered(kept, || self.next_wanted(), past);
+            self.shared
+                .offered(kept, || self.shared.next_wanted(), past);
             self.shared.wake();
         }
     }
 
-    /// The first ledger the builder has yet to index: past its files
-    /// (the store's first ledger when it has none).
-    fn next_wanted(&self) -> u32 {
-        match self.shared.snapshot().files_end() {
-            Some(e) => e.saturating_add(1),
-            None => self.shared.reader.first_ledger().unwrap_or(0),
-        }
+    /// The builder thread is running (not stopped, not panicked).
+    fn builder_alive(&self) -> bool {
+        self.thread
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_some_and(|t| !t.is_finished())
     }
 
     /// Waits until [`indexed_through`](Self::indexed_through) reaches
@@ -386,17 +404,7 @@ impl EventStore {
     /// Figures.
     pub fn stats(&self) -> EventStats {
         let snap = self.shared.snapshot();
-        let (building, last_error, built_files, adopted_files, ledgers_offered, ledgers_read_back) = {
-            let st = self.shared.status();
-            (
-                st.building,
-                st.last_error.clone(),
-                st.built,
-                st.adopted,
-                st.offered_used,
-                st.read_back,
-            )
-        };
+        let st = self.shared.status().clone();
         let mut levels: Vec<LevelStats> = Vec::new();
         for f in snap.files.values() {
             let level = self.shared.geo.level(f.first, f.last);
@@ -420,12 +428,13 @@ impl EventStore {
             events: files_events + snap.tail.as_ref().map_or(0, |t| u64::from(t.idx.events())),
             first_ledger: self.first_ledger(),
             indexed_through: self.indexed_through(),
-            building,
-            last_error,
-            built_files,
-            adopted_files,
-            ledgers_offered,
-            ledgers_read_back,
+            building: st.building,
+            last_error: st.last_error,
+            built_files: st.built,
+            adopted_files: st.adopted,
+            ledgers_offered: st.offered_used,
+            ledgers_read_back: st.read_back,
+            ingest_waited: st.ingest_waited,
             levels,
             config: self.shared.cfg,
         }
@@ -464,6 +473,15 @@ impl EventStore {
     /// Stops the builder thread and waits for it.
     pub fn close(self) {
         self.stop();
+    }
+
+    /// Asks the builder thread to stop, without waiting for it: its round
+    /// ends at the next window or merge, and an offer waiting for room
+    /// returns. The daemon calls it as shutdown begins, so its last
+    /// commits do not wait for the builder; [`stop`](Self::stop) joins
+    /// the thread later. Queries still answer from the files.
+    pub fn halt(&self) {
+        self.shared.halt();
     }
 
     /// Stops the builder thread and waits for it, through a shared

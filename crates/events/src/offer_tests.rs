@@ -69,7 +69,7 @@ fn offered_ledgers_are_indexed_from_ingests_bytes_alike() {
     assert_eq!(kept(&ev), vec![LAST - 1, LAST], "{:?}", ev.stats().levels);
 }
 
-fn kept(ev: &EventStore) -> Vec<u32> {
+pub(crate) fn kept(ev: &EventStore) -> Vec<u32> {
     ev.shared
         .offered
         .lock()
@@ -103,10 +103,12 @@ fn offers_are_kept_only_for_the_windows_the_builder_wants_next() {
     ev.offer(&ledgers[..3]);
     assert_eq!(kept(&ev), want);
     assert_eq!(bytes(&ev), (total, sum));
+    // A stopped builder is not waited for.
+    assert_eq!(ev.stats().ingest_waited, Duration::ZERO);
 }
 
 /// A real, empty store in `dir/data`.
-fn empty_store(dir: &std::path::Path) -> Arc<Ledgerstore> {
+pub(crate) fn empty_store(dir: &std::path::Path) -> Arc<Ledgerstore> {
     Arc::new(
         Ledgerstore::open(
             &dir.join("data"),

@@ -74,7 +74,7 @@ impl Snapshot {
 }
 
 /// The builder's status, behind the mutex the condvar waits on.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Status {
     /// A wake-up asked for ([`EventStore::notify`](crate::EventStore::notify)).
     pub(crate) wake: bool,
@@ -92,6 +92,9 @@ pub(crate) struct Status {
     pub(crate) offered_used: u64,
     /// Ledgers read back from the store to be indexed since open.
     pub(crate) read_back: u64,
+    /// What offers waited for the builder since open
+    /// ([`Shared::wait_room`]).
+    pub(crate) ingest_waited: Duration,
 }
 
 pub(crate) struct Shared {
@@ -114,11 +117,17 @@ pub(crate) struct Shared {
     pub(crate) offered: Mutex<Offered>,
     /// Signalled when offered items land or an offer ends.
     pub(crate) offered_cond: Condvar,
+    /// [`OFFER_STALL`] (tests shorten it).
+    pub(crate) offer_stall: Mutex<Duration>,
 }
 
 /// The longest the builder waits for a ledger an offer under way has yet
 /// to hand over, before it reads it back.
 const OFFER_WAIT: Duration = Duration::from_secs(2);
+
+/// The longest an offer waits for the builder to make room
+/// ([`Shared::wait_room`]) before it gives up on keeping its ledgers.
+pub(crate) const OFFER_STALL: Duration = Duration::from_secs(30);
 
 /// Offered items by ledger, and their bytes.
 #[derive(Debug, Default)]
@@ -128,6 +137,11 @@ pub(crate) struct Offered {
     /// An offer under way: the next ledger it has yet to hand over (or
     /// skip), and its last.
     pub(crate) in_flight: Option<(u32, u32)>,
+    /// The builder's next ledger when an offer last gave up waiting for
+    /// room ([`Shared::wait_room`]): no offer waits again until the
+    /// builder moves past it, so a builder that stalls costs ingest one
+    /// [`OFFER_STALL`], not one per window offered.
+    pub(crate) gave_up_at: Option<u32>,
 }
 
 /// Marks an offer under way for its lifetime.
@@ -170,9 +184,91 @@ impl Shared {
         self.index.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Changes the files or the tail, then wakes an offer waiting for room
+    /// ([`Self::wait_room`]).
     pub(crate) fn update<T>(&self, f: impl FnOnce(&mut Snapshot) -> T) -> T {
-        let mut s = self.index.write().unwrap_or_else(|p| p.into_inner());
-        f(&mut s)
+        let out = {
+            let mut s = self.index.write().unwrap_or_else(|p| p.into_inner());
+            f(&mut s)
+        };
+        // Under the waiter's lock (taken after the index's is released:
+        // `offered` calls `next_wanted` under it), so a waiter between its
+        // check and its wait does not miss the change.
+        drop(self.offered_lock());
+        self.offered_cond.notify_all();
+        out
+    }
+
+    /// The first ledger the builder has yet to index: past its files
+    /// (the store's first ledger when it has none).
+    pub(crate) fn next_wanted(&self) -> u32 {
+        match self.snapshot().files_end() {
+            Some(e) => e.saturating_add(1),
+            None => self.reader.first_ledger().unwrap_or(0),
+        }
+    }
+
+    /// Backpressure on ingest: while ledger `last`, just committed, lies
+    /// past the ledgers the builder keeps offers for (`room` past its
+    /// files), waits for the builder to publish files, so that the
+    /// ledgers are offered rather than read back from the store later
+    /// (reading one back costs several times indexing it from ingest's
+    /// bytes, and a builder that fell behind during a long merge never
+    /// caught up: docs/benchmarks.md, "The event index's builder fell
+    /// behind for good"). Only once the builder keeps pace with offers
+    /// (it has indexed an offered ledger since open): one indexing
+    /// history from the store is not waited for. Nor one stopped or
+    /// halted, not `alive`, or failing (its latest round's error); nor
+    /// longer than [`OFFER_STALL`], nor again at the builder's position
+    /// where an offer gave up (a builder that moves on after a stall is
+    /// waited for again, so it catches up instead of reading back for
+    /// good). Returns how long it waited.
+    pub(crate) fn wait_room(&self, last: u32, room: u64, alive: impl Fn() -> bool) -> Duration {
+        let start = Instant::now();
+        let mut waited = false;
+        loop {
+            let from = self.next_wanted();
+            let lag = (u64::from(last) + 1).saturating_sub(u64::from(from));
+            let (in_step, failing) = {
+                let st = self.status();
+                (st.offered_used > 0, st.last_error.is_some())
+            };
+            if lag <= room || !in_step || failing || self.stopping() || !alive() {
+                break;
+            }
+            let mut o = self.offered_lock();
+            if o.gave_up_at == Some(from) {
+                break;
+            }
+            let stall = *self.offer_stall.lock().unwrap_or_else(|p| p.into_inner());
+            if start.elapsed() >= stall {
+                o.gave_up_at = Some(from);
+                drop(o);
+                tracing::warn!(
+                    ledger = last,
+                    builder_at = from,
+                    waited = ?stall,
+                    "events: the builder made no room for an offer; ingest goes on, and the ledgers it could not keep are read back from the store (offers wait again once the builder moves)"
+                );
+                break;
+            }
+            if self.next_wanted() != from {
+                continue;
+            }
+            // Bounded, so a missed wake-up costs at most this.
+            waited = true;
+            drop(
+                self.offered_cond
+                    .wait_timeout(o, Duration::from_millis(100))
+                    .unwrap_or_else(|p| p.into_inner()),
+            );
+        }
+        if !waited {
+            return Duration::ZERO;
+        }
+        let waited = start.elapsed();
+        self.status().ingest_waited += waited;
+        waited
     }
 
     pub(crate) fn work(&self) -> MutexGuard<'_, ()> {

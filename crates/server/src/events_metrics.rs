@@ -2,7 +2,7 @@
 //! reaches, its files, and whether its builder works or fails.
 
 use ledgerstore_events::EventStats;
-use prometheus::{IntGauge, Registry};
+use prometheus::{Gauge, IntGauge, Registry};
 
 fn gauge(r: &Registry, name: &str, help: &str) -> prometheus::Result<IntGauge> {
     let g = IntGauge::new(name, help)?;
@@ -23,6 +23,7 @@ pub struct EventMetrics {
     adopted: IntGauge,
     offered: IntGauge,
     read_back: IntGauge,
+    ingest_waited: Gauge,
 }
 
 impl EventMetrics {
@@ -80,6 +81,14 @@ impl EventMetrics {
                 "ledgerstore_events_ledgers_read_back",
                 "Ledgers read back from the store to be indexed since the daemon started.",
             )?,
+            ingest_waited: {
+                let g = Gauge::new(
+                    "ledgerstore_events_ingest_waited_seconds",
+                    "Seconds ingest waited for the event index builder to make room for its offers since the daemon started.",
+                )?;
+                r.register(Box::new(g.clone()))?;
+                g
+            },
         })
     }
 
@@ -98,5 +107,6 @@ impl EventMetrics {
         self.adopted.set(v(s.adopted_files));
         self.offered.set(v(s.ledgers_offered));
         self.read_back.set(v(s.ledgers_read_back));
+        self.ingest_waited.set(s.ingest_waited.as_secs_f64());
     }
 }

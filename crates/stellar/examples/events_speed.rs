@@ -9,7 +9,10 @@
 //! - (d) typed metas: the same events by decoding each meta with
 //!   `stellar-xdr` (`events::reference::tx`), instead of (b);
 //! - (e) typed ledger: `events::reference::ledger`, the whole
-//!   `LedgerCloseMeta` decoded.
+//!   `LedgerCloseMeta` decoded;
+//! - (f) through the cuts: `input_events` over the ledger as ingest
+//!   extracted it (its cuts name each meta), what an offer to the event
+//!   index now pays instead of (c).
 //!
 //! ```text
 //! CARGO_TARGET_DIR=… cargo run --release --locked -p ledgerstore-stellar --example events_speed [rounds]
@@ -19,7 +22,11 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use ledgerstore_stellar::events::{LedgerCounts, TxContext, ledger_events, reference, successful};
+use ledgerstore_stellar::Network;
+use ledgerstore_stellar::events::{
+    LedgerCounts, TxContext, input_events, ledger_events, reference, successful,
+};
+use ledgerstore_stellar::extract::from_slices;
 use ledgerstore_stellar::file::maybe_decompress;
 use ledgerstore_stellar::walk::{LedgerSlices, walk, walk_batch};
 
@@ -55,6 +62,11 @@ fn main() {
         .iter()
         .map(|(s, sl)| (s.of(&plain).to_vec(), sl.clone()))
         .collect();
+    let net = Network::parse("pubnet").expect("network");
+    let inputs: Vec<_> = ledgers
+        .iter()
+        .map(|(r, s)| from_slices(s, r.clone().into(), &net).expect("extract"))
+        .collect();
     let n = ledgers.len() as u32;
     let bytes: usize = ledgers.iter().map(|(r, _)| r.len()).sum();
     let meta_bytes: usize = ledgers
@@ -70,7 +82,7 @@ fn main() {
         bytes as f64 / f64::from(n) / 1e3,
         meta_bytes as f64 / f64::from(n) / 1e3,
     );
-    let mut t = [Duration::ZERO; 5];
+    let mut t = [Duration::ZERO; 6];
     // Interleaved, so all see the same machine state.
     for _ in 0..rounds {
         let at = Instant::now();
@@ -99,6 +111,11 @@ fn main() {
             black_box(reference::ledger(black_box(r)).expect("typed"));
         }
         t[4] += at.elapsed();
+        let at = Instant::now();
+        for l in &inputs {
+            black_box(input_events(black_box(l)).expect("cuts").expect("events"));
+        }
+        t[5] += at.elapsed();
     }
     let per = |d: Duration| d.as_secs_f64() * 1e3 / f64::from(rounds * n);
     println!("| step | ms / ledger | vs (a) |");
@@ -109,6 +126,7 @@ fn main() {
         "(c) walk + events",
         "(d) events by typed decode of each meta",
         "(e) events by typed decode of the ledger",
+        "(f) events through the cuts of ingest's extraction",
     ];
     for (name, d) in names.iter().zip(t) {
         println!("| {name} | {:.3} | {:.2}× |", per(d), per(d) / per(t[0]));

@@ -9,9 +9,11 @@ mod events_corpora;
 
 use std::collections::BTreeMap;
 
-use events_corpora::{PUBNET_2026, corpus, events_of, line, names, oracle, sha, strkey};
+use events_corpora::{
+    PUBNET_2026, corpus, corpus_inputs, events_of, line, names, oracle, sha, strkey,
+};
 use ledgerstore_stellar::events::{
-    Events, LedgerCounts, Stage, TxContext, reference, successful, tx_events,
+    Events, LedgerCounts, Stage, TxContext, input_events, reference, successful, tx_events,
 };
 use ledgerstore_stellar::walk::walk;
 use sha2::{Digest, Sha256};
@@ -172,6 +174,40 @@ fn events_of_every_ledger_equal_the_typed_decode() {
     assert!(
         ledgers >= 15_600 && with_events >= 100,
         "{ledgers} {with_events}"
+    );
+}
+
+/// Every ledger of every corpus, as ingest extracts it: the events of
+/// its metas found through its cuts (`input_events`, what an offer to the
+/// event index walks) equal the events of its bytes walked whole, spans
+/// and all.
+#[test]
+fn events_through_the_cuts_equal_the_events_of_the_whole_walk() {
+    let (mut ledgers, mut through_cuts) = (0, 0);
+    for name in names() {
+        for (n, l) in corpus_inputs(&name).into_iter().enumerate() {
+            let want = events_of(&l.raw);
+            ledgers += 1;
+            match input_events(&l) {
+                Some(got) => {
+                    let got = got.unwrap_or_else(|e| panic!("{name} ledger {n}: {e}"));
+                    assert!(
+                        got == want,
+                        "{name} ledger {n}: differs from the whole walk"
+                    );
+                    through_cuts += 1;
+                }
+                // Only a ledger without transactions is walked whole.
+                None => assert!(
+                    l.txs.is_empty(),
+                    "{name} ledger {n}: no events through its cuts"
+                ),
+            }
+        }
+    }
+    assert!(
+        ledgers >= 15_600 && through_cuts >= 1_000,
+        "{ledgers} {through_cuts}"
     );
 }
 

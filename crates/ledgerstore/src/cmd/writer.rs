@@ -173,11 +173,14 @@ fn report_events(events: &EventStore, mark: Option<u32>) {
     let s = events.stats();
     match (done, &s.last_error) {
         (true, _) => println!(
-            "events: {} events indexed through ledger {mark} in {} files ({} bytes; {:.1}s waited after the last batch)",
+            "events: {} events indexed through ledger {mark} in {} files ({} bytes; {:.1}s waited after the last batch); {} ledgers indexed from ingest's bytes, {} read back; ingest waited {:.1}s for the builder",
             s.events,
             s.files,
             s.bytes,
-            t.elapsed().as_secs_f64()
+            t.elapsed().as_secs_f64(),
+            s.ledgers_offered,
+            s.ledgers_read_back,
+            s.ingest_waited.as_secs_f64()
         ),
         (false, Some(e)) => println!(
             "events: the index stops at {:?}: {e} (the daemon retries)",

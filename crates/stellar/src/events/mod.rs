@@ -65,7 +65,9 @@
 //! [`crate::walk`] (`meta.rs`), recording each served `ContractEvent`'s
 //! range, its topics' and value's ranges and its contract id's offset;
 //! nothing is decoded or allocated per value. [`ledger_events`] runs it
-//! over a walked ledger's metas. [`reference`](mod@reference) is the same
+//! over a walked ledger's metas, [`input_events`] over the metas of a
+//! ledger [`crate::extract::from_slices`] made (so the ledger is not
+//! walked twice). [`reference`](mod@reference) is the same
 //! extraction by a full typed decode with `stellar-xdr`, for tests and
 //! fuzzing.
 
@@ -76,6 +78,8 @@ mod types;
 
 pub use id::{EventId, OP_MASK, TX_MASK};
 pub use types::{Event, EventType, Events, LedgerCounts, OwnedEvent, Stage, TxContext};
+
+use ledgerstore_db_api::{LedgerInput, Part};
 
 use crate::error::{StellarError, StellarResult};
 use crate::extract::MAX_XDR_DEPTH;
@@ -251,4 +255,47 @@ pub fn ledger_events(raw: &[u8], slices: &LedgerSlices) -> StellarResult<Events>
     }
     out.list.sort_by_key(|e| e.id.key());
     Ok(out)
+}
+
+/// [`ledger_events`] of a ledger [`crate::extract::from_slices`] made
+/// from the walk of `l.raw`: its cuts say where each transaction's meta
+/// sits, and its parts are the result pairs and metas the walk found, so
+/// only the metas are walked again, not the whole ledger. The same
+/// [`Events`] as walking `l.raw` (tested on every corpus). None when `l`
+/// names no cut for some transaction's meta (a synthetic ledger, one
+/// from the reference [`crate::extract::extract`], or the gRPC stream's,
+/// which names none) or has no transaction (nothing says its bytes are a
+/// `LedgerCloseMeta`): walk `l.raw` then.
+pub fn input_events(l: &LedgerInput) -> Option<StellarResult<Events>> {
+    if l.txs.is_empty() {
+        return None;
+    }
+    let mut metas = vec![None; l.txs.len()];
+    for c in l.cuts.iter().filter(|c| c.part == Part::Meta) {
+        *metas.get_mut(c.tx as usize)? = Some(c.offset as usize);
+    }
+    let metas: Vec<usize> = metas.into_iter().collect::<Option<_>>()?;
+    let mut out = Events::default();
+    let mut counts = LedgerCounts::default();
+    let run = |out: &mut Events, counts: &mut LedgerCounts| -> StellarResult<()> {
+        for (i, (tx, at)) in l.txs.iter().zip(metas).enumerate() {
+            let mut hash = [0u8; 32];
+            if let Some(h) = tx.result.get(..32) {
+                hash.copy_from_slice(h);
+            }
+            let ctx = TxContext {
+                ledger: l.seq,
+                apply_index: u32::try_from(i).unwrap_or(u32::MAX),
+                hash,
+                successful: successful(&tx.result)?,
+            };
+            tx_events(&tx.meta, at, &ctx, counts, out)?;
+        }
+        Ok(())
+    };
+    if let Err(e) = run(&mut out, &mut counts) {
+        return Some(Err(e));
+    }
+    out.list.sort_by_key(|e| e.id.key());
+    Some(Ok(out))
 }

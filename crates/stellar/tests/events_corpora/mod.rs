@@ -8,9 +8,11 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
+use ledgerstore_db_api::LedgerInput;
 use ledgerstore_stellar::events::{
     Event, Events, LedgerCounts, TxContext, ledger_events, reference, tx_events, validate_meta,
 };
+use ledgerstore_stellar::extract::from_slices;
 use ledgerstore_stellar::walk::cursor::Why;
 use ledgerstore_stellar::walk::walk;
 use ledgerstore_stellar::{Network, ReadLimits, StellarError, decode_file};
@@ -35,17 +37,23 @@ pub fn oracle() -> serde_json::Value {
 /// The 20 pubnet ledgers of 2026.
 pub const PUBNET_2026: &str = "FC3D4709--63092982-63093001.xdr.zst";
 
-fn file(name: &str, network: &str) -> Vec<Vec<u8>> {
+fn file(name: &str, network: &str) -> Vec<LedgerInput> {
     let net = Network::parse(network).expect("network");
     decode_file(&read(name), name, &net, ReadLimits::default())
         .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// A corpus's ledgers by its oracle name.
+pub fn corpus(name: &str) -> Vec<Vec<u8>> {
+    corpus_inputs(name)
         .into_iter()
         .map(|l| Vec::from(l.raw))
         .collect()
 }
 
-/// A corpus's ledgers by its oracle name.
-pub fn corpus(name: &str) -> Vec<Vec<u8>> {
+/// A corpus's ledgers as ingest extracts them (walked, parts and cuts
+/// slices of each ledger's bytes).
+pub fn corpus_inputs(name: &str) -> Vec<LedgerInput> {
     match name {
         PUBNET_2026 | "FCD285FF--53312000.xdr.zstd" => file(name, "pubnet"),
         "load-test-ledgers-v23-standalone.xdr.zstd" => file(name, "standalone"),
@@ -63,19 +71,23 @@ pub fn corpus(name: &str) -> Vec<Vec<u8>> {
                 let mut bytes = Vec::new();
                 entry.read_to_end(&mut bytes).expect("read");
                 let net = Network::parse("(V) (;,,;) (V)").expect("network");
-                let ledgers = decode_file(&bytes, &path, &net, ReadLimits::default())
-                    .unwrap_or_else(|e| panic!("{path}: {e}"));
-                out.extend(ledgers.into_iter().map(|l| Vec::from(l.raw)));
+                out.extend(
+                    decode_file(&bytes, &path, &net, ReadLimits::default())
+                        .unwrap_or_else(|e| panic!("{path}: {e}")),
+                );
             }
             out
         }
         era if era.starts_with("pubnet-eras/") => {
             let text = String::from_utf8(read(era)).expect("utf8");
+            let net = Network::parse("pubnet").expect("network");
             text.split_whitespace()
                 .map(|line| {
-                    base64::engine::general_purpose::STANDARD
+                    let raw = base64::engine::general_purpose::STANDARD
                         .decode(line)
-                        .expect("base64")
+                        .expect("base64");
+                    let slices = walk(&raw).expect("walk");
+                    from_slices(&slices, raw.into(), &net).unwrap_or_else(|e| panic!("{era}: {e}"))
                 })
                 .collect()
         }

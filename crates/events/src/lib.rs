@@ -177,6 +177,13 @@ pub struct EventStore {
 /// ledgers for ([`EventStore::offer`]): 4 × 64 ledgers by default.
 pub const OFFER_WINDOWS: u64 = 4;
 
+/// How far behind its files, in level-0 windows, a builder that keeps
+/// pace with offers is still waited for ([`EventStore::offer`]): 64 × 64
+/// ledgers by default, what it reads back in about half a minute. A
+/// builder further behind (after a long failure) is left to read back
+/// while ingest goes on.
+pub const CATCH_UP_WINDOWS: u64 = 64;
+
 /// The most bytes of offered events kept (topics and ~64 bytes an
 /// event): pubnet's ~650 events a ledger take ~100–160 KB, so the
 /// default 256 ledgers fit.
@@ -322,10 +329,10 @@ impl EventStore {
     /// (within [`OFFER_WINDOWS`] level-0 windows past its files, and
     /// [`OFFER_BYTES`] in all; others are read back when their turn
     /// comes). Once the builder keeps pace with offers, a window past
-    /// that room waits for the builder to make room, at most 30 s: a
-    /// builder held by a long merge slows ingest down instead of falling
-    /// behind for good (the wait is in [`EventStats::ingest_waited`];
-    /// see `Shared::wait_room`).
+    /// that room (and within [`CATCH_UP_WINDOWS`]) waits for the builder
+    /// to make room, at most 30 s: a builder held by a long merge slows
+    /// ingest down instead of falling behind for good (the wait is in
+    /// [`EventStats::ingest_waited`]; see `Shared::wait_room`).
     /// Ledgers that are not Stellar are left to the builder, which
     /// reports them. Wakes the builder.
     pub fn offer(&self, ledgers: &[LedgerInput]) {
@@ -475,13 +482,11 @@ impl EventStore {
         self.stop();
     }
 
-    /// Asks the builder thread to stop, without waiting for it: its round
-    /// ends at the next window or merge, and an offer waiting for room
-    /// returns. The daemon calls it as shutdown begins, so its last
-    /// commits do not wait for the builder; [`stop`](Self::stop) joins
-    /// the thread later. Queries still answer from the files.
-    pub fn halt(&self) {
-        self.shared.halt();
+    /// Offers stop waiting for the builder to make room (one waiting
+    /// returns), for good; the builder goes on. The daemon calls it as
+    /// shutdown begins, so its last commits do not wait for the builder.
+    pub fn release_offers(&self) {
+        self.shared.release_offers();
     }
 
     /// Stops the builder thread and waits for it, through a shared

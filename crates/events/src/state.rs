@@ -142,6 +142,9 @@ pub(crate) struct Offered {
     /// builder moves past it, so a builder that stalls costs ingest one
     /// [`OFFER_STALL`], not one per window offered.
     pub(crate) gave_up_at: Option<u32>,
+    /// Offers no longer wait ([`EventStore::release_offers`](crate::EventStore::release_offers):
+    /// shutdown began).
+    pub(crate) released: bool,
 }
 
 /// Marks an offer under way for its lifetime.
@@ -217,27 +220,32 @@ impl Shared {
     /// caught up: docs/benchmarks.md, "The event index's builder fell
     /// behind for good"). Only once the builder keeps pace with offers
     /// (it has indexed an offered ledger since open): one indexing
-    /// history from the store is not waited for. Nor one stopped or
-    /// halted, not `alive`, or failing (its latest round's error); nor
-    /// longer than [`OFFER_STALL`], nor again at the builder's position
-    /// where an offer gave up (a builder that moves on after a stall is
-    /// waited for again, so it catches up instead of reading back for
-    /// good). Returns how long it waited.
+    /// history from the store is not waited for. Nor one further behind
+    /// than [`CATCH_UP_WINDOWS`](crate::CATCH_UP_WINDOWS) windows (a
+    /// long failure's backlog is read back while ingest goes on, so a
+    /// catch-up never holds ingest for longer than reading that many
+    /// windows back takes), stopped, not `alive`, or failing (its latest
+    /// round's error); nor after [`release`](crate::EventStore::release_offers);
+    /// nor longer than [`OFFER_STALL`], nor again at the builder's
+    /// position where an offer gave up (a builder that moves on after a
+    /// stall is waited for again, so it catches up). Returns how long it
+    /// waited.
     pub(crate) fn wait_room(&self, last: u32, room: u64, alive: impl Fn() -> bool) -> Duration {
         let start = Instant::now();
         let mut waited = false;
         loop {
             let from = self.next_wanted();
             let lag = (u64::from(last) + 1).saturating_sub(u64::from(from));
+            let catch_up = u64::from(self.cfg.file_ledgers) * crate::CATCH_UP_WINDOWS;
             let (in_step, failing) = {
                 let st = self.status();
                 (st.offered_used > 0, st.last_error.is_some())
             };
-            if lag <= room || !in_step || failing || self.stopping() || !alive() {
+            if lag <= room || lag > catch_up || !in_step || failing || self.stopping() || !alive() {
                 break;
             }
             let mut o = self.offered_lock();
-            if o.gave_up_at == Some(from) {
+            if o.released || o.gave_up_at == Some(from) {
                 break;
             }
             let stall = *self.offer_stall.lock().unwrap_or_else(|p| p.into_inner());
@@ -316,6 +324,12 @@ impl Shared {
             f.0 = f.0.max(past);
         }
         drop(o);
+        self.offered_cond.notify_all();
+    }
+
+    /// See [`EventStore::release_offers`](crate::EventStore::release_offers).
+    pub(crate) fn release_offers(&self) {
+        self.offered_lock().released = true;
         self.offered_cond.notify_all();
     }
 

@@ -314,20 +314,20 @@ impl Running {
             ))
         });
 
-        // The event index's builder halts as shutdown begins: an offer
-        // waiting for it to make room (`EventStore::offer`) returns, so
-        // the streams' and the follower's last commits do not wait for it.
-        let halt_events = {
+        // As shutdown begins, offers stop waiting for the event index's
+        // builder to make room (`EventStore::offer`): the streams' and the
+        // follower's last commits do not wait for it.
+        let release_offers = {
             let (state, mut stop) = (state.clone(), stop_rx.clone());
             tokio::spawn(async move {
                 let _ = stop.wait_for(|s| *s).await;
                 if let Some(events) = state.events_for_shutdown() {
-                    events.halt();
+                    events.release_offers();
                 }
             })
         };
         let served = drain(stop_rx, &health, server, jsonrpc).await;
-        let _ = halt_events.await;
+        let _ = release_offers.await;
         if let Some(p) = publisher {
             // The publisher saw the stop: a pack or an eviction stops at its
             // next chunk, an upload or manifest read is cut off after

@@ -179,12 +179,33 @@ fn a_failing_builder_is_not_waited_for() {
         .collect();
     store.ingest(&junk, Duration::ZERO).expect("ingest");
     ev.notify();
+    // Between two of its retries (held there: a retry builds under the
+    // work lock, and a round that builds is waited for).
     wait_until(|| ev.stats().last_error.is_some());
+    let work = ev.shared.work();
+    wait_until(|| {
+        let st = ev.stats();
+        st.last_error.is_some() && !st.building
+    });
     // Its last windows lie past the room (8 past the builder's files).
     ev.offer(&junk);
     let st = ev.stats();
     assert_eq!(st.ingest_waited, Duration::ZERO, "{st:?}");
     assert!(st.last_error.is_some(), "{st:?}");
+    drop(work);
+}
+
+#[test]
+fn a_builder_that_failed_and_builds_again_is_not_failing() {
+    let mut st = crate::state::Status::default();
+    assert!(!st.failing());
+    st.last_error = Some("a store read failed".into());
+    assert!(st.failing(), "between retries");
+    st.building = true;
+    assert!(
+        !st.failing(),
+        "a round recovering: waited for, so it catches up"
+    );
 }
 
 #[test]

@@ -164,6 +164,15 @@ impl Drop for InFlight<'_> {
     }
 }
 
+impl Status {
+    /// Its latest round failed and no round is building now: a round
+    /// that recovers builds with the old error still set (a round's end
+    /// clears it), and offers wait for it, so it catches up.
+    pub(crate) fn failing(&self) -> bool {
+        self.last_error.is_some() && !self.building
+    }
+}
+
 impl Offered {
     fn remove(&mut self, seq: u32) -> Option<Vec<Item>> {
         let (items, bytes) = self.items.remove(&seq)?;
@@ -225,7 +234,7 @@ impl Shared {
     /// long failure's backlog is read back while ingest goes on, so a
     /// catch-up never holds ingest for longer than reading that many
     /// windows back takes), stopped, not `alive`, or failing (its latest
-    /// round's error); nor after [`release`](crate::EventStore::release_offers);
+    /// round's error, and no round building now); nor after [`release`](crate::EventStore::release_offers);
     /// nor longer than [`OFFER_STALL`], nor again at the builder's
     /// position where an offer gave up (a builder that moves on after a
     /// stall is waited for again, so it catches up). Returns how long it
@@ -239,7 +248,7 @@ impl Shared {
             let catch_up = u64::from(self.cfg.file_ledgers) * crate::CATCH_UP_WINDOWS;
             let (in_step, failing) = {
                 let st = self.status();
-                (st.offered_used > 0, st.last_error.is_some())
+                (st.offered_used > 0, st.failing())
             };
             if lag <= room || lag > catch_up || !in_step || failing || self.stopping() || !alive() {
                 break;

@@ -13,7 +13,7 @@ use ledgerstore_store::{Ledgerstore, Reader};
 
 use crate::offer_tests::{empty_store, kept};
 use crate::tests::{FIRST, LAST, WAIT, cfg, pubnet_ledgers};
-use crate::{EventStore, EventsConfig, OFFER_WINDOWS};
+use crate::{EventStore, EventsConfig};
 
 /// Windows of 2 ledgers: the builder keeps offers for 8 past its files.
 fn two() -> EventsConfig {
@@ -89,10 +89,6 @@ fn offer_to_held_builder(
     (offer, done)
 }
 
-fn room(c: &EventsConfig) -> u64 {
-    u64::from(c.file_ledgers) * OFFER_WINDOWS
-}
-
 #[test]
 fn a_builder_held_by_a_merge_makes_the_offer_wait_and_nothing_is_read_back() {
     let ledgers = pubnet_ledgers();
@@ -138,8 +134,7 @@ fn an_offer_to_a_builder_indexing_history_does_not_wait() {
 fn an_offer_gives_up_on_a_stalled_builder_once_and_waits_again_once_it_moves() {
     let ledgers = pubnet_ledgers();
     let tmp = tempfile::tempdir().expect("tmp");
-    let c = two();
-    let (store, ev) = open(tmp.path(), c);
+    let (store, ev) = open(tmp.path(), two());
     *ev.shared.offer_stall.lock().expect("stall") = Duration::from_millis(300);
     in_step(&store, &ev, &ledgers[..2]);
     // A builder that stays where it is (held), alive and not failing.
@@ -159,9 +154,9 @@ fn an_offer_gives_up_on_a_stalled_builder_once_and_waits_again_once_it_moves() {
     // as after a stall, within the catch-up limit of 64 windows of 2)
     // is waited for again; one past that limit is not.
     let _work = ev.shared.work();
-    let far = ev.shared.wait_room(LAST + 200, room(&c), || true);
+    let far = ev.shared.wait_room(LAST + 200, || true);
     assert_eq!(far, Duration::ZERO);
-    let waited = ev.shared.wait_room(LAST + 100, room(&c), || true);
+    let waited = ev.shared.wait_room(LAST + 100, || true);
     assert!(waited >= Duration::from_millis(300), "{waited:?}");
 }
 
@@ -169,8 +164,7 @@ fn an_offer_gives_up_on_a_stalled_builder_once_and_waits_again_once_it_moves() {
 fn a_failing_builder_is_not_waited_for() {
     let real = pubnet_ledgers();
     let tmp = tempfile::tempdir().expect("tmp");
-    let c = two();
-    let (store, ev) = open(tmp.path(), c);
+    let (store, ev) = open(tmp.path(), two());
     in_step(&store, &ev, &real[..4]);
     // Then ledgers that are not Stellar: the builder's rounds fail on
     // the first one, and it retries with backoff.

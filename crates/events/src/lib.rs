@@ -344,13 +344,12 @@ impl EventStore {
         let _in_flight = state::InFlight::start(&self.shared, a.seq, z.seq);
         // A window at a time, so the builder has each one as soon as it
         // is extracted.
-        let room = u64::from(self.shared.cfg.file_ledgers) * OFFER_WINDOWS;
+        let room = self.shared.offer_room();
         for chunk in ledgers.chunks(self.shared.cfg.file_ledgers.max(1) as usize) {
             // Backpressure: a builder held by a merge makes ingest wait
             // rather than read these ledgers back later.
             if let Some(last) = chunk.last() {
-                self.shared
-                    .wait_room(last.seq, room, || self.builder_alive());
+                self.shared.wait_room(last.seq, || self.builder_alive());
             }
             let from = self.shared.next_wanted();
             let wanted =

@@ -211,6 +211,12 @@ impl Shared {
         out
     }
 
+    /// How many ledgers past its files the builder keeps offers for
+    /// ([`OFFER_WINDOWS`](crate::OFFER_WINDOWS) level-0 windows).
+    pub(crate) fn offer_room(&self) -> u64 {
+        u64::from(self.cfg.file_ledgers) * crate::OFFER_WINDOWS
+    }
+
     /// The first ledger the builder has yet to index: past its files
     /// (the store's first ledger when it has none).
     pub(crate) fn next_wanted(&self) -> u32 {
@@ -221,11 +227,11 @@ impl Shared {
     }
 
     /// Backpressure on ingest: while ledger `last`, just committed, lies
-    /// past the ledgers the builder keeps offers for (`room` past its
-    /// files), waits for the builder to publish files, so that the
-    /// ledgers are offered rather than read back from the store later
-    /// (reading one back costs several times indexing it from ingest's
-    /// bytes, and a builder that fell behind during a long merge never
+    /// past the ledgers the builder keeps offers for
+    /// ([`Self::offer_room`] past its files), waits for the builder to
+    /// publish files, so that the ledgers are offered rather than read
+    /// back from the store later (reading one back costs several times
+    /// indexing it from ingest's bytes, and a builder that fell behind during a long merge never
     /// caught up: docs/benchmarks.md, "The event index's builder fell
     /// behind for good"). Only once the builder keeps pace with offers
     /// (it has indexed an offered ledger since open): one indexing
@@ -239,7 +245,8 @@ impl Shared {
     /// position where an offer gave up (a builder that moves on after a
     /// stall is waited for again, so it catches up). Returns how long it
     /// waited.
-    pub(crate) fn wait_room(&self, last: u32, room: u64, alive: impl Fn() -> bool) -> Duration {
+    pub(crate) fn wait_room(&self, last: u32, alive: impl Fn() -> bool) -> Duration {
+        let room = self.offer_room();
         let start = Instant::now();
         let mut waited = false;
         loop {

@@ -9,7 +9,9 @@ use ledgerstore_db_api::{
     ValueCompression,
 };
 pub use ledgerstore_engine_mdbx::{MdbxOptions, MdbxStore, MdbxSync};
-pub use ledgerstore_engine_rocks::{BlockCompression, RocksOptions, RocksProfile, RocksStore};
+pub use ledgerstore_engine_rocks::{
+    BlockCompression, BulkBlocks, RocksOptions, RocksProfile, RocksStore,
+};
 
 /// Engine options for every table. The default uses 4 KiB MDBX pages for
 /// both hash tables: measured on this machine class against 16 KiB (see
@@ -61,16 +63,24 @@ impl Backends {
             block_bytes,
             dict_bytes,
             dict_form,
+            bulk_block_bytes,
+            bulk_level,
         } = compression
         {
-            RocksOptions::tuned_blocks(
-                block_bytes,
-                BlockCompression {
-                    level,
-                    dict_bytes,
-                    dict_form,
-                },
-            )
+            RocksOptions {
+                bulk_blocks: Some(BulkBlocks {
+                    block_bytes: bulk_block_bytes,
+                    level: bulk_level,
+                }),
+                ..RocksOptions::tuned_blocks(
+                    block_bytes,
+                    BlockCompression {
+                        level,
+                        dict_bytes,
+                        dict_form,
+                    },
+                )
+            }
         } else {
             Self::app_compressed(layout, table)
         };

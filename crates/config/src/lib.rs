@@ -387,6 +387,20 @@ pub struct SegmentsConfig {
     /// decompresses one block). Not recorded: it may change at every start
     /// and applies to files written from then on.
     pub block_kib: u32,
+    /// `blocks` bodies written in bulk (a backfill's batches, or a daemon
+    /// catching up: batches whose bodies reach 32 MiB, handed to RocksDB
+    /// as whole SST files): KiB of raw bodies per compressed block. This
+    /// is history, read rarely, so its blocks are larger than the live
+    /// tail's `block_kib`: 1 MiB stored the fixture's bodies in 17% fewer
+    /// bytes than 64 KiB for the same ingest CPU, and a lookup in it
+    /// costs ~0.3 ms more CPU (docs/benchmarks.md, "History in larger
+    /// blocks"). Not recorded.
+    pub bulk_block_kib: u32,
+    /// `blocks` bodies written in bulk: their zstd level (unset:
+    /// `db.zstd_level`). Level 7 with 4 MiB blocks stored the fixture's
+    /// bodies in 0.92× the lake's bytes, for about twice the ingest CPU.
+    /// Not recorded.
+    pub bulk_zstd_level: Option<i32>,
     /// `blocks` bodies: the largest dictionary RocksDB makes per file, in
     /// KiB (0: none, the default: every dictionary measured cost ingest
     /// CPU and ~20% more CPU a warm lookup, see `block_dict` and
@@ -411,6 +425,8 @@ impl Default for SegmentsConfig {
             filter_mib: 256,
             bodies: None,
             block_kib: 64,
+            bulk_block_kib: 1024,
+            bulk_zstd_level: None,
             block_dict_kib: 0,
             block_dict: BlockDict::Trained,
         }
@@ -658,8 +674,18 @@ impl Config {
                 return Err(invalid(key, mib, "0..=1073741824"));
             }
         }
-        if !(4..=16_384).contains(&s.block_kib) {
-            return Err(invalid("segments.block_kib", s.block_kib, "4..=16384"));
+        for (key, kib) in [
+            ("segments.block_kib", s.block_kib),
+            ("segments.bulk_block_kib", s.bulk_block_kib),
+        ] {
+            if !(4..=16_384).contains(&kib) {
+                return Err(invalid(key, kib, "4..=16384"));
+            }
+        }
+        if let Some(level) = s.bulk_zstd_level
+            && !(1..=22).contains(&level)
+        {
+            return Err(invalid("segments.bulk_zstd_level", level, "1 to 22"));
         }
         if s.block_dict_kib > 1024 {
             return Err(invalid(
@@ -672,13 +698,18 @@ impl Config {
         // of at most 64 MiB (fewer samples and zstd trains none): the
         // engine's `MIN_DICT_SAMPLE_BLOCKS` and file size, which this
         // crate does not depend on.
-        if s.block_dict_kib > 0 && s.block_kib > 4096 {
-            return Err(invalid(
-                "segments.block_kib",
-                s.block_kib,
-                "4..=4096 while segments.block_dict_kib is above 0 (a file's dictionary \
-                 trains on at least 16 of its blocks, and a file holds 64 MiB)",
-            ));
+        for (key, kib) in [
+            ("segments.block_kib", s.block_kib),
+            ("segments.bulk_block_kib", s.bulk_block_kib),
+        ] {
+            if s.block_dict_kib > 0 && kib > 4096 {
+                return Err(invalid(
+                    key,
+                    kib,
+                    "4..=4096 while segments.block_dict_kib is above 0 (a file's dictionary \
+                     trains on at least 16 of its blocks, and a file holds 64 MiB)",
+                ));
+            }
         }
         if self.dict.enabled && (self.dict.samples < 16 || !(1..=4096).contains(&self.dict.max_kib))
         {

@@ -186,6 +186,18 @@ fn bad_values_name_the_key_and_the_expected_range() {
             "segments.block_kib = 2: 4..=16384",
         ),
         (
+            "[segments]\nbulk_block_kib = 32768\n",
+            "segments.bulk_block_kib = 32768: 4..=16384",
+        ),
+        (
+            "[segments]\nbulk_zstd_level = 0\n",
+            "segments.bulk_zstd_level = 0: 1 to 22",
+        ),
+        (
+            "[segments]\nbulk_block_kib = 8192\nblock_dict_kib = 64\n",
+            "segments.bulk_block_kib = 8192: 4..=4096 while segments.block_dict_kib is above 0",
+        ),
+        (
             "[segments]\nblock_dict_kib = 2048\n",
             "segments.block_dict_kib = 2048: 0..=1024",
         ),

@@ -210,6 +210,15 @@ pub enum ValueCompression {
         dict_bytes: usize,
         /// How a file's dictionary is made.
         dict_form: BlockDict,
+        /// Target block size before compression for values written in
+        /// bulk (sorted pairs of at least an engine chunk handed over at
+        /// once by [`KvWrite::put_sorted`](crate::KvWrite::put_sorted): a
+        /// backfill's batches), which become history and are read rarely;
+        /// smaller writes (a live tail) use `block_bytes`. An engine with
+        /// no bulk path uses `block_bytes` for everything.
+        bulk_block_bytes: usize,
+        /// zstd level of values written in bulk.
+        bulk_level: i32,
     },
 }
 

@@ -68,6 +68,25 @@ pub struct RocksOptions {
     /// zstd block compression (tuned only; None: values are stored as
     /// given, already compressed by the application).
     pub block_compression: Option<BlockCompression>,
+    /// With block compression: the block size and zstd level of the SST
+    /// files a bulk write makes ([`BulkBlocks`]; None: the table's own).
+    pub bulk_blocks: Option<BulkBlocks>,
+}
+
+/// The blocks of SST files written whole from sorted pairs (`bulk.rs`: a
+/// backfill's batches of bodies), which differ from what flushes and
+/// compactions write. A block's size and level are the writer's choice,
+/// not the table's: RocksDB reads any SST whatever block size or zstd
+/// level made it. Such files go to the bottom level unrewritten when their
+/// keys follow everything stored, so history keeps these blocks; a file
+/// that overlaps stored keys is merged by compaction into the table's own
+/// blocks, as a flushed memtable is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BulkBlocks {
+    /// Target data block size before compression.
+    pub block_bytes: usize,
+    /// zstd level.
+    pub level: i32,
 }
 
 /// RocksDB compresses a table's data blocks: zstd at every level (so
@@ -149,6 +168,7 @@ impl RocksOptions {
             block_bytes: 16 << 10,
             partitioned_index: false,
             block_compression: None,
+            bulk_blocks: None,
         }
     }
 
@@ -171,6 +191,7 @@ impl RocksOptions {
             block_bytes: 16 << 10,
             partitioned_index: false,
             block_compression: None,
+            bulk_blocks: None,
         }
     }
 
@@ -200,6 +221,27 @@ impl RocksOptions {
             block_compression: Some(compression),
             ..Self::tuned_positional()
         }
+    }
+
+    /// The options of a bulk write's SST files, when
+    /// [`RocksOptions::bulk_blocks`] differs from the table's blocks: the
+    /// table's options with that block size and level (and no block
+    /// cache: a writer reads nothing back).
+    fn bulk_rocks_options(&self) -> Option<Result<Options, rocksdb::Error>> {
+        let bulk = self.bulk_blocks?;
+        let mut compression = self.block_compression?;
+        if bulk.block_bytes == self.block_bytes && bulk.level == compression.level {
+            return None;
+        }
+        compression.level = bulk.level;
+        let o = Self {
+            block_bytes: bulk.block_bytes,
+            block_compression: Some(compression),
+            block_cache_bytes: 0,
+            bulk_blocks: None,
+            ..self.clone()
+        };
+        Some(o.to_rocks())
     }
 
     /// True when a large write skips the WAL (SST files ingested, or
@@ -293,6 +335,9 @@ pub struct RocksStore {
     opts: RocksOptions,
     /// The options the DB was opened with; they own its statistics.
     rocks_opts: Options,
+    /// The options bulk writes make SST files with, where
+    /// [`RocksOptions::bulk_blocks`] differs from the table's blocks.
+    bulk_opts: Option<Options>,
     access: Access,
     db: DB,
     /// Bytes of SST files written by bulk writes and ingested since open
@@ -368,11 +413,16 @@ impl RocksStore {
                 detail: format!("removing unfinished bulk files in {}: {e}", dir.display()),
             })?;
         }
+        let bulk_opts = opts
+            .bulk_rocks_options()
+            .transpose()
+            .map_err(|e| err(table, e))?;
         Ok(Self {
             table: table.to_string(),
             path: dir.to_path_buf(),
             opts: opts.clone(),
             rocks_opts,
+            bulk_opts,
             access,
             db,
             ingested_bytes: AtomicU64::new(0),
@@ -490,7 +540,7 @@ impl KvWrite for RocksWrite<'_> {
             .bulk
             .insert(bulk::BulkFiles::new(&store.table, &store.path));
         let written = files.write_sorted(
-            &store.rocks_opts,
+            store.bulk_opts.as_ref().unwrap_or(&store.rocks_opts),
             pairs,
             BLOCK_FILE_BYTES,
             bulk::max_threads(),

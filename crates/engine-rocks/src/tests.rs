@@ -646,3 +646,110 @@ fn bulk_files_are_cut_by_raw_size_and_a_refused_write_leaves_nothing() {
     assert!(parts(dir.path()).is_empty(), "{:?}", parts(dir.path()));
     assert_eq!(ssts(dir.path()).len(), 5);
 }
+
+/// Data blocks in the table's live SST files (RocksDB's aggregated table
+/// properties).
+fn data_blocks(store: &RocksStore) -> u64 {
+    let props = store
+        .db
+        .property_value("rocksdb.aggregated-table-properties")
+        .expect("property")
+        .expect("aggregated table properties");
+    props
+        .split(';')
+        .find_map(|f| f.trim().strip_prefix("# data blocks="))
+        .unwrap_or_else(|| panic!("no data block count in {props}"))
+        .trim()
+        .parse()
+        .expect("count")
+}
+
+/// A bulk write's SST files take `bulk_blocks`' block size and zstd
+/// level, not the table's; everything else the table writes (a flushed
+/// memtable) keeps the table's own; the values read back either way, and
+/// after a reopen. Without `bulk_blocks` (or with the table's own values)
+/// a bulk write makes the table's blocks.
+#[test]
+fn bulk_writes_take_their_own_block_size_and_level() {
+    let table = |bulk: Option<BulkBlocks>| {
+        let mut o = RocksOptions::tuned_blocks(
+            64 << 10,
+            BlockCompression {
+                level: 3,
+                dict_bytes: 0,
+                dict_form: BlockDict::Trained,
+            },
+        );
+        o.block_cache_bytes = 1 << 20;
+        o.background_jobs = 2;
+        o.bulk_blocks = bulk;
+        o
+    };
+    let archive = BulkBlocks {
+        block_bytes: 1 << 20,
+        level: 9,
+    };
+    let same = BulkBlocks {
+        block_bytes: 64 << 10,
+        level: 3,
+    };
+    // 12,000 × 3,004 raw bytes: ~550 blocks of 64 KiB, ~35 of 1 MiB.
+    for (bulk, blocks, level) in [
+        (None, 400..=800, 3),
+        (Some(same), 400..=800, 3),
+        (Some(archive), 20..=60, 9),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store =
+            RocksStore::open(dir.path(), "tx_data", &table(bulk), Access::ReadWrite).expect("open");
+        assert_eq!(store.bulk_opts.is_some(), bulk == Some(archive), "{bulk:?}");
+        let mut w = store.begin_write().expect("begin");
+        put_all(&mut w, 0..12_000, 0);
+        w.finish().expect("finish");
+        w.commit().expect("commit");
+        let n = data_blocks(&store);
+        assert!(blocks.contains(&n), "{bulk:?}: {n} data blocks");
+        let files = ssts(dir.path());
+        assert!(
+            files
+                .iter()
+                .all(|f| holds(f, format!("level={level};").as_bytes())),
+            "{bulk:?}: every SST at zstd level {level}"
+        );
+        // A write below a chunk goes through the memtable; a flush of it
+        // (at close) makes the table's blocks beside the bulk files.
+        let mut w = store.begin_write().expect("begin");
+        put_all(&mut w, 20_000..20_400, 7);
+        w.finish().expect("finish");
+        w.commit().expect("commit");
+        store.db.flush().expect("flush");
+        let flushed: Vec<Vec<u8>> = ssts(dir.path())
+            .into_iter()
+            .filter(|f| !files.contains(f))
+            .collect();
+        assert_eq!(flushed.len(), 1, "{bulk:?}: one flushed file");
+        assert!(
+            holds(&flushed[0], b"level=3;"),
+            "{bulk:?}: a flush keeps the table's level"
+        );
+        assert!(
+            (18..=40).contains(&(data_blocks(&store) - n)),
+            "{bulk:?}: 400 × 3 KB flushed in 64 KiB blocks: {} more",
+            data_blocks(&store) - n
+        );
+        drop(store);
+        let store = RocksStore::open(dir.path(), "tx_data", &table(bulk), Access::ReadWrite)
+            .expect("reopen");
+        for i in [0u32, 5_000, 11_999] {
+            assert_eq!(
+                store.get(&i.to_be_bytes()).expect("get"),
+                Some(wordy(i, 3000)),
+                "{bulk:?}: {i}"
+            );
+        }
+        assert_eq!(
+            store.get(&20_399u32.to_be_bytes()).expect("get"),
+            Some(wordy(7 + 20_399, 3000))
+        );
+    }
+}

@@ -367,6 +367,14 @@ pub struct EngineFlags {
     /// [segments] block_kib: KiB of raw bodies per compressed block ("blocks" bodies).
     #[arg(long = "segments.block-kib", value_name = "KIB")]
     pub segments_block_kib: Option<i64>,
+    /// [segments] bulk_block_kib: KiB of raw bodies per compressed block for
+    /// bodies written in bulk (a backfill's batches: history).
+    #[arg(long = "segments.bulk-block-kib", value_name = "KIB")]
+    pub segments_bulk_block_kib: Option<i64>,
+    /// [segments] bulk_zstd_level: zstd level of bodies written in bulk
+    /// (unset: db.zstd_level).
+    #[arg(long = "segments.bulk-zstd-level", value_name = "LEVEL")]
+    pub segments_bulk_zstd_level: Option<i64>,
     /// [segments] block_dict_kib: largest dictionary per engine file, KiB (0: none).
     #[arg(long = "segments.block-dict-kib", value_name = "KIB")]
     pub segments_block_dict_kib: Option<i64>,

@@ -89,6 +89,18 @@ fn engine_overrides(e: &EngineFlags, o: &mut Overrides) {
     push(o, "segments.block_kib", e.segments_block_kib.as_ref(), int);
     push(
         o,
+        "segments.bulk_block_kib",
+        e.segments_bulk_block_kib.as_ref(),
+        int,
+    );
+    push(
+        o,
+        "segments.bulk_zstd_level",
+        e.segments_bulk_zstd_level.as_ref(),
+        int,
+    );
+    push(
+        o,
         "segments.block_dict_kib",
         e.segments_block_dict_kib.as_ref(),
         int,

@@ -57,6 +57,8 @@ pub fn store_options(cfg: &Config, layout: Option<Layout>, create: bool) -> Stor
             },
             bodies: seg.bodies.unwrap_or(new_dir.bodies),
             block_bytes: (seg.block_kib as usize) << 10,
+            bulk_block_bytes: (seg.bulk_block_kib as usize) << 10,
+            bulk_level: seg.bulk_zstd_level,
             block_dict_bytes: (seg.block_dict_kib as usize) << 10,
             block_dict_form: seg.block_dict,
             warm_bytes: cfg.segments.warm_mib << 20,

@@ -190,6 +190,72 @@ fn block_dictionary_flags_reach_the_engine() {
     );
 }
 
+/// `--segments.bulk-block-kib` and `--segments.bulk-zstd-level` reach the
+/// SST files a bulk batch of bodies becomes (config → store → backends →
+/// engine: 40 MB of bodies in one batch, past RocksDB's 32 MiB chunk),
+/// while the table's own options, what flushes and compactions write,
+/// keep `segments.block_kib` and `db.zstd_level`.
+#[test]
+fn bulk_block_flags_reach_the_engine() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    let mut c = bin();
+    c.args([
+        "ingest",
+        "--synthetic",
+        "--no-progress",
+        "--layout",
+        "indexed",
+    ])
+    .arg("--data-dir")
+    .arg(&dir)
+    .args(["--ledgers", "40", "--batch-ledgers", "40"])
+    .args(["--tx-per-ledger", "100", "--tx-bytes", "10000"])
+    .args(["--ledger-bytes", "1000", "--seed", "3"])
+    .args(small_engine_flags())
+    .args(["--segments.bulk-block-kib", "512"])
+    .args(["--segments.bulk-zstd-level", "6"]);
+    let o = run(c);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = dir.join("rocksdb/tx_data");
+    let files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&table)
+        .expect("tx_data dir")
+        .flatten()
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, std::fs::read(e.path()).expect("read"))
+        })
+        .collect();
+    let holds =
+        |hay: &[u8], needle: &str| hay.windows(needle.len()).any(|w| w == needle.as_bytes());
+    let bulk = files
+        .iter()
+        .filter(|(n, f)| n.ends_with(".sst") && holds(f, "level=6;"))
+        .count();
+    assert!(
+        bulk >= 1,
+        "no SST at the bulk level among {} files",
+        files.len()
+    );
+    let options: String = files
+        .iter()
+        .filter(|(n, _)| n.starts_with("OPTIONS-"))
+        .map(|(_, f)| String::from_utf8_lossy(f).into_owned())
+        .collect();
+    for want in ["block_size=65536", "level=3;"] {
+        assert!(options.contains(want), "the table's own {want}: {options}");
+    }
+    let mut c = ingest_cmd(&tmp.path().join("other"), "indexed", 2, 2, 5);
+    c.args(["--segments.bulk-zstd-level", "23"]);
+    let o = run(c);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("segments.bulk_zstd_level = 23: 1 to 22"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// The block cache capacities RocksDB logged at its last open of `table`
 /// (the OPTIONS file does not record them).
 fn cache_capacities(dir: &Path, table: &str) -> Vec<u64> {

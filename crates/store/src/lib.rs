@@ -253,6 +253,8 @@ impl Ledgerstore {
                 block_bytes: opts.indexed.block_bytes,
                 dict_bytes: opts.indexed.block_dict_bytes,
                 dict_form: opts.indexed.block_dict_form,
+                bulk_block_bytes: opts.indexed.bulk_block_bytes,
+                bulk_level: opts.indexed.bulk_level.unwrap_or(opts.compression_level),
             },
             _ => ValueCompression::App,
         };

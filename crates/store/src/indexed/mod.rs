@@ -71,6 +71,15 @@ pub struct IndexedOptions {
     /// `blocks` bodies: the engine's block size before compression. Not
     /// recorded: files written under another size stay readable.
     pub block_bytes: usize,
+    /// `blocks` bodies written in bulk (a backfill's batches, sorted and
+    /// handed to the engine whole): the block size before compression.
+    /// History is read rarely, so its blocks are larger than the live
+    /// tail's (docs/benchmarks.md, "History in larger blocks"). Not
+    /// recorded.
+    pub bulk_block_bytes: usize,
+    /// `blocks` bodies written in bulk: the zstd level (None: the dir's
+    /// `compression_level`). Not recorded.
+    pub bulk_level: Option<i32>,
     /// `blocks` bodies: the largest dictionary the engine makes per file
     /// (0: none). Not recorded.
     pub block_dict_bytes: usize,
@@ -86,6 +95,10 @@ pub struct IndexedOptions {
 /// `blocks` bodies: the default block size before compression (see
 /// docs/benchmarks.md, "Block-compressed bodies (issue 31 item 2)").
 pub const DEFAULT_BLOCK_BYTES: usize = 64 << 10;
+
+/// `blocks` bodies written in bulk: the default block size before
+/// compression (docs/benchmarks.md, "History in larger blocks").
+pub const DEFAULT_BULK_BLOCK_BYTES: usize = 1 << 20;
 
 /// `blocks` bodies: the default largest dictionary per engine file (none:
 /// RocksDB's training cost more ingest CPU than the bytes it saved were
@@ -116,6 +129,8 @@ impl Default for IndexedOptions {
             dict: Some(DictOptions::default()),
             bodies: BodyForm::default(),
             block_bytes: DEFAULT_BLOCK_BYTES,
+            bulk_block_bytes: DEFAULT_BULK_BLOCK_BYTES,
+            bulk_level: None,
             block_dict_bytes: DEFAULT_BLOCK_DICT_BYTES,
             block_dict_form: BlockDict::default(),
             explicit_policy: ExplicitPolicy::default(),

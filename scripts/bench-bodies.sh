@@ -19,7 +19,9 @@
 # BB_OUT (./bench-bodies-out), BB_BIN (a built ledgerstore; else a
 # release build), BB_COPIES (50), BB_FORMS (records blocks:256 blocks:256:9
 # blocks:1024; blocks:K[:L] is blocks of K KiB at zstd level L, default
-# BB_LEVEL), BB_LEVEL (db.zstd_level, 3), BB_BATCH
+# BB_LEVEL, for the live tail and for bulk writes alike: segments.block_kib
+# and segments.bulk_block_kib; with BB_BULK_SAME=no only the first, so bulk
+# writes keep the build's default or LEDGERSTORE_SEGMENTS__BULK_BLOCK_KIB), BB_LEVEL (db.zstd_level, 3), BB_BATCH
 # (--batch-ledgers, 200), BB_SECONDS (10), BB_COLD_SECONDS (3),
 # BB_CONCURRENCY (16). Writes BB_OUT/summary.md.
 set -euo pipefail
@@ -60,11 +62,18 @@ DAEMON=
 cleanup() { [ -n "$DAEMON" ] && kill -TERM "$DAEMON" 2>/dev/null && wait "$DAEMON" 2>/dev/null || true; }
 trap cleanup EXIT
 
+BULK_FLAG=no
+if [ "${BB_BULK_SAME:-yes}" = yes ]; then
+  "$BIN" ingest --help 2> /dev/null | grep -q -- --segments.bulk-block-kib && BULK_FLAG=yes
+fi
 for form in $FORMS; do
   name=${form//:/-}
   IFS=: read -r kind kib level <<< "$form"
   flags=(--segments.bodies "$kind" --db.zstd-level "${level:-$LEVEL}")
   [ -n "$kib" ] && flags+=(--segments.block-kib "$kib")
+  # A backfill's bodies are bulk writes, in blocks of their own: the same
+  # size here, so a form is what it says (builds before the setting lack it).
+  [ -n "$kib" ] && [ "$BULK_FLAG" = yes ] && flags+=(--segments.bulk-block-kib "$kib")
   data="$OUT/$name"
   log="$OUT/ingest-$name.log"
   echo "bench-bodies: $form: ingest" >&2

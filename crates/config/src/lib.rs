@@ -698,18 +698,24 @@ impl Config {
         // of at most 64 MiB (fewer samples and zstd trains none): the
         // engine's `MIN_DICT_SAMPLE_BLOCKS` and file size, which this
         // crate does not depend on.
-        for (key, kib) in [
-            ("segments.block_kib", s.block_kib),
-            ("segments.bulk_block_kib", s.bulk_block_kib),
-        ] {
-            if s.block_dict_kib > 0 && kib > 4096 {
-                return Err(invalid(
-                    key,
-                    kib,
-                    "4..=4096 while segments.block_dict_kib is above 0 (a file's dictionary \
-                     trains on at least 16 of its blocks, and a file holds 64 MiB)",
-                ));
-            }
+        if s.block_dict_kib > 0 && s.block_kib > 4096 {
+            return Err(invalid(
+                "segments.block_kib",
+                s.block_kib,
+                "4..=4096 while segments.block_dict_kib is above 0 (a file's dictionary \
+                 trains on at least 16 of its blocks, and a file holds 64 MiB)",
+            ));
+        }
+        // Bulk files are written on up to 4 threads at once, each holding
+        // its file's first 16 blocks uncompressed until the dictionary is
+        // made: 16 MiB a thread at 1 MiB.
+        if s.block_dict_kib > 0 && s.bulk_block_kib > 1024 {
+            return Err(invalid(
+                "segments.bulk_block_kib",
+                s.bulk_block_kib,
+                "4..=1024 while segments.block_dict_kib is above 0 (each of up to 4 bulk \
+                 writers holds 16 blocks uncompressed until its file's dictionary is made)",
+            ));
         }
         if self.dict.enabled && (self.dict.samples < 16 || !(1..=4096).contains(&self.dict.max_kib))
         {

@@ -194,8 +194,8 @@ fn bad_values_name_the_key_and_the_expected_range() {
             "segments.bulk_zstd_level = 0: 1 to 22",
         ),
         (
-            "[segments]\nbulk_block_kib = 8192\nblock_dict_kib = 64\n",
-            "segments.bulk_block_kib = 8192: 4..=4096 while segments.block_dict_kib is above 0",
+            "[segments]\nbulk_block_kib = 2048\nblock_dict_kib = 64\n",
+            "segments.bulk_block_kib = 2048: 4..=1024 while segments.block_dict_kib is above 0",
         ),
         (
             "[segments]\nblock_dict_kib = 2048\n",

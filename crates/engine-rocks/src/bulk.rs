@@ -6,9 +6,10 @@
 //! not need the memtable: RocksDB would copy each value into a write batch
 //! and then its skip list, flush it later in key order and compress it on
 //! the way out. Writing the SSTs directly from the caller's slices
-//! ([`rocksdb::SstFileWriter`], with the table's own options, so the same
-//! blocks, compression and dictionary) and ingesting them at commit skips
-//! both copies and the skip list, and leaves no memtable behind to flush.
+//! ([`rocksdb::SstFileWriter`], with the table's own options but, where
+//! [`crate::RocksOptions::bulk_blocks`] says, their own block size and
+//! zstd level) and ingesting them at commit skips both copies and the skip
+//! list, and leaves no memtable behind to flush.
 //!
 //! The pairs are cut into files of 64 MiB of raw bytes (a `blocks` table's
 //! memtable, so the size its flushes made), written on up to

@@ -22,8 +22,8 @@ use ledgerstore_db_api::{
 use rocksdb::checkpoint::Checkpoint;
 use rocksdb::statistics::{StatsLevel, Ticker};
 use rocksdb::{
-    BlockBasedOptions, Cache, CompactOptions, DB, DBCompressionType, FlushOptions, Options,
-    WaitForCompactOptions, WriteBatch, WriteOptions,
+    BlockBasedOptions, Cache, CompactOptions, DB, DBCompressionType, FlushOptions, LruCacheOptions,
+    Options, WaitForCompactOptions, WriteBatch, WriteOptions,
 };
 
 mod bulk;
@@ -78,9 +78,13 @@ pub struct RocksOptions {
 /// compactions write. A block's size and level are the writer's choice,
 /// not the table's: RocksDB reads any SST whatever block size or zstd
 /// level made it. Such files go to the bottom level unrewritten when their
-/// keys follow everything stored, so history keeps these blocks; a file
-/// that overlaps stored keys is merged by compaction into the table's own
-/// blocks, as a flushed memtable is.
+/// keys follow everything stored (a memtable holding anything is flushed
+/// first, so no later flush spans them), and history keeps these blocks;
+/// a file that overlaps stored keys (a batch retried over rolled-back
+/// positions, or one that begins with a dictionary key) is merged by
+/// compaction into the table's own blocks, as a flushed memtable is, and
+/// so is what that compaction reaches. With a dictionary, its training
+/// input and buffer scale with these blocks ([`dict_buffer_bytes`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BulkBlocks {
     /// Target data block size before compression.
@@ -223,10 +227,30 @@ impl RocksOptions {
         }
     }
 
+    /// Shard bits of the block cache: RocksDB's default (shards of at
+    /// least 512 KiB, at most 64 of them) unless the largest block would
+    /// then fill more than a sixteenth of a shard. An LRU shard evicts
+    /// its own entries to fit a block and drops one larger than itself, so
+    /// 1 MiB bulk blocks in the default 4 MiB shards of a 256 MiB cache
+    /// would each evict a quarter of a shard, and 4 MiB blocks would never
+    /// stay cached.
+    fn cache_shard_bits(&self) -> i32 {
+        let largest = self
+            .bulk_blocks
+            .map_or(self.block_bytes, |b| b.block_bytes.max(self.block_bytes))
+            .max(1);
+        let shards = (self.block_cache_bytes / 16 / largest)
+            .min(self.block_cache_bytes / (512 << 10))
+            .clamp(1, 64);
+        shards.ilog2() as i32
+    }
+
     /// The options of a bulk write's SST files, when
     /// [`RocksOptions::bulk_blocks`] differs from the table's blocks: the
-    /// table's options with that block size and level (and no block
-    /// cache: a writer reads nothing back).
+    /// table's options with that block size and level, and RocksDB's
+    /// default block cache rather than a second one of the table's size
+    /// (a writer reads nothing back; only a dictionary's buffer is
+    /// charged to it).
     fn bulk_rocks_options(&self) -> Option<Result<Options, rocksdb::Error>> {
         let bulk = self.bulk_blocks?;
         let mut compression = self.block_compression?;
@@ -311,7 +335,10 @@ impl RocksOptions {
                 t.set_pin_top_level_index_and_filter(true);
             }
             if self.block_cache_bytes > 0 {
-                t.set_block_cache(&Cache::new_lru_cache(self.block_cache_bytes));
+                let mut c = LruCacheOptions::default();
+                c.set_capacity(self.block_cache_bytes);
+                c.set_num_shard_bits(self.cache_shard_bits());
+                t.set_block_cache(&Cache::new_lru_cache_opts(&c));
             }
             o.set_block_based_table_factory(&t);
             if let Some(min) = self.blob_min_size {
@@ -441,6 +468,32 @@ impl RocksStore {
         w
     }
 
+    /// With bulk blocks of their own, flushes a memtable that holds
+    /// anything before bulk files go in. Ingestion flushes only a memtable
+    /// whose keys overlap the files; one that holds positions below them
+    /// and then takes positions above them (a live tail after a catch-up,
+    /// or batches on either side of the bulk threshold) would flush as one
+    /// file spanning the bulk files, and compacting that file into their
+    /// level rewrites them in the table's blocks.
+    fn flush_memtable_before_bulk(&self) -> DbResult<()> {
+        if self.bulk_opts.is_none() {
+            return Ok(());
+        }
+        let held = [
+            "rocksdb.num-entries-active-mem-table",
+            "rocksdb.num-entries-imm-mem-tables",
+        ]
+        .iter()
+        .map(|p| self.int_property(p).unwrap_or(1))
+        .sum::<u64>();
+        if held > 0 {
+            let mut f = FlushOptions::default();
+            f.set_wait(true);
+            self.db.flush_opt(&f).map_err(|e| self.e(e))?;
+        }
+        Ok(())
+    }
+
     fn int_property(&self, name: &str) -> Option<u64> {
         self.db.property_int_value(name).ok().flatten()
     }
@@ -489,6 +542,7 @@ impl RocksWrite<'_> {
     fn ingest_bulk(&mut self) -> DbResult<()> {
         if let Some(mut files) = self.bulk.take() {
             self.apply(WriteBatch::default())?;
+            self.store.flush_memtable_before_bulk()?;
             let bytes = files.ingest(&self.store.db)?;
             self.store
                 .ingested_bytes

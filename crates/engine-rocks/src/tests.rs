@@ -664,6 +664,28 @@ fn data_blocks(store: &RocksStore) -> u64 {
         .expect("count")
 }
 
+/// 64 KiB blocks at zstd 3, no dictionary, bulk writes as `bulk` says.
+fn bulk_table(bulk: Option<BulkBlocks>) -> RocksOptions {
+    let mut o = RocksOptions::tuned_blocks(
+        64 << 10,
+        BlockCompression {
+            level: 3,
+            dict_bytes: 0,
+            dict_form: BlockDict::Trained,
+        },
+    );
+    o.block_cache_bytes = 1 << 20;
+    o.background_jobs = 2;
+    o.bulk_blocks = bulk;
+    o
+}
+
+/// Bulk blocks of 1 MiB at zstd 9.
+const ARCHIVE: BulkBlocks = BulkBlocks {
+    block_bytes: 1 << 20,
+    level: 9,
+};
+
 /// A bulk write's SST files take `bulk_blocks`' block size and zstd
 /// level, not the table's; everything else the table writes (a flushed
 /// memtable) keeps the table's own; the values read back either way, and
@@ -671,24 +693,7 @@ fn data_blocks(store: &RocksStore) -> u64 {
 /// a bulk write makes the table's blocks.
 #[test]
 fn bulk_writes_take_their_own_block_size_and_level() {
-    let table = |bulk: Option<BulkBlocks>| {
-        let mut o = RocksOptions::tuned_blocks(
-            64 << 10,
-            BlockCompression {
-                level: 3,
-                dict_bytes: 0,
-                dict_form: BlockDict::Trained,
-            },
-        );
-        o.block_cache_bytes = 1 << 20;
-        o.background_jobs = 2;
-        o.bulk_blocks = bulk;
-        o
-    };
-    let archive = BulkBlocks {
-        block_bytes: 1 << 20,
-        level: 9,
-    };
+    let table = bulk_table;
     let same = BulkBlocks {
         block_bytes: 64 << 10,
         level: 3,
@@ -697,12 +702,12 @@ fn bulk_writes_take_their_own_block_size_and_level() {
     for (bulk, blocks, level) in [
         (None, 400..=800, 3),
         (Some(same), 400..=800, 3),
-        (Some(archive), 20..=60, 9),
+        (Some(ARCHIVE), 20..=60, 9),
     ] {
         let dir = tempfile::tempdir().expect("tempdir");
         let store =
             RocksStore::open(dir.path(), "tx_data", &table(bulk), Access::ReadWrite).expect("open");
-        assert_eq!(store.bulk_opts.is_some(), bulk == Some(archive), "{bulk:?}");
+        assert_eq!(store.bulk_opts.is_some(), bulk == Some(ARCHIVE), "{bulk:?}");
         let mut w = store.begin_write().expect("begin");
         put_all(&mut w, 0..12_000, 0);
         w.finish().expect("finish");
@@ -717,7 +722,7 @@ fn bulk_writes_take_their_own_block_size_and_level() {
             "{bulk:?}: every SST at zstd level {level}"
         );
         // A write below a chunk goes through the memtable; a flush of it
-        // (at close) makes the table's blocks beside the bulk files.
+        // makes the table's blocks beside the bulk files.
         let mut w = store.begin_write().expect("begin");
         put_all(&mut w, 20_000..20_400, 7);
         w.finish().expect("finish");
@@ -752,4 +757,94 @@ fn bulk_writes_take_their_own_block_size_and_level() {
             Some(wordy(7 + 20_399, 3000))
         );
     }
+}
+
+/// A memtable holding positions below a bulk write is flushed before the
+/// bulk files go in, so positions put after them flush into a file of
+/// their own: no flushed file spans the bulk files (compacting such a file
+/// into their level would rewrite them in the table's blocks). Ingestion
+/// alone flushes only a memtable whose keys overlap the files.
+#[test]
+fn a_memtable_is_flushed_before_bulk_files_go_in() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = RocksStore::open(
+        dir.path(),
+        "tx_data",
+        &bulk_table(Some(ARCHIVE)),
+        Access::ReadWrite,
+    )
+    .expect("open");
+    for (keys, bulk) in [
+        (0..100, false),
+        (1_000..13_000, true),
+        (20_000..20_100, false),
+    ] {
+        let mut w = store.begin_write().expect("begin");
+        put_all(&mut w, keys, 0);
+        w.finish().expect("finish");
+        w.commit().expect("commit");
+        assert_eq!(parts(dir.path()), Vec::<String>::new(), "{bulk}");
+    }
+    store.db.flush().expect("flush");
+    let files = store.db.live_files().expect("live files");
+    let key = |k: &Option<Vec<u8>>| {
+        u32::from_be_bytes(k.as_deref().expect("key").try_into().expect("4 bytes"))
+    };
+    let spans: Vec<(u32, u32, i32)> = files
+        .iter()
+        .map(|f| (key(&f.start_key), key(&f.end_key), f.level))
+        .collect();
+    for flushed in [(0, 99), (20_000, 20_099)] {
+        assert!(
+            spans.iter().any(|(a, b, _)| (*a, *b) == flushed),
+            "a file of its own for {flushed:?}: {spans:?}"
+        );
+    }
+    assert!(
+        spans
+            .iter()
+            .filter(|(a, b, _)| *a < 13_000 && *b >= 1_000)
+            .all(|(a, b, level)| *a >= 1_000 && *b < 13_000 && *level == 6),
+        "only the bulk files hold their positions: {spans:?}"
+    );
+    for i in [0u32, 99, 1_000, 12_999, 20_000, 20_099] {
+        assert_eq!(
+            store.get(&i.to_be_bytes()).expect("get"),
+            Some(wordy(i, 3000)),
+            "{i}"
+        );
+    }
+}
+
+/// The block cache's shards hold at least 16 of the largest block, bulk
+/// blocks included, within RocksDB's own bounds (shards of at least 512
+/// KiB, at most 64); the cache RocksDB builds has them (its LOG).
+#[test]
+fn block_cache_shards_hold_sixteen_of_the_largest_block() {
+    for (cache, bulk, bits) in [
+        (256usize << 20, None, 6),
+        (256 << 20, Some(64usize << 10), 6),
+        (256 << 20, Some(1 << 20), 4),
+        (256 << 20, Some(4 << 20), 2),
+        (8 << 20, Some(1 << 20), 0),
+        (1 << 20, None, 0),
+        (64 << 20, None, 6),
+    ] {
+        let mut o = bulk_table(bulk.map(|block_bytes| BulkBlocks {
+            block_bytes,
+            level: 3,
+        }));
+        o.block_cache_bytes = cache;
+        assert_eq!(o.cache_shard_bits(), bits, "{cache} {bulk:?}");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = bulk_table(Some(ARCHIVE));
+    o.block_cache_bytes = 256 << 20;
+    drop(RocksStore::open(dir.path(), "tx_data", &o, Access::ReadWrite).expect("open"));
+    let log = std::fs::read_to_string(dir.path().join("LOG")).expect("LOG");
+    assert!(
+        log.lines()
+            .any(|l| l.trim().starts_with("num_shard_bits : 4")),
+        "{log}"
+    );
 }

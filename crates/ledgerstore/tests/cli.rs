@@ -214,7 +214,8 @@ fn bulk_block_flags_reach_the_engine() {
     .args(["--ledger-bytes", "1000", "--seed", "3"])
     .args(small_engine_flags())
     .args(["--segments.bulk-block-kib", "512"])
-    .args(["--segments.bulk-zstd-level", "6"]);
+    .args(["--segments.bulk-zstd-level", "6"])
+    .args(["--segments.block-dict-kib", "16"]);
     let o = run(c);
     assert!(o.status.success(), "{}", stderr(&o));
     let table = dir.join("rocksdb/tx_data");
@@ -228,9 +229,15 @@ fn bulk_block_flags_reach_the_engine() {
         .collect();
     let holds =
         |hay: &[u8], needle: &str| hay.windows(needle.len()).any(|w| w == needle.as_bytes());
+    // A dictionary trains on 16 blocks (more than 100 × 16 KiB): the
+    // block size shows in the bulk files' recorded training input.
     let bulk = files
         .iter()
-        .filter(|(n, f)| n.ends_with(".sst") && holds(f, "level=6;"))
+        .filter(|(n, f)| {
+            n.ends_with(".sst")
+                && holds(f, "level=6;")
+                && holds(f, &format!("zstd_max_train_bytes={};", 16 * 512 * 1024))
+        })
         .count();
     assert!(
         bulk >= 1,
@@ -242,8 +249,17 @@ fn bulk_block_flags_reach_the_engine() {
         .filter(|(n, _)| n.starts_with("OPTIONS-"))
         .map(|(_, f)| String::from_utf8_lossy(f).into_owned())
         .collect();
-    for want in ["block_size=65536", "level=3;"] {
-        assert!(options.contains(want), "the table's own {want}: {options}");
+    for want in [
+        "block_size=65536".to_string(),
+        "level=3".to_string(),
+        format!("zstd_max_train_bytes={}", 100 * 16 * 1024),
+    ] {
+        assert!(
+            options
+                .split(['{', '}', ';', '\n'])
+                .any(|f| f.trim() == want),
+            "the table's own {want}: {options}"
+        );
     }
     let mut c = ingest_cmd(&tmp.path().join("other"), "indexed", 2, 2, 5);
     c.args(["--segments.bulk-zstd-level", "23"]);

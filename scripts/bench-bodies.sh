@@ -20,8 +20,9 @@
 # release build), BB_COPIES (50), BB_FORMS (records blocks:256 blocks:256:9
 # blocks:1024; blocks:K[:L] is blocks of K KiB at zstd level L, default
 # BB_LEVEL, for the live tail and for bulk writes alike: segments.block_kib
-# and segments.bulk_block_kib; with BB_BULK_SAME=no only the first, so bulk
-# writes keep the build's default or LEDGERSTORE_SEGMENTS__BULK_BLOCK_KIB), BB_LEVEL (db.zstd_level, 3), BB_BATCH
+# and segments.bulk_block_kib; with BB_BULK_SAME=no only the first, so
+# bulk writes keep the build's default or
+# LEDGERSTORE_SEGMENTS__BULK_BLOCK_KIB), BB_LEVEL (db.zstd_level, 3), BB_BATCH
 # (--batch-ledgers, 200), BB_SECONDS (10), BB_COLD_SECONDS (3),
 # BB_CONCURRENCY (16). Writes BB_OUT/summary.md.
 set -euo pipefail

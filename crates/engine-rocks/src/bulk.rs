@@ -18,10 +18,10 @@
 //! file is moved into the DB in one ingestion (hard-linked; copied where
 //! the file system has no hard links). A file whose keys follow everything
 //! stored goes to the bottom level without being rewritten; one that
-//! overlaps stored keys (a batch written again after a rollback, or one
-//! that begins with a dictionary key, which sorts below every position)
-//! lands above them, newer, and compaction merges it, as a flushed
-//! memtable would.
+//! overlaps stored keys (a batch written again after a rollback, or,
+//! without bulk blocks of their own, one that begins with a dictionary
+//! key, which sorts below every position) lands above them, newer, and
+//! compaction merges it, as a flushed memtable would.
 //!
 //! The writer drops each file's pages from the page cache as it writes
 //! (RocksDB's `invalidate_page_cache`, which rust-rocksdb does not

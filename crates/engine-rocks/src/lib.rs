@@ -78,14 +78,16 @@ pub struct RocksOptions {
 /// compactions write. A block's size and level are the writer's choice,
 /// not the table's: RocksDB reads any SST whatever block size or zstd
 /// level made it. Such files go to the bottom level unrewritten when their
-/// keys follow everything stored, and history keeps these blocks. Nothing
-/// the table writes may span them, or compacting it down would rewrite
-/// them in the table's blocks: a memtable holding anything is flushed
-/// before they go in, pairs at or below the largest key stored go through
-/// the memtable instead, and a write that deletes is flushed at commit. A
-/// bulk file that overlaps stored keys anyway (a batch retried over
-/// rolled-back positions) is merged by compaction into the table's own
-/// blocks, as a flushed memtable is. With a dictionary, its training
+/// keys follow everything stored, and history keeps these blocks. A file
+/// that spans them, compacted into their level, rewrites them in the
+/// table's blocks. So pairs at or below the largest key stored go through
+/// the memtable rather than a bulk file (an ingested file is never cut),
+/// and a memtable holding anything is flushed before bulk files go in. A
+/// flushed file may still span bulk files (an eviction's tombstones beside
+/// the live tail); RocksDB cuts what compaction makes of it at the bottom
+/// level's file boundaries whenever that level is not the base level
+/// (past `max_bytes_for_level_base`, 512 MiB), so only a young table's
+/// bulk files can be rewritten that way. With a dictionary, its training
 /// input and buffer scale with these blocks ([`dict_buffer_bytes`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BulkBlocks {
@@ -496,9 +498,12 @@ impl RocksStore {
         Ok(())
     }
 
-    /// The largest key stored (None: the table is empty).
+    /// The largest key stored (None: the table is empty), read without
+    /// filling the block cache.
     fn last_key(&self) -> DbResult<Option<Vec<u8>>> {
-        let mut it = self.db.raw_iterator();
+        let mut ro = rocksdb::ReadOptions::default();
+        ro.fill_cache(false);
+        let mut it = self.db.raw_iterator_opt(ro);
         it.seek_to_last();
         it.status().map_err(|e| self.e(e))?;
         Ok(it.key().map(<[u8]>::to_vec))
@@ -518,11 +523,6 @@ struct RocksWrite<'a> {
     bypassed_wal: bool,
     /// SST files of [`KvWrite::put_sorted`] waiting for commit ([`bulk`]).
     bulk: Option<bulk::BulkFiles>,
-    /// This write deleted keys: with bulk blocks of their own, commit
-    /// flushes its tombstones (old positions an eviction drops) so that
-    /// they never share a memtable, and then a file, with positions
-    /// written later, which would span the bulk files between them.
-    deleted: bool,
 }
 
 impl RocksWrite<'_> {
@@ -579,7 +579,6 @@ impl KvWrite for RocksWrite<'_> {
 
     fn delete(&mut self, key: &[u8]) -> DbResult<()> {
         self.ingest_bulk()?;
-        self.deleted = true;
         self.batch.delete(key);
         if self.batch.size_in_bytes() >= WRITE_CHUNK_BYTES {
             self.apply_chunk()?;
@@ -592,18 +591,23 @@ impl KvWrite for RocksWrite<'_> {
     /// ([`bulk`]), ingested at commit: no WAL, no write batch, no
     /// memtable. Otherwise one put at a time.
     fn put_sorted(&mut self, pairs: &[(&[u8], &[u8])]) -> DbResult<()> {
-        // With bulk blocks of their own, pairs at or below the largest key
-        // stored (a dictionary's key, which sorts below every position, or
-        // a batch retried over rolled-back positions) go through the
-        // memtable, which is flushed into a file of its own before the
-        // bulk files go in: a bulk file holding them would overlap what
-        // is stored, and compacting it down would rewrite every bulk file
-        // it spans into the table's blocks.
+        let raw: usize = pairs.iter().map(|(k, v)| k.len() + v.len()).sum();
+        // With bulk blocks of their own, pairs of a bulk write at or below
+        // the largest key stored (a dictionary's key, which sorts below
+        // every position) go through the memtable: an ingested file is
+        // never cut, so a bulk file holding them would span everything
+        // stored, and compacting it down would rewrite every bulk file
+        // into the table's blocks. A flushed memtable may span stored bulk
+        // files too, but compaction cuts its output at the bottom level's
+        // file boundaries once that level is past the base
+        // (docs/operations.md, "Body form").
         let below = match self.store.bulk_opts {
-            Some(_) if bulk::strictly_ascending(pairs) => match self.store.last_key()? {
-                Some(last) => pairs.partition_point(|(k, _)| *k <= last.as_slice()),
-                None => 0,
-            },
+            Some(_) if raw >= WRITE_CHUNK_BYTES && bulk::strictly_ascending(pairs) => {
+                match self.store.last_key()? {
+                    Some(last) => pairs.partition_point(|(k, _)| *k <= last.as_slice()),
+                    None => 0,
+                }
+            }
             _ => 0,
         };
         for (k, v) in &pairs[..below] {
@@ -664,14 +668,10 @@ impl KvWrite for RocksWrite<'_> {
                     compact: start.elapsed(),
                 })
             }
-            RocksProfile::Tuned
-                if self.bypassed_wal || (self.deleted && store.bulk_opts.is_some()) =>
-            {
+            RocksProfile::Tuned if self.bypassed_wal => {
                 // Writes that skipped the WAL are durable once flushed (the
                 // SSTs and the MANIFEST are synced); earlier writes that
                 // went through the WAL were synced by their own commits.
-                // A write that deleted, with bulk blocks of their own, is
-                // flushed too (`RocksWrite::deleted`).
                 let mut f = FlushOptions::default();
                 f.set_wait(true);
                 store.db.flush_opt(&f).map_err(|e| store.e(e))?;
@@ -711,7 +711,6 @@ impl KvStore for RocksStore {
             wopts: self.write_options(),
             bypassed_wal: false,
             bulk: None,
-            deleted: false,
         }))
     }
 

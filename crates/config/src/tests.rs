@@ -1,5 +1,15 @@
 use super::*;
 
+/// Held by every test that loads a config: `Config::load` reads the
+/// process environment, which `file_then_env_then_flags` sets, and tests
+/// run on parallel threads (an example config loaded while that test's
+/// variable is set would take its value).
+fn env_lock() -> std::sync::MutexGuard<'static, ()> {
+    static ENV: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ENV.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[test]
 fn defaults_are_valid_and_secure() {
     let c = Config::default();
@@ -15,6 +25,7 @@ fn defaults_are_valid_and_secure() {
 #[test]
 #[allow(unsafe_code)]
 fn file_then_env_then_flags() {
+    let _env = env_lock();
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("c.toml");
     std::fs::write(
@@ -24,7 +35,7 @@ fn file_then_env_then_flags() {
     .expect("write");
     // Env and flags are set through figment's Jail-free path: the env
     // provider reads the process env, so use a key no other test touches.
-    // SAFETY: single-threaded section of this test; no other test reads it.
+    // SAFETY: every test that reads the environment holds `env_lock`.
     unsafe { std::env::set_var("LEDGERSTORE_INGEST__BULK_BATCH_LEDGERS", "9") };
     // A client's variable with the same prefix is not config.
     unsafe { std::env::set_var("LEDGERSTORE_INGEST_TOKEN", "for-the-push-client") };
@@ -43,6 +54,7 @@ fn file_then_env_then_flags() {
 
 #[test]
 fn bad_values_name_the_key_and_the_expected_range() {
+    let _env = env_lock();
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("c.toml");
     std::fs::write(&file, "[grpc]\nlisten = \"localhost\"\n").expect("write");
@@ -222,6 +234,7 @@ fn bad_values_name_the_key_and_the_expected_range() {
 
 #[test]
 fn the_example_config_is_the_defaults() {
+    let _env = env_lock();
     let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../deploy/ledgerstore.example.toml");
     let c = Config::load(Some(&example), &[]).expect("example loads");

@@ -9,7 +9,7 @@
 //! ([`rocksdb::SstFileWriter`], with the table's own options but, where
 //! [`crate::RocksOptions::bulk_blocks`] says, their own block size and
 //! zstd level) and ingesting them at commit skips both copies and the skip
-//! list, and leaves no memtable behind to flush.
+//! list, and leaves no memtable of them behind to flush.
 //!
 //! The pairs are cut into files of 64 MiB of raw bytes (a `blocks` table's
 //! memtable, so the size its flushes made), written on up to

@@ -589,7 +589,10 @@ impl KvWrite for RocksWrite<'_> {
     /// With block compression, sorted pairs of at least a chunk become SST
     /// files written from the caller's slices on up to 4 threads
     /// ([`bulk`]), ingested at commit: no WAL, no write batch, no
-    /// memtable. Otherwise one put at a time.
+    /// memtable. Otherwise one put at a time. With bulk blocks of their
+    /// own, pairs at or below the largest key stored are put one at a time
+    /// first: like any put, they are in the memtable (visible) once the
+    /// write is applied, at `finish`, not at commit.
     fn put_sorted(&mut self, pairs: &[(&[u8], &[u8])]) -> DbResult<()> {
         let raw: usize = pairs.iter().map(|(k, v)| k.len() + v.len()).sum();
         // With bulk blocks of their own, pairs of a bulk write at or below
@@ -603,6 +606,10 @@ impl KvWrite for RocksWrite<'_> {
         // (docs/operations.md, "Body form").
         let below = match self.store.bulk_opts {
             Some(_) if raw >= WRITE_CHUNK_BYTES && bulk::strictly_ascending(pairs) => {
+                // This write's own earlier files and puts first, so the
+                // largest key stored counts them.
+                self.ingest_bulk()?;
+                self.apply(chunk_batch())?;
                 match self.store.last_key()? {
                     Some(last) => pairs.partition_point(|(k, _)| *k <= last.as_slice()),
                     None => 0,

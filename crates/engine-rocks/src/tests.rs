@@ -930,7 +930,40 @@ fn a_bulk_write_below_stored_keys_does_not_span_them() {
         assert_eq!(store.get(&below).expect("get"), Some(low.clone()));
         files = after;
     }
-    for i in [1_000u32, 12_999, 20_000, 31_998, 40_000, 51_999] {
+    // Two bulk calls in one write: the second's key below the first's
+    // pairs (above everything committed before) counts the first's files.
+    let owned = |r: std::ops::Range<u32>| -> Vec<([u8; 4], Vec<u8>)> {
+        r.map(|i| (i.to_be_bytes(), wordy(i, 3000))).collect()
+    };
+    let (first_call, second_call) = (owned(60_000..72_000), owned(80_000..92_000));
+    let mid = key(55_000);
+    let mut w = store.begin_write().expect("begin");
+    let pairs: Vec<(&[u8], &[u8])> = first_call
+        .iter()
+        .map(|(k, v)| (&k[..], v.as_slice()))
+        .collect();
+    w.put_sorted(&pairs).expect("first call");
+    let mut pairs: Vec<(&[u8], &[u8])> = vec![(&mid[..], &low[..])];
+    pairs.extend(second_call.iter().map(|(k, v)| (&k[..], v.as_slice())));
+    w.put_sorted(&pairs).expect("second call");
+    w.finish().expect("finish");
+    w.commit().expect("commit");
+    let after = spans(&store);
+    for (a, b) in [(60_000, 71_999), (80_000, 91_999)] {
+        assert!(
+            after
+                .iter()
+                .any(|(s, e, level, _)| (s, e, *level) == (&key(a), &key(b), 6)),
+            "{a}..={b} at the bottom: {after:?}"
+        );
+    }
+    assert!(
+        after.iter().any(|(a, b, _, _)| (a, b) == (&mid, &mid)),
+        "the key below in a flushed file of its own: {after:?}"
+    );
+    for i in [
+        1_000u32, 12_999, 20_000, 31_998, 40_000, 51_999, 60_000, 91_999,
+    ] {
         assert_eq!(
             store.get(&key(i)).expect("get"),
             Some(wordy(i, 3000)),

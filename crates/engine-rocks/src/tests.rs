@@ -686,6 +686,17 @@ const ARCHIVE: BulkBlocks = BulkBlocks {
     level: 9,
 };
 
+/// Opens a `tx_data` table with [`bulk_table`] and [`ARCHIVE`] bulk blocks.
+fn open_archive(dir: &std::path::Path) -> RocksStore {
+    RocksStore::open(
+        dir,
+        "tx_data",
+        &bulk_table(Some(ARCHIVE)),
+        Access::ReadWrite,
+    )
+    .expect("open")
+}
+
 /// A bulk write's SST files take `bulk_blocks`' block size and zstd
 /// level, not the table's; everything else the table writes (a flushed
 /// memtable) keeps the table's own; the values read back either way, and
@@ -767,13 +778,7 @@ fn bulk_writes_take_their_own_block_size_and_level() {
 #[test]
 fn a_memtable_is_flushed_before_bulk_files_go_in() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = RocksStore::open(
-        dir.path(),
-        "tx_data",
-        &bulk_table(Some(ARCHIVE)),
-        Access::ReadWrite,
-    )
-    .expect("open");
+    let store = open_archive(dir.path());
     for (keys, bulk) in [
         (0..100, false),
         (1_000..13_000, true),
@@ -857,13 +862,7 @@ fn block_cache_shards_hold_sixteen_of_the_largest_block() {
 #[test]
 fn a_bulk_write_below_stored_keys_does_not_span_them() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = RocksStore::open(
-        dir.path(),
-        "tx_data",
-        &bulk_table(Some(ARCHIVE)),
-        Access::ReadWrite,
-    )
-    .expect("open");
+    let store = open_archive(dir.path());
     for p in [
         "rocksdb.num-entries-active-mem-table",
         "rocksdb.num-entries-imm-mem-tables",

@@ -65,12 +65,14 @@ impl Backends {
             dict_form,
             bulk_block_bytes,
             bulk_level,
+            bulk_min_bytes,
         } = compression
         {
             RocksOptions {
                 bulk_blocks: Some(BulkBlocks {
                     block_bytes: bulk_block_bytes,
                     level: bulk_level,
+                    min_bytes: bulk_min_bytes,
                 }),
                 ..RocksOptions::tuned_blocks(
                     block_bytes,

@@ -21,6 +21,8 @@ pub mod failpoint;
 #[cfg(test)]
 mod faulty;
 mod publish;
+#[cfg(test)]
+mod publish_form_tests;
 mod remote;
 mod replica;
 #[cfg(test)]

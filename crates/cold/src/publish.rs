@@ -135,16 +135,28 @@ pub async fn publish_until(
     if let Some(m) = &prev {
         let s = Arc::clone(&store);
         let at = m.mark;
+        // The record as this dir stores it (what this build records),
+        // and as a pack holds it: a format-3 dir stores records raw, and a
+        // location first published from a format-1 or 2 dir of the same
+        // history recorded its zstd frame (re-ingesting into a new dir is
+        // how history moves to a new form).
         let mine = blocking(move || {
-            Ok(s.stored_ledger(at)?
-                .map(|(b, _)| ledgerstore_pack::sha256(&b)))
+            let mut shas = Vec::new();
+            if let Some(value) = s.stored_ledger_value(at)? {
+                shas.push(ledgerstore_pack::sha256(&value));
+            }
+            if let Some((packed, _)) = s.stored_ledger(at)? {
+                shas.push(ledgerstore_pack::sha256(&packed));
+            }
+            Ok(shas)
         })
         .await?;
-        if mine.as_deref() != Some(m.mark_record_sha256.as_str()) {
+        if !mine.contains(&m.mark_record_sha256) {
             return Err(ColdError::Diverged(format!(
-                "{} holds manifest {} whose ledger {at} is not this data dir's ledger {at}: \
-                 another writer's history. One store has one writer; publish this data dir to \
-                 another location",
+                "{} holds manifest {} whose ledger {at} is not this data dir's ledger {at} \
+                 (its record's SHA-256 matches neither this dir's record as stored nor as \
+                 packed): another writer's history. One store has one writer; publish this \
+                 data dir to another location",
                 remote.location(),
                 m.version
             )));
@@ -262,8 +274,8 @@ pub async fn publish_until(
         publish_events(prev.as_ref(), events, first, last, remote, &mut report).await?;
     let s = Arc::clone(&store);
     let mark_record_sha256 = blocking(move || {
-        let (bytes, _) = s
-            .stored_ledger(last)?
+        let bytes = s
+            .stored_ledger_value(last)?
             .ok_or_else(|| ColdError::NotReady(format!("ledger {last} is not stored")))?;
         Ok(ledgerstore_pack::sha256(&bytes))
     })

@@ -23,6 +23,12 @@ pub(crate) fn open(dir: &Path) -> Arc<Ledgerstore> {
 
 /// [`open`], a new dir storing its bodies as `bodies` says.
 fn open_form(dir: &Path, bodies: BodyForm) -> Arc<Ledgerstore> {
+    open_forms(dir, bodies, BodyForm::default())
+}
+
+/// [`open`], a new dir storing its bodies and (with blocks bodies) its
+/// ledger records as said: blocks and records make a format-2 dir.
+fn open_forms(dir: &Path, bodies: BodyForm, ledgers: BodyForm) -> Arc<Ledgerstore> {
     let opts = StoreOptions {
         layout: Some(Layout::Indexed),
         indexed: IndexedOptions {
@@ -36,6 +42,7 @@ fn open_form(dir: &Path, bodies: BodyForm) -> Arc<Ledgerstore> {
                 retrain_every_txs: 0,
             }),
             bodies,
+            ledgers,
             ..IndexedOptions::default()
         },
         ..StoreOptions::default()
@@ -186,14 +193,19 @@ fn published_ranges_read_back_exactly_through_a_replica_and_follow_new_manifests
 /// its writer.
 #[test]
 fn packs_hold_per_record_bodies_from_either_body_form() {
-    for form in [BodyForm::Records, BodyForm::Blocks] {
+    // Formats 1, 2 and 3 (ledger records in blocks need blocks bodies).
+    for (form, ledgers) in [
+        (BodyForm::Records, BodyForm::Records),
+        (BodyForm::Blocks, BodyForm::Records),
+        (BodyForm::Blocks, BodyForm::Blocks),
+    ] {
         let tmp = tempfile::tempdir().expect("tmp");
         let (data, bucket) = (tmp.path().join("data"), tmp.path().join("bucket"));
         std::fs::create_dir_all(&bucket).expect("bucket");
         let rt = tokio::runtime::Runtime::new().expect("runtime");
         let s = Synth::new(SynthConfig::small(17, 8));
-        let store = open_form(&data, form);
-        assert_eq!(store.body_form(), form);
+        let store = open_forms(&data, form, ledgers);
+        assert_eq!((store.body_form(), store.ledger_form()), (form, ledgers));
         ingest(&store, &s, 1, 25);
         let r = remote(&bucket);
         let published = rt

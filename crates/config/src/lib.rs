@@ -375,14 +375,16 @@ pub struct SegmentsConfig {
     pub filter_mib: u64,
     /// How tx bodies are stored: `blocks` (raw bodies that RocksDB
     /// compresses in blocks of consecutive transactions, zstd at
-    /// `db.zstd_level`, a dictionary per file optional; data dir format 2) or
+    /// `db.zstd_level`, a dictionary per file optional; data dir format 3,
+    /// whose ledger records are raw in blocks too, without a dictionary) or
     /// `records` (each body its own zstd frame with a trained dictionary,
     /// as every dir before format 2). Recorded in the data dir at
     /// creation: unset, an existing dir keeps its own and a new one gets
     /// `blocks`; set, it must match an existing dir's, and is refused with
     /// any layout but `indexed` (offline readers ignore it).
     pub bodies: Option<BodyForm>,
-    /// `blocks` bodies: KiB of raw bodies per compressed block. Larger
+    /// `blocks` bodies (and a format-3 dir's ledger records): KiB of raw
+    /// bodies per compressed block. Larger
     /// blocks compress better and cost a lookup more to decompress (it
     /// decompresses one block). Not recorded: it may change at every start
     /// and applies to files written from then on.
@@ -394,9 +396,13 @@ pub struct SegmentsConfig {
     /// tail's `block_kib`: 1 MiB stored the fixture's bodies in 17% fewer
     /// bytes than 64 KiB for the same ingest CPU, and a lookup in it
     /// costs ~0.3 ms more CPU (docs/benchmarks.md, "History in larger
-    /// blocks"). Not recorded.
+    /// blocks"). A format-3 dir's ledger records written in bulk (a
+    /// batch's records reaching 4 MiB) take it too: ~9 skeletons a 1 MiB
+    /// block, 23% fewer bytes than a frame each (docs/benchmarks.md,
+    /// "Skeletons in blocks"). Not recorded.
     pub bulk_block_kib: u32,
-    /// `blocks` bodies written in bulk: their zstd level (unset:
+    /// `blocks` bodies (and a format-3 dir's ledger records) written in
+    /// bulk: their zstd level (unset:
     /// `db.zstd_level`). Level 7 with 4 MiB blocks stored the fixture's
     /// bodies in 0.92× the lake's bytes, for about twice the ingest CPU.
     /// Not recorded.

@@ -219,6 +219,11 @@ pub enum ValueCompression {
         bulk_block_bytes: usize,
         /// zstd level of values written in bulk.
         bulk_level: i32,
+        /// The fewest bytes of sorted pairs handed over at once that are
+        /// written in bulk (None: the engine's own threshold, one write
+        /// chunk). A table whose batches are small but still history
+        /// (ledger records: ~15 MB a backfill batch) sets it lower.
+        bulk_min_bytes: Option<usize>,
     },
 }
 

@@ -23,6 +23,8 @@
 //! [`StoredLedger`] reads it; a whole ledger comes back through
 //! [`StoredLedger::join`] with the bodies.
 
+use std::borrow::Cow;
+
 use crate::codec::{Compress, Decompress, Reader, put_bytes, zstd_compress, zstd_decompress};
 use crate::error::{DbError, DbResult};
 use crate::hash::TxHash;
@@ -448,9 +450,32 @@ impl Compress for StoredLedger {
     }
 }
 
+/// The first bytes of every zstd frame (RFC 8878, 3.1.1).
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+
+/// True when `stored` begins with zstd's magic number: a `ledgers` value
+/// the application compressed, not a raw record ([`ledger_record_bytes`]).
+pub fn is_zstd_frame(stored: &[u8]) -> bool {
+    stored.starts_with(&ZSTD_MAGIC)
+}
+
+/// A `ledgers` value's encoded record: the value itself where the engine
+/// compresses the table in blocks (a format-3 `indexed` dir), or the zstd
+/// frame's content where the application compressed the record. The two
+/// never look alike: a record begins with its version (1 to 3), a frame
+/// with zstd's magic number (`28 B5 2F FD`).
+pub fn ledger_record_bytes(stored: &[u8]) -> DbResult<Cow<'_, [u8]>> {
+    if is_zstd_frame(stored) {
+        Ok(Cow::Owned(zstd_decompress(stored)?))
+    } else {
+        Ok(Cow::Borrowed(stored))
+    }
+}
+
 impl Decompress for StoredLedger {
+    /// A value in either form ([`ledger_record_bytes`]).
     fn decompress(bytes: &[u8]) -> DbResult<Self> {
-        StoredLedger::decode(&zstd_decompress(bytes)?)
+        StoredLedger::decode(&ledger_record_bytes(bytes)?)
     }
 }
 
@@ -530,8 +555,9 @@ impl Compress for LedgerRecord {
 }
 
 impl Decompress for LedgerRecord {
+    /// A value in either form ([`ledger_record_bytes`]).
     fn decompress(bytes: &[u8]) -> DbResult<Self> {
-        LedgerRecord::decode(&zstd_decompress(bytes)?)
+        LedgerRecord::decode(&ledger_record_bytes(bytes)?)
     }
 }
 
@@ -571,6 +597,36 @@ mod tests {
         assert_eq!(rec.encode()[0], 1, "no aliases: still v1");
         let back = LedgerRecord::decompress(&rec.compress(1).expect("c")).expect("d");
         assert_eq!(back, rec);
+    }
+
+    #[test]
+    fn a_ledgers_value_is_read_raw_or_as_a_zstd_frame() {
+        let rec = LedgerRecord {
+            seq: 42,
+            close_time: 9,
+            tx_hashes: vec![TxHash([9; 32])],
+            aliases: vec![alias(0, 7)],
+            raw: vec![5; 300],
+        };
+        let raw = rec.encode();
+        let frame = rec.compress(3).expect("c");
+        assert!(matches!(ledger_record_bytes(&raw), Ok(Cow::Borrowed(_))));
+        assert_eq!(ledger_record_bytes(&frame).expect("frame").as_ref(), raw);
+        for v in [&raw, &frame] {
+            assert_eq!(LedgerRecord::decompress(v).expect("d"), rec);
+            assert_eq!(StoredLedger::decompress(v).expect("d").seq, 42);
+        }
+        // An unknown version raw is refused by it; a damaged frame is
+        // refused as a frame: neither is misread.
+        let mut bad = raw.clone();
+        bad[0] = 7;
+        let e = StoredLedger::decompress(&bad).expect_err("v7");
+        assert!(e.to_string().contains('7'), "{e}");
+        let mut torn = frame.clone();
+        torn.truncate(frame.len() - 3);
+        assert!(StoredLedger::decompress(&torn).is_err());
+        assert!(StoredLedger::decompress(&ZSTD_MAGIC).is_err());
+        assert!(StoredLedger::decompress(&[]).is_err());
     }
 
     fn alias(index: u32, byte: u8) -> Alias<TxHash> {

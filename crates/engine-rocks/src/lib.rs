@@ -95,6 +95,10 @@ pub struct BulkBlocks {
     pub block_bytes: usize,
     /// zstd level.
     pub level: i32,
+    /// The fewest bytes of sorted pairs, handed over in one
+    /// [`KvWrite::put_sorted`], that are written in bulk (None: one
+    /// 32 MiB write chunk). Each bulk write makes at least one SST file.
+    pub min_bytes: Option<usize>,
 }
 
 /// RocksDB compresses a table's data blocks: zstd at every level (so
@@ -270,6 +274,14 @@ impl RocksOptions {
             ..self.clone()
         };
         Some(o.to_rocks())
+    }
+
+    /// The fewest bytes of sorted pairs one `put_sorted` writes in bulk
+    /// ([`BulkBlocks::min_bytes`], or one write chunk).
+    fn bulk_min_bytes(&self) -> usize {
+        self.bulk_blocks
+            .and_then(|b| b.min_bytes)
+            .unwrap_or(WRITE_CHUNK_BYTES)
     }
 
     /// True when a large write skips the WAL (SST files ingested, or
@@ -586,7 +598,8 @@ impl KvWrite for RocksWrite<'_> {
         Ok(())
     }
 
-    /// With block compression, sorted pairs of at least a chunk become SST
+    /// With block compression, sorted pairs of at least a chunk (or
+    /// [`BulkBlocks::min_bytes`]) become SST
     /// files written from the caller's slices on up to 4 threads
     /// ([`bulk`]), ingested at commit: no WAL, no write batch, no
     /// memtable. Otherwise one put at a time. With bulk blocks of their
@@ -595,6 +608,7 @@ impl KvWrite for RocksWrite<'_> {
     /// write is applied, at `finish`, not at commit.
     fn put_sorted(&mut self, pairs: &[(&[u8], &[u8])]) -> DbResult<()> {
         let raw: usize = pairs.iter().map(|(k, v)| k.len() + v.len()).sum();
+        let min = self.store.opts.bulk_min_bytes();
         // With bulk blocks of their own, pairs of a bulk write at or below
         // the largest key stored (a dictionary's key, which sorts below
         // every position) go through the memtable: an ingested file is
@@ -605,7 +619,7 @@ impl KvWrite for RocksWrite<'_> {
         // file boundaries once that level is past the base
         // (docs/operations.md, "Body form").
         let below = match self.store.bulk_opts {
-            Some(_) if raw >= WRITE_CHUNK_BYTES && bulk::strictly_ascending(pairs) => {
+            Some(_) if raw >= min && bulk::strictly_ascending(pairs) => {
                 // This write's own earlier files and puts first, so the
                 // largest key stored counts them.
                 self.ingest_bulk()?;
@@ -622,10 +636,7 @@ impl KvWrite for RocksWrite<'_> {
         }
         let pairs = &pairs[below..];
         let raw: usize = pairs.iter().map(|(k, v)| k.len() + v.len()).sum();
-        if !self.store.opts.bulk_bypasses_wal()
-            || raw < WRITE_CHUNK_BYTES
-            || !bulk::strictly_ascending(pairs)
-        {
+        if !self.store.opts.bulk_bypasses_wal() || raw < min || !bulk::strictly_ascending(pairs) {
             for (k, v) in pairs {
                 self.put(k, v)?;
             }

@@ -684,6 +684,7 @@ fn bulk_table(bulk: Option<BulkBlocks>) -> RocksOptions {
 const ARCHIVE: BulkBlocks = BulkBlocks {
     block_bytes: 1 << 20,
     level: 9,
+    min_bytes: None,
 };
 
 /// Opens a `tx_data` table with [`bulk_table`] and [`ARCHIVE`] bulk blocks.
@@ -697,6 +698,58 @@ fn open_archive(dir: &std::path::Path) -> RocksStore {
     .expect("open")
 }
 
+/// A table with a bulk threshold of its own writes sorted pairs of that
+/// size in bulk, below a chunk (ledger records: a backfill batch's are
+/// ~15 MB), in its bulk blocks; smaller ones go through the memtable.
+#[test]
+fn a_bulk_threshold_of_its_own_makes_smaller_writes_bulk() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let small = BulkBlocks {
+        min_bytes: Some(2 << 20),
+        ..ARCHIVE
+    };
+    let store = RocksStore::open(
+        dir.path(),
+        "tx_data",
+        &bulk_table(Some(small)),
+        Access::ReadWrite,
+    )
+    .expect("open");
+    // 1,000 × 3,004 raw bytes: 3 MB, past the threshold, far below a chunk.
+    let mut w = store.begin_write().expect("begin");
+    put_all(&mut w, 0..1_000, 0);
+    w.finish().expect("finish");
+    assert_eq!(parts(dir.path()).len(), 1, "one bulk file in progress");
+    assert_eq!(
+        store.get(&0u32.to_be_bytes()).expect("get"),
+        None,
+        "not before commit"
+    );
+    w.commit().expect("commit");
+    let files = ssts(dir.path());
+    assert_eq!(files.len(), 1, "one SST, ingested");
+    assert!(holds(&files[0], b"level=9;"), "at the bulk level");
+    assert!(
+        (2..=4).contains(&data_blocks(&store)),
+        "3 MB in 1 MiB blocks: {}",
+        data_blocks(&store)
+    );
+    // Below the threshold: the memtable, so nothing new until a flush.
+    let mut w = store.begin_write().expect("begin");
+    put_all(&mut w, 1_000..1_500, 0);
+    w.finish().expect("finish");
+    assert!(parts(dir.path()).is_empty(), "no bulk file");
+    w.commit().expect("commit");
+    assert_eq!(ssts(dir.path()).len(), 1, "in the memtable (the WAL)");
+    for i in [0u32, 999, 1_000, 1_499] {
+        assert_eq!(
+            store.get(&i.to_be_bytes()).expect("get"),
+            Some(wordy(i, 3000)),
+            "key {i}"
+        );
+    }
+}
+
 /// A bulk write's SST files take `bulk_blocks`' block size and zstd
 /// level, not the table's; everything else the table writes (a flushed
 /// memtable) keeps the table's own; the values read back either way, and
@@ -708,6 +761,7 @@ fn bulk_writes_take_their_own_block_size_and_level() {
     let same = BulkBlocks {
         block_bytes: 64 << 10,
         level: 3,
+        min_bytes: None,
     };
     // 12,000 × 3,004 raw bytes: ~550 blocks of 64 KiB, ~35 of 1 MiB.
     for (bulk, blocks, level) in [
@@ -838,6 +892,7 @@ fn block_cache_shards_hold_sixteen_of_the_largest_block() {
         let mut o = bulk_table(bulk.map(|block_bytes| BulkBlocks {
             block_bytes,
             level: 3,
+            min_bytes: None,
         }));
         o.block_cache_bytes = cache;
         assert_eq!(o.cache_shard_bits(), bits, "{cache} {bulk:?}");

@@ -6,7 +6,7 @@
 use ledgerstore_db_api::codec::zstd_decompress;
 use ledgerstore_db_api::{
     Decode, Decompress, DictSet, Dictionary, Encode, LedgerRecord, RAW_BODY, StoredLedger, TxBody,
-    TxHash, TxPos, TxRecord,
+    TxHash, TxPos, TxRecord, is_zstd_frame,
 };
 use ledgerstore_segment::{hashes, parse_file_name};
 use ledgerstore_stellar::lake::parse_name;
@@ -114,25 +114,51 @@ fn tx_body(bytes: &[u8]) {
     }
 }
 
-/// A zstd frame as stored in the compressed tables: a frame that
-/// decompresses must decode (or be refused) the same way as its contents.
+/// A stored value of a compressed table: a frame that decompresses must
+/// decode (or be refused) the same way as its contents. A `ledgers` value
+/// without zstd's magic is a raw record (a format-3 dir's), read as it is
+/// by every reader (`StoredLedger`, any version, skeletons included), and
+/// one with the magic is never read as a raw record.
 fn zstd(bytes: &[u8]) {
     let plain = zstd_decompress(bytes);
     let tx = TxRecord::decompress(bytes);
     let ledger = LedgerRecord::decompress(bytes);
+    let stored = StoredLedger::decompress(bytes);
+    if !is_zstd_frame(bytes) {
+        assert_eq!(
+            stored.as_ref().ok(),
+            StoredLedger::decode(bytes).ok().as_ref(),
+            "a raw ledgers value is its record"
+        );
+        assert_eq!(
+            ledger.as_ref().ok(),
+            LedgerRecord::decode(bytes).ok().as_ref(),
+            "a raw ledgers value is its whole record"
+        );
+    }
     match plain {
         Ok(plain) => {
             assert_eq!(tx.ok(), TxRecord::decode(&plain).ok(), "tx record via zstd");
-            assert_eq!(
-                ledger.ok(),
-                LedgerRecord::decode(&plain).ok(),
-                "ledger record via zstd"
+            if is_zstd_frame(bytes) {
+                assert_eq!(
+                    stored.ok(),
+                    StoredLedger::decode(&plain).ok(),
+                    "ledger record via zstd"
+                );
+                assert_eq!(
+                    ledger.ok(),
+                    LedgerRecord::decode(&plain).ok(),
+                    "whole ledger record via zstd"
+                );
+            }
+        }
+        Err(_) => {
+            assert!(tx.is_err(), "a tx record decoded from a frame zstd refused");
+            assert!(
+                !is_zstd_frame(bytes) || (stored.is_err() && ledger.is_err()),
+                "a ledger record decoded from a frame zstd refused"
             );
         }
-        Err(_) => assert!(
-            tx.is_err() && ledger.is_err(),
-            "a record decoded from a frame zstd refused"
-        ),
     }
 }
 

@@ -204,6 +204,8 @@ fn codec() -> FuzzResult<Vec<Seed>> {
         "ledger-record.zst".into(),
         &zstd_compress(&ledger_rec, 3)?,
     );
+    // A format-3 dir's `ledgers` value: the raw skeleton record.
+    put(3, "ledger-record-v3-raw".into(), &skeleton_rec);
     let pos = TxPos {
         seq: ledger.seq,
         index: 2,

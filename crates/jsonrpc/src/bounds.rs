@@ -1,7 +1,8 @@
 //! The range the store holds, with close times, as every response
 //! reports it (`latestLedger`, `oldestLedger` and their close times).
 //!
-//! A close time needs the ledger record (one zstd frame of ~1.4 MB raw),
+//! A close time needs the ledger record (a zstd frame of ~1.4 MB raw, or
+//! in a format-3 dir the block of raw records that holds it),
 //! so the two ends are cached by seq: the oldest rarely changes, the
 //! latest once per ledger, and a lookup must not decompress two ledgers.
 //! The oldest end needs only its close time ([`Reader::close_time`]): a

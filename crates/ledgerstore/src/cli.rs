@@ -364,15 +364,17 @@ pub struct EngineFlags {
     /// (recorded in the dir; an existing dir must match).
     #[arg(long = "segments.bodies", value_name = "FORM")]
     pub segments_bodies: Option<String>,
-    /// [segments] block_kib: KiB of raw bodies per compressed block ("blocks" bodies).
+    /// [segments] block_kib: KiB of raw bodies per compressed block ("blocks" bodies,
+    /// and a format-3 dir's ledger records).
     #[arg(long = "segments.block-kib", value_name = "KIB")]
     pub segments_block_kib: Option<i64>,
     /// [segments] bulk_block_kib: KiB of raw bodies per compressed block for
-    /// bodies written in bulk (a backfill's batches: history).
+    /// bodies (and a format-3 dir's ledger records) written in bulk (a
+    /// backfill's batches: history).
     #[arg(long = "segments.bulk-block-kib", value_name = "KIB")]
     pub segments_bulk_block_kib: Option<i64>,
-    /// [segments] bulk_zstd_level: zstd level of bodies written in bulk
-    /// (unset: db.zstd_level).
+    /// [segments] bulk_zstd_level: zstd level of bodies (and ledger records)
+    /// written in bulk (unset: db.zstd_level).
     #[arg(long = "segments.bulk-zstd-level", value_name = "LEVEL")]
     pub segments_bulk_zstd_level: Option<i64>,
     /// [segments] block_dict_kib: largest dictionary per engine file, KiB (0: none).

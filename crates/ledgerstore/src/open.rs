@@ -56,6 +56,7 @@ pub fn store_options(cfg: &Config, layout: Option<Layout>, create: bool) -> Stor
                 bodies: seg.bodies,
             },
             bodies: seg.bodies.unwrap_or(new_dir.bodies),
+            ledgers: new_dir.ledgers,
             block_bytes: (seg.block_kib as usize) << 10,
             bulk_block_bytes: (seg.bulk_block_kib as usize) << 10,
             bulk_level: seg.bulk_zstd_level,

@@ -211,7 +211,9 @@ fn bulk_block_flags_reach_the_engine() {
     .arg(&dir)
     .args(["--ledgers", "40", "--batch-ledgers", "40"])
     .args(["--tx-per-ledger", "100", "--tx-bytes", "10000"])
-    .args(["--ledger-bytes", "1000", "--seed", "3"])
+    // 40 ledger records of ~125 KB: one batch past the 4 MiB that makes
+    // a format-3 dir's records a bulk write.
+    .args(["--ledger-bytes", "120000", "--seed", "3"])
     .args(small_engine_flags())
     .args(["--segments.bulk-block-kib", "512"])
     .args(["--segments.bulk-zstd-level", "6"])
@@ -261,6 +263,20 @@ fn bulk_block_flags_reach_the_engine() {
             "the table's own {want}: {options}"
         );
     }
+    // The ledger records' batch too, without a dictionary.
+    let records: Vec<Vec<u8>> = std::fs::read_dir(dir.join("rocksdb/ledgers"))
+        .expect("ledgers dir")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".sst"))
+        .map(|e| std::fs::read(e.path()).expect("read"))
+        .collect();
+    assert!(
+        records
+            .iter()
+            .any(|f| holds(f, "level=6;") && holds(f, "max_dict_bytes=0;")),
+        "no ledgers SST at the bulk level among {}",
+        records.len()
+    );
     let mut c = ingest_cmd(&tmp.path().join("other"), "indexed", 2, 2, 5);
     c.args(["--segments.bulk-zstd-level", "23"]);
     let o = run(c);

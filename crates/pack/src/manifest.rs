@@ -148,8 +148,12 @@ pub struct Manifest {
     pub first: u32,
     /// The published mark: the last published ledger.
     pub mark: u32,
-    /// SHA-256 of the mark's stored ledger record: a writer checks that
-    /// its own history holds the same ledger before it publishes more.
+    /// SHA-256 of the mark's ledger record as its writer stored it (a
+    /// zstd frame, which is also the pack's bytes, in a format-1 or 2 data
+    /// dir; the raw record in a format-3 dir, whose packs hold it
+    /// compressed at publish time): a writer checks that its own history
+    /// holds the same ledger, as stored or as packed, before it publishes
+    /// more.
     pub mark_record_sha256: String,
     /// Packs, oldest first, contiguous from `first` to `mark`.
     pub packs: Vec<PackRef>,

@@ -12,13 +12,13 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use ledgerstore_db_api::{BodyForm, Layout, TableId};
+use ledgerstore_db_api::{Layout, TableId};
 use serde::{Deserialize, Serialize};
 
 use std::sync::Arc;
 
 use crate::Ledgerstore;
-use crate::datadir::{DataDir, table_dir};
+use crate::datadir::{DataDir, Forms, table_dir};
 use crate::error::{StoreError, StoreResult};
 use crate::indexed::segments::Manifest;
 use crate::indexed::segments::{SegmentSet, Slot};
@@ -87,7 +87,7 @@ impl Ledgerstore {
             Some(self.layout),
             true,
             policy,
-            self.dir.manifest().body_form(),
+            self.dir.manifest().forms(),
         )?;
         for t in TableId::ALL {
             if let Some(parent) = out.table_path(t).parent() {
@@ -282,7 +282,7 @@ pub fn restore(backup: &Path, dest: &Path) -> StoreResult<BackupInfo> {
 /// table's directory is there.
 fn validate_restored(dest: &Path, layout: Layout) -> StoreResult<()> {
     // An existing dir keeps its recorded body form; the one passed is unused.
-    let check = DataDir::open(dest, Some(layout), false, None, BodyForm::default())?;
+    let check = DataDir::open(dest, Some(layout), false, None, Forms::default())?;
     for t in TableId::ALL {
         let dir = dest.join(table_dir(layout, t));
         if !dir.is_dir() {

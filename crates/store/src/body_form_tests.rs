@@ -1,5 +1,6 @@
 //! Body forms on real engines: a new `indexed` dir stores raw bodies that
-//! RocksDB compresses in blocks (format 2), a `records` dir keeps its
+//! RocksDB compresses in blocks (format 3, with its ledger records:
+//! `ledger_form_tests.rs`), a `records` dir keeps its
 //! per-record frames across reopens with any config, an explicit form
 //! that differs from the recorded one is refused before anything opens,
 //! backups keep the form, and packs get per-record bodies from either.
@@ -100,7 +101,7 @@ fn manifest(dir: &Path) -> serde_json::Value {
 }
 
 #[test]
-fn a_new_dir_stores_raw_bodies_in_format_2_and_keeps_the_form() {
+fn a_new_dir_stores_raw_bodies_in_format_3_and_keeps_the_form() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let ls = ledgers(1, 9);
     {
@@ -118,7 +119,7 @@ fn a_new_dir_stores_raw_bodies_in_format_2_and_keeps_the_form() {
     let m = manifest(tmp.path());
     assert_eq!(
         (m["format"].as_u64(), m["bodies"].as_str()),
-        (Some(2), Some("blocks"))
+        (Some(3), Some("blocks"))
     );
     // Asked for the other form explicitly: refused by name, nothing opened.
     let before = std::fs::read(tmp.path().join("MARK")).expect("mark");
@@ -207,14 +208,33 @@ fn a_manifest_whose_format_and_form_disagree_is_refused_by_name() {
     let e = refused(tmp.path(), options(BodyForm::Blocks, None));
     let msg = e.to_string();
     assert!(
-        msg.contains("format 1 with blocks bodies is not supported"),
+        msg.contains("format 1 with blocks bodies and blocks ledger records is not supported"),
         "{msg}"
     );
+    m["format"] = 4.into();
+    std::fs::write(&path, serde_json::to_vec(&m).expect("json")).expect("write");
+    let e = refused(tmp.path(), options(BodyForm::Blocks, None));
+    assert!(e.to_string().contains("on-disk format 4"), "{e}");
+    // Ledger records in blocks without blocks bodies: no format has that.
     m["format"] = 3.into();
     m.as_object_mut().expect("object").remove("bodies");
     std::fs::write(&path, serde_json::to_vec(&m).expect("json")).expect("write");
     let e = refused(tmp.path(), options(BodyForm::Blocks, None));
-    assert!(e.to_string().contains("on-disk format 3"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("ledger records in blocks with per-record bodies"),
+        "{e}"
+    );
+    // Format 2 is blocks bodies with per-record ledger records.
+    m["format"] = 2.into();
+    m["bodies"] = "blocks".into();
+    std::fs::write(&path, serde_json::to_vec(&m).expect("json")).expect("write");
+    let e = refused(tmp.path(), options(BodyForm::Blocks, None));
+    assert!(
+        e.to_string()
+            .contains("format 2 with blocks bodies and blocks ledger records"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -22,7 +22,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use ledgerstore_db_api::{Decode, Decompress, KvStore, StoredLedger, TableId, TxHash, TxRecord};
+use ledgerstore_db_api::{
+    BodyForm, Decode, Decompress, KvStore, StoredLedger, TableId, TxHash, TxRecord, is_zstd_frame,
+};
 
 use crate::Ledgerstore;
 use crate::error::StoreResult;
@@ -196,6 +198,13 @@ impl Ledgerstore {
                         continue;
                     }
                 };
+                if self.ledger_form == BodyForm::Records && !is_zstd_frame(value) {
+                    r.problem(format!(
+                        "ledgers[{seq}]: a raw record in a dir whose ledger records are zstd \
+                         frames (format {}): the releases that made the dir cannot read it",
+                        self.dir.manifest().format
+                    ));
+                }
                 if rec.seq != seq {
                     r.problem(format!("ledgers[{seq}]: record says seq {}", rec.seq));
                 }

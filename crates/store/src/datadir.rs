@@ -29,10 +29,18 @@ use crate::policy::MergePolicy;
 /// before block-compressed bodies, and every layout but `indexed`).
 pub const FORMAT_VERSION: u32 = 1;
 
-/// On-disk format of an `indexed` dir with [`BodyForm::Blocks`]: its raw
-/// bodies are unreadable to builds of format 1, which refuse it by this
-/// number. This build reads both.
+/// On-disk format of an `indexed` dir with [`BodyForm::Blocks`] bodies and
+/// per-record ledger records: its raw bodies are unreadable to builds of
+/// format 1, which refuse it by this number. This build reads it.
 pub const FORMAT_BLOCKS: u32 = 2;
+
+/// On-disk format of an `indexed` dir whose ledger records are stored raw
+/// too (`"ledgers":"blocks"`): the engine compresses the `ledgers` table in
+/// blocks of consecutive records, so skeletons share a frame's context
+/// across ledgers. Builds of formats 1 and 2 would read those records as
+/// zstd frames; they refuse the dir by this number. Every new `blocks` dir
+/// has this format.
+pub const FORMAT_LEDGER_BLOCKS: u32 = 3;
 
 const MANIFEST: &str = "ledgerstore.json";
 const MARK: &str = "MARK";
@@ -56,27 +64,35 @@ pub struct Manifest {
     /// record; `blocks` comes with format 2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bodies: Option<BodyForm>,
+    /// Layout `indexed` with `blocks` bodies: how ledger records are
+    /// stored. Absent (formats 1 and 2): each a zstd frame; `blocks` comes
+    /// with format 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ledgers: Option<BodyForm>,
 }
 
 impl Manifest {
     /// The manifest of a new dir with `layout` (and, for `indexed`, its
-    /// segment policy and body form).
-    pub fn new(layout: Layout, segments: Option<MergePolicy>, bodies: BodyForm) -> Self {
+    /// segment policy and the forms of its bodies and ledger records;
+    /// ledger records are in blocks only where bodies are).
+    pub fn new(layout: Layout, segments: Option<MergePolicy>, forms: Forms) -> Self {
         let tables = TableId::ALL
             .into_iter()
             .map(|t| (t.name().to_string(), table_dir(layout, t)))
             .collect();
-        let blocks = layout == Layout::Indexed && bodies == BodyForm::Blocks;
+        let blocks = layout == Layout::Indexed && forms.bodies == BodyForm::Blocks;
+        let ledger_blocks = blocks && forms.ledgers == BodyForm::Blocks;
         Self {
-            format: if blocks {
-                FORMAT_BLOCKS
-            } else {
-                FORMAT_VERSION
+            format: match (blocks, ledger_blocks) {
+                (true, true) => FORMAT_LEDGER_BLOCKS,
+                (true, false) => FORMAT_BLOCKS,
+                _ => FORMAT_VERSION,
             },
             layout,
             tables,
             segments: segments.filter(|_| layout == Layout::Indexed),
             bodies: blocks.then_some(BodyForm::Blocks),
+            ledgers: ledger_blocks.then_some(BodyForm::Blocks),
         }
     }
 
@@ -84,6 +100,47 @@ impl Manifest {
     pub fn body_form(&self) -> BodyForm {
         self.bodies.unwrap_or(BodyForm::Records)
     }
+
+    /// How this dir stores ledger records (per record unless it says
+    /// blocks).
+    pub fn ledger_form(&self) -> BodyForm {
+        self.ledgers.unwrap_or(BodyForm::Records)
+    }
+
+    /// Both forms.
+    pub fn forms(&self) -> Forms {
+        Forms {
+            bodies: self.body_form(),
+            ledgers: self.ledger_form(),
+        }
+    }
+
+    /// The format a manifest with these forms must carry, or why the
+    /// combination is refused.
+    fn expected_format(&self) -> Result<u32, String> {
+        match (self.body_form(), self.ledger_form()) {
+            (BodyForm::Records, BodyForm::Records) => Ok(FORMAT_VERSION),
+            (BodyForm::Blocks, BodyForm::Records) => Ok(FORMAT_BLOCKS),
+            (BodyForm::Blocks, BodyForm::Blocks) => Ok(FORMAT_LEDGER_BLOCKS),
+            (BodyForm::Records, BodyForm::Blocks) => Err(format!(
+                "{MANIFEST} records \"ledgers\": \"blocks\" without \"bodies\": \"blocks\" \
+                 (ledger records in blocks with per-record bodies); only a dir with blocks \
+                 bodies stores ledger records in blocks"
+            )),
+        }
+    }
+}
+
+/// How a new dir stores its values: tx bodies, and ledger records.
+/// [`BodyForm::Records`]: each value a zstd frame the application made;
+/// [`BodyForm::Blocks`]: values raw, the engine compresses blocks of
+/// consecutive ones. An existing dir keeps the forms it recorded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Forms {
+    /// `tx_bodies` (layout `indexed`).
+    pub bodies: BodyForm,
+    /// `ledgers` (layout `indexed` with blocks bodies).
+    pub ledgers: BodyForm,
 }
 
 /// Directory of `table` under the data dir: `<engine>/<table>`.
@@ -170,7 +227,7 @@ impl DataDir {
         layout: Option<Layout>,
         create: bool,
         segments: Option<MergePolicy>,
-        bodies: BodyForm,
+        forms: Forms,
     ) -> StoreResult<Self> {
         let dir_err = |reason: String| StoreError::DataDir {
             dir: path.to_path_buf(),
@@ -192,22 +249,22 @@ impl DataDir {
             )))?;
             let m: Manifest = serde_json::from_str(&text)
                 .map_err(|e| dir_err(format!("unreadable {MANIFEST}: {e}")))?;
-            let expected = match m.body_form() {
-                BodyForm::Blocks => FORMAT_BLOCKS,
-                BodyForm::Records => FORMAT_VERSION,
-            };
+            let expected = m.expected_format().map_err(dir_err)?;
             if m.format != expected {
                 return Err(dir_err(format!(
-                    "on-disk format {} with {} bodies is not supported by this build (it reads \
-                     format {FORMAT_VERSION} with per-record bodies and format {FORMAT_BLOCKS} \
-                     with block-compressed ones)",
+                    "on-disk format {} with {} bodies and {} ledger records is not supported \
+                     by this build (it reads format {FORMAT_VERSION}: per-record bodies and \
+                     records, no \"bodies\" or \"ledgers\" in {MANIFEST}; {FORMAT_BLOCKS}: \
+                     \"bodies\": \"blocks\"; {FORMAT_LEDGER_BLOCKS}: \"bodies\" and \
+                     \"ledgers\": \"blocks\")",
                     m.format,
-                    m.body_form()
+                    m.body_form(),
+                    m.ledger_form()
                 )));
             }
-            if m.bodies.is_some() && m.layout != Layout::Indexed {
+            if (m.bodies.is_some() || m.ledgers.is_some()) && m.layout != Layout::Indexed {
                 return Err(dir_err(format!(
-                    "{MANIFEST} records a body form for layout {}; only indexed has one",
+                    "{MANIFEST} records a value form for layout {}; only indexed has one",
                     m.layout
                 )));
             }
@@ -228,7 +285,7 @@ impl DataDir {
                     "no {MANIFEST}: not a ledgerstore data dir"
                 )));
             }
-            let m = Manifest::new(layout.unwrap_or_default(), segments, bodies);
+            let m = Manifest::new(layout.unwrap_or_default(), segments, forms);
             let json = serde_json::to_vec_pretty(&m)
                 .map_err(|e| dir_err(format!("encoding manifest: {e}")))?;
             // The empty MARK first, the manifest last: the manifest's
@@ -434,22 +491,22 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tempdir");
         let p = tmp.path().join("d");
         {
-            let d = DataDir::open(&p, Some(Layout::Rocksdb), true, None, BodyForm::default())
+            let d = DataDir::open(&p, Some(Layout::Rocksdb), true, None, Forms::default())
                 .expect("create");
             assert_eq!(d.manifest().layout, Layout::Rocksdb);
             assert!(
-                DataDir::open(&p, None, true, None, BodyForm::default()).is_err(),
+                DataDir::open(&p, None, true, None, Forms::default()).is_err(),
                 "second opener is locked out"
             );
         }
-        let err = DataDir::open(&p, Some(Layout::Hybrid), true, None, BodyForm::default())
+        let err = DataDir::open(&p, Some(Layout::Hybrid), true, None, Forms::default())
             .expect_err("mismatch");
         assert!(matches!(err, StoreError::LayoutMismatch { .. }), "{err}");
         assert!(
             err.to_string().contains("created with layout rocksdb"),
             "{err}"
         );
-        let d = DataDir::open(&p, None, false, None, BodyForm::default())
+        let d = DataDir::open(&p, None, false, None, Forms::default())
             .expect("open with recorded layout");
         assert_eq!(d.manifest().layout, Layout::Rocksdb);
     }
@@ -457,7 +514,7 @@ mod tests {
     #[test]
     fn mark_round_trips_and_starts_empty() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let d = DataDir::open(tmp.path(), None, true, None, BodyForm::default()).expect("create");
+        let d = DataDir::open(tmp.path(), None, true, None, Forms::default()).expect("create");
         let empty = d.read_mark().expect("read").expect("a new dir has a MARK");
         assert_eq!(empty.last, None);
         assert_eq!(empty.dict_version, Some(0));
@@ -489,13 +546,13 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tempdir");
         fs::write(tmp.path().join("something"), b"x").expect("write");
         let err =
-            DataDir::open(tmp.path(), None, true, None, BodyForm::default()).expect_err("foreign");
+            DataDir::open(tmp.path(), None, true, None, Forms::default()).expect_err("foreign");
         assert!(
             err.to_string().contains("not a ledgerstore data dir"),
             "{err}"
         );
         let missing = tmp.path().join("missing");
-        assert!(DataDir::open(&missing, None, false, None, BodyForm::default()).is_err());
+        assert!(DataDir::open(&missing, None, false, None, Forms::default()).is_err());
     }
 
     #[test]
@@ -505,7 +562,7 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tempdir");
         fs::write(tmp.path().join(LOCK), b"").expect("lock");
         fs::write(tmp.path().join(format!("{MANIFEST}.tmp")), b"{\"form").expect("tmp");
-        let err = DataDir::open(tmp.path(), None, false, None, BodyForm::default())
+        let err = DataDir::open(tmp.path(), None, false, None, Forms::default())
             .expect_err("not created yet");
         assert!(err.to_string().contains("no ledgerstore.json"), "{err}");
         let d = DataDir::open(
@@ -513,7 +570,7 @@ mod tests {
             Some(Layout::Rocksdb),
             true,
             None,
-            BodyForm::default(),
+            Forms::default(),
         )
         .expect("create");
         assert_eq!(d.manifest().layout, Layout::Rocksdb);
@@ -538,7 +595,7 @@ mod tests {
             Some(Layout::Indexed),
             true,
             None,
-            BodyForm::default(),
+            Forms::default(),
         )
         .expect("create");
         assert_eq!(d.manifest().layout, Layout::Indexed);
@@ -555,7 +612,7 @@ mod tests {
         };
         fs::write(tmp.path().join(MARK), encode_mark(&held).expect("mark")).expect("mark");
         let err =
-            DataDir::open(tmp.path(), None, true, None, BodyForm::default()).expect_err("not new");
+            DataDir::open(tmp.path(), None, true, None, Forms::default()).expect_err("not new");
         let msg = err.to_string();
         assert!(msg.contains("not a ledgerstore data dir"), "{msg}");
         assert!(msg.contains("`MARK`"), "{msg}");

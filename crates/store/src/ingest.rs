@@ -129,7 +129,13 @@ impl Ledgerstore {
             (None, Some(tier)) => Some(tier.dicts()),
             (None, None) => None,
         };
-        let mut prepared = prepare(new, self.level, dicts.as_deref(), self.bodies)?;
+        let mut prepared = prepare(
+            new,
+            self.level,
+            dicts.as_deref(),
+            self.bodies,
+            self.ledger_form,
+        )?;
         if let Some(tr) = &trained {
             prepared
                 .tx_data
@@ -459,6 +465,7 @@ fn prepare(
     level: i32,
     dicts: Option<&DictSet>,
     bodies: BodyForm,
+    ledger_form: BodyForm,
 ) -> StoreResult<Prepared> {
     let ledgers: Vec<([u8; 4], Vec<u8>, usize)> = new
         .par_iter()
@@ -482,7 +489,13 @@ fn prepare(
                     None => LedgerBytes::Whole(&l.raw),
                 },
             };
-            Ok::<_, DbError>((l.seq.to_be_bytes(), rec.compress(level)?, rec.raw_len()))
+            // A format-3 dir stores the record raw; the engine compresses
+            // blocks of consecutive records.
+            let value = match ledger_form {
+                BodyForm::Blocks => rec.encode(),
+                BodyForm::Records => rec.compress(level)?,
+            };
+            Ok::<_, DbError>((l.seq.to_be_bytes(), value, rec.raw_len()))
         })
         .collect::<Result<_, _>>()?;
     if let Some(dicts) = dicts {

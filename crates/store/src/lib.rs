@@ -37,7 +37,7 @@ pub mod validate;
 
 pub use backup::{BACKUP_INFO, BackupInfo, read_backup_info, restore};
 pub use check::{CheckReport, MAX_LISTED_PROBLEMS};
-pub use datadir::{DataDir, Manifest, MarkState, TableTotals};
+pub use datadir::{DataDir, Forms, Manifest, MarkState, TableTotals};
 pub use error::{StoreError, StoreResult};
 pub use indexed::{
     ClosedRanges, ClosedSegment, DEFAULT_BLOCK_BYTES, DEFAULT_BLOCK_DICT_BYTES, DamagedList,
@@ -128,6 +128,8 @@ pub struct Ledgerstore {
     level: i32,
     /// How tx bodies are stored (`indexed`; recorded in the dir).
     bodies: BodyForm,
+    /// How ledger records are stored (`blocks`: raw, in a format-3 dir).
+    ledger_form: BodyForm,
     limits: Limits,
     sink: Option<JsonLinesSink>,
     last_report: RwLock<Option<BatchReport>>,
@@ -135,6 +137,13 @@ pub struct Ledgerstore {
     #[cfg(test)]
     after_publish: Mutex<Option<AfterPublish>>,
 }
+
+/// A format-3 dir's ledger records handed to the engine in one batch of
+/// at least this many bytes are written in bulk (SST files of bulk blocks,
+/// compressed once): a backfill batch's records are ~15 MB, far below the
+/// engine's 32 MiB chunk, and a live ledger's ~0.1 MB go through the
+/// memtable. Each bulk write makes at least one SST file.
+const LEDGER_BULK_MIN_BYTES: usize = 4 << 20;
 
 #[cfg(test)]
 type AfterPublish = Box<dyn Fn(&Ledgerstore) + Send>;
@@ -202,13 +211,18 @@ impl Ledgerstore {
             opts.layout,
             opts.create && !opts.offline,
             Some(policy),
-            opts.indexed
-                .explicit_policy
-                .bodies
-                .unwrap_or(opts.indexed.bodies),
+            Forms {
+                bodies: opts
+                    .indexed
+                    .explicit_policy
+                    .bodies
+                    .unwrap_or(opts.indexed.bodies),
+                ledgers: opts.indexed.ledgers,
+            },
         )?;
         let layout = dir.manifest().layout;
         let bodies = dir.manifest().body_form();
+        let ledger_form = dir.manifest().ledger_form();
         if layout != Layout::Indexed
             && let Some(requested) = opts.indexed.explicit_policy.bodies
         {
@@ -246,16 +260,24 @@ impl Ledgerstore {
                 opts.indexed.merge_levels = p.levels;
             }
         }
-        // A `blocks` dir's bodies are raw: RocksDB compresses them.
-        let compression = |t: TableId| match (t, bodies) {
-            (TableId::TxData, BodyForm::Blocks) => ValueCompression::Blocks {
-                level: opts.compression_level,
-                block_bytes: opts.indexed.block_bytes,
-                dict_bytes: opts.indexed.block_dict_bytes,
-                dict_form: opts.indexed.block_dict_form,
-                bulk_block_bytes: opts.indexed.bulk_block_bytes,
-                bulk_level: opts.indexed.bulk_level.unwrap_or(opts.compression_level),
-            },
+        // A `blocks` dir's bodies are raw: RocksDB compresses them. So are
+        // a format-3 dir's ledger records, in blocks of the same sizes and
+        // levels but without a per-file dictionary (measured for bodies
+        // only), and written in bulk from a smaller batch: a backfill
+        // batch's records (~15 MB) share 1 MiB blocks, ~9 skeletons a
+        // block (docs/benchmarks.md, "Skeletons in blocks").
+        let blocks = |dict_bytes: usize, bulk_min_bytes: Option<usize>| ValueCompression::Blocks {
+            level: opts.compression_level,
+            block_bytes: opts.indexed.block_bytes,
+            dict_bytes,
+            dict_form: opts.indexed.block_dict_form,
+            bulk_block_bytes: opts.indexed.bulk_block_bytes,
+            bulk_level: opts.indexed.bulk_level.unwrap_or(opts.compression_level),
+            bulk_min_bytes,
+        };
+        let compression = |t: TableId| match (t, bodies, ledger_form) {
+            (TableId::TxData, BodyForm::Blocks, _) => blocks(opts.indexed.block_dict_bytes, None),
+            (TableId::Ledgers, _, BodyForm::Blocks) => blocks(0, Some(LEDGER_BULK_MIN_BYTES)),
             _ => ValueCompression::App,
         };
         let open = |t: TableId| {
@@ -331,6 +353,7 @@ impl Ledgerstore {
             }),
             level: opts.compression_level,
             bodies,
+            ledger_form,
             limits: opts.limits,
             sink,
             last_report: RwLock::new(None),
@@ -361,9 +384,15 @@ impl Ledgerstore {
     }
 
     /// How the dir stores tx bodies (`records` in every layout but a
-    /// format-2 `indexed` dir).
+    /// format-2 or 3 `indexed` dir).
     pub fn body_form(&self) -> BodyForm {
         self.bodies
+    }
+
+    /// How the dir stores ledger records (`blocks` only in a format-3
+    /// `indexed` dir).
+    pub fn ledger_form(&self) -> BodyForm {
+        self.ledger_form
     }
 
     /// The data dir's path.
@@ -517,6 +546,8 @@ mod backup_tests;
 mod body_form_tests;
 #[cfg(test)]
 mod durability_tests;
+#[cfg(test)]
+mod ledger_form_tests;
 #[cfg(test)]
 mod skeleton_tests;
 #[cfg(test)]

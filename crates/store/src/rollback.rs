@@ -19,7 +19,9 @@ pub(crate) struct RolledBack {
     pub txs: usize,
 }
 
-const SCAN_CHUNK: usize = 256;
+/// Ledger records read per scan: raw in a format-3 dir (a pubnet
+/// skeleton ~110 KB, a whole record up to `limits.max_ledger_bytes`).
+const SCAN_CHUNK: usize = 64;
 
 impl Ledgerstore {
     pub(crate) fn rollback_above_mark(&self) -> StoreResult<RolledBack> {

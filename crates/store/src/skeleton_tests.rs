@@ -51,7 +51,8 @@ fn stored(store: &Ledgerstore, seq: u32) -> (u8, usize, StoredLedger) {
         .get(&seq.to_be_bytes())
         .expect("get")
         .expect("stored");
-    let plain = ledgerstore_db_api::codec::zstd_decompress(&v).expect("zstd");
+    // A zstd frame, or a format-3 dir's raw record.
+    let plain = ledgerstore_db_api::ledger_record_bytes(&v).expect("zstd");
     (
         plain[0],
         plain.len(),

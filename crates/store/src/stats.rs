@@ -55,6 +55,11 @@ pub struct StoreStats {
     /// table's `stored_bytes` are raw and its `disk_bytes` compressed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bodies: Option<&'static str>,
+    /// Layout `indexed`: how ledger records are stored (`records`: each a
+    /// zstd frame; `blocks`, format 3: raw, compressed by the engine in
+    /// blocks, so the `ledgers` table's `stored_bytes` are raw).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ledger_records: Option<&'static str>,
     /// Layout `indexed`: tx-body dictionaries.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dictionaries: Option<DictStats>,
@@ -74,8 +79,9 @@ impl Ledgerstore {
             let totals = mark.tables.get(t.name()).cloned().unwrap_or_default();
             let engine_stats = store.stats()?;
             // Bytes handed to the engine against bytes before compression:
-            // a `blocks` dir's raw bodies save nothing here (the engine
-            // compresses them; its disk figure shows what that saved).
+            // a `blocks` dir's raw bodies (and a format-3 dir's raw ledger
+            // records) save nothing here (the engine compresses them; its
+            // disk figure shows what that saved).
             let savings = if totals.raw_bytes > 0 {
                 100.0 * (1.0 - totals.stored_bytes as f64 / totals.raw_bytes as f64)
             } else {
@@ -96,6 +102,7 @@ impl Ledgerstore {
         Ok(StoreStats {
             layout: self.layout.name(),
             bodies: self.indexed.as_ref().map(|_| self.bodies.name()),
+            ledger_records: self.indexed.as_ref().map(|_| self.ledger_form.name()),
             first_ledger: mark.first,
             last_ledger: mark.last,
             ledgers: mark.ledgers(),

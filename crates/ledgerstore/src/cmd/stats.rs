@@ -180,6 +180,14 @@ fn render(s: &StoreStats) -> String {
             other => format!("[bodies] {other}: each body its own zstd frame\n"),
         });
     }
+    if let Some(form) = s.ledger_records {
+        out.push_str(&match form {
+            "blocks" => "[ledger records] blocks: raw records, compressed by RocksDB in blocks \
+                         (ledgers' stored column is raw; its disk column is compressed)\n"
+                .to_string(),
+            other => format!("[ledger records] {other}: each record its own zstd frame\n"),
+        });
+    }
     if let Some(d) = &s.dictionaries {
         let versions: Vec<String> = d
             .versions

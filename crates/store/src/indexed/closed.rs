@@ -1,13 +1,18 @@
 //! What a publisher reads from an `indexed` store: the closed ranges (the
 //! ranges `segments/SEGMENTS` lists), their segment files, the
-//! dictionaries, and the stored bytes of ledgers and bodies as they are
-//! on disk (already compressed), so a published copy is byte for byte the
-//! store's own.
+//! dictionaries, and the stored bytes of ledgers and bodies in the
+//! per-record form packs hold: as they are on disk where the application
+//! compressed them, compressed here where the engine compresses them in
+//! blocks (a `blocks` dir's bodies, a format-3 dir's ledger records).
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use ledgerstore_db_api::{Decompress, DictSet, RAW_BODY, StoredLedger, TxBody, TxPos};
+use ledgerstore_db_api::codec::zstd_compress;
+use ledgerstore_db_api::{
+    Decompress, DictSet, RAW_BODY, StoredLedger, TxBody, TxPos, ledger_record_bytes,
+};
 
 use super::MergePolicy;
 use crate::Ledgerstore;
@@ -93,19 +98,37 @@ impl Ledgerstore {
         })
     }
 
-    /// A committed ledger's stored value (zstd of its `StoredLedger`), and
-    /// the number of bodies it has (transactions plus aliases).
+    /// A committed ledger's record in the form packs hold (zstd of its
+    /// `StoredLedger`: the stored value itself, or in a format-3 dir, whose
+    /// records are raw, the record compressed at the dir's level), and the
+    /// number of bodies it has (transactions plus aliases).
     pub fn stored_ledger(&self, seq: u32) -> StoreResult<Option<(Vec<u8>, u32)>> {
+        let Some(bytes) = self.stored_ledger_value(seq)? else {
+            return Ok(None);
+        };
+        // Decompressed (a frame) or borrowed (raw) once.
+        let plain = ledger_record_bytes(&bytes)?;
+        let rec = StoredLedger::decode(&plain)?;
+        let n = u32::try_from(rec.lookup_count())
+            .map_err(|_| StoreError::Corrupt(format!("ledger {seq}: too many transactions")))?;
+        let packed = match plain {
+            // Raw: readers of every release expect a zstd frame in a pack.
+            Cow::Borrowed(raw) => zstd_compress(raw, self.level)?,
+            Cow::Owned(_) => bytes,
+        };
+        Ok(Some((packed, n)))
+    }
+
+    /// A committed ledger's `ledgers` value exactly as stored (a zstd
+    /// frame, or a format-3 dir's raw record): what a publisher's
+    /// `mark_record_sha256` is taken of. Not the pack's bytes, which a
+    /// format-3 dir compresses at publish time, at a level the config may
+    /// change.
+    pub fn stored_ledger_value(&self, seq: u32) -> StoreResult<Option<Vec<u8>>> {
         if !self.is_visible(seq) {
             return Ok(None);
         }
-        let Some(bytes) = self.ledgers.get(&seq.to_be_bytes())? else {
-            return Ok(None);
-        };
-        let rec = StoredLedger::decompress(&bytes)?;
-        let n = u32::try_from(rec.lookup_count())
-            .map_err(|_| StoreError::Corrupt(format!("ledger {seq}: too many transactions")))?;
-        Ok(Some((bytes, n)))
+        Ok(self.ledgers.get(&seq.to_be_bytes())?)
     }
 
     /// The stored bodies of a committed ledger of `count` bodies

@@ -68,6 +68,12 @@ pub struct IndexedOptions {
     /// How a new dir stores tx bodies (an existing dir keeps the form it
     /// recorded; `explicit_policy.bodies` must match it).
     pub bodies: BodyForm,
+    /// How a new `blocks` dir stores its ledger records: `blocks` (the
+    /// default, format 3: raw, compressed by the engine in the bodies'
+    /// block sizes and levels) or `records` (format 2: each a zstd frame,
+    /// as releases before it wrote; kept to make such dirs in tests). An
+    /// existing dir keeps the form it recorded.
+    pub ledgers: BodyForm,
     /// `blocks` bodies: the engine's block size before compression. Not
     /// recorded: files written under another size stay readable.
     pub block_bytes: usize,
@@ -128,6 +134,7 @@ impl Default for IndexedOptions {
             filter_bytes: 256 << 20,
             dict: Some(DictOptions::default()),
             bodies: BodyForm::default(),
+            ledgers: BodyForm::default(),
             block_bytes: DEFAULT_BLOCK_BYTES,
             bulk_block_bytes: DEFAULT_BULK_BLOCK_BYTES,
             bulk_level: None,

@@ -16,8 +16,10 @@ use crate::indexed::hot;
 /// Hot-index keys deleted per write transaction.
 const CHUNK: usize = 16_384;
 
-/// Ledger records read per scan when a range is rebuilt from them.
-const LEDGER_CHUNK: usize = 256;
+/// Ledger records read per scan when a range is rebuilt from them. A
+/// format-3 dir's records arrive raw (a pubnet skeleton ~110 KB, a whole
+/// record up to `limits.max_ledger_bytes`), so a scan holds 64.
+const LEDGER_CHUNK: usize = 64;
 
 /// Longest a hot-index drop waits for a batch being written before it takes
 /// its next chunk anyway.

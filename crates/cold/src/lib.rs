@@ -23,6 +23,7 @@ mod faulty;
 mod publish;
 #[cfg(test)]
 mod publish_form_tests;
+mod publish_mark;
 mod remote;
 mod replica;
 #[cfg(test)]

@@ -30,6 +30,7 @@ use ledgerstore_store::{ClosedRanges, Ledgerstore};
 
 use crate::error::{ColdError, ColdResult};
 use crate::failpoint;
+use crate::publish_mark::check_mark;
 use crate::remote::Remote;
 
 /// What one round did.
@@ -133,34 +134,7 @@ pub async fn publish_until(
     check_continues(prev.as_ref(), &closed, remote.location())?;
     check_dicts(prev.as_ref(), &closed.dicts, remote.location())?;
     if let Some(m) = &prev {
-        let s = Arc::clone(&store);
-        let at = m.mark;
-        // The record as this dir stores it (what this build records),
-        // and as a pack holds it: a format-3 dir stores records raw, and a
-        // location first published from a format-1 or 2 dir of the same
-        // history recorded its zstd frame (re-ingesting into a new dir is
-        // how history moves to a new form).
-        let mine = blocking(move || {
-            let mut shas = Vec::new();
-            if let Some(value) = s.stored_ledger_value(at)? {
-                shas.push(ledgerstore_pack::sha256(&value));
-            }
-            if let Some((packed, _)) = s.stored_ledger(at)? {
-                shas.push(ledgerstore_pack::sha256(&packed));
-            }
-            Ok(shas)
-        })
-        .await?;
-        if !mine.contains(&m.mark_record_sha256) {
-            return Err(ColdError::Diverged(format!(
-                "{} holds manifest {} whose ledger {at} is not this data dir's ledger {at} \
-                 (its record's SHA-256 matches neither this dir's record as stored nor as \
-                 packed): another writer's history. One store has one writer; publish this \
-                 data dir to another location",
-                remote.location(),
-                m.version
-            )));
-        }
+        check_mark(&store, remote, m).await?;
     }
     let events_grow = |m: &Manifest| {
         events

@@ -1,14 +1,17 @@
 //! One published location across ledger-record forms and levels: a
 //! format-3 writer records its raw record's hash, goes on after its zstd
 //! level changes, and goes on from a location a format-2 dir of the same
-//! history published (re-ingesting is how history moves to a new form);
-//! another history is still refused. Replicas read what each wrote.
+//! history published at another level (re-ingesting is how history moves
+//! to a new form), and a format-2 dir goes on after it; another history
+//! is still refused. Packs hold zstd frames; replicas read what each
+//! wrote.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use ledgerstore_backends::Backends;
 use ledgerstore_db_api::{BodyForm, Layout, is_zstd_frame};
+use ledgerstore_pack::Header;
 use ledgerstore_store::{IndexedOptions, Ledgerstore, StoreOptions};
 use ledgerstore_synth::{Synth, SynthConfig};
 
@@ -44,6 +47,24 @@ fn round(
     rt.block_on(publish(Arc::clone(store), r, work)).map(|_| ())
 }
 
+/// Ledger `seq`'s record bytes as the newest manifest's pack holds them,
+/// read from the bucket's files.
+fn pack_record(bucket: &Path, rt: &tokio::runtime::Runtime, r: &Remote, seq: u32) -> Vec<u8> {
+    let m = rt
+        .block_on(r.newest_manifest())
+        .expect("manifest")
+        .expect("published");
+    let p = m.pack_of(seq).expect("a pack holds it");
+    let pack = std::fs::read(bucket.join(&p.object.key)).expect("pack");
+    let at = |range: std::ops::Range<u64>| &pack[range.start as usize..range.end as usize];
+    let h = Header::parse(&pack).expect("header");
+    let (page, _) = h.ledger_page_of(seq).expect("page");
+    let le = h
+        .ledger_entry(at(h.ledger_page(page).expect("range")), seq)
+        .expect("entry");
+    at(h.data_range(&le.record).expect("record")).to_vec()
+}
+
 /// The published mark and its record hash.
 fn mark(rt: &tokio::runtime::Runtime, r: &Remote) -> (u32, String) {
     let m = rt
@@ -62,8 +83,9 @@ fn a_location_goes_on_across_forms_and_levels_of_one_history() {
     let r = remote(&bucket);
     let s = Synth::new(SynthConfig::small(41, 6));
 
-    // A format-2 dir publishes first: its hash is of the stored frame.
-    let old = open(&tmp.path().join("old"), BodyForm::Records, 3);
+    // A format-2 dir at level 19 publishes first: its hash is of the
+    // stored frame.
+    let old = open(&tmp.path().join("old"), BodyForm::Records, 19);
     ingest(&old, &s, 1, 25);
     round(&rt, &old, &r, &tmp.path().join("w-old")).expect("format 2 publishes");
     let (at, sha) = mark(&rt, &r);
@@ -72,7 +94,8 @@ fn a_location_goes_on_across_forms_and_levels_of_one_history() {
     assert_eq!(sha, ledgerstore_pack::sha256(&frame));
     drop(old);
 
-    // The same history re-ingested into a format-3 dir goes on there.
+    // The same history re-ingested into a format-3 dir at level 3 goes on
+    // there: neither hash matches, the pack's record does.
     let dir = tmp.path().join("new");
     let new = open(&dir, BodyForm::Blocks, 3);
     ingest(&new, &s, 1, 35);
@@ -84,6 +107,10 @@ fn a_location_goes_on_across_forms_and_levels_of_one_history() {
     assert_eq!(at, 29);
     let raw = new.stored_ledger_value(at).expect("read").expect("stored");
     assert_eq!(sha, ledgerstore_pack::sha256(&raw), "the raw record's hash");
+    assert!(
+        is_zstd_frame(&pack_record(&bucket, &rt, &r, at)),
+        "packs hold frames"
+    );
     drop(new);
 
     // Reopened at another level: its packs' frames change, its hash not.
@@ -101,9 +128,16 @@ fn a_location_goes_on_across_forms_and_levels_of_one_history() {
     }
     drop(new);
 
+    // A format-2 dir of the same history goes on after format-3 rounds.
+    let back = open(&tmp.path().join("back"), BodyForm::Records, 3);
+    ingest(&back, &s, 1, 55);
+    round(&rt, &back, &r, &tmp.path().join("w-back")).expect("format 2 goes on");
+    assert_eq!(mark(&rt, &r).0, 49);
+    drop(back);
+
     // Another history at the same location is still refused by name.
     let other = open(&tmp.path().join("other"), BodyForm::Blocks, 3);
-    ingest(&other, &Synth::new(SynthConfig::small(43, 6)), 1, 45);
+    ingest(&other, &Synth::new(SynthConfig::small(43, 6)), 1, 55);
     let e = round(&rt, &other, &r, &tmp.path().join("w-other")).expect_err("diverged");
     assert!(
         matches!(e, ColdError::Diverged(_)) && e.to_string().contains("another writer's history"),

@@ -1,5 +1,6 @@
 //! The pack file: one closed base range's ledgers and tx bodies, in
-//! position order, as the store holds them (already compressed), with
+//! position order, each its own zstd frame (as the store holds them, or
+//! compressed at publish time where the store keeps them raw), with
 //! offset tables so that any one ledger or body is one ranged read.
 //!
 //! ```text

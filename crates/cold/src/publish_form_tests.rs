@@ -1,21 +1,24 @@
 //! One published location across ledger-record forms and levels: a
 //! format-3 writer records its raw record's hash, goes on after its zstd
 //! level changes, and goes on from a location a format-2 dir of the same
-//! history published at another level (re-ingesting is how history moves
-//! to a new form), and a format-2 dir goes on after it; another history
-//! is still refused. Packs hold zstd frames; replicas read what each
-//! wrote.
+//! history published at another level and with whole records
+//! (re-ingesting is how history moves to a new form), and a format-2 dir
+//! goes on after it; another history is still refused, and a damaged
+//! pack record is damage. Packs hold zstd frames; replicas read what
+//! each wrote.
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use ledgerstore_backends::Backends;
+use ledgerstore_db_api::codec::zstd_compress;
 use ledgerstore_db_api::{BodyForm, Layout, is_zstd_frame};
 use ledgerstore_pack::Header;
 use ledgerstore_store::{IndexedOptions, Ledgerstore, StoreOptions};
 use ledgerstore_synth::{Synth, SynthConfig};
 
-use crate::tests::{ingest, remote, replica};
+use crate::tests::{remote, replica};
 use crate::{ColdError, Remote, publish};
 
 /// A new dir (or an existing one) whose ledger records are `ledgers`
@@ -74,6 +77,20 @@ fn mark(rt: &tokio::runtime::Runtime, r: &Remote) -> (u32, String) {
     (m.mark, m.mark_record_sha256)
 }
 
+/// Ledgers `first..=last` of `s` with their cuts (skeleton records in
+/// `indexed`), or `whole`, without them: the same bytes, stored whole (as
+/// the gRPC ingest path stores a ledger given without cuts).
+fn ingest_cut(store: &Ledgerstore, s: &Synth, first: u32, last: u32, whole: bool) {
+    for seq in (first..=last).step_by(5) {
+        let mut batch = s.cut_batch(seq, 5.min(last - seq + 1));
+        if whole {
+            batch.iter_mut().for_each(|l| l.cuts.clear());
+        }
+        store.ingest(&batch, Duration::ZERO).expect("ingest");
+    }
+    store.wait_for_segments().expect("segments");
+}
+
 #[test]
 fn a_location_goes_on_across_forms_and_levels_of_one_history() {
     let tmp = tempfile::tempdir().expect("tmp");
@@ -83,25 +100,31 @@ fn a_location_goes_on_across_forms_and_levels_of_one_history() {
     let r = remote(&bucket);
     let s = Synth::new(SynthConfig::small(41, 6));
 
-    // A format-2 dir at level 19 publishes first: its hash is of the
-    // stored frame.
+    // A format-2 dir at level 19, given the ledgers whole, publishes
+    // first: its hash is of the stored frame of a whole record.
     let old = open(&tmp.path().join("old"), BodyForm::Records, 19);
-    ingest(&old, &s, 1, 25);
+    ingest_cut(&old, &s, 1, 25, true);
     round(&rt, &old, &r, &tmp.path().join("w-old")).expect("format 2 publishes");
     let (at, sha) = mark(&rt, &r);
     let frame = old.stored_ledger_value(at).expect("read").expect("stored");
     assert!(is_zstd_frame(&frame));
+    assert_eq!(frame_version(&frame), 1, "a whole record");
     assert_eq!(sha, ledgerstore_pack::sha256(&frame));
     drop(old);
 
-    // The same history re-ingested into a format-3 dir at level 3 goes on
-    // there: neither hash matches, the pack's record does.
+    // The same history re-ingested with its cuts into a format-3 dir at
+    // level 3 goes on: neither hash matches (another form, another
+    // level), what the records say does.
     let dir = tmp.path().join("new");
     let new = open(&dir, BodyForm::Blocks, 3);
-    ingest(&new, &s, 1, 35);
+    ingest_cut(&new, &s, 1, 35, false);
     let raw = new.stored_ledger_value(at).expect("read").expect("stored");
-    assert!(!is_zstd_frame(&raw), "a format-3 dir stores records raw");
+    assert_eq!(raw[0], 3, "a raw skeleton");
     assert_ne!(sha, ledgerstore_pack::sha256(&raw));
+    assert_ne!(
+        sha,
+        ledgerstore_pack::sha256(&zstd_compress(&raw, 3).expect("zstd"))
+    );
     round(&rt, &new, &r, &tmp.path().join("w-new")).expect("format 3 goes on");
     let (at, sha) = mark(&rt, &r);
     assert_eq!(at, 29);
@@ -115,7 +138,7 @@ fn a_location_goes_on_across_forms_and_levels_of_one_history() {
 
     // Reopened at another level: its packs' frames change, its hash not.
     let new = open(&dir, BodyForm::Blocks, 9);
-    ingest(&new, &s, 36, 45);
+    ingest_cut(&new, &s, 36, 45, false);
     round(&rt, &new, &r, &tmp.path().join("w-new")).expect("a new level goes on");
     assert_eq!(mark(&rt, &r).0, 39);
     let rep = replica(&rt, &r, &tmp.path().join("cache"), 1 << 30);
@@ -130,17 +153,65 @@ fn a_location_goes_on_across_forms_and_levels_of_one_history() {
 
     // A format-2 dir of the same history goes on after format-3 rounds.
     let back = open(&tmp.path().join("back"), BodyForm::Records, 3);
-    ingest(&back, &s, 1, 55);
+    ingest_cut(&back, &s, 1, 55, false);
     round(&rt, &back, &r, &tmp.path().join("w-back")).expect("format 2 goes on");
     assert_eq!(mark(&rt, &r).0, 49);
     drop(back);
 
     // Another history at the same location is still refused by name.
     let other = open(&tmp.path().join("other"), BodyForm::Blocks, 3);
-    ingest(&other, &Synth::new(SynthConfig::small(43, 6)), 1, 55);
+    ingest_cut(&other, &Synth::new(SynthConfig::small(43, 6)), 1, 55, false);
     let e = round(&rt, &other, &r, &tmp.path().join("w-other")).expect_err("diverged");
     assert!(
-        matches!(e, ColdError::Diverged(_)) && e.to_string().contains("another writer's history"),
+        matches!(e, ColdError::Diverged(_))
+            && e.to_string().contains("another writer's history")
+            && e.to_string().contains("read from its pack"),
+        "{e}"
+    );
+}
+
+/// The version byte of a stored frame's record.
+fn frame_version(frame: &[u8]) -> u8 {
+    ledgerstore_db_api::ledger_record_bytes(frame).expect("frame")[0]
+}
+
+/// Where the hashes differ and the pack's record is damaged, the round
+/// fails naming the pack, as damage, not as another history.
+#[test]
+fn a_damaged_mark_record_is_damage_not_another_history() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let bucket = tmp.path().join("bucket");
+    std::fs::create_dir_all(&bucket).expect("bucket");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let r = remote(&bucket);
+    let s = Synth::new(SynthConfig::small(47, 6));
+    let old = open(&tmp.path().join("old"), BodyForm::Records, 19);
+    ingest_cut(&old, &s, 1, 25, false);
+    round(&rt, &old, &r, &tmp.path().join("w-old")).expect("publish");
+    drop(old);
+    let m = rt
+        .block_on(r.newest_manifest())
+        .expect("manifest")
+        .expect("published");
+    let p = m.pack_of(m.mark).expect("pack");
+    let path = bucket.join(&p.object.key);
+    let mut pack = std::fs::read(&path).expect("pack");
+    let h = Header::parse(&pack).expect("header");
+    let (page, _) = h.ledger_page_of(m.mark).expect("page");
+    let range = h.ledger_page(page).expect("range");
+    let le = h
+        .ledger_entry(&pack[range.start as usize..range.end as usize], m.mark)
+        .expect("entry");
+    let at = h.data_range(&le.record).expect("record").start as usize + 20;
+    pack[at] ^= 0x40;
+    std::fs::write(&path, &pack).expect("write");
+    let new = open(&tmp.path().join("new"), BodyForm::Blocks, 3);
+    ingest_cut(&new, &s, 1, 25, false);
+    let e = round(&rt, &new, &r, &tmp.path().join("w-new")).expect_err("damaged");
+    assert!(
+        matches!(&e, ColdError::Damaged { object, .. } if *object == p.object.key)
+            && e.to_string()
+                .contains("cannot tell whether this data dir continues manifest"),
         "{e}"
     );
 }

@@ -7,90 +7,194 @@
 //! pack's bytes), the raw record in a format-3 dir. So a hash of this dir's
 //! record as stored, or as packed (a format-3 dir's raw record compressed
 //! at its level), settles the common cases without a read. A recorded hash
-//! of another form or level (history re-ingested into a dir of another
-//! format, or at another zstd level, publishing on at the same location)
-//! is settled by the records themselves: the mark's record is read from
-//! the newest pack (checked against its entry's CRC) and compared,
-//! decompressed, with this dir's.
+//! of another form (history re-ingested into a dir of another format, at
+//! another zstd level, or by another route: a skeleton where the other
+//! stored the whole ledger) is settled by what the records say: the mark's
+//! record is read from the manifest's pack (its header checked against the
+//! manifest, its entry against its CRC, its bytes against the recorded
+//! hash), and both are compared by ledger, close time, hashes, aliases and
+//! the whole ledger's length and SHA-256.
 
 use std::sync::Arc;
 
-use ledgerstore_db_api::ledger_record_bytes;
+use ledgerstore_db_api::codec::MAX_DECOMPRESSED_BYTES;
+use ledgerstore_db_api::{
+    Alias, LedgerContent, StoredLedger, TxHash, ledger_record_bytes, sha256 as digest,
+};
 use ledgerstore_pack::format::HEADER;
-use ledgerstore_pack::{Header, Manifest, sha256};
+use ledgerstore_pack::{Header, Manifest, PackRef, sha256};
 use ledgerstore_store::{Ledgerstore, StoreError};
 
 use crate::error::{ColdError, ColdResult};
 use crate::remote::Remote;
 
+/// What a ledger record says about its ledger, whatever its form.
+#[derive(Debug, PartialEq, Eq)]
+struct Identity {
+    seq: u32,
+    close_time: u64,
+    tx_hashes: Vec<TxHash>,
+    aliases: Vec<Alias<TxHash>>,
+    raw_len: u64,
+    raw_sha256: [u8; 32],
+}
+
+impl Identity {
+    fn of(rec: StoredLedger) -> Self {
+        let (raw_len, raw_sha256) = match &rec.content {
+            LedgerContent::Whole(raw) => (raw.len() as u64, digest(raw)),
+            LedgerContent::Split(s) => (u64::from(s.raw_len), s.sha256),
+        };
+        Self {
+            seq: rec.seq,
+            close_time: rec.close_time,
+            tx_hashes: rec.tx_hashes,
+            aliases: rec.aliases,
+            raw_len,
+            raw_sha256,
+        }
+    }
+}
+
 /// Fails with [`ColdError::Diverged`] unless this dir stores the same
-/// ledger record as the one `m` was published up to.
+/// ledger as the one `m` was published up to; with
+/// [`ColdError::Damaged`] when that takes the pack's record and it cannot
+/// be read or does not match the manifest.
 pub(crate) async fn check_mark(
     store: &Arc<Ledgerstore>,
     remote: &Remote,
     m: &Manifest,
 ) -> ColdResult<()> {
     let at = m.mark;
+    let recorded = m.mark_record_sha256.clone();
     let s = Arc::clone(store);
-    let local = tokio::task::spawn_blocking(move || -> ColdResult<_> {
+    let local = blocking(move || {
         let Some(value) = s.stored_ledger_value(at)? else {
             return Ok(None);
         };
+        if sha256(&value) == recorded {
+            return Ok(Some(None));
+        }
         let packed = s.stored_ledger(at)?.map(|(p, _)| p);
-        Ok(Some((value, packed)))
+        if packed.as_deref().is_some_and(|p| sha256(p) == recorded) {
+            return Ok(Some(None));
+        }
+        let rec = StoredLedger::decode(&ledger_record_bytes(&value).map_err(StoreError::from)?)
+            .map_err(StoreError::from)?;
+        Ok(Some(Some(Identity::of(rec))))
     })
-    .await
-    .map_err(|e| ColdError::Task(e.to_string()))??;
-    let diverged = |why: String| {
-        ColdError::Diverged(format!(
-            "{} holds manifest {} published up to ledger {at}, {why}: another writer's \
-             history. One store has one writer; publish this data dir to another location",
+    .await?;
+    let head = || {
+        format!(
+            "{} holds manifest {} published up to ledger {at}",
             remote.location(),
             m.version
-        ))
+        )
     };
-    let Some((value, packed)) = local else {
-        return Err(diverged("which this data dir does not store".to_string()));
+    let mine = match local {
+        None => {
+            return Err(ColdError::Diverged(format!(
+                "{}, which this data dir does not store (never ingested, or evicted): this \
+                 dir does not continue it. One store has one writer; publish this data dir \
+                 to another location",
+                head()
+            )));
+        }
+        Some(None) => return Ok(()),
+        Some(Some(mine)) => mine,
     };
-    let recorded = m.mark_record_sha256.as_str();
-    if sha256(&value) == recorded || packed.as_deref().is_some_and(|p| sha256(p) == recorded) {
+    let Some(p) = m.pack_of(at) else {
+        return Err(ColdError::Diverged(format!(
+            "{}, whose record's SHA-256 is not this dir's ledger {at} as stored or as packed, \
+             and no pack of the manifest holds it to compare: another writer's history",
+            head()
+        )));
+    };
+    let theirs = published_identity(remote, m, p)
+        .await
+        .map_err(|e| match e {
+            ColdError::Damaged { object, detail } => ColdError::Damaged {
+                object,
+                detail: format!(
+                    "cannot tell whether this data dir continues manifest {} (ledger {at}'s \
+                 record hashes differently here): {detail}",
+                    m.version
+                ),
+            },
+            e => e,
+        })?;
+    if theirs == mine {
         return Ok(());
     }
-    let published = published_record(remote, m).await?;
-    let mine = ledger_record_bytes(&value).map_err(StoreError::from)?;
-    if published.as_deref() == Some(mine.as_ref()) {
-        return Ok(());
-    }
-    Err(diverged(format!(
-        "whose record is not this data dir's ledger {at} (by its SHA-256 as stored and as \
-         packed, and by the pack's record)"
+    Err(ColdError::Diverged(format!(
+        "{}, whose record (read from its pack) is not this data dir's ledger {at}: another \
+         writer's history. One store has one writer; publish this data dir to another \
+         location",
+        head()
     )))
 }
 
-/// The mark's record as the newest manifest's pack holds it,
-/// decompressed; None when no pack of `m` holds the mark.
-async fn published_record(remote: &Remote, m: &Manifest) -> ColdResult<Option<Vec<u8>>> {
+/// What the mark's record in pack `p` of `m` says: the header checked
+/// against the manifest, the entry against its CRC and the manifest's
+/// `mark_record_sha256` (of the bytes, or of the record they hold), the
+/// record against its ledger.
+async fn published_identity(remote: &Remote, m: &Manifest, p: &PackRef) -> ColdResult<Identity> {
     let at = m.mark;
-    let Some(p) = m.pack_of(at) else {
-        return Ok(None);
-    };
-    let key = p.object.key.as_str();
-    let damaged = |e: String| ColdError::damaged(key, format!("ledger {at}'s record: {e}"));
-    let head = remote.get_range(key, 0..HEADER).await?;
+    let key = p.object.key.clone();
+    let damaged = |e: String| ColdError::damaged(&key, e);
+    let head = remote.get_range(&key, 0..HEADER).await?;
     let h = Header::parse(&head).map_err(|e| damaged(e.to_string()))?;
+    if (h.first, h.last, h.size, h.bodies) != (p.first, p.last, p.object.size, p.bodies) {
+        return Err(damaged(format!(
+            "its header says ledgers {}..={}, {} bodies, {} bytes; the manifest says {}..={}, \
+             {} bodies, {} bytes",
+            h.first, h.last, h.bodies, h.size, p.first, p.last, p.bodies, p.object.size
+        )));
+    }
     let (page, _) = h.ledger_page_of(at).map_err(|e| damaged(e.to_string()))?;
     let range = h.ledger_page(page).map_err(|e| damaged(e.to_string()))?;
-    let page = remote.get_range(key, range).await?;
+    let page = remote.get_range(&key, range).await?;
     let le = h
         .ledger_entry(&page, at)
         .map_err(|e| damaged(e.to_string()))?;
     let range = h
         .data_range(&le.record)
         .map_err(|e| damaged(e.to_string()))?;
-    let bytes = remote.get_range(key, range).await?;
+    if range.end - range.start > MAX_DECOMPRESSED_BYTES as u64 {
+        return Err(damaged(format!(
+            "ledger {at}'s record is {} bytes, more than any record",
+            range.end - range.start
+        )));
+    }
+    let bytes = remote.get_range(&key, range).await?;
     le.record
         .check(&bytes)
         .map_err(|e| damaged(e.to_string()))?;
-    let plain = ledger_record_bytes(&bytes).map_err(|e| damaged(e.to_string()))?;
-    Ok(Some(plain.into_owned()))
+    let recorded = m.mark_record_sha256.clone();
+    blocking(move || {
+        let damaged = |e: String| ColdError::damaged(&key, e);
+        let plain = ledger_record_bytes(&bytes).map_err(|e| damaged(e.to_string()))?;
+        if sha256(&bytes) != recorded && sha256(&plain) != recorded {
+            return Err(damaged(format!(
+                "ledger {at}'s record matches neither way the manifest's mark_record_sha256"
+            )));
+        }
+        let rec = StoredLedger::decode(&plain).map_err(|e| damaged(e.to_string()))?;
+        if rec.seq != at {
+            return Err(damaged(format!(
+                "the table's entry for ledger {at} holds ledger {}'s record",
+                rec.seq
+            )));
+        }
+        Ok(Identity::of(rec))
+    })
+    .await
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> ColdResult<T> + Send + 'static,
+) -> ColdResult<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ColdError::Task(e.to_string()))?
 }

@@ -250,10 +250,10 @@ fn backups_keep_the_ledger_form_and_packs_get_zstd_records_from_either() {
     }
 }
 
-/// Whole (uncut) ledgers of ~1.2 MB: four a batch make more than the 4
-/// MiB from which a batch's records are a bulk write.
-fn large(from: u32, to: u32) -> Vec<LedgerInput> {
-    let s = Synth::new(SynthConfig::with_sizes(31, 4, 600, 1_200_000));
+/// Whole (uncut) ledgers of ~1.2 MB of history `seed`: four a batch make
+/// more than the 4 MiB from which a batch's records are a bulk write.
+fn large(seed: u64, from: u32, to: u32) -> Vec<LedgerInput> {
+    let s = Synth::new(SynthConfig::with_sizes(seed, 4, 600, 1_200_000));
     (from..=to).map(|seq| s.ledger(seq)).collect()
 }
 
@@ -272,16 +272,18 @@ fn ledger_ssts(dir: &Path) -> usize {
 #[test]
 fn bulk_ledger_records_roll_back_and_are_written_again() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let ls = large(1, 8);
-    // The records of 5..=8 as a crashed batch left them: a format-3 dir's
-    // raw values, ingested as one bulk file, the mark not moved.
+    let ls = large(31, 1, 8);
+    // Records of 5..=8 as a crashed batch left them (of another history,
+    // so residue that came back would show): a format-3 dir's raw values,
+    // ingested as one bulk file, the mark not moved.
     let scratch = tmp.path().join("scratch");
     let residue = {
+        let other = large(37, 1, 8);
         let store = open(&scratch, BodyForm::Blocks);
-        for batch in ls.chunks(4) {
+        for batch in other.chunks(4) {
             store.ingest(batch, Duration::ZERO).expect("ingest");
         }
-        values(&store, &ls[4..])
+        values(&store, &other[4..])
     };
     assert!(residue.iter().map(Vec::len).sum::<usize>() >= 4 << 20);
     let dir = tmp.path().join("data");

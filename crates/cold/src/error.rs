@@ -158,3 +158,13 @@ impl From<ColdError> for StoreError {
 
 /// Result alias.
 pub type ColdResult<T> = Result<T, ColdError>;
+
+/// Runs `f` on tokio's blocking pool (store reads, hashing, compression);
+/// a task that panicked or was cancelled is [`ColdError::Task`].
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> ColdResult<T> + Send + 'static,
+) -> ColdResult<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ColdError::Task(e.to_string()))?
+}

@@ -28,7 +28,7 @@ use ledgerstore_pack::{
 };
 use ledgerstore_store::{ClosedRanges, Ledgerstore};
 
-use crate::error::{ColdError, ColdResult};
+use crate::error::{ColdError, ColdResult, blocking};
 use crate::failpoint;
 use crate::publish_mark::check_mark;
 use crate::remote::Remote;
@@ -605,12 +605,4 @@ fn writer_name(store: &Ledgerstore) -> String {
         std::process::id(),
         store.path().display()
     )
-}
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> ColdResult<T> + Send + 'static,
-) -> ColdResult<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ColdError::Task(e.to_string()))?
 }

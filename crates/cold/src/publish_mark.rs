@@ -25,7 +25,7 @@ use ledgerstore_pack::format::HEADER;
 use ledgerstore_pack::{Header, Manifest, PackRef, sha256};
 use ledgerstore_store::{Ledgerstore, StoreError};
 
-use crate::error::{ColdError, ColdResult};
+use crate::error::{ColdError, ColdResult, blocking};
 use crate::remote::Remote;
 
 /// What a ledger record says about its ledger, whatever its form.
@@ -189,12 +189,4 @@ async fn published_identity(remote: &Remote, m: &Manifest, p: &PackRef) -> ColdR
         Ok(Identity::of(rec))
     })
     .await
-}
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> ColdResult<T> + Send + 'static,
-) -> ColdResult<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ColdError::Task(e.to_string()))?
 }

@@ -56,6 +56,16 @@ impl Identity {
     }
 }
 
+/// This dir's ledger at the mark, against the recorded hash.
+enum Local {
+    /// Not stored here.
+    Missing,
+    /// Its record as stored or as packed hashes to the recorded hash.
+    Matches,
+    /// It hashes otherwise: what it says, to compare with the pack's.
+    Differs(Identity),
+}
+
 /// Fails with [`ColdError::Diverged`] unless this dir stores the same
 /// ledger as the one `m` was published up to; with
 /// [`ColdError::Damaged`] when that takes the pack's record and it cannot
@@ -70,18 +80,18 @@ pub(crate) async fn check_mark(
     let s = Arc::clone(store);
     let local = blocking(move || {
         let Some(value) = s.stored_ledger_value(at)? else {
-            return Ok(None);
+            return Ok(Local::Missing);
         };
         if sha256(&value) == recorded {
-            return Ok(Some(None));
+            return Ok(Local::Matches);
         }
         let packed = s.stored_ledger(at)?.map(|(p, _)| p);
         if packed.as_deref().is_some_and(|p| sha256(p) == recorded) {
-            return Ok(Some(None));
+            return Ok(Local::Matches);
         }
         let rec = StoredLedger::decode(&ledger_record_bytes(&value).map_err(StoreError::from)?)
             .map_err(StoreError::from)?;
-        Ok(Some(Some(Identity::of(rec))))
+        Ok(Local::Differs(Identity::of(rec)))
     })
     .await?;
     let head = || {
@@ -92,7 +102,7 @@ pub(crate) async fn check_mark(
         )
     };
     let mine = match local {
-        None => {
+        Local::Missing => {
             return Err(ColdError::Diverged(format!(
                 "{}, which this data dir does not store (never ingested, or evicted): this \
                  dir does not continue it. One store has one writer; publish this data dir \
@@ -100,8 +110,8 @@ pub(crate) async fn check_mark(
                 head()
             )));
         }
-        Some(None) => return Ok(()),
-        Some(Some(mine)) => mine,
+        Local::Matches => return Ok(()),
+        Local::Differs(mine) => mine,
     };
     let Some(p) = m.pack_of(at) else {
         return Err(ColdError::Diverged(format!(

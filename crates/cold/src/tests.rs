@@ -403,6 +403,18 @@ fn a_damaged_or_missing_object_fails_only_the_lookups_that_need_it_naming_it() {
     assert_same(&store, &rep, &s, 30, 31);
 }
 
+/// The hash lists in data dir `data`, by name.
+fn hash_lists(data: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(data.join("segments"))
+        .expect("segments")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("hashes-"))
+        .collect();
+    v.sort();
+    v
+}
+
 #[test]
 fn evicted_ranges_leave_the_data_dir_and_are_served_through_the_published_store() {
     let tmp = tempfile::tempdir().expect("tmp");
@@ -425,6 +437,10 @@ fn evicted_ranges_leave_the_data_dir_and_are_served_through_the_published_store(
         })
         .collect();
 
+    // Top windows of 20 ledgers: 1..=19 and 20..=39 are whole, so no
+    // merge reads their base ranges' hash lists and none is kept.
+    let lists = || hash_lists(&data);
+    assert_eq!(lists(), Vec::<String>::new());
     let cold = replica(&rt, &r, &tmp.path().join("c"), 1 << 30);
     let n = rt
         .block_on(crate::evict(Arc::clone(&store), &cold, 1))
@@ -433,6 +449,13 @@ fn evicted_ranges_leave_the_data_dir_and_are_served_through_the_published_store(
         n, 29,
         "ledgers 1..=29 leave; the newest published range 30..=39 stays"
     );
+    // The eviction wrote the evicted ranges' lists from their records
+    // first: they confirm lookups once the bodies are gone.
+    let evicted_lists: Vec<String> = [(1, 9), (10, 19), (20, 29)]
+        .iter()
+        .map(|&(a, b)| ledgerstore_segment::hashes::file_name(a, b))
+        .collect();
+    assert_eq!(lists(), evicted_lists);
     assert_eq!(store.evicted().map(|e| e.below), Some(30));
     assert_eq!(store.get_tx(&hash(15, 2)).expect("local"), None);
     assert_eq!(store.get_ledger(15).expect("local"), None);
@@ -479,10 +502,42 @@ fn evicted_ranges_leave_the_data_dir_and_are_served_through_the_published_store(
     assert_eq!(report.evicted_below, Some(30));
     drop((tiered, store));
     let store = open(&data);
+    assert_eq!(
+        lists(),
+        evicted_lists,
+        "a writer's open keeps evicted lists"
+    );
     assert_eq!(store.evicted().map(|e| e.below), Some(30));
     assert_eq!(
         store.get_tx_ledger(&hash(15, 2)).expect("after reopen"),
         Some(15)
+    );
+    // A backup keeps the boundary: the restored dir knows what it lacks,
+    // and its first writer keeps the evicted ranges' lists (their only
+    // local copy).
+    let bk = tmp.path().join("bk");
+    store.backup(&bk).expect("backup");
+    let restored = tmp.path().join("restored");
+    ledgerstore_store::restore(&bk, &restored).expect("restore");
+    {
+        let again = open(&restored);
+        assert_eq!(again.evicted().map(|e| e.below), Some(30));
+        assert_eq!(
+            again.get_tx_ledger(&hash(15, 2)).expect("restored"),
+            Some(15)
+        );
+        let r = again.check().expect("check");
+        assert!(r.is_ok(), "{:?}", r.problems);
+    }
+    assert_eq!(hash_lists(&restored), evicted_lists);
+    // A dir that lost its record (a backup from before backups copied
+    // it) still keeps the lists of the ranges whose records it lacks.
+    std::fs::remove_file(restored.join("segments/EVICTED")).expect("lose EVICTED");
+    drop(open(&restored));
+    assert_eq!(
+        hash_lists(&restored),
+        evicted_lists,
+        "below the oldest record here"
     );
     let e = store
         .evict_below(35, "elsewhere")

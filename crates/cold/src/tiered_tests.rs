@@ -297,6 +297,20 @@ impl Fixture {
         }
     }
 
+    /// Closes the store and opens its data dir again (range 10, no
+    /// dictionary): the temp dir and the reopened store.
+    fn reopen(self) -> (tempfile::TempDir, Ledgerstore) {
+        let Fixture { tmp, store, .. } = self;
+        drop(store);
+        let store = Ledgerstore::open(
+            &tmp.path().join("data"),
+            options(10, false),
+            &Backends::for_tests(),
+        )
+        .expect("reopen");
+        (tmp, store)
+    }
+
     /// A replica of the published store with a fresh cache of `bytes`,
     /// its manifest read if the store answers.
     fn replica(&self, name: &str, bytes: u64) -> Arc<Replica> {
@@ -602,6 +616,16 @@ fn a_lost_hash_list_of_an_evicted_range_loses_no_transaction() {
         .join("data/segments")
         .join(ledgerstore_segment::hashes::file_name(10, 19));
     std::fs::remove_file(&list).expect("remove the hash list");
+    let r = f.store.check().expect("check");
+    assert!(
+        r.problems
+            .iter()
+            .any(|p| p.contains("ledgers 10..=19 were evicted")
+                && p.contains("hashes-0000000010-0000000019.bin")
+                && p.contains("is missing")),
+        "check names the lost list: {:#?}",
+        r.problems
+    );
 
     assert_eq!(
         Reader::get_tx(&*tiered, &hash).expect("from the published store"),
@@ -635,14 +659,7 @@ fn an_eviction_cut_short_is_finished_by_the_next_one() {
         })
     }));
     assert!(crashed.is_err(), "the eviction was cut short");
-    let Fixture { tmp, store, .. } = f;
-    drop(store);
-    let store = Ledgerstore::open(
-        &tmp.path().join("data"),
-        options(10, false),
-        &Backends::for_tests(),
-    )
-    .expect("reopen");
+    let (_tmp, store) = f.reopen();
     assert_eq!(store.evicted().map(|e| e.below), Some(30));
     assert!(store.get_ledger(5).expect("read").is_some(), "left over");
 
@@ -661,32 +678,51 @@ fn an_eviction_cut_short_is_finished_by_the_next_one() {
 /// An eviction told to stop (a daemon shutting down) records its boundary
 /// and deletes no further than its current chunk; the next eviction
 /// deletes the rest, and reads below the boundary meanwhile come from the
-/// published store.
+/// published store. A stop before a hash list the eviction needs is
+/// written records the boundary only as far as the lists go: none here.
 #[test]
 fn a_stopped_eviction_records_its_boundary_and_the_next_one_deletes_the_rest() {
-    let f = Fixture::new(10, 4, 45, false);
+    // Top windows of 20: 1..=19 is whole (no lists), 20..=29 keeps its list.
+    let f = Fixture::new(10, 4, 35, false);
     let loc = f.remote.location().to_string();
+    assert!(!hash_list(&f, 1, 9).exists() && hash_list(&f, 20, 29).exists());
+    let stop = AtomicBool::new(true);
     let deleted = f
         .store
-        .evict_below_until(30, &loc, &AtomicBool::new(true))
+        .evict_below_until(20, &loc, &stop)
+        .expect("stopped eviction");
+    assert_eq!(deleted, 0);
+    assert_eq!(f.store.evicted(), None, "its lists were not written");
+    assert!(!hash_list(&f, 1, 9).exists());
+    let deleted = f
+        .store
+        .evict_below_until(20, &loc, &AtomicBool::new(false))
+        .expect("eviction");
+    assert_eq!(deleted, 19);
+    assert!(hash_list(&f, 1, 9).exists() && hash_list(&f, 10, 19).exists());
+    // The list of 20..=29 is there: the boundary is recorded, nothing
+    // more is deleted.
+    let deleted = f
+        .store
+        .evict_below_until(30, &loc, &stop)
         .expect("stopped eviction");
     assert_eq!(deleted, 0, "stopped before its first chunk");
     assert_eq!(f.store.evicted().map(|e| e.below), Some(30));
-    assert!(f.store.get_ledger(5).expect("read").is_some(), "left over");
+    assert!(f.store.get_ledger(25).expect("read").is_some(), "left over");
     let cold = f.replica("c", 1 << 30);
     let tiered = f.tiered(&cold);
     assert_eq!(
-        Reader::get_ledger(&*tiered, 5)
+        Reader::get_ledger(&*tiered, 25)
             .expect("tiered")
             .map(|l| l.seq),
-        Some(5)
+        Some(25)
     );
     let deleted = f
         .store
-        .evict_below_until(40, &loc, &AtomicBool::new(false))
+        .evict_below_until(30, &loc, &AtomicBool::new(false))
         .expect("the next eviction");
-    assert_eq!(deleted, 39, "ledgers 1..40");
-    for seq in 1..40 {
+    assert_eq!(deleted, 10, "ledgers 20..30");
+    for seq in 1..30 {
         assert_eq!(
             f.store.get_ledger(seq).expect("read").map(|l| l.seq),
             None,
@@ -694,12 +730,58 @@ fn a_stopped_eviction_records_its_boundary_and_the_next_one_deletes_the_rest() {
         );
     }
     assert_eq!(
-        Reader::get_ledger(&*tiered, 5)
+        Reader::get_ledger(&*tiered, 25)
             .expect("tiered")
             .map(|l| l.seq),
-        Some(5),
+        Some(25),
         "served from the published store"
     );
+    let r = f.store.check().expect("check");
+    assert!(r.is_ok(), "{:#?}", r.problems);
+}
+
+/// An eviction that cannot write a list it needs (a ledger record of that
+/// range is lost) stops there, naming the range, and keeps what it did:
+/// the boundary is recorded past the ranges whose lists it wrote, so the
+/// next open does not delete them and the next eviction starts there.
+#[test]
+fn an_eviction_that_cannot_write_a_list_keeps_the_ones_it_wrote() {
+    // Top windows of 20: 1..=19 and 20..=39 are whole, so no lists.
+    let f = Fixture::new(10, 4, 45, false);
+    let loc = f.remote.location().to_string();
+    assert!(!hash_list(&f, 1, 9).exists());
+    let mut w = f
+        .store
+        .table(ledgerstore_db_api::TableId::Ledgers)
+        .begin_write()
+        .expect("write");
+    w.delete(&15u32.to_be_bytes()).expect("delete");
+    w.finish().expect("finish");
+    w.commit().expect("commit");
+    let e = f
+        .store
+        .evict_below(30, &loc)
+        .expect_err("10..=19 has no list");
+    let msg = e.to_string();
+    assert!(msg.contains("ledgers 10..=19 cannot be evicted"), "{msg}");
+    assert!(msg.contains("the record of ledger 15 is missing"), "{msg}");
+    assert_eq!(f.store.evicted().map(|e| e.below), Some(10));
+    assert!(hash_list(&f, 1, 9).exists() && !hash_list(&f, 10, 19).exists());
+    assert!(
+        f.store.get_ledger(5).expect("read").is_some(),
+        "nothing deleted yet"
+    );
+    let (tmp, store) = f.reopen();
+    assert_eq!(store.evicted().map(|e| e.below), Some(10));
+    assert!(
+        tmp.path()
+            .join("data/segments")
+            .join(ledgerstore_segment::hashes::file_name(1, 9))
+            .exists(),
+        "a writer's open keeps the list below the recorded boundary"
+    );
+    assert_eq!(store.evict_below(10, &loc).expect("the rest below 10"), 9);
+    assert_eq!(store.get_ledger(5).expect("read"), None);
 }
 
 /// The hash list at `first..=last` of the fixture's data dir.

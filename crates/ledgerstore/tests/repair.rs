@@ -13,13 +13,16 @@ use ledgerstore_backends::Backends;
 use ledgerstore_db_api::{Access, TableId, TxPos};
 use ledgerstore_store::{Ledgerstore, StoreOptions};
 
-/// Base ranges of 10 ledgers, no merging: 40 ledgers close 1..=9,
-/// 10..=19, 20..=29 and 30..=39.
-const SEG_FLAGS: [&str; 4] = [
+/// Base ranges of 10 ledgers, fan-out 2, 3 levels (top windows of 80):
+/// 75 ledgers close 1..=69, served by 1..=39, 40..=59 and 60..=69, and
+/// every base range keeps its hash list (its top window is still open).
+const SEG_FLAGS: [&str; 6] = [
     "--segments.range-ledgers",
     "10",
+    "--segments.merge-fanout",
+    "2",
     "--segments.merge-levels",
-    "0",
+    "3",
 ];
 
 fn segdir(dir: &Path) -> PathBuf {
@@ -34,7 +37,7 @@ fn list_file(dir: &Path, first: u32, last: u32) -> PathBuf {
     segdir(dir).join(format!("hashes-{first:010}-{last:010}.bin"))
 }
 
-/// A data dir of 40 synthetic ledgers with four segments.
+/// A data dir of `ledgers` synthetic ledgers (12 txs each).
 fn built(dir: &Path, ledgers: u32, flags: &[&str]) {
     let mut c = ingest_cmd(dir, "indexed", ledgers, 10, 7);
     c.args(flags);
@@ -84,26 +87,26 @@ fn delete_keys(dir: &Path, table: TableId, keys: &[Vec<u8>]) {
 fn repair_rebuilds_a_lost_segment_says_so_and_check_passes() {
     let tmp = tempfile::tempdir().expect("tmp");
     let dir = tmp.path().join("d");
-    built(&dir, 45, &SEG_FLAGS);
+    built(&dir, 75, &SEG_FLAGS);
     assert_check_passes(&dir);
 
-    // A lost segment (its hash list is there), a damaged one whose hash
+    // A lost segment (its hash lists are there), a damaged one whose hash
     // list is lost too (rebuilt from the ledger records), and a damaged
     // hash list of a healthy segment.
-    std::fs::remove_file(seg_file(&dir, 10, 19)).expect("lose a segment");
-    let seg = seg_file(&dir, 20, 29);
+    std::fs::remove_file(seg_file(&dir, 40, 59)).expect("lose a segment");
+    let seg = seg_file(&dir, 60, 69);
     let mut bytes = std::fs::read(&seg).expect("read");
     let at = bytes.len() - 40;
     bytes[at] ^= 0x10;
     std::fs::write(&seg, &bytes).expect("damage a segment");
-    std::fs::remove_file(list_file(&dir, 20, 29)).expect("lose its hash list");
+    std::fs::remove_file(list_file(&dir, 60, 69)).expect("lose its hash list");
     let list = list_file(&dir, 30, 39);
     let mut bytes = std::fs::read(&list).expect("read");
     let at = bytes.len() - 40;
     bytes[at] ^= 0x01;
     std::fs::write(&list, &bytes).expect("damage a hash list");
     let out = check_fails(&dir);
-    assert!(out.contains("10..=19"), "{out}");
+    assert!(out.contains("40..=59"), "{out}");
     assert!(out.contains("ledgerstore repair"), "{out}");
 
     let o = repair(&dir);
@@ -111,13 +114,13 @@ fn repair_rebuilds_a_lost_segment_says_so_and_check_passes() {
     assert!(o.status.success(), "repair: {out}{}", stderr(&o));
     assert!(
         out.contains(
-            "rebuilt ledgers 10..=19: 120 keys from 1 hash list(s) and 0 range(s) of ledger records"
+            "rebuilt ledgers 40..=59: 240 keys from 2 hash list(s) and 0 range(s) of ledger records"
         ),
         "{out}"
     );
     assert!(
         out.contains(
-            "rebuilt ledgers 20..=29: 120 keys from 0 hash list(s) and 1 range(s) of ledger records"
+            "rebuilt ledgers 60..=69: 120 keys from 0 hash list(s) and 1 range(s) of ledger records"
         ),
         "{out}"
     );
@@ -128,12 +131,12 @@ fn repair_rebuilds_a_lost_segment_says_so_and_check_passes() {
         "{out}"
     );
     assert!(
-        out.contains("rebuilt 2 segment(s) [10..=19, 20..=29], rewrote 1 hash list(s), 0 failed"),
+        out.contains("rebuilt 2 segment(s) [40..=59, 60..=69], rewrote 1 hash list(s), 0 failed"),
         "{out}"
     );
     assert!(out.contains("OK: every record decodes"), "{out}");
-    assert!(seg_file(&dir, 10, 19).exists());
-    assert!(list_file(&dir, 20, 29).exists());
+    assert!(seg_file(&dir, 40, 59).exists());
+    assert!(list_file(&dir, 60, 69).exists(), "its window is open");
     assert_check_passes(&dir);
 
     // Nothing left to do: a second run says so.
@@ -146,14 +149,14 @@ fn repair_rebuilds_a_lost_segment_says_so_and_check_passes() {
     );
 
     // JSON for scripts.
-    std::fs::remove_file(seg_file(&dir, 1, 9)).expect("lose a segment");
+    std::fs::remove_file(seg_file(&dir, 1, 39)).expect("lose a segment");
     let mut c = bin();
     c.args(["repair", "--json", "--data-dir"]).arg(&dir);
     let o = run(c);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(v["repair"]["rebuilt"][0]["first"], 1, "{v}");
-    assert_eq!(v["repair"]["rebuilt"][0]["last"], 9, "{v}");
+    assert_eq!(v["repair"]["rebuilt"][0]["last"], 39, "{v}");
     assert_eq!(v["check"]["problem_count"], 0, "{v}");
 }
 
@@ -161,20 +164,20 @@ fn repair_rebuilds_a_lost_segment_says_so_and_check_passes() {
 fn a_repair_that_cannot_succeed_exits_non_zero_naming_what_is_missing() {
     let tmp = tempfile::tempdir().expect("tmp");
     let dir = tmp.path().join("d");
-    built(&dir, 45, &SEG_FLAGS);
+    built(&dir, 75, &SEG_FLAGS);
     // The segment, its hash list and one ledger record of its range: the
-    // hashes of 10..=19 are nowhere left to rebuild from.
-    std::fs::remove_file(seg_file(&dir, 10, 19)).expect("lose a segment");
-    std::fs::remove_file(list_file(&dir, 10, 19)).expect("lose its list");
-    delete_keys(&dir, TableId::Ledgers, &[15u32.to_be_bytes().to_vec()]);
+    // hashes of 60..=69 are nowhere left to rebuild from.
+    std::fs::remove_file(seg_file(&dir, 60, 69)).expect("lose a segment");
+    std::fs::remove_file(list_file(&dir, 60, 69)).expect("lose its list");
+    delete_keys(&dir, TableId::Ledgers, &[65u32.to_be_bytes().to_vec()]);
     let o = repair(&dir);
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     let (out, err) = (stdout(&o), stderr(&o));
-    assert!(out.contains("FAILED ledgers 10..=19"), "{out}");
+    assert!(out.contains("FAILED ledgers 60..=69"), "{out}");
     assert!(err.contains("repair failed"), "{err}");
-    assert!(err.contains("hashes-0000000010-0000000019.bin"), "{err}");
-    assert!(err.contains("the record of ledger 15 is missing"), "{err}");
-    assert!(!seg_file(&dir, 10, 19).exists());
+    assert!(err.contains("hashes-0000000060-0000000069.bin"), "{err}");
+    assert!(err.contains("the record of ledger 65 is missing"), "{err}");
+    assert!(!seg_file(&dir, 60, 69).exists());
 
     // Ingest cannot check a batch for duplicates without that range: it
     // waits for the writer's own repair, which fails the same way, and
@@ -185,10 +188,10 @@ fn a_repair_that_cannot_succeed_exits_non_zero_naming_what_is_missing() {
     assert!(!o.status.success(), "{}", stdout(&o));
     let err = stderr(&o);
     assert!(
-        err.contains("the repair of ledgers 10..=19 failed 3 times in a row"),
+        err.contains("the repair of ledgers 60..=69 failed 3 times in a row"),
         "{err}"
     );
-    assert!(err.contains("the record of ledger 15 is missing"), "{err}");
+    assert!(err.contains("the record of ledger 65 is missing"), "{err}");
     assert!(err.contains("ledgerstore repair --data-dir"), "{err}");
 }
 
@@ -196,18 +199,18 @@ fn a_repair_that_cannot_succeed_exits_non_zero_naming_what_is_missing() {
 fn lost_tx_bodies_fail_the_repair_s_check_naming_them() {
     let tmp = tempfile::tempdir().expect("tmp");
     let dir = tmp.path().join("d");
-    built(&dir, 45, &SEG_FLAGS);
-    std::fs::remove_file(seg_file(&dir, 10, 19)).expect("lose a segment");
-    let pos = TxPos { seq: 12, index: 3 };
+    built(&dir, 75, &SEG_FLAGS);
+    std::fs::remove_file(seg_file(&dir, 40, 59)).expect("lose a segment");
+    let pos = TxPos { seq: 42, index: 3 };
     delete_keys(&dir, TableId::TxData, &[pos.to_bytes().to_vec()]);
     let o = repair(&dir);
     let (out, err) = (stdout(&o), stderr(&o));
     assert_eq!(o.status.code(), Some(1), "{out}");
-    // The segment comes back from its hash list; the body does not.
-    assert!(out.contains("rebuilt ledgers 10..=19"), "{out}");
-    assert!(out.contains("no body at ledger 12 index 3"), "{out}");
+    // The segment comes back from its hash lists; the body does not.
+    assert!(out.contains("rebuilt ledgers 40..=59"), "{out}");
+    assert!(out.contains("no body at ledger 42 index 3"), "{out}");
     assert!(err.contains("check still finds"), "{err}");
-    assert!(err.contains("no body at ledger 12 index 3"), "{err}");
+    assert!(err.contains("no body at ledger 42 index 3"), "{err}");
 }
 
 /// Range of 1,000 ledgers: its rebuild from the ledger records takes far
@@ -228,7 +231,10 @@ fn ingest_into_a_dir_with_a_lost_segment_succeeds_on_the_first_run() {
     let o = run(c);
     assert!(o.status.success(), "ingest: {}{}", stdout(&o), stderr(&o));
     std::fs::remove_file(seg_file(&dir, 1, 999)).expect("lose a segment");
-    std::fs::remove_file(list_file(&dir, 1, 999)).expect("and its hash list");
+    // No merge reads a base range that is a whole top-level window
+    // (merging is off), so it kept no hash list: the rebuild reads the
+    // ledger records.
+    assert!(!list_file(&dir, 1, 999).exists());
 
     let mut c = ingest_cmd(&dir, "indexed", 10, 10, 7);
     c.args(flags);

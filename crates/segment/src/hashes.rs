@@ -54,8 +54,25 @@ pub(crate) fn write<'a>(
     hashes: impl ExactSizeIterator<Item = &'a [u8; 32]>,
 ) -> SegmentResult<()> {
     let tmp = tmp_path(path);
-    let io = |action| SegmentError::io(&tmp, action);
-    let file = File::create(&tmp).map_err(io("creating"))?;
+    let written = write_at(&tmp, path, first, last, offsets, hashes);
+    if written.is_err() {
+        // Its name is this write's own: nobody else removes it before the
+        // next writable open.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+fn write_at<'a>(
+    tmp: &Path,
+    path: &Path,
+    first: u32,
+    last: u32,
+    offsets: &[u32],
+    hashes: impl ExactSizeIterator<Item = &'a [u8; 32]>,
+) -> SegmentResult<()> {
+    let io = |action| SegmentError::io(tmp, action);
+    let file = File::create(tmp).map_err(io("creating"))?;
     let mut w = HashingWriter::new(BufWriter::with_capacity(1 << 20, file));
     let mut header = Vec::with_capacity(HEADER_BYTES);
     header.extend_from_slice(MAGIC);
@@ -76,9 +93,9 @@ pub(crate) fn write<'a>(
     inner.write_all(&digest).map_err(io("writing"))?;
     let file = inner
         .into_inner()
-        .map_err(|e| SegmentError::io(&tmp, "flushing")(e.into_error()))?;
+        .map_err(|e| SegmentError::io(tmp, "flushing")(e.into_error()))?;
     file.sync_all().map_err(io("syncing"))?;
-    std::fs::rename(&tmp, path).map_err(SegmentError::io(path, "renaming into place"))?;
+    std::fs::rename(tmp, path).map_err(SegmentError::io(path, "renaming into place"))?;
     if let Some(dir) = path.parent() {
         File::open(dir)
             .and_then(|d| d.sync_all())
@@ -125,12 +142,17 @@ pub fn write_list(
     write(path, first, last, &offsets, entries.iter().map(|e| &e.0))
 }
 
+/// A temporary name of its own for each write (`tmp-<pid>-<n>-<name>`):
+/// two threads writing the same list (an eviction and a repair) each
+/// rename a whole file into place, never one truncated by the other.
 fn tmp_path(path: &Path) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    path.with_file_name(format!("tmp-{name}"))
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    path.with_file_name(format!("tmp-{}-{n}-{name}", std::process::id()))
 }
 
 /// Reads the hash list at `path`, which must cover `first..=last`, and

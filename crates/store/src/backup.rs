@@ -112,6 +112,10 @@ impl Ledgerstore {
                 Some(t) => Some((ranges(&t.segments), t.segments.dropping_markers()?)),
                 None => None,
             };
+            // An eviction records its boundary before it deletes, and
+            // deletes under this lock: the record read now covers every
+            // ledger the snapshots lack.
+            let evicted = self.evicted();
             let mut pending = Vec::new();
             for t in TableId::ALL {
                 pending.push(self.table(t).begin_backup(&out.table_path(t))?);
@@ -119,9 +123,9 @@ impl Ledgerstore {
             // Segments are immutable: the list after the cut holds every
             // segment whose hot range the snapshot may lack.
             let segments = self.indexed.as_ref().map(|t| t.segments.slots());
-            (mark, (pending, segments, before), paused.elapsed())
+            (mark, (pending, segments, before, evicted), paused.elapsed())
         };
-        let (pending, segments, before) = pending;
+        let (pending, segments, before, evicted) = pending;
         let taken_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -145,6 +149,12 @@ impl Ledgerstore {
                 &markers0,
                 &dest.join("segments"),
             )?;
+            // Without it, the restored dir would take the ledgers it lacks
+            // for never stored, and its first writer would delete the
+            // evicted ranges' hash lists (their only local copy).
+            if let Some(rec) = &evicted {
+                rec.write_in(&dest.join("segments"))?;
+            }
         }
         out.write_mark(&mark)?;
         let info = BackupInfo {
@@ -185,7 +195,15 @@ fn copy_segments(
     let end = list.last().map_or(0, |s| s.last);
     for (first, last) in set.hash_lists()?.into_iter().filter(|r| r.1 <= end) {
         let name = ledgerstore_segment::hashes::file_name(first, last);
-        bytes += copy_synced(&set.dir().join(&name), &dir.join(&name))?;
+        let src = set.dir().join(&name);
+        match copy_synced(&src, &dir.join(&name)) {
+            Ok(n) => bytes += n,
+            // Deleted meanwhile: a merged window's list, whose hashes the
+            // copied ledger records hold (a list below the eviction
+            // boundary is never deleted).
+            Err(_) if !src.exists() => {}
+            Err(e) => return Err(e),
+        }
     }
     let ranges: Vec<(u32, u32)> = list.iter().map(|s| s.range()).collect();
     for (first, last) in unfinished_drops(&ranges, list0, markers0) {

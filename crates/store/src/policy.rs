@@ -23,6 +23,19 @@ impl MergePolicy {
         u64::from(self.range_ledgers).saturating_mul(u64::from(self.fanout).saturating_pow(k))
     }
 
+    /// Whether `first..=last` is a whole top-level window: it ends where
+    /// the top window holding `first` ends, and starts where that window
+    /// starts or at `store_first` (the first window of a store that began
+    /// inside one, as [`MergePolicy::tiling`] cuts it). No merge reads the
+    /// base ranges of such a range again.
+    pub(crate) fn is_top_window(&self, first: u32, last: u32, store_first: u32) -> bool {
+        let top = self.window(self.levels);
+        let (f, l) = (u64::from(first), u64::from(last));
+        f <= l
+            && (f % top == 0 || first == store_first)
+            && Some(l) == (f / top + 1).checked_mul(top).map(|end| end - 1)
+    }
+
     /// The end of the base range that starts at `start`.
     pub(crate) fn base_end(&self, start: u32) -> Option<u32> {
         let r = u64::from(self.range_ledgers);
@@ -79,5 +92,41 @@ impl MergePolicy {
         out.into_iter()
             .filter_map(|(a, b)| Some((u32::try_from(a).ok()?, u32::try_from(b).ok()?)))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MergePolicy;
+
+    #[test]
+    fn a_top_window_is_whole_and_aligned_or_the_store_s_first() {
+        let p = MergePolicy {
+            range_ledgers: 10,
+            fanout: 2,
+            levels: 2,
+        };
+        // Windows of 40: 0..=39, 40..=79, …; a store beginning at 1.
+        assert!(p.is_top_window(1, 39, 1));
+        assert!(p.is_top_window(40, 79, 1));
+        assert!(!p.is_top_window(1, 39, 0), "0..=39 is the window");
+        assert!(!p.is_top_window(40, 59, 1), "a level-1 range");
+        assert!(!p.is_top_window(60, 79, 1), "ends a window, starts mid-way");
+        assert!(!p.is_top_window(40, 119, 1), "two windows");
+        let base = MergePolicy { levels: 0, ..p };
+        assert!(base.is_top_window(10, 19, 1) && base.is_top_window(1, 9, 1));
+        assert!(
+            !base.is_top_window(10, 15, 1),
+            "the store's last, partial range"
+        );
+        let huge = MergePolicy {
+            range_ledgers: u32::MAX,
+            fanout: 1000,
+            levels: 8,
+        };
+        assert!(
+            !huge.is_top_window(0, u32::MAX, 0),
+            "no window ends inside u32"
+        );
     }
 }

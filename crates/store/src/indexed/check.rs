@@ -240,7 +240,7 @@ impl Ledgerstore {
                     if let Err(e) = seg.verify() {
                         r.problem(format!(
                             "segments: {e} (`ledgerstore repair`, or the daemon's scrub, rebuilds it from the \
-                             hash lists)"
+                             hash lists or the ledger records)"
                         ));
                     }
                 }
@@ -254,7 +254,8 @@ impl Ledgerstore {
             }
         }
         let end = slots.last().map_or(0, |s| s.last);
-        for (first, last) in set.hash_lists()?.into_iter().filter(|r| r.1 <= end) {
+        let lists = set.hash_lists()?;
+        for &(first, last) in lists.iter().filter(|r| r.1 <= end) {
             let path = set
                 .dir()
                 .join(ledgerstore_segment::hashes::file_name(first, last));
@@ -262,6 +263,23 @@ impl Ledgerstore {
                 r.problem(format!(
                     "segments: {e} (`ledgerstore repair` writes it again from the ledger records)"
                 ));
+            }
+        }
+        // An evicted range's bodies are gone: its list is what confirms a
+        // lookup there, and nothing here can write it again.
+        let below = r.evicted_below.unwrap_or(0);
+        if let Some(store_first) = slots.first().map(|s| s.first)
+            && below > store_first
+        {
+            for (first, last) in set.policy().base_ranges(store_first, below - 1) {
+                if !lists.contains(&(first, last)) {
+                    r.problem(format!(
+                        "segments: ledgers {first}..={last} were evicted, and their hash list {} \
+                         is missing: lookups there go to the published store's own segments, a \
+                         request each (restore the data dir from a backup to have it again)",
+                        ledgerstore_segment::hashes::file_name(first, last)
+                    ));
+                }
             }
         }
         Ok(())

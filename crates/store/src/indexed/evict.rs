@@ -94,8 +94,16 @@ impl Evicted {
 /// Writes `rec` to `segments/EVICTED` atomically (the caller holds the
 /// record's lock, so two writers do not lose each other's fields).
 fn write_record(tier: &crate::indexed::IndexedTier, rec: &Evicted) -> StoreResult<()> {
-    let bytes = serde_json::to_vec(rec).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-    crate::datadir::write_atomic(tier.segments.dir(), FILE, &bytes)
+    rec.write_in(tier.segments.dir())
+}
+
+impl Evicted {
+    /// Writes this record as `EVICTED` in the segments dir `dir`,
+    /// atomically (a backup's copy too).
+    pub(crate) fn write_in(&self, dir: &Path) -> StoreResult<()> {
+        let bytes = serde_json::to_vec(self).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        crate::datadir::write_atomic(dir, FILE, &bytes)
+    }
 }
 
 impl Ledgerstore {
@@ -236,18 +244,39 @@ impl Ledgerstore {
             return Ok(0);
         }
         let oldest = self.oldest_for_record(prev.as_ref())?;
-        {
-            let mut g = tier.evicted.write().unwrap_or_else(|p| p.into_inner());
-            let rec = Evicted {
-                below,
-                store: store.to_string(),
-                // Filled meanwhile from the published store, if not here.
-                oldest: oldest.or_else(|| g.as_ref().and_then(|r| r.oldest)),
-            };
-            write_record(tier, &rec)?;
-            *g = Some(rec);
-            tier.evicted_below
-                .store(below, std::sync::atomic::Ordering::Release);
+        // Every evicted range answers from its hash list once its bodies
+        // are gone: the lists are made sure of (and written from the
+        // ledger records where merged windows had dropped them) before
+        // the boundary is recorded, with no list being deleted meanwhile.
+        let recorded = tier.segments.keep_lists_below(
+            prev.as_ref().map_or(0, |p| p.below),
+            below,
+            stop,
+            |below| {
+                let mut g = tier.evicted.write().unwrap_or_else(|p| p.into_inner());
+                // Never lowered (another eviction may have moved it on).
+                if g.as_ref().is_some_and(|r| r.below >= below) {
+                    return Ok(());
+                }
+                let rec = Evicted {
+                    below,
+                    store: store.to_string(),
+                    // Filled meanwhile from the published store, if not here.
+                    oldest: oldest.or_else(|| g.as_ref().and_then(|r| r.oldest)),
+                };
+                write_record(tier, &rec)?;
+                *g = Some(rec);
+                tier.evicted_below
+                    .store(below, std::sync::atomic::Ordering::Release);
+                Ok(())
+            },
+        )?;
+        // Stopped while writing lists: a lower boundary, or none.
+        let Some(below) = recorded else {
+            return Ok(0);
+        };
+        if below <= from {
+            return Ok(0);
         }
         step(EvictStep::Recorded);
         let mut seq = from;

@@ -93,26 +93,13 @@ fn merges_bound_the_probes_and_every_hash_still_resolves() {
         assert!(r.is_ok(), "{:#?}", r.problems);
         assert_eq!(r.segment_keys, Some(89 * 8));
     }
-    // Only listed segments, every base range's hash list, the manifest.
+    // Only listed segments, the hash list of the base range no whole
+    // top-level window holds yet (a merge reads it), the manifest.
     let mut want: Vec<String> = MERGED
         .iter()
         .map(|&(a, b)| ledgerstore_segment::file_name(a, b))
         .collect();
-    want.extend(
-        [
-            (1, 9),
-            (10, 19),
-            (20, 29),
-            (30, 39),
-            (40, 49),
-            (50, 59),
-            (60, 69),
-            (70, 79),
-            (80, 89),
-        ]
-        .iter()
-        .map(|&(a, b)| ledgerstore_segment::hashes::file_name(a, b)),
-    );
+    want.push(ledgerstore_segment::hashes::file_name(80, 89));
     want.push("SEGMENTS".into());
     want.push("VERIFIED".into());
     want.sort();
@@ -151,8 +138,7 @@ fn a_merge_interrupted_at_any_step_leaves_the_old_segments_serving() {
         assert!(r.is_ok(), "{step}: {:#?}", r.problems);
         let left = names(tmp.path());
         assert!(
-            left.iter().all(|n| n.starts_with("hashes-")
-                || n == "SEGMENTS"
+            left.iter().all(|n| n == "SEGMENTS"
                 || n == "VERIFIED"
                 || n == "seg-0000000001-0000000039.idx"),
             "{step}: {left:?}"
@@ -225,7 +211,8 @@ fn a_deleted_segment_answers_being_repaired_then_is_rebuilt() {
             r.problems
         );
     }
-    // A writer rebuilds it from the hash lists.
+    // A writer rebuilds it from the ledger records (a whole top-level
+    // window keeps no hash list).
     let store = open(tmp.path());
     store.wait_for_segments().expect("repaired");
     assert!(seg.exists());
@@ -236,8 +223,9 @@ fn a_deleted_segment_answers_being_repaired_then_is_rebuilt() {
 }
 
 /// A flipped byte deep in a segment passes open's header checks; the
-/// scrub finds it and the range is rebuilt. With the hash lists gone too,
-/// the rebuild reads the ledger records and writes the lists again.
+/// scrub finds it and the range is rebuilt. A whole top-level window has
+/// no hash lists, so the rebuild reads the ledger records, and the lists
+/// it writes are deleted again once the rebuilt segment is installed.
 #[test]
 fn a_damaged_segment_is_found_by_the_scrub_and_rebuilt_from_the_ledgers() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -247,14 +235,13 @@ fn a_damaged_segment_is_found_by_the_scrub_and_rebuilt_from_the_ledgers() {
     let at = bytes.len() - 40;
     bytes[at] ^= 0x10;
     std::fs::write(&seg, &bytes).expect("damage");
-    let lists: Vec<String> = names(tmp.path())
-        .into_iter()
-        .filter(|n| n.starts_with("hashes-"))
-        .collect();
-    assert_eq!(lists.len(), 4);
-    for n in &lists {
-        std::fs::remove_file(segdir(tmp.path()).join(n)).expect("delete a hash list");
-    }
+    let lists = || -> Vec<String> {
+        names(tmp.path())
+            .into_iter()
+            .filter(|n| n.starts_with("hashes-"))
+            .collect()
+    };
+    assert_eq!(lists(), Vec::<String>::new());
     {
         let store =
             Ledgerstore::open(tmp.path(), opts(true), &Backends::for_tests()).expect("open");
@@ -276,11 +263,7 @@ fn a_damaged_segment_is_found_by_the_scrub_and_rebuilt_from_the_ledgers() {
     assert_all_readable(&store, &s, 1, 45);
     let r = store.check().expect("check");
     assert!(r.is_ok(), "{:#?}", r.problems);
-    let again: Vec<String> = names(tmp.path())
-        .into_iter()
-        .filter(|n| n.starts_with("hashes-"))
-        .collect();
-    assert_eq!(again, lists, "the hash lists were written again");
+    assert_eq!(lists(), Vec::<String>::new());
 }
 
 #[test]
@@ -447,4 +430,138 @@ fn a_restart_scrubs_only_segment_files_that_changed() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(scrubs(&store), 1);
     assert_all_readable(&store, &s, 1, 45);
+}
+
+/// Ingests 1..=35 (segments 1..=19 and 20..=29, the top window 1..=39
+/// still open) and returns the names and bytes of its base ranges' lists.
+fn ingest_35_saving_lists(
+    s: &synth_ledgers::Synth,
+    dir: &Path,
+) -> ([String; 3], Vec<(String, Vec<u8>)>) {
+    {
+        let store = open(dir);
+        ingest_range(&store, s, 1, 35, 5);
+        store.wait_for_segments().expect("segments");
+        assert_eq!(ranges(&store), [(1, 19), (20, 29)]);
+    }
+    let names =
+        [(1, 9), (10, 19), (20, 29)].map(|(a, b)| ledgerstore_segment::hashes::file_name(a, b));
+    let saved = names
+        .iter()
+        .map(|n| (n.clone(), std::fs::read(segdir(dir).join(n)).expect("read")))
+        .collect();
+    (names, saved)
+}
+
+/// A base range keeps its hash list while a merge may read it: the ranges
+/// of the open top-level window keep theirs (and a repair rebuilds from
+/// them). Once their window is whole and listed, no merge reads them
+/// again and they are deleted: at that install, or at a writer's open (a
+/// dir from a release that kept every list).
+#[test]
+fn hash_lists_stay_only_while_a_merge_may_read_them() {
+    let s = synth();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let lists = || -> Vec<String> {
+        names(tmp.path())
+            .into_iter()
+            .filter(|n| n.starts_with("hashes-"))
+            .collect()
+    };
+    let (open_window, saved) = ingest_35_saving_lists(&s, tmp.path());
+    assert_eq!(lists(), open_window);
+    std::fs::remove_file(segdir(tmp.path()).join(ledgerstore_segment::file_name(1, 19)))
+        .expect("lose a segment");
+    {
+        let store =
+            Ledgerstore::open(tmp.path(), opts(true), &Backends::for_tests()).expect("open");
+        let r = store.repair_segments(&mut |_| {}).expect("repair");
+        let got: Vec<(u32, u32, usize, usize)> = r
+            .rebuilt
+            .iter()
+            .map(|x| (x.first, x.last, x.from_hash_lists, x.from_ledgers))
+            .collect();
+        assert_eq!(got, [(1, 19, 2, 0)], "{r:#?}");
+    }
+    assert_eq!(lists(), open_window, "the window is still open");
+    {
+        let store = open(tmp.path());
+        ingest_range(&store, &s, 36, 45, 5);
+        store.wait_for_segments().expect("segments");
+        assert_eq!(ranges(&store), [(1, 39)]);
+        assert_eq!(lists(), Vec::<String>::new(), "the window 1..=39 is whole");
+        assert_all_readable(&store, &s, 1, 45);
+        let r = store.check().expect("check");
+        assert!(r.is_ok(), "{:#?}", r.problems);
+    }
+    for (n, bytes) in &saved {
+        std::fs::write(segdir(tmp.path()).join(n), bytes).expect("put back");
+    }
+    let offline = Ledgerstore::open(tmp.path(), opts(true), &Backends::for_tests()).expect("open");
+    assert_eq!(lists().len(), 3, "an offline reader deletes nothing");
+    drop(offline);
+    let store = open(tmp.path());
+    assert_eq!(
+        lists(),
+        Vec::<String>::new(),
+        "a writer's open deletes them"
+    );
+    assert_all_readable(&store, &s, 1, 45);
+}
+
+/// A whole top-level window whose segment is broken keeps its hash lists
+/// (here, lists an earlier release kept): a writer's open does not delete
+/// them, so its repair reads them, even where a ledger record is gone, and
+/// they are deleted once the window serves again.
+#[test]
+fn a_broken_top_window_keeps_its_lists_for_its_repair() {
+    let s = synth();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (_, saved) = ingest_35_saving_lists(&s, tmp.path());
+    {
+        let store = open(tmp.path());
+        ingest_range(&store, &s, 36, 45, 5);
+        store.wait_for_segments().expect("segments");
+        assert_eq!(ranges(&store), [(1, 39)]);
+    }
+    for (n, bytes) in &saved {
+        std::fs::write(segdir(tmp.path()).join(n), bytes).expect("put back");
+    }
+    std::fs::remove_file(segdir(tmp.path()).join(ledgerstore_segment::file_name(1, 39)))
+        .expect("lose the window's segment");
+    {
+        // Ledger 15's record is gone: only its list can rebuild 10..=19.
+        let store = Ledgerstore::open(
+            tmp.path(),
+            StoreOptions {
+                engine_access: ledgerstore_db_api::Access::ReadWrite,
+                ..opts(true)
+            },
+            &Backends::for_tests(),
+        )
+        .expect("open");
+        let mut w = store
+            .table(ledgerstore_db_api::TableId::Ledgers)
+            .begin_write()
+            .expect("write");
+        w.delete(&15u32.to_be_bytes()).expect("delete");
+        w.finish().expect("finish");
+        w.commit().expect("commit");
+    }
+    let store = open(tmp.path());
+    store.wait_for_segments().expect("repaired from the lists");
+    assert_eq!(ranges(&store), [(1, 39)]);
+    let seg = store.stats().expect("stats").segments.expect("segments");
+    assert!(seg.repairing.is_empty(), "{seg:#?}");
+    for seq in [5, 15, 25, 35] {
+        assert!(
+            store.get_tx(&tx_of(&s, seq)).expect("get").is_some(),
+            "ledger {seq}"
+        );
+    }
+    let lists: Vec<String> = names(tmp.path())
+        .into_iter()
+        .filter(|n| n.starts_with("hashes-"))
+        .collect();
+    assert_eq!(lists, Vec::<String>::new(), "deleted once it serves");
 }

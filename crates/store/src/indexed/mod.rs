@@ -227,6 +227,7 @@ impl IndexedTier {
             writable: how.writable,
             warm_bytes: how.opts.warm_bytes,
             filter_bytes: how.opts.filter_bytes,
+            evicted_below: evicted.as_ref().map_or(0, |e| e.below),
         })?;
         let mut dicts = DictSet::default();
         // Dictionaries sort before every body: read them a few at a time

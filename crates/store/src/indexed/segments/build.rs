@@ -355,6 +355,7 @@ impl SegmentSet {
         }
         self.failpoint("segment-after-publish")?;
         self.finish_drop(first, last)?;
+        self.drop_unread_lists();
         let took = started.elapsed();
         self.builds.fetch_add(1, Ordering::Relaxed);
         self.build_micros.fetch_add(micros(took), Ordering::Relaxed);
@@ -461,6 +462,7 @@ impl SegmentSet {
                     .join(ledgerstore_segment::file_name(s.first, s.last)),
             )?;
         }
+        self.drop_unread_lists();
         let took = started.elapsed();
         self.merges.fetch_add(1, Ordering::Relaxed);
         self.merge_micros.fetch_add(micros(took), Ordering::Relaxed);

@@ -19,7 +19,9 @@
 //!    bounded (see [`MergePolicy::tiling`]): the builder rebuilds a larger
 //!    range from its base ranges' hash lists, renames it into place,
 //!    records it in the manifest in place of the ranges it contains, and
-//!    only then deletes their files.
+//!    only then deletes their files. Once a whole top-level window is
+//!    listed, no merge reads its base ranges' hash lists again, and they
+//!    are deleted unless the range was evicted (see [`lists`]).
 //! 4. A segment whose file is missing, fails its header checks at open, or
 //!    fails its checksum in the background scrub is *broken*: lookups that
 //!    find nothing elsewhere answer "being repaired" (never a wrong "not
@@ -48,6 +50,7 @@ use super::hot::{self, HotMap};
 use crate::error::{StoreError, StoreResult};
 
 mod build;
+mod lists;
 pub(crate) mod manifest;
 mod repair;
 mod verified;
@@ -207,6 +210,9 @@ pub(crate) struct SetOpen {
     pub(crate) warm_bytes: u64,
     /// Heap bytes for fingerprint filters (writers only).
     pub(crate) filter_bytes: u64,
+    /// Ledgers below this one left the data dir (`segments/EVICTED`; 0:
+    /// none did): their ranges keep their hash lists.
+    pub(crate) evicted_below: u32,
 }
 
 /// The segment list plus its builder.
@@ -246,6 +252,10 @@ pub(crate) struct SegmentSet {
     /// Installed base ranges whose hot-index drop has not finished (a
     /// failed drop is retried like any step).
     pending_drops: Mutex<Vec<(u32, u32)>>,
+    /// The eviction boundary as the hash lists see it: ranges below it
+    /// keep their lists. Held while lists are deleted and while an
+    /// eviction makes sure of its ranges' lists (see [`lists`]).
+    lists: Mutex<u32>,
     /// Test hook: steps that fail once each, by name.
     #[cfg(test)]
     pub(crate) fail_once: Mutex<Vec<&'static str>>,
@@ -308,6 +318,7 @@ impl SegmentSet {
             writable,
             warm_bytes,
             filter_bytes,
+            evicted_below,
         } = how;
         if policy.range_ledgers == 0 {
             return Err(StoreError::InvalidBatch {
@@ -360,6 +371,7 @@ impl SegmentSet {
             filter_budget: if writable { filter_bytes } else { 0 },
             filters_lock: Mutex::new(()),
             pending_drops: Mutex::new(Vec::new()),
+            lists: Mutex::new(evicted_below),
             #[cfg(test)]
             fail_once: Mutex::new(Vec::new()),
             #[cfg(test)]
@@ -376,6 +388,7 @@ impl SegmentSet {
             }
             set.remove_unlisted(&names, &manifest.ranges)?;
             set.finish_drops(&names, &manifest.ranges)?;
+            set.drop_unread_lists();
         }
         Ok(set)
     }

@@ -12,7 +12,9 @@ use super::{RepairEvent, RepairWaitOutcome};
 use crate::indexed::tests::{assert_all_readable, ingest_range, synth};
 use crate::{IndexedOptions, Ledgerstore, StoreOptions};
 
-/// Base ranges of 10 ledgers, no merging.
+/// Base ranges of 10 ledgers, no merging: each base range is a whole
+/// top-level window, so no hash list is kept (merge_tests has ranges that
+/// keep theirs).
 fn opts(offline: bool) -> StoreOptions {
     StoreOptions {
         layout: Some(Layout::Indexed),
@@ -73,12 +75,17 @@ fn lose_ledger_15(dir: &Path) {
 }
 
 #[test]
-fn an_offline_repair_rebuilds_from_the_hash_lists_or_the_ledgers_and_reports_it() {
+fn an_offline_repair_rebuilds_from_the_ledgers_and_reports_it() {
     let tmp = tempfile::tempdir().expect("tmp");
     let s = built(tmp.path());
+    for (a, b) in [(1, 9), (10, 19), (20, 29), (30, 39)] {
+        assert!(
+            !list(tmp.path(), a, b).exists(),
+            "{a}..={b}: no merge reads it"
+        );
+    }
     std::fs::remove_file(seg(tmp.path(), 10, 19)).expect("lose");
     std::fs::remove_file(seg(tmp.path(), 20, 29)).expect("lose");
-    std::fs::remove_file(list(tmp.path(), 20, 29)).expect("lose");
     let store = open(tmp.path(), true);
     assert_eq!(store.segments_repairing().names(), "10..=19, 20..=29");
     // No builder runs in an offline store: nothing to wait for.
@@ -91,13 +98,13 @@ fn an_offline_repair_rebuilds_from_the_hash_lists_or_the_ledgers_and_reports_it(
         .repair_segments(&mut |e| events.push(e.clone()))
         .expect("repair");
     assert!(r.is_ok(), "{r:#?}");
-    assert_eq!((r.segments, r.hash_lists), (4, 3));
+    assert_eq!((r.segments, r.hash_lists), (4, 0));
     let got: Vec<(u32, u32, usize, usize)> = r
         .rebuilt
         .iter()
         .map(|x| (x.first, x.last, x.from_hash_lists, x.from_ledgers))
         .collect();
-    assert_eq!(got, [(10, 19, 1, 0), (20, 29, 0, 1)]);
+    assert_eq!(got, [(10, 19, 0, 1), (20, 29, 0, 1)]);
     assert!(r.rebuilt.iter().all(|x| x.keys == 80), "{r:#?}");
     assert!(
         r.rebuilt[0]
@@ -114,6 +121,8 @@ fn an_offline_repair_rebuilds_from_the_hash_lists_or_the_ledgers_and_reports_it(
     assert_all_readable(&store, &s, 1, 45);
     let c = store.check().expect("check");
     assert!(c.is_ok(), "{:#?}", c.problems);
+    // The lists the rebuilds wrote are deleted again once installed.
+    assert!(!list(tmp.path(), 10, 19).exists() && !list(tmp.path(), 20, 29).exists());
     // A writer refuses it: its builder repairs on its own.
     drop(store);
     let store = open(tmp.path(), false);
@@ -126,7 +135,7 @@ fn a_range_with_nothing_left_to_rebuild_from_is_named_and_the_wait_gives_up() {
     let tmp = tempfile::tempdir().expect("tmp");
     built(tmp.path());
     std::fs::remove_file(seg(tmp.path(), 10, 19)).expect("lose");
-    std::fs::remove_file(list(tmp.path(), 10, 19)).expect("lose");
+    assert!(!list(tmp.path(), 10, 19).exists(), "no merge reads it");
     lose_ledger_15(tmp.path());
     {
         let store = open(tmp.path(), true);

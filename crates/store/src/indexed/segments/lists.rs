@@ -7,18 +7,21 @@
 //! the ledger records). So a list is kept while a merge may still read
 //! it, and once its range is evicted:
 //! - a base range inside a whole top-level window that the manifest lists
-//!   (no merge reads it again) and at or above the eviction boundary
-//!   loses its list ([`SegmentSet::drop_unread_lists`], after every
-//!   install and at a writer's open);
+//!   and that serves (no merge reads it again; a broken one's repair
+//!   does) loses its list, unless it starts below the eviction boundary
+//!   or below the oldest ledger record stored
+//!   ([`SegmentSet::drop_unread_lists`], after every install and at a
+//!   writer's open);
 //! - an eviction makes sure every range it evicts has a list that matches
 //!   its checksum, writing it from the ledger records where it is missing
-//!   or damaged, before the boundary is recorded
+//!   or damaged, and records its boundary past each range it wrote
 //!   ([`SegmentSet::keep_lists_below`]).
 //!
-//! Both hold `lists` (the boundary as the lists see it), and an eviction
-//! raises it before it reads or writes a list, so a list being deleted is
-//! never one an eviction counts on. Deleting skips a window whose segment
-//! is broken: its repair reads the lists.
+//! `lists` holds the boundary deletion respects. An eviction raises it to
+//! its target under the lock before it reads or writes any list (it may
+//! stay above the recorded boundary until the next open: that only keeps
+//! files longer), so a list being deleted is never one an eviction counts
+//! on.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

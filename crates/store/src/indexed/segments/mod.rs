@@ -252,9 +252,10 @@ pub(crate) struct SegmentSet {
     /// Installed base ranges whose hot-index drop has not finished (a
     /// failed drop is retried like any step).
     pending_drops: Mutex<Vec<(u32, u32)>>,
-    /// The eviction boundary as the hash lists see it: ranges below it
-    /// keep their lists. Held while lists are deleted and while an
-    /// eviction makes sure of its ranges' lists (see [`lists`]).
+    /// The boundary hash-list deletion respects: ranges below it keep
+    /// their lists. The recorded eviction boundary at open; an eviction
+    /// raises it to its target before it touches a list. Held while lists
+    /// are deleted (see [`lists`]).
     lists: Mutex<u32>,
     /// Test hook: steps that fail once each, by name.
     #[cfg(test)]

@@ -3,6 +3,7 @@
 //! rather than one per hash, and stopped by their deadline.
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use ledgerstore_backends::Backends;
@@ -14,7 +15,7 @@ use ledgerstore_synth::{Synth, SynthConfig};
 use object_store::local::LocalFileSystem;
 
 use crate::faulty::Faulty;
-use crate::{DiskCache, Remote, Replica, publish};
+use crate::{DiskCache, PackForm, Remote, Replica, publish_as};
 
 /// Transactions per ledger.
 const TXS: usize = 8;
@@ -54,6 +55,11 @@ struct World {
 
 impl World {
     fn new() -> Self {
+        Self::publishing(PackForm::default())
+    }
+
+    /// The world, its packs written in `form`.
+    fn publishing(form: PackForm) -> Self {
         let tmp = tempfile::tempdir().expect("tmp");
         let bucket = tmp.path().join("bucket");
         std::fs::create_dir_all(&bucket).expect("bucket");
@@ -89,7 +95,14 @@ impl World {
         let faulty = Faulty::new(Arc::new(fs));
         let remote = Arc::new(Remote::new(faulty.clone(), "s3://bucket/prefix"));
         let report = rt
-            .block_on(publish(Arc::clone(&store), &remote, &data.join("publish")))
+            .block_on(publish_as(
+                Arc::clone(&store),
+                &remote,
+                &data.join("publish"),
+                None,
+                Arc::new(AtomicBool::new(false)),
+                form,
+            ))
             .expect("publish");
         assert_eq!(report.mark, Some(PUBLISHED));
         Self {
@@ -204,7 +217,16 @@ fn a_cold_batch_of_500_reads_its_bodies_in_a_few_round_trips_not_one_per_hash() 
 
 #[test]
 fn a_batch_answers_exactly_what_one_lookup_per_hash_answers() {
-    let w = World::new();
+    batch_answers_as_lookups(PackForm::Entries);
+}
+
+#[test]
+fn a_batch_from_ledger_frames_answers_exactly_what_one_lookup_per_hash_answers() {
+    batch_answers_as_lookups(PackForm::default());
+}
+
+fn batch_answers_as_lookups(form: PackForm) {
+    let w = World::publishing(form);
     let absent = |n: u8| TxHash([n; 32]);
     let mut hashes = vec![
         w.tx(3, 0),
@@ -238,9 +260,10 @@ fn a_batch_answers_exactly_what_one_lookup_per_hash_answers() {
     );
     assert_eq!(one_by_one(&batch_first, &hashes).expect("warm"), want);
 
-    // Damage one body (ledger 12's fifth) in the pack of 10..=19: a batch
-    // that needs it fails as the lookup of that hash does (DATA_LOSS
-    // naming the pack), whichever replica and cache state.
+    // Damage one body (ledger 12's fifth) in the pack of 10..=19 (in a
+    // pack of frames, ledger 12's frame, so all its bodies): a batch that
+    // needs it fails as the lookup of that hash does (DATA_LOSS naming the
+    // pack), whichever replica and cache state.
     let m =
         w.rt.block_on(w.remote.newest_manifest())
             .expect("read")
@@ -255,15 +278,27 @@ fn a_batch_answers_exactly_what_one_lookup_per_hash_answers() {
         .expect("store")
         .expect("stored");
     let lt = hd.ledger_table as usize + 24 * 2;
-    let first_body = u32::from_be_bytes(bytes[lt + 16..lt + 20].try_into().expect("4")) as usize;
-    let e = hd.body_table as usize + 16 * (first_body + target.index as usize);
-    let at = u64::from_be_bytes(bytes[e..e + 8].try_into().expect("8")) as usize;
-    bytes[at + 40] ^= 0x5a;
+    let be64 = |at: usize| u64::from_be_bytes(bytes[at..at + 8].try_into().expect("8")) as usize;
+    let be32 = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().expect("4")) as usize;
+    let at = if hd.frames() {
+        be64(lt) + be32(lt + 8) / 2
+    } else {
+        let first_body = be32(lt + 16);
+        be64(hd.body_table as usize + 16 * (first_body + target.index as usize)) + 40
+    };
+    bytes[at] ^= 0x5a;
     std::fs::write(&path, &bytes).expect("damage");
 
     let cold = w.replica("c");
     let got = Reader::batch_get_txs(&*cold, &hashes);
     match &got {
+        Err(StoreError::RemoteDamaged { object, detail }) if hd.frames() => {
+            assert_eq!(object, &pack);
+            assert!(
+                detail.contains("ledger 12: ") && detail.contains("CRC-32"),
+                "{detail}"
+            );
+        }
         Err(StoreError::RemoteDamaged { object, detail }) => {
             assert_eq!(object, &pack);
             assert!(detail.contains("ledger 12 body"), "{detail}");
@@ -275,11 +310,19 @@ fn a_batch_answers_exactly_what_one_lookup_per_hash_answers() {
     // Warm replicas (the damaged piece is not kept): the same.
     assert_eq!(text(&Reader::batch_get_txs(&*lookups, &hashes)), text(&got));
     assert_eq!(text(&one_by_one(&cold, &hashes)), text(&got));
-    // Without the damaged hash, the rest answers.
+    // Without the damaged hashes (in a pack of frames, every one of
+    // ledger 12), the rest answers.
+    let damaged: Vec<TxHash> = if hd.frames() {
+        (0..TXS)
+            .flat_map(|i| [w.tx(12, i), w.inner(12, i)])
+            .collect()
+    } else {
+        vec![w.tx(12, 5)]
+    };
     let rest: Vec<TxHash> = hashes
         .iter()
         .copied()
-        .filter(|h| *h != w.tx(12, 5))
+        .filter(|h| !damaged.contains(h))
         .collect();
     let got = Reader::batch_get_txs(&*cold, &rest).expect("undamaged");
     assert_eq!(got, one_by_one(&lookups, &rest).expect("undamaged"));

@@ -34,9 +34,10 @@ mod tiered;
 
 pub use cache::{CacheFigures, DiskCache};
 pub use error::{ColdError, ColdResult};
+pub use ledgerstore_pack::PackForm;
 pub use publish::{
-    LocalEventFile, LocalEvents, PublishReport, init_publish_pool, publish, publish_until,
-    publish_with,
+    LocalEventFile, LocalEvents, PublishReport, init_publish_pool, publish, publish_as,
+    publish_until, publish_with,
 };
 pub use remote::Remote;
 pub use replica::Replica;

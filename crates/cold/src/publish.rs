@@ -24,7 +24,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use ledgerstore_db_api::DictSet;
 use ledgerstore_pack::manifest::{dict_key, events_key, pack_key, segment_key};
 use ledgerstore_pack::{
-    DictRef, EventsGeometry, EventsRef, Manifest, Object, PackRef, PackWriter, SegmentRef,
+    DictRef, EventsGeometry, EventsRef, Framed, Manifest, Object, PackForm, PackRef, PackWriter,
+    SegmentRef, frame_ledger,
 };
 use ledgerstore_store::{ClosedRanges, Ledgerstore};
 
@@ -120,6 +121,20 @@ pub async fn publish_until(
     events: Option<LocalEvents>,
     stop: Arc<AtomicBool>,
 ) -> ColdResult<PublishReport> {
+    publish_as(store, remote, work, events, stop, PackForm::default()).await
+}
+
+/// [`publish_until`], writing new packs in `form` (`[cold] pack_form`
+/// and `pack_zstd_level`). Packs already published stay as they are: a
+/// store's packs may mix versions.
+pub async fn publish_as(
+    store: Arc<Ledgerstore>,
+    remote: &Remote,
+    work: &Path,
+    events: Option<LocalEvents>,
+    stop: Arc<AtomicBool>,
+    form: PackForm,
+) -> ColdResult<PublishReport> {
     let t = Instant::now();
     let s = Arc::clone(&store);
     let closed = blocking(move || s.closed_ranges().map_err(ColdError::from)).await?;
@@ -165,7 +180,7 @@ pub async fn publish_until(
         let p = path.clone();
         let dicts = Arc::clone(&closed.pack_dicts);
         let st = Arc::clone(&stop);
-        let info = blocking(move || write_pack(&s, &p, first, end, &dicts, 0, &st)).await?;
+        let info = blocking(move || write_pack(&s, &p, first, end, &dicts, form, 0, &st)).await?;
         let key = pack_key(first, end, &info.sha256);
         upload(remote, &key, &path, info.header.size, &mut report).await?;
         let _ = std::fs::remove_file(&path);
@@ -548,12 +563,14 @@ const LEDGERS_PER_THREAD: usize = 2;
 /// The pack's bytes do not depend on `chunk`. Before each chunk it checks
 /// `stop`, and returns [`ColdError::Stopped`] once it is set (the partial
 /// file stays in the work dir, which the next round empties).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn write_pack(
     store: &Ledgerstore,
     path: &Path,
     first: u32,
     last: u32,
     dicts: &DictSet,
+    form: PackForm,
     chunk: u32,
     stop: &AtomicBool,
 ) -> ColdResult<ledgerstore_pack::PackInfo> {
@@ -563,15 +580,31 @@ pub(crate) fn write_pack(
         0 => u32::try_from(pool.current_num_threads() * LEDGERS_PER_THREAD).unwrap_or(u32::MAX),
         n => n,
     };
-    let read = |seq: u32| -> ColdResult<(Vec<u8>, Vec<Vec<u8>>)> {
-        let (record, n) = store.stored_ledger(seq)?.ok_or_else(|| {
-            ColdError::NotReady(format!(
-                "ledger {seq} of the closed range {first}..={last} is not stored"
-            ))
-        })?;
-        Ok((record, store.stored_bodies(seq, n, dicts)?))
+    let missing = |seq: u32| {
+        ColdError::NotReady(format!(
+            "ledger {seq} of the closed range {first}..={last} is not stored"
+        ))
     };
-    let mut w = PackWriter::create(path, first, last)?;
+    // A ledger as the pack holds it, read (and for frames, compressed) on
+    // the pack pool.
+    let read = |seq: u32| -> ColdResult<Packed> {
+        match form {
+            PackForm::Entries => {
+                let (record, n) = store.stored_ledger(seq)?.ok_or_else(|| missing(seq))?;
+                Ok(Packed::Entries(record, store.stored_bodies(seq, n, dicts)?))
+            }
+            PackForm::Frames { level } => {
+                let (record, bodies) = store
+                    .frame_ledger_parts(seq, dicts)?
+                    .ok_or_else(|| missing(seq))?;
+                Ok(Packed::Frame(frame_ledger(&record, &bodies, level)?))
+            }
+        }
+    };
+    let mut w = match form {
+        PackForm::Entries => PackWriter::create(path, first, last)?,
+        PackForm::Frames { .. } => PackWriter::create_frames(path, first, last)?,
+    };
     failpoint::hold_until("publish.in_pack", stop);
     let mut from = first;
     loop {
@@ -586,8 +619,10 @@ pub(crate) fn write_pack(
         let ready: Vec<_> = pool.install(|| (from..=to).into_par_iter().map(read).collect());
         // In order, so the first missing or damaged ledger is the one named.
         for (seq, r) in (from..=to).zip(ready) {
-            let (record, bodies) = r?;
-            w.push_ledger(seq, &record, &bodies)?;
+            match r? {
+                Packed::Entries(record, bodies) => w.push_ledger(seq, &record, &bodies)?,
+                Packed::Frame(framed) => w.push_frame(seq, &framed)?,
+            }
         }
         if to == last {
             break;
@@ -595,6 +630,14 @@ pub(crate) fn write_pack(
         from = to + 1;
     }
     Ok(w.finish()?)
+}
+
+/// One ledger read for a pack, in its form.
+enum Packed {
+    /// Its stored record and bodies, each a frame (version 2).
+    Entries(Vec<u8>, Vec<Vec<u8>>),
+    /// Its frame (version 3).
+    Frame(Framed),
 }
 
 fn writer_name(store: &Ledgerstore) -> String {

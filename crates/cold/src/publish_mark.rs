@@ -22,7 +22,7 @@ use ledgerstore_db_api::{
     Alias, LedgerContent, StoredLedger, TxHash, ledger_record_bytes, sha256 as digest,
 };
 use ledgerstore_pack::format::HEADER;
-use ledgerstore_pack::{Header, Manifest, PackRef, sha256};
+use ledgerstore_pack::{Header, LedgerFrame, Manifest, PackRef, sha256};
 use ledgerstore_store::{Ledgerstore, StoreError};
 
 use crate::error::{ColdError, ColdResult, blocking};
@@ -183,6 +183,15 @@ async fn published_identity(remote: &Remote, m: &Manifest, p: &PackRef) -> ColdR
     let recorded = m.mark_record_sha256.clone();
     blocking(move || {
         let damaged = |e: String| ColdError::damaged(&key, e);
+        // A pack of ledger frames holds the record as stored inside its
+        // ledger's frame.
+        let bytes = if h.frames() {
+            let f = LedgerFrame::open(&h, &le, &bytes)
+                .map_err(|e| damaged(format!("ledger {at}: {e}")))?;
+            f.record().to_vec()
+        } else {
+            bytes.to_vec()
+        };
         let plain = ledger_record_bytes(&bytes).map_err(|e| damaged(e.to_string()))?;
         if sha256(&bytes) != recorded && sha256(&plain) != recorded {
             return Err(damaged(format!(

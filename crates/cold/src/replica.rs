@@ -44,6 +44,8 @@ use crate::remote::{MAX_DICT_BYTES, Remote};
 
 #[path = "replica_batch.rs"]
 mod batch;
+#[path = "replica_frames.rs"]
+mod frames;
 
 /// The zstd level dictionaries are prepared with: a replica only
 /// decompresses, so any level does.
@@ -82,6 +84,8 @@ pub struct Replica {
     view: RwLock<Arc<View>>,
     /// Pack headers by key (keys are content-addressed: never stale).
     headers: Mutex<HashMap<String, Header>>,
+    /// Ledger frames decompressed, most recently used (pack version 3).
+    frames: frames::Frames,
     /// Mapped segments by key, while the cache holds their files.
     segments: Mutex<HashMap<String, Arc<Segment>>>,
     /// Held while a segment is fetched, so lookups that miss it at once
@@ -116,6 +120,7 @@ impl Replica {
             rt,
             view: RwLock::new(Arc::new(View::default())),
             headers: Mutex::new(HashMap::new()),
+            frames: frames::Frames::default(),
             segments: Mutex::new(HashMap::new()),
             fetching: parking_lot::Mutex::new(()),
             damaged: Mutex::new(HashMap::new()),
@@ -596,6 +601,9 @@ impl Replica {
         let key = &p.object.key;
         let h = self.header(p)?;
         let le = self.ledger_entry(p, &h, pos.seq)?;
+        if h.frames() {
+            return self.frame_body(p, &h, &le, pos);
+        }
         let damaged = |e: String| {
             ColdError::damaged(key, format!("ledger {} body {}: {e}", pos.seq, pos.index))
         };
@@ -701,6 +709,9 @@ impl Replica {
         let key = &p.object.key;
         let h = self.header(p)?;
         let le = self.ledger_entry(p, &h, seq)?;
+        if h.frames() {
+            return self.frame_ledger(p, &h, &le, dicts, seq);
+        }
         let stored = self.pack_record(p, &h, &le, seq)?;
         let damaged = |e: ledgerstore_db_api::DbError| ColdError::damaged(key, e.to_string());
         if !stored.needs_bodies() {

@@ -30,6 +30,7 @@ use ledgerstore_segment::Segment;
 use ledgerstore_store::{StoreError, StoreResult};
 
 use super::Replica;
+use super::frames::{body_of, frame_name};
 use crate::error::{ColdError, ColdResult};
 
 /// Object-store GETs one batch keeps in flight.
@@ -379,6 +380,14 @@ impl Replica {
         }
         reads.retain(|r| r.le.is_some());
 
+        // Packs of ledger frames (version 3): the bodies come from their
+        // ledgers' frames, not body table pages.
+        let (framed, rest): (Vec<Read<'_>>, Vec<Read<'_>>) = reads
+            .into_iter()
+            .partition(|r| r.h.is_some_and(|h| h.frames()));
+        reads = rest;
+        self.frame_bodies(&framed, &mut out, deadline)?;
+
         // Body table pages.
         let mut wants = Vec::new();
         let mut asking = Vec::new();
@@ -466,6 +475,56 @@ impl Replica {
             }
         }
         Ok(out)
+    }
+
+    /// The bodies of `reads` (in packs of ledger frames, their ledger
+    /// entries read) into `out`: each ledger's frame once, from memory,
+    /// the disk cache, or fetched together with the others.
+    fn frame_bodies(
+        &self,
+        reads: &[Read<'_>],
+        out: &mut HashMap<TxPos, ColdResult<Option<TxBody>>>,
+        deadline: Option<Instant>,
+    ) -> ColdResult<()> {
+        let mut wants = Vec::new();
+        let mut waiting = Vec::new();
+        for r in reads {
+            let (key, seq) = (&r.p.object.key, r.pos.seq);
+            let (h, le) = (r.h.expect("a header"), r.le.expect("an entry"));
+            let name = frame_name(key, seq);
+            if let Some(f) = self.frames.get(&name) {
+                out.insert(r.pos, body_of(r.p, &f, r.pos).map(Some));
+                continue;
+            }
+            match h.data_range(&le.record) {
+                Ok(range) => {
+                    wants.push(Want {
+                        name: Some(name),
+                        key: key.clone(),
+                        range,
+                    });
+                    waiting.push(r);
+                }
+                Err(e) => {
+                    let e = ColdError::damaged(key, format!("ledger {seq}: {e}"));
+                    out.insert(r.pos, Err(e.for_ledgers(r.p.first, r.p.last)));
+                }
+            }
+        }
+        let frames = self.pieces(&wants, deadline)?;
+        for ((r, w), got) in waiting.into_iter().zip(wants).zip(&frames) {
+            let (h, le) = (r.h.expect("a header"), r.le.expect("an entry"));
+            let name = w.name.unwrap_or_default();
+            let body = match &**got {
+                Ok(bytes) => self
+                    .opened_frame(r.p, &h, &le, r.pos.seq, name, bytes)
+                    .and_then(|f| body_of(r.p, &f, r.pos)),
+                Err(e) => Err(dup(e)),
+            };
+            let body = body.map_err(|e| e.for_ledgers(r.p.first, r.p.last));
+            out.insert(r.pos, body.map(Some));
+        }
+        Ok(())
     }
 
     /// What [`Replica::confirm`] answers for each of `wants` (hash,

@@ -239,35 +239,49 @@ fn packs_hold_per_record_bodies_from_either_body_form() {
 
 /// A pack's bytes do not depend on how many ledgers its write reads at
 /// once (in parallel): one at a time (the sequential reference), chunks
-/// that split the range unevenly, and the production chunk. A missing
-/// ledger is named the same way whatever the chunk: the first in order.
+/// that split the range unevenly, and the production chunk, in either
+/// form. A missing ledger is named the same way whatever the chunk: the
+/// first in order.
 #[test]
 fn a_pack_is_the_same_bytes_whatever_its_read_chunk() {
+    use ledgerstore_pack::PackForm;
     let tmp = tempfile::tempdir().expect("tmp");
     let s = Synth::new(SynthConfig::small(17, 8));
     let store = open(&tmp.path().join("data"));
     ingest(&store, &s, 1, 25);
     let closed = store.closed_ranges().expect("closed");
-    let write = |first: u32, last: u32, chunk: u32| {
-        let path = tmp.path().join(format!("pack-{first}-{last}-{chunk}"));
+    let write = |first: u32, last: u32, form: PackForm, chunk: u32| {
+        let path = tmp
+            .path()
+            .join(format!("pack-{first}-{last}-{form:?}-{chunk}"));
         let go = std::sync::atomic::AtomicBool::new(false);
-        crate::publish::write_pack(&store, &path, first, last, &closed.pack_dicts, chunk, &go)
+        let dicts = &closed.pack_dicts;
+        crate::publish::write_pack(&store, &path, first, last, dicts, form, chunk, &go)
             .map(|info| (info.sha256, std::fs::read(&path).expect("read pack")))
     };
     // 0: the default, twice the pool's threads.
     let chunks = [1, 3, 4, 0, 64];
-    let want = write(10, 19, 1).expect("pack");
-    assert!(want.1.len() > 10 * 8 * 16, "a pack of 10 ledgers");
-    for chunk in chunks {
-        assert!(write(10, 19, chunk).expect("pack") == want, "chunk {chunk}");
-    }
-    for chunk in chunks {
-        let err = write(20, 30, chunk).expect_err("ledgers 26..=30 are not stored");
-        assert!(
-            err.to_string()
-                .contains("ledger 26 of the closed range 20..=30"),
-            "chunk {chunk}: {err}"
-        );
+    for form in [PackForm::Entries, PackForm::Frames { level: 3 }] {
+        let want = write(10, 19, form, 1).expect("pack");
+        assert!(want.1.len() > 10 * 8 * 16, "a pack of 10 ledgers");
+        let version = ledgerstore_pack::Header::parse(&want.1)
+            .expect("header")
+            .version;
+        assert_eq!(version, if form == PackForm::Entries { 2 } else { 3 });
+        for chunk in chunks {
+            assert!(
+                write(10, 19, form, chunk).expect("pack") == want,
+                "chunk {chunk}"
+            );
+        }
+        for chunk in chunks {
+            let err = write(20, 30, form, chunk).expect_err("ledgers 26..=30 are not stored");
+            assert!(
+                err.to_string()
+                    .contains("ledger 26 of the closed range 20..=30"),
+                "{form:?} chunk {chunk}: {err}"
+            );
+        }
     }
 }
 
@@ -287,7 +301,8 @@ fn a_stopped_round_publishes_nothing_and_the_next_one_everything() {
     let closed = store.closed_ranges().expect("closed");
     let stop = AtomicBool::new(true);
     let path = tmp.path().join("stopped.pack");
-    let err = crate::publish::write_pack(&store, &path, 10, 19, &closed.pack_dicts, 3, &stop)
+    let form = ledgerstore_pack::PackForm::default();
+    let err = crate::publish::write_pack(&store, &path, 10, 19, &closed.pack_dicts, form, 3, &stop)
         .expect_err("stopped");
     assert!(
         matches!(err, ColdError::Stopped(_))
@@ -328,6 +343,15 @@ fn a_stopped_round_publishes_nothing_and_the_next_one_everything() {
 
 #[test]
 fn a_damaged_or_missing_object_fails_only_the_lookups_that_need_it_naming_it() {
+    damage_fails_only_what_needs_it(crate::PackForm::Entries);
+}
+
+#[test]
+fn a_damaged_ledger_frame_fails_only_the_lookups_of_its_ledger() {
+    damage_fails_only_what_needs_it(crate::PackForm::default());
+}
+
+fn damage_fails_only_what_needs_it(form: crate::PackForm) {
     let tmp = tempfile::tempdir().expect("tmp");
     let (data, bucket) = (tmp.path().join("data"), tmp.path().join("bucket"));
     std::fs::create_dir_all(&bucket).expect("bucket");
@@ -336,15 +360,25 @@ fn a_damaged_or_missing_object_fails_only_the_lookups_that_need_it_naming_it() {
     let store = open(&data);
     ingest(&store, &s, 1, 42);
     let r = remote(&bucket);
-    rt.block_on(publish(Arc::clone(&store), &r, &data.join("publish")))
-        .expect("publish");
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let work = data.join("publish");
+    rt.block_on(crate::publish_as(
+        Arc::clone(&store),
+        &r,
+        &work,
+        None,
+        stop,
+        form,
+    ))
+    .expect("publish");
     let m = rt
         .block_on(r.newest_manifest())
         .expect("read")
         .expect("published");
 
     // In the pack of 10..=19, flip a byte of one body and of ledger 12's
-    // record (their entries, in the first table pages, name them).
+    // record (their entries, in the first table pages, name them); in a
+    // pack of frames, a byte of ledger 12's frame.
     let pack = &m.pack_of(15).expect("pack").object.key;
     let path = bucket.join(pack);
     let mut bytes = std::fs::read(&path).expect("pack");
@@ -353,11 +387,14 @@ fn a_damaged_or_missing_object_fails_only_the_lookups_that_need_it_naming_it() {
         let at = at as usize;
         u64::from_be_bytes(bytes[at..at + 8].try_into().expect("8 bytes")) as usize
     };
-    let (body, record) = (
-        offset(h.body_table + 16 * 7),
-        offset(h.ledger_table + 24 * 2),
-    );
-    bytes[body + 3] ^= 0x5a;
+    let record = offset(h.ledger_table + 24 * 2);
+    let damaged_bodies = if h.frames() {
+        s.ledger(12).txs.len()
+    } else {
+        let body = offset(h.body_table + 16 * 7);
+        bytes[body + 3] ^= 0x5a;
+        1
+    };
     bytes[record + 3] ^= 0x5a;
     std::fs::write(&path, &bytes).expect("damage");
     // Remove the pack of 20..=29.
@@ -379,7 +416,10 @@ fn a_damaged_or_missing_object_fails_only_the_lookups_that_need_it_naming_it() {
             }
         }
     }
-    assert_eq!(damaged, 1, "the flipped byte fails its body, and only it");
+    assert_eq!(
+        damaged, damaged_bodies,
+        "the flipped byte fails its body (its ledger's, in a frame), and only it"
+    );
     match Reader::get_ledger(&*rep, 12) {
         Err(StoreError::RemoteDamaged { object, detail }) => {
             assert_eq!(&object, pack);

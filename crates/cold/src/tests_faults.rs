@@ -19,7 +19,7 @@ use ledgerstore_synth::{Synth, SynthConfig};
 use object_store::local::LocalFileSystem;
 
 use crate::faulty::Faulty;
-use crate::{ColdError, DiskCache, Remote, Replica, publish};
+use crate::{ColdError, DiskCache, PackForm, Remote, Replica, publish, publish_as};
 
 /// Where the tests say the store is: never to be shown to a client.
 const LOCATION: &str = "s3://secret-bucket/prefix";
@@ -91,10 +91,20 @@ impl World {
         w
     }
 
+    /// A round in pack version 2, whose layout (a body table, a frame a
+    /// body) these faults are written against; packs of ledger frames
+    /// have their own in `tests.rs` and `batch_tests.rs`.
     fn publish(&self) -> Result<crate::PublishReport, ColdError> {
         let work = self.tmp.path().join("work");
-        self.rt
-            .block_on(publish(Arc::clone(&self.store), &self.remote, &work))
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        self.rt.block_on(publish_as(
+            Arc::clone(&self.store),
+            &self.remote,
+            &work,
+            None,
+            stop,
+            PackForm::Entries,
+        ))
     }
 
     fn manifest(&self) -> Manifest {

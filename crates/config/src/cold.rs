@@ -35,6 +35,16 @@ pub struct ColdConfig {
     /// offline `ledgerstore publish`. Each thread holds up to 2 ledgers
     /// at once (~0.2 MB a pubnet ledger).
     pub publish_threads: u32,
+    /// The pack format new packs are written in: 3, each ledger's record
+    /// and bodies one zstd frame (about half the bytes of 2 on pubnet;
+    /// read by this build and later), or 2, each record and body a frame
+    /// of its own (read by every build). Packs already published stay as
+    /// they are. Replicas (and any build a writer may roll back to) must
+    /// read the version written.
+    pub pack_version: u32,
+    /// The zstd level of version-3 ledger frames (1 to 22): publish CPU
+    /// against bytes in the bucket.
+    pub pack_zstd_level: i32,
 }
 
 impl Default for ColdConfig {
@@ -45,6 +55,8 @@ impl Default for ColdConfig {
             keep_local_ranges: 0,
             publish_events: false,
             publish_threads: 0,
+            pack_version: 3,
+            pack_zstd_level: 3,
         }
     }
 }
@@ -91,6 +103,20 @@ impl ColdConfig {
                 "cold.publish_interval_ms",
                 self.publish_interval_ms,
                 "at least 100",
+            ));
+        }
+        if !(2..=3).contains(&self.pack_version) {
+            return Err(invalid(
+                "cold.pack_version",
+                self.pack_version,
+                "2 (a frame a record or body) or 3 (a frame a ledger)",
+            ));
+        }
+        if !(1..=22).contains(&self.pack_zstd_level) {
+            return Err(invalid(
+                "cold.pack_zstd_level",
+                self.pack_zstd_level,
+                "a zstd level, 1 to 22",
             ));
         }
         // A sanity bound: threads past the cores add only memory (2

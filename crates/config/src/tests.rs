@@ -77,6 +77,19 @@ fn bad_values_name_the_key_and_the_expected_range() {
         e.contains("cold.publish_threads = 257: 0 (automatic) to 256"),
         "{e}"
     );
+    std::fs::write(&file, "[cold]\npack_version = 4\n").expect("write");
+    let e = Config::load(Some(&file), &[])
+        .expect_err("an unknown pack version")
+        .to_string();
+    assert!(e.contains("cold.pack_version = 4: 2 (a frame"), "{e}");
+    std::fs::write(&file, "[cold]\npack_zstd_level = 0\n").expect("write");
+    let e = Config::load(Some(&file), &[])
+        .expect_err("a pack level of 0")
+        .to_string();
+    assert!(
+        e.contains("cold.pack_zstd_level = 0: a zstd level, 1 to 22"),
+        "{e}"
+    );
     std::fs::write(&file, "[cold]\npublish_threads = 256\n").expect("write");
     let c = Config::load(Some(&file), &[]).expect("256 publish threads");
     assert_eq!(c.cold.publish_threads_for(false), 256);

@@ -181,6 +181,18 @@ impl TxBody {
         Self::compress_record(self.hash, &self.frame, dicts, level)
     }
 
+    /// The same body raw ([`RAW_BODY`]): a body compressed alone is
+    /// decompressed with its dictionary of `dicts` (what a pack of ledger
+    /// frames holds, compressed with its ledger); a raw or alias body as
+    /// it is.
+    pub fn to_raw_form(self, dicts: &DictSet) -> DbResult<Self> {
+        if matches!(self.dict_version, RAW_BODY | ALIAS_BODY) {
+            return Ok(self);
+        }
+        let encoded = self.encoded_record(dicts)?;
+        Ok(Self::raw(self.hash, encoded))
+    }
+
     /// The stored bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(HEADER + self.frame.len());

@@ -1,8 +1,9 @@
 //! The `pack` target: what a replica reads of the published tier. Even
 //! first bytes: the rest is a pack file, read the way a replica reads it
-//! (header, table pages, entries). Odd: a manifest.
+//! (header, table pages, entries; in version 3, ledger frames opened).
+//! Odd: a manifest.
 
-use ledgerstore_pack::{Header, Manifest};
+use ledgerstore_pack::{Header, LedgerEntry, LedgerFrame, Manifest};
 
 /// Runs one input.
 pub fn run(data: &[u8]) {
@@ -50,6 +51,10 @@ fn pack(bytes: &[u8]) {
             u64::from(le.first_body) + u64::from(le.bodies) <= h.bodies,
             "accepted bodies past the table"
         );
+        if h.frames() {
+            frame(&h, &le, get(bytes, rec));
+            continue;
+        }
         if let Some(b) = get(bytes, rec) {
             let _ = le.record.check(b);
         }
@@ -69,6 +74,34 @@ fn pack(bytes: &[u8]) {
             }
         }
     }
+}
+
+/// A version-3 ledger frame, opened as a replica opens it: an accepted
+/// frame holds the record and exactly the ledger's bodies, each inside
+/// what it decompressed to, no more than the header's largest.
+fn frame(h: &Header, le: &LedgerEntry, bytes: Option<&[u8]>) {
+    assert!(
+        h.body_page(0).is_err(),
+        "a pack of frames with a body table page"
+    );
+    let Some(bytes) = bytes else {
+        return;
+    };
+    let Ok(f) = LedgerFrame::open(h, le, bytes) else {
+        return;
+    };
+    assert!(
+        f.raw_len() <= h.max_raw as usize,
+        "an accepted frame past the header's largest"
+    );
+    assert_eq!(f.bodies().count(), le.bodies as usize, "accepted bodies");
+    let parts: usize = f.record().len() + f.bodies().map(<[u8]>::len).sum::<usize>();
+    assert_eq!(
+        parts + 4 * (2 + le.bodies as usize),
+        f.raw_len(),
+        "accepted parts that do not fill the frame"
+    );
+    assert!(f.body(le.bodies).is_err(), "a body past the ledger's");
 }
 
 fn in_data(h: &Header, r: &std::ops::Range<u64>) {

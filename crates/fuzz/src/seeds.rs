@@ -272,26 +272,43 @@ fn segment() -> FuzzResult<Vec<Seed>> {
     Ok(out)
 }
 
-/// Packs the publisher's writer makes (format version 2: one ledger, a
-/// range past one ledger table page with bodies past one body page, and a
-/// ledger with no bodies), the committed version-1 pack, and manifests.
+/// Packs the publisher's writer makes, in format versions 2 and 3 (one
+/// ledger, a range past one ledger table page with bodies past one body
+/// page, and a ledger with no bodies), the committed version-1 pack, and
+/// manifests.
 fn pack() -> FuzzResult<Vec<Seed>> {
     let dir = tempfile::tempdir().map_err(FuzzError::io(std::env::temp_dir()))?;
     let mut out = Vec::new();
-    for (first, last) in [(7u32, 7u32), (1, 140), (50, 52)] {
-        let path = dir.path().join(format!("{first}-{last}.pack"));
-        let mut w = PackWriter::create(&path, first, last)?;
-        for seq in first..=last {
-            let record = vec![seq as u8; 8 + (seq % 13) as usize];
-            let bodies: Vec<Vec<u8>> = (0..seq % 3)
-                .map(|i| vec![(seq + i) as u8; 4 + i as usize])
-                .collect();
-            w.push_ledger(seq, &record, &bodies)?;
+    for frames in [false, true] {
+        for (first, last) in [(7u32, 7u32), (1, 140), (50, 52)] {
+            let v = if frames { 3 } else { 2 };
+            let path = dir.path().join(format!("{first}-{last}-v{v}.pack"));
+            let mut w = if frames {
+                PackWriter::create_frames(&path, first, last)?
+            } else {
+                PackWriter::create(&path, first, last)?
+            };
+            for seq in first..=last {
+                let record = vec![seq as u8; 8 + (seq % 13) as usize];
+                let bodies: Vec<Vec<u8>> = (0..seq % 3)
+                    .map(|i| vec![(seq + i) as u8; 4 + i as usize])
+                    .collect();
+                if frames {
+                    w.push_frame(seq, &ledgerstore_pack::frame_ledger(&record, &bodies, 3)?)?;
+                } else {
+                    w.push_ledger(seq, &record, &bodies)?;
+                }
+            }
+            w.finish()?;
+            let mut bytes = vec![0u8];
+            bytes.extend(std::fs::read(&path).map_err(FuzzError::io(&path))?);
+            let name = if frames {
+                format!("pack-v3-{first}-{last}")
+            } else {
+                format!("pack-{first}-{last}")
+            };
+            out.push((name, bytes));
         }
-        w.finish()?;
-        let mut bytes = vec![0u8];
-        bytes.extend(std::fs::read(&path).map_err(FuzzError::io(&path))?);
-        out.push((format!("pack-{first}-{last}"), bytes));
     }
     let mut v1 = vec![0u8];
     v1.extend(read("pack/testdata/v1-1-200.pack")?);

@@ -135,6 +135,13 @@ pub struct ColdFlags {
     /// ledgers (0: half the cores in the daemon, all for `publish`).
     #[arg(long = "cold.publish-threads", value_name = "N")]
     pub cold_publish_threads: Option<i64>,
+    /// [cold] pack_version: the format of new packs, 3 (a zstd frame a
+    /// ledger) or 2 (a frame a record or body, read by every build).
+    #[arg(long = "cold.pack-version", value_name = "2|3")]
+    pub cold_pack_version: Option<i64>,
+    /// [cold] pack_zstd_level: the zstd level of version-3 ledger frames.
+    #[arg(long = "cold.pack-zstd-level", value_name = "LEVEL")]
+    pub cold_pack_zstd_level: Option<i64>,
     /// [replica] store: serve, read-only, what a writer published there
     /// (also --replica.store).
     #[arg(long = "replica", alias = "replica.store", value_name = "URL|DIR")]

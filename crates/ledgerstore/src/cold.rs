@@ -35,7 +35,19 @@ pub fn publisher(cfg: &Config, rt: tokio::runtime::Handle) -> Result<Option<Publ
         interval: Duration::from_millis(cfg.cold.publish_interval_ms),
         work: cfg.db.path.join("publish"),
         keep_local_ranges: cfg.cold.keep_local_ranges,
+        form: pack_form(cfg),
     }))
+}
+
+/// The form new packs are written in (`[cold] pack_version`, validated
+/// to 2 or 3, and `pack_zstd_level`).
+pub fn pack_form(cfg: &Config) -> ledgerstore_cold::PackForm {
+    match cfg.cold.pack_version {
+        2 => ledgerstore_cold::PackForm::Entries,
+        _ => ledgerstore_cold::PackForm::Frames {
+            level: cfg.cold.pack_zstd_level,
+        },
+    }
 }
 
 /// A read replica of `[replica] store`, its cache opened (emptied); its

@@ -202,6 +202,13 @@ fn cold_overrides(c: &ColdFlags, o: &mut Overrides) {
         c.cold_publish_threads.as_ref(),
         int,
     );
+    push(o, "cold.pack_version", c.cold_pack_version.as_ref(), int);
+    push(
+        o,
+        "cold.pack_zstd_level",
+        c.cold_pack_zstd_level.as_ref(),
+        int,
+    );
     push(o, "replica.store", c.replica_store.as_deref(), string);
     push(o, "replica.cache_dir", c.replica_cache_dir.as_deref(), path);
     push(o, "replica.cache_mb", c.replica_cache_mb.as_ref(), int);

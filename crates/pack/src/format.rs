@@ -1,27 +1,37 @@
 //! The pack file: one closed base range's ledgers and tx bodies, in
-//! position order, each its own zstd frame (as the store holds them, or
-//! compressed at publish time where the store keeps them raw), with
-//! offset tables so that any one ledger or body is one ranged read.
+//! position order, with offset tables so that any one ledger or body is
+//! one ranged read. Two forms are written:
+//!
+//! - **Entries** (version 2): each record and body its own zstd frame (as
+//!   the store holds them, or compressed at publish time where the store
+//!   keeps them raw), a body one ranged read of its own.
+//! - **Ledger frames** (version 3, [`crate::frame`]): each ledger's record
+//!   and bodies in one zstd frame, compressed together (the bytes of a
+//!   whole ledger compress like the lake's own objects, a body alone does
+//!   not); a body is read by reading its ledger's frame. No body table.
 //!
 //! ```text
 //! 0      header, 64 B (all integers big-endian):
 //!          0  magic "LSPACK01"
-//!          8  u32 version (2; version 1 is still read)
+//!          8  u32 version (2 or 3; version 1 is still read)
 //!         12  u32 first ledger, 16 u32 last ledger
-//!         20  u32 the largest record or body, bytes (version 1: 0)
+//!         20  u32 the largest record, body or frame, bytes (version 1: 0)
 //!         24  u64 bodies (transactions plus aliases)
 //!         32  u64 ledger table offset
-//!         40  u64 body table offset
+//!         40  u64 body table offset (version 3: the file size)
 //!         48  u64 file size
-//!         56  u32 CRC-32 of bytes 0..56, 60 u32 reserved (0)
+//!         56  u32 CRC-32 of bytes 0..56 (version 3: of 0..56 and 60..64)
+//!         60  u32 version 3: the largest ledger frame decompressed,
+//!             bytes; versions 1 and 2: reserved (0)
 //! 64     for each ledger first..=last: its stored record (the `ledgers`
 //!        value: zstd of a LedgerRecord), then its bodies in position
-//!        order (the `tx_bodies` values)
+//!        order (the `tx_bodies` values); version 3: one zstd frame of
+//!        the ledger's record and bodies (crate::frame)
 //! LT     ledger table: one 24-byte entry per ledger, in seq order:
-//!        u64 offset, u32 length, u32 CRC-32 of the record,
-//!        u32 ordinal of the ledger's first body, u32 bodies
-//! BT     body table: one 16-byte entry per body, in position order:
-//!        u64 offset, u32 length, u32 CRC-32 of the body
+//!        u64 offset, u32 length, u32 CRC-32 of the record (version 3:
+//!        of the frame), u32 ordinal of the ledger's first body, u32 bodies
+//! BT     body table (versions 1 and 2): one 16-byte entry per body, in
+//!        position order: u64 offset, u32 length, u32 CRC-32 of the body
 //! size   end of file
 //! ```
 //!
@@ -45,11 +55,14 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::error::{PackError, PackResult};
+use crate::frame::Framed;
 
 /// The pack's magic bytes.
 pub const MAGIC: &[u8; 8] = b"LSPACK01";
-/// The format version written.
+/// The format version of packs of entries (a frame a record or body).
 pub const VERSION: u32 = 2;
+/// The format version of packs of ledger frames ([`crate::frame`]).
+pub const VERSION_3: u32 = 3;
 /// The oldest format version read (no table page CRCs).
 pub const VERSION_1: u32 = 1;
 /// Header bytes.
@@ -102,6 +115,17 @@ impl Table {
     }
 }
 
+/// The CRC-32 of a header: of bytes 0..56, and in version 3 of 60..64 too
+/// (the largest frame decompressed).
+fn header_crc(version: u32, h: &[u8; HEADER as usize]) -> u32 {
+    let mut c = crc32fast::Hasher::new();
+    c.update(&h[..56]);
+    if version == VERSION_3 {
+        c.update(&h[60..64]);
+    }
+    c.finalize()
+}
+
 /// The CRC-32 of a version-2 table page.
 fn page_crc(table: Table, page: u64, entries: &[u8]) -> u32 {
     let mut h = crc32fast::Hasher::new();
@@ -114,7 +138,7 @@ fn page_crc(table: Table, page: u64, entries: &[u8]) -> u32 {
 /// A pack's header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
-    /// The format version (1 or 2).
+    /// The format version (1, 2 or 3).
     pub version: u32,
     /// First ledger.
     pub first: u32,
@@ -131,6 +155,9 @@ pub struct Header {
     pub body_table: u64,
     /// File size.
     pub size: u64,
+    /// Version 3: the largest ledger frame decompressed, bytes (what a
+    /// reader allows a frame to decompress to); 0 in versions 1 and 2.
+    pub max_raw: u32,
 }
 
 impl Header {
@@ -151,13 +178,25 @@ impl Header {
         h[32..40].copy_from_slice(&self.ledger_table.to_be_bytes());
         h[40..48].copy_from_slice(&self.body_table.to_be_bytes());
         h[48..56].copy_from_slice(&self.size.to_be_bytes());
-        let crc = crc32fast::hash(&h[..56]);
+        if self.version == VERSION_3 {
+            h[60..64].copy_from_slice(&self.max_raw.to_be_bytes());
+        }
+        let crc = header_crc(self.version, &h);
         h[56..60].copy_from_slice(&crc.to_be_bytes());
         h
     }
 
+    /// True for a pack of ledger frames (version 3): no body table, a
+    /// body is read from its ledger's frame.
+    pub fn frames(&self) -> bool {
+        self.version == VERSION_3
+    }
+
     /// Bytes of a table of `n` entries in this header's version.
     fn table_len(version: u32, table: Table, n: u64) -> Option<u64> {
+        if version == VERSION_3 && table == Table::Body {
+            return Some(0);
+        }
         let entries = n.checked_mul(table.entry())?;
         if version == VERSION_1 {
             return Some(entries);
@@ -177,13 +216,13 @@ impl Header {
             return Err(bad(format!("magic {:?}, expected LSPACK01", &b[..8])));
         }
         let version = be32(&b[8..12]);
-        if version != VERSION && version != VERSION_1 {
+        if ![VERSION_1, VERSION, VERSION_3].contains(&version) {
             return Err(bad(format!(
-                "version {version}; this build reads {VERSION_1} and {VERSION}"
+                "version {version}; this build reads {VERSION_1}, {VERSION} and {VERSION_3}"
             )));
         }
         let crc = be32(&b[56..60]);
-        if crc32fast::hash(&b[..56]) != crc {
+        if header_crc(version, b) != crc {
             return Err(bad("CRC-32 mismatch".into()));
         }
         let h = Self {
@@ -195,6 +234,11 @@ impl Header {
             ledger_table: be64(&b[32..40]),
             body_table: be64(&b[40..48]),
             size: be64(&b[48..56]),
+            max_raw: if version == VERSION_3 {
+                be32(&b[60..64])
+            } else {
+                0
+            },
         };
         if version == VERSION_1 && h.max_entry != 0 {
             return Err(bad(format!(
@@ -222,6 +266,12 @@ impl Header {
 
     /// The byte range of page `page` of a table of `n` entries at `at`.
     fn page_range(&self, table: Table, at: u64, n: u64, page: u64) -> PackResult<Range<u64>> {
+        if self.frames() && table == Table::Body {
+            return Err(PackError::Format(
+                "a body table page asked of a pack of ledger frames (version 3), which has none"
+                    .into(),
+            ));
+        }
         let per = table.page();
         let pages = n.div_ceil(per);
         if page >= pages {
@@ -320,6 +370,12 @@ impl Header {
     /// The body table page holding body `index` of a ledger, and the
     /// body's index there; `index` must be one of the ledger's bodies.
     pub fn body_page_of(&self, le: &LedgerEntry, index: u32) -> PackResult<(u64, u64)> {
+        if self.frames() {
+            return Err(PackError::Format(
+                "a body table page asked of a pack of ledger frames (version 3), which has none"
+                    .into(),
+            ));
+        }
         if index >= le.bodies {
             return Err(PackError::Format(format!(
                 "body {index} asked of a ledger of {} bodies",
@@ -480,6 +536,8 @@ pub struct PackInfo {
 /// memory until [`PackWriter::finish`] (40 B a body, 24 B a ledger).
 #[derive(Debug)]
 pub struct PackWriter {
+    version: u32,
+    max_raw: u32,
     out: BufWriter<File>,
     path: PathBuf,
     first: u32,
@@ -493,8 +551,19 @@ pub struct PackWriter {
 }
 
 impl PackWriter {
-    /// Creates `path` for ledgers `first..=last`.
+    /// Creates `path` for ledgers `first..=last`, a pack of entries
+    /// (version 2: [`PackWriter::push_ledger`]).
     pub fn create(path: &Path, first: u32, last: u32) -> PackResult<Self> {
+        Self::create_version(path, first, last, VERSION)
+    }
+
+    /// Creates `path` for ledgers `first..=last`, a pack of ledger frames
+    /// (version 3: [`PackWriter::push_frame`]).
+    pub fn create_frames(path: &Path, first: u32, last: u32) -> PackResult<Self> {
+        Self::create_version(path, first, last, VERSION_3)
+    }
+
+    fn create_version(path: &Path, first: u32, last: u32, version: u32) -> PackResult<Self> {
         if first > last {
             return Err(PackError::Order {
                 first,
@@ -507,6 +576,8 @@ impl PackWriter {
         out.write_all(&[0u8; HEADER as usize])
             .map_err(PackError::io(path, "write"))?;
         Ok(Self {
+            version,
+            max_raw: 0,
             out,
             path: path.to_path_buf(),
             first,
@@ -523,18 +594,7 @@ impl PackWriter {
     /// Appends ledger `seq` (the next one) with its stored record and
     /// bodies.
     pub fn push_ledger(&mut self, seq: u32, record: &[u8], bodies: &[Vec<u8>]) -> PackResult<()> {
-        if self.next != Some(seq) {
-            return Err(PackError::Order {
-                first: self.first,
-                last: self.last,
-                detail: format!("ledger {seq} pushed, expected {:?}", self.next),
-            });
-        }
-        let first_body = u32::try_from(self.body_count).map_err(|_| PackError::Order {
-            first: self.first,
-            last: self.last,
-            detail: "more than 2^32 bodies".into(),
-        })?;
+        let first_body = self.next_ledger(seq, VERSION)?;
         let rec = Entry::of(self.off, record)?;
         self.max_entry = self.max_entry.max(rec.len);
         rec.put(&mut self.ledgers);
@@ -551,6 +611,45 @@ impl PackWriter {
         }
         self.next = seq.checked_add(1).filter(|n| *n <= self.last);
         Ok(())
+    }
+
+    /// Appends ledger `seq` (the next one) as its frame ([`Framed`], made
+    /// by [`crate::frame::frame_ledger`]).
+    pub fn push_frame(&mut self, seq: u32, framed: &Framed) -> PackResult<()> {
+        let first_body = self.next_ledger(seq, VERSION_3)?;
+        let e = Entry::of(self.off, &framed.frame)?;
+        self.max_entry = self.max_entry.max(e.len);
+        self.max_raw = self.max_raw.max(framed.raw_len);
+        e.put(&mut self.ledgers);
+        self.ledgers.extend_from_slice(&first_body.to_be_bytes());
+        self.ledgers.extend_from_slice(&framed.bodies.to_be_bytes());
+        self.write(&framed.frame)?;
+        self.body_count += u64::from(framed.bodies);
+        self.next = seq.checked_add(1).filter(|n| *n <= self.last);
+        Ok(())
+    }
+
+    /// Checks that `seq` is the ledger expected next, in a pack of
+    /// `version`; returns the ordinal of its first body.
+    fn next_ledger(&self, seq: u32, version: u32) -> PackResult<u32> {
+        let order = |detail: String| PackError::Order {
+            first: self.first,
+            last: self.last,
+            detail,
+        };
+        if self.version != version {
+            return Err(order(format!(
+                "a version-{version} ledger pushed into a version-{} pack",
+                self.version
+            )));
+        }
+        if self.next != Some(seq) {
+            return Err(order(format!(
+                "ledger {seq} pushed, expected {:?}",
+                self.next
+            )));
+        }
+        u32::try_from(self.body_count).map_err(|_| order("more than 2^32 bodies".into()))
     }
 
     fn write(&mut self, b: &[u8]) -> PackResult<()> {
@@ -587,7 +686,8 @@ impl PackWriter {
         let body_table = self.off;
         self.write_table(Table::Body, &bodies)?;
         let header = Header {
-            version: VERSION,
+            version: self.version,
+            max_raw: self.max_raw,
             max_entry: self.max_entry,
             first: self.first,
             last: self.last,

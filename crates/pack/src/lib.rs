@@ -5,10 +5,14 @@
 
 mod error;
 pub mod format;
+pub mod frame;
+#[cfg(test)]
+mod frame_tests;
 pub mod manifest;
 #[cfg(test)]
 mod tests;
 
 pub use error::{PackError, PackResult};
 pub use format::{Entry, Header, LedgerEntry, PackInfo, PackWriter, sha256, sha256_file};
+pub use frame::{DEFAULT_FRAME_LEVEL, Framed, LedgerFrame, PackForm, frame_ledger};
 pub use manifest::{DictRef, EventsGeometry, EventsRef, Manifest, Object, PackRef, SegmentRef};

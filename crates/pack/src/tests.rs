@@ -4,9 +4,9 @@ use crate::format::{BODY_ENTRY, BODY_PAGE, HEADER, LEDGER_ENTRY, LEDGER_PAGE, PA
 use crate::manifest::{events_key, manifest_key, pack_key, parse_manifest_key};
 use crate::*;
 
-type Ledger = (Vec<u8>, Vec<Vec<u8>>);
+pub(crate) type Ledger = (Vec<u8>, Vec<Vec<u8>>);
 
-fn ledger(seq: u32) -> Ledger {
+pub(crate) fn ledger(seq: u32) -> Ledger {
     let record = vec![seq as u8; 100 + seq as usize];
     let bodies = (0..seq % 4)
         .map(|i| vec![(seq * 7 + i) as u8; 30 + i as usize])
@@ -33,7 +33,7 @@ fn write(path: &std::path::Path, first: u32, last: u32, f: fn(u32) -> Ledger) ->
     w.finish().expect("finish")
 }
 
-fn piece(bytes: &[u8], r: std::ops::Range<u64>) -> PackResult<&[u8]> {
+pub(crate) fn piece(bytes: &[u8], r: std::ops::Range<u64>) -> PackResult<&[u8]> {
     bytes
         .get(r.start as usize..r.end as usize)
         .ok_or_else(|| PackError::Format(format!("{r:?} past the end")))
@@ -222,9 +222,9 @@ fn damage_is_found_by_the_header_crc_and_the_entry_crcs() {
     let e = Header::parse(b"LSPACK01").expect_err("short").to_string();
     assert!(e.contains("8 bytes, expected 64"), "{e}");
     let mut future = good.clone();
-    future[11] = 3;
+    future[11] = 4;
     let e = Header::parse(&future).expect_err("version").to_string();
-    assert!(e.contains("version 3; this build reads 1 and 2"), "{e}");
+    assert!(e.contains("version 4; this build reads 1, 2 and 3"), "{e}");
     let mut bad = good.clone();
     bad[HEADER as usize + 5] ^= 0xff; // inside ledger 1's record
     let h = Header::parse(&bad).expect("header intact");

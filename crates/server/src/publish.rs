@@ -35,6 +35,8 @@ pub struct Publish {
     pub cold: Arc<Replica>,
     /// Published base ranges kept locally (0: all).
     pub keep_local_ranges: u32,
+    /// The form new packs are written in (`[cold] pack_version`).
+    pub form: ledgerstore_cold::PackForm,
 }
 
 impl Publish {
@@ -58,12 +60,13 @@ impl Publish {
                 let (file_ledgers, fan_out) = e.geometry();
                 local_events(file_ledgers, fan_out, e.files())
             });
-            let round = ledgerstore_cold::publish_until(
+            let round = ledgerstore_cold::publish_as(
                 Arc::clone(&store),
                 &self.remote,
                 &self.work,
                 local,
                 Arc::clone(&stopping),
+                self.form,
             );
             let Some(r) = unless_stopped(round, &mut stop, &stopping).await else {
                 return;

@@ -36,11 +36,13 @@ pub fn run(a: ServeArgs) -> Result<()> {
     } else {
         None
     };
-    let r = rt.block_on(ledgerstore_cold::publish_with(
+    let r = rt.block_on(ledgerstore_cold::publish_as(
         Arc::clone(&store),
         &remote,
         &work,
         events,
+        Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        crate::cold::pack_form(&cfg),
     ));
     let evicted = match (&r, cfg.cold.keep_local_ranges) {
         (Ok(_), keep) if keep > 0 => {

@@ -37,6 +37,10 @@ pub struct ClosedRanges {
     pub pack_dicts: Arc<DictSet>,
 }
 
+/// A ledger's record and bodies as stored values (record, bodies in
+/// position order).
+pub type LedgerParts = (Vec<u8>, Vec<Vec<u8>>);
+
 /// One listed range.
 #[derive(Debug, Clone)]
 pub struct ClosedSegment {
@@ -131,6 +135,32 @@ impl Ledgerstore {
         Ok(self.ledgers.get(&seq.to_be_bytes())?)
     }
 
+    /// A committed ledger's record and bodies in the form a pack of
+    /// ledger frames holds them (pack version 3): the record as stored (a
+    /// format-3 dir's raw record, or a zstd frame, so the manifest's
+    /// `mark_record_sha256` names it either way), and every body raw (one
+    /// compressed alone is decompressed with its dictionary of `dicts`;
+    /// aliases as stored). The frame compresses them together.
+    pub fn frame_ledger_parts(
+        &self,
+        seq: u32,
+        dicts: &DictSet,
+    ) -> StoreResult<Option<LedgerParts>> {
+        let Some(record) = self.stored_ledger_value(seq)? else {
+            return Ok(None);
+        };
+        let n = StoredLedger::decode(&ledger_record_bytes(&record)?)?.lookup_count();
+        let n = u32::try_from(n)
+            .map_err(|_| StoreError::Corrupt(format!("ledger {seq}: too many transactions")))?;
+        let bodies = self.stored_bodies_as(seq, n, |v| {
+            if v.get(32..36) == Some(&RAW_BODY.to_be_bytes()[..]) {
+                return Ok(v);
+            }
+            Ok(TxBody::decompress(&v)?.to_raw_form(dicts)?.to_bytes())
+        })?;
+        Ok(Some((record, bodies)))
+    }
+
     /// The stored bodies of a committed ledger of `count` bodies
     /// (`tx_bodies` values, positions `0..count`), in position order, in
     /// the per-record form packs hold: a `blocks` dir's raw bodies are
@@ -142,6 +172,26 @@ impl Ledgerstore {
         seq: u32,
         count: u32,
         pack_dicts: &DictSet,
+    ) -> StoreResult<Vec<Vec<u8>>> {
+        self.stored_bodies_as(seq, count, |v| {
+            // Only a raw body is parsed and recompressed; every other one
+            // goes out as its stored bytes, uncopied.
+            if v.get(32..36) != Some(&RAW_BODY.to_be_bytes()[..]) {
+                return Ok(v);
+            }
+            Ok(TxBody::decompress(&v)?
+                .to_record_form(pack_dicts, self.level)?
+                .to_bytes())
+        })
+    }
+
+    /// The stored values of a committed ledger's `count` bodies, checked
+    /// to be positions `0..count`, each passed through `form`.
+    fn stored_bodies_as(
+        &self,
+        seq: u32,
+        count: u32,
+        form: impl Fn(Vec<u8>) -> StoreResult<Vec<u8>>,
     ) -> StoreResult<Vec<Vec<u8>>> {
         self.tier()?;
         let from = TxPos { seq, index: 0 }.to_bytes();
@@ -162,16 +212,7 @@ impl Ledgerstore {
                     i
                 )));
             }
-            // Only a raw body is parsed and recompressed; every other one
-            // goes out as its stored bytes, uncopied.
-            let raw = v.get(32..36) == Some(&RAW_BODY.to_be_bytes()[..]);
-            out.push(if raw {
-                TxBody::decompress(&v)?
-                    .to_record_form(pack_dicts, self.level)?
-                    .to_bytes()
-            } else {
-                v
-            });
+            out.push(form(v)?);
         }
         if out.len() != count as usize {
             return Err(StoreError::Corrupt(format!(

@@ -1,0 +1,203 @@
+//! A ledger frame (pack version 3): one ledger's stored record and bodies
+//! in one zstd frame, so that they compress together as the lake's
+//! per-ledger objects do.
+//!
+//! ```text
+//! the frame decompresses to (integers big-endian):
+//!   u32 parts: 1 + the ledger's bodies
+//!   u32 length of each part, in order: the record, then each body
+//!   the parts' bytes, back to back
+//! ```
+//!
+//! The parts are the store's values as they are (a record raw or a zstd
+//! frame, bodies raw or each a frame with its dictionary version), so a
+//! reader decodes them as it decodes the store's own. The ledger table
+//! entry's CRC-32 covers the frame's compressed bytes; [`LedgerFrame::open`]
+//! checks it, decompresses no more than the header's `max_raw`, and checks
+//! that the parts fill the frame exactly and that there are as many bodies
+//! as the ledger table says.
+
+use std::ops::Range;
+
+use crate::error::{PackError, PackResult};
+use crate::format::{Header, LedgerEntry};
+
+/// The zstd level of ledger frames unless configured (`[cold]
+/// pack_zstd_level`).
+pub const DEFAULT_FRAME_LEVEL: i32 = 3;
+
+/// The form a publisher writes packs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PackForm {
+    /// Version 2: a record or body a frame of its own (what builds before
+    /// version 3 read).
+    Entries,
+    /// Version 3: a ledger's record and bodies one zstd frame at `level`.
+    Frames {
+        /// The zstd level.
+        level: i32,
+    },
+}
+
+impl Default for PackForm {
+    fn default() -> Self {
+        Self::Frames {
+            level: DEFAULT_FRAME_LEVEL,
+        }
+    }
+}
+
+/// A ledger's frame, ready for [`crate::PackWriter::push_frame`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Framed {
+    /// The zstd frame.
+    pub frame: Vec<u8>,
+    /// Its bytes decompressed.
+    pub raw_len: u32,
+    /// Bodies in it.
+    pub bodies: u32,
+}
+
+/// Compresses a ledger's stored record and bodies (position order) into
+/// one frame at zstd `level`.
+pub fn frame_ledger<B: AsRef<[u8]>>(record: &[u8], bodies: &[B], level: i32) -> PackResult<Framed> {
+    let too_big = |what: &str| PackError::Format(format!("a ledger frame: {what} exceeds 4 GiB"));
+    let n = u32::try_from(bodies.len()).map_err(|_| too_big("the body count"))?;
+    let parts = n.checked_add(1).ok_or_else(|| too_big("the body count"))?;
+    let body_bytes: usize = bodies.iter().map(|b| b.as_ref().len()).sum();
+    let len = 4 + 4 * (parts as usize) + record.len() + body_bytes;
+    let raw_len = u32::try_from(len).map_err(|_| too_big("the ledger"))?;
+    let mut raw = Vec::with_capacity(len);
+    raw.extend_from_slice(&parts.to_be_bytes());
+    let part_len = |b: &[u8]| u32::try_from(b.len()).map_err(|_| too_big("a part"));
+    raw.extend_from_slice(&part_len(record)?.to_be_bytes());
+    for b in bodies {
+        raw.extend_from_slice(&part_len(b.as_ref())?.to_be_bytes());
+    }
+    raw.extend_from_slice(record);
+    for b in bodies {
+        raw.extend_from_slice(b.as_ref());
+    }
+    let frame = zstd::bulk::compress(&raw, level)
+        .map_err(|e| PackError::Format(format!("compressing a ledger frame: {e}")))?;
+    Ok(Framed {
+        frame,
+        raw_len,
+        bodies: n,
+    })
+}
+
+/// A ledger frame read back and checked.
+#[derive(Debug, Clone)]
+pub struct LedgerFrame {
+    raw: Vec<u8>,
+    parts: Vec<Range<usize>>,
+}
+
+impl LedgerFrame {
+    /// Opens the frame `bytes` of ledger entry `le` of a version-3 pack
+    /// with header `h`: its CRC-32, a decompression of at most
+    /// `h.max_raw` bytes, and parts that fill it, one record and
+    /// `le.bodies` bodies.
+    pub fn open(h: &Header, le: &LedgerEntry, bytes: &[u8]) -> PackResult<Self> {
+        if !h.frames() {
+            return Err(PackError::Format(format!(
+                "a ledger frame read from a version-{} pack",
+                h.version
+            )));
+        }
+        le.record.check(bytes)?;
+        let bad = |what: String| PackError::Format(format!("the ledger frame: {what}"));
+        // The size the frame declares (the writer always declares it),
+        // no larger than the pack's largest: all that is allocated.
+        let declared = match zstd::zstd_safe::get_frame_content_size(bytes) {
+            Ok(Some(n)) if n <= u64::from(h.max_raw) => n as usize,
+            Ok(Some(n)) => {
+                return Err(bad(format!(
+                    "declares {n} bytes, more than the pack's largest frame ({} bytes)",
+                    h.max_raw
+                )));
+            }
+            Ok(None) => return Err(bad("declares no size".into())),
+            Err(e) => return Err(bad(format!("is not a zstd frame: {e:?}"))),
+        };
+        let raw = zstd::bulk::decompress(bytes, declared)
+            .map_err(|e| bad(format!("does not decompress: {e}")))?;
+        if raw.len() != declared {
+            return Err(bad(format!(
+                "decompresses to {} bytes; it declares {declared}",
+                raw.len()
+            )));
+        }
+        let word = |i: usize| -> Option<usize> {
+            let b = raw.get(i * 4..i * 4 + 4)?;
+            Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        };
+        let parts = word(0).ok_or_else(|| bad(format!("{} bytes, no part count", raw.len())))?;
+        if parts as u64 != u64::from(le.bodies) + 1 {
+            return Err(bad(format!(
+                "{parts} parts, expected the record and {} bodies",
+                le.bodies
+            )));
+        }
+        // Checked before anything is allocated for them: every part has
+        // its length word.
+        let mut at = 4 + 4 * parts;
+        if at > raw.len() {
+            return Err(bad(format!(
+                "{} bytes, too few for the lengths of its {parts} parts",
+                raw.len()
+            )));
+        }
+        let mut ranges = Vec::with_capacity(parts);
+        for i in 0..parts {
+            let len = word(1 + i).ok_or_else(|| bad(format!("part {i}'s length is missing")))?;
+            let end = at
+                .checked_add(len)
+                .filter(|e| *e <= raw.len())
+                .ok_or_else(|| {
+                    bad(format!(
+                        "part {i} ({len} bytes at {at}) lies past its end ({} bytes)",
+                        raw.len()
+                    ))
+                })?;
+            ranges.push(at..end);
+            at = end;
+        }
+        if at != raw.len() {
+            return Err(bad(format!(
+                "its parts end at {at} of its {} bytes",
+                raw.len()
+            )));
+        }
+        Ok(Self { raw, parts: ranges })
+    }
+
+    /// The ledger's stored record.
+    pub fn record(&self) -> &[u8] {
+        &self.raw[self.parts[0].clone()]
+    }
+
+    /// Body `index` of the ledger (position order).
+    pub fn body(&self, index: u32) -> PackResult<&[u8]> {
+        self.parts
+            .get(1 + index as usize)
+            .map(|r| &self.raw[r.clone()])
+            .ok_or_else(|| {
+                PackError::Format(format!(
+                    "body {index} asked of a ledger frame of {} bodies",
+                    self.parts.len() - 1
+                ))
+            })
+    }
+
+    /// The ledger's bodies (position order).
+    pub fn bodies(&self) -> impl Iterator<Item = &[u8]> {
+        self.parts[1..].iter().map(|r| &self.raw[r.clone()])
+    }
+
+    /// Bytes decompressed.
+    pub fn raw_len(&self) -> usize {
+        self.raw.len()
+    }
+}

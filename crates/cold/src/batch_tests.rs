@@ -164,7 +164,16 @@ fn text<T: std::fmt::Debug>(r: &Result<T, StoreError>) -> String {
 
 #[test]
 fn a_cold_batch_of_500_reads_its_bodies_in_a_few_round_trips_not_one_per_hash() {
-    let w = World::new();
+    cold_batch_of_500(PackForm::Entries);
+}
+
+#[test]
+fn a_cold_batch_of_500_from_ledger_frames_reads_them_in_a_few_round_trips() {
+    cold_batch_of_500(PackForm::Frames { level: 3 });
+}
+
+fn cold_batch_of_500(form: PackForm) {
+    let w = World::publishing(form);
     let hashes = w.spread(500);
     let want: Vec<_> = hashes
         .iter()
@@ -222,7 +231,7 @@ fn a_batch_answers_exactly_what_one_lookup_per_hash_answers() {
 
 #[test]
 fn a_batch_from_ledger_frames_answers_exactly_what_one_lookup_per_hash_answers() {
-    batch_answers_as_lookups(PackForm::default());
+    batch_answers_as_lookups(PackForm::Frames { level: 3 });
 }
 
 fn batch_answers_as_lookups(form: PackForm) {

@@ -4,8 +4,9 @@
 //! history published at another level and with whole records
 //! (re-ingesting is how history moves to a new form), and a format-2 dir
 //! goes on after it; another history is still refused, and a damaged
-//! pack record is damage. Packs hold zstd frames; replicas read what
-//! each wrote.
+//! pack record is damage. Version-2 packs hold zstd frames of records,
+//! version-3 packs the record as stored inside the ledger's frame; a
+//! store may mix them, and replicas read what each wrote.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -19,7 +20,9 @@ use ledgerstore_store::{IndexedOptions, Ledgerstore, StoreOptions};
 use ledgerstore_synth::{Synth, SynthConfig};
 
 use crate::tests::{remote, replica};
-use crate::{ColdError, Remote, publish};
+use crate::{ColdError, PackForm, Remote, publish_as};
+
+const FRAMES: PackForm = PackForm::Frames { level: 3 };
 
 /// A new dir (or an existing one) whose ledger records are `ledgers`
 /// (blocks: format 3; records: format 2), compressed at `level`.
@@ -46,12 +49,16 @@ fn round(
     store: &Arc<Ledgerstore>,
     r: &Remote,
     work: &Path,
+    form: PackForm,
 ) -> Result<(), ColdError> {
-    rt.block_on(publish(Arc::clone(store), r, work)).map(|_| ())
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    rt.block_on(publish_as(Arc::clone(store), r, work, None, stop, form))
+        .map(|_| ())
 }
 
-/// Ledger `seq`'s record bytes as the newest manifest's pack holds them,
-/// read from the bucket's files.
+/// Ledger `seq`'s record bytes as the newest manifest's pack holds them
+/// (in version 3, inside its ledger's frame), read from the bucket's
+/// files.
 fn pack_record(bucket: &Path, rt: &tokio::runtime::Runtime, r: &Remote, seq: u32) -> Vec<u8> {
     let m = rt
         .block_on(r.newest_manifest())
@@ -65,7 +72,12 @@ fn pack_record(bucket: &Path, rt: &tokio::runtime::Runtime, r: &Remote, seq: u32
     let le = h
         .ledger_entry(at(h.ledger_page(page).expect("range")), seq)
         .expect("entry");
-    at(h.data_range(&le.record).expect("record")).to_vec()
+    let bytes = at(h.data_range(&le.record).expect("record"));
+    if h.frames() {
+        let f = ledgerstore_pack::LedgerFrame::open(&h, &le, bytes).expect("frame");
+        return f.record().to_vec();
+    }
+    bytes.to_vec()
 }
 
 /// The published mark and its record hash.
@@ -93,6 +105,19 @@ fn ingest_cut(store: &Ledgerstore, s: &Synth, first: u32, last: u32, whole: bool
 
 #[test]
 fn a_location_goes_on_across_forms_and_levels_of_one_history() {
+    location_goes_on([PackForm::Entries; 5]);
+}
+
+/// The same in a store whose packs mix versions 2 and 3 (the mark's
+/// record read from either).
+#[test]
+fn a_location_goes_on_across_pack_versions() {
+    location_goes_on([PackForm::Entries, FRAMES, FRAMES, PackForm::Entries, FRAMES]);
+}
+
+/// `forms`: what the rounds of the old dir, the new one, the new one at
+/// another level, the format-2 one after it and another history publish.
+fn location_goes_on(forms: [PackForm; 5]) {
     let tmp = tempfile::tempdir().expect("tmp");
     let bucket = tmp.path().join("bucket");
     std::fs::create_dir_all(&bucket).expect("bucket");
@@ -104,7 +129,7 @@ fn a_location_goes_on_across_forms_and_levels_of_one_history() {
     // first: its hash is of the stored frame of a whole record.
     let old = open(&tmp.path().join("old"), BodyForm::Records, 19);
     ingest_cut(&old, &s, 1, 25, true);
-    round(&rt, &old, &r, &tmp.path().join("w-old")).expect("format 2 publishes");
+    round(&rt, &old, &r, &tmp.path().join("w-old"), forms[0]).expect("format 2 publishes");
     let (at, sha) = mark(&rt, &r);
     let frame = old.stored_ledger_value(at).expect("read").expect("stored");
     assert!(is_zstd_frame(&frame));
@@ -125,21 +150,23 @@ fn a_location_goes_on_across_forms_and_levels_of_one_history() {
         sha,
         ledgerstore_pack::sha256(&zstd_compress(&raw, 3).expect("zstd"))
     );
-    round(&rt, &new, &r, &tmp.path().join("w-new")).expect("format 3 goes on");
+    round(&rt, &new, &r, &tmp.path().join("w-new"), forms[1]).expect("format 3 goes on");
     let (at, sha) = mark(&rt, &r);
     assert_eq!(at, 29);
     let raw = new.stored_ledger_value(at).expect("read").expect("stored");
     assert_eq!(sha, ledgerstore_pack::sha256(&raw), "the raw record's hash");
-    assert!(
-        is_zstd_frame(&pack_record(&bucket, &rt, &r, at)),
-        "packs hold frames"
-    );
+    let packed = pack_record(&bucket, &rt, &r, at);
+    if forms[1] == PackForm::Entries {
+        assert!(is_zstd_frame(&packed), "version-2 packs hold frames");
+    } else {
+        assert_eq!(packed, raw, "version 3 holds the record as stored");
+    }
     drop(new);
 
     // Reopened at another level: its packs' frames change, its hash not.
     let new = open(&dir, BodyForm::Blocks, 9);
     ingest_cut(&new, &s, 36, 45, false);
-    round(&rt, &new, &r, &tmp.path().join("w-new")).expect("a new level goes on");
+    round(&rt, &new, &r, &tmp.path().join("w-new"), forms[2]).expect("a new level goes on");
     assert_eq!(mark(&rt, &r).0, 39);
     let rep = replica(&rt, &r, &tmp.path().join("cache"), 1 << 30);
     for seq in [1, 19, 29, 39] {
@@ -154,14 +181,14 @@ fn a_location_goes_on_across_forms_and_levels_of_one_history() {
     // A format-2 dir of the same history goes on after format-3 rounds.
     let back = open(&tmp.path().join("back"), BodyForm::Records, 3);
     ingest_cut(&back, &s, 1, 55, false);
-    round(&rt, &back, &r, &tmp.path().join("w-back")).expect("format 2 goes on");
+    round(&rt, &back, &r, &tmp.path().join("w-back"), forms[3]).expect("format 2 goes on");
     assert_eq!(mark(&rt, &r).0, 49);
     drop(back);
 
     // Another history at the same location is still refused by name.
     let other = open(&tmp.path().join("other"), BodyForm::Blocks, 3);
     ingest_cut(&other, &Synth::new(SynthConfig::small(43, 6)), 1, 55, false);
-    let e = round(&rt, &other, &r, &tmp.path().join("w-other")).expect_err("diverged");
+    let e = round(&rt, &other, &r, &tmp.path().join("w-other"), forms[4]).expect_err("diverged");
     assert!(
         matches!(e, ColdError::Diverged(_))
             && e.to_string().contains("another writer's history")
@@ -179,6 +206,15 @@ fn frame_version(frame: &[u8]) -> u8 {
 /// fails naming the pack, as damage, not as another history.
 #[test]
 fn a_damaged_mark_record_is_damage_not_another_history() {
+    damaged_mark_record(PackForm::Entries);
+}
+
+#[test]
+fn a_damaged_mark_ledger_frame_is_damage_not_another_history() {
+    damaged_mark_record(FRAMES);
+}
+
+fn damaged_mark_record(form: PackForm) {
     let tmp = tempfile::tempdir().expect("tmp");
     let bucket = tmp.path().join("bucket");
     std::fs::create_dir_all(&bucket).expect("bucket");
@@ -187,7 +223,7 @@ fn a_damaged_mark_record_is_damage_not_another_history() {
     let s = Synth::new(SynthConfig::small(47, 6));
     let old = open(&tmp.path().join("old"), BodyForm::Records, 19);
     ingest_cut(&old, &s, 1, 25, false);
-    round(&rt, &old, &r, &tmp.path().join("w-old")).expect("publish");
+    round(&rt, &old, &r, &tmp.path().join("w-old"), form).expect("publish");
     drop(old);
     let m = rt
         .block_on(r.newest_manifest())
@@ -207,7 +243,7 @@ fn a_damaged_mark_record_is_damage_not_another_history() {
     std::fs::write(&path, &pack).expect("write");
     let new = open(&tmp.path().join("new"), BodyForm::Blocks, 3);
     ingest_cut(&new, &s, 1, 25, false);
-    let e = round(&rt, &new, &r, &tmp.path().join("w-new")).expect_err("damaged");
+    let e = round(&rt, &new, &r, &tmp.path().join("w-new"), form).expect_err("damaged");
     assert!(
         matches!(&e, ColdError::Damaged { object, .. } if *object == p.object.key)
             && e.to_string()

@@ -5,7 +5,8 @@
 //! - Positions come from the mapped segments (CPU only), newest segment
 //!   first, as for a single lookup.
 //! - The candidates' bodies are read in phases (pack headers, ledger table
-//!   pages, body table pages, bodies), each piece once however many
+//!   pages, body table pages, bodies; in packs of ledger frames, version
+//!   3, the frames instead of the last two), each piece once however many
 //!   candidates need it, each phase's GETs in flight together
 //!   ([`FETCHES_IN_FLIGHT`]) and nearby ranges of one object merged into
 //!   one GET ([`MERGE_GAP`], [`MERGE_MAX`]). A merged GET that fails is
@@ -493,7 +494,8 @@ impl Replica {
             let (h, le) = (r.h.expect("a header"), r.le.expect("an entry"));
             let name = frame_name(key, seq);
             if let Some(f) = self.frames.get(&name) {
-                out.insert(r.pos, body_of(r.p, &f, r.pos).map(Some));
+                let body = body_of(r.p, &f, r.pos).map_err(|e| e.for_ledgers(r.p.first, r.p.last));
+                out.insert(r.pos, body.map(Some));
                 continue;
             }
             match h.data_range(&le.record) {

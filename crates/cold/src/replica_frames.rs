@@ -8,55 +8,68 @@
 //! lookups of one busy ledger, decompress its frame once. The disk cache
 //! holds the compressed frames, as it holds any other piece.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use ledgerstore_db_api::{
-    Decompress, DictSet, LedgerRecord, StoredLedger, TxBody, TxPos, TxRecord,
+    Decompress, DictSet, LedgerRecord, StoredLedger, TxBody, TxPos, TxRecord, ledger_record_bytes,
 };
 use ledgerstore_pack::{Header, LedgerEntry, LedgerFrame, PackRef};
 
 use super::Replica;
 use crate::error::{ColdError, ColdResult};
 
-/// Bytes of decompressed frames a replica keeps in memory.
+/// Bytes of opened frames a replica keeps in memory (what each holds
+/// decompressed, its part table and its name).
 pub const FRAME_MEMORY: usize = 32 << 20;
 
-/// Opened ledger frames by piece name, most recently used first, up to
-/// [`FRAME_MEMORY`] bytes (a frame larger than that is not kept).
-#[derive(Default)]
+/// What keeping a frame costs beyond its bytes: its name, the part table
+/// (16 bytes a part) and the entry itself.
+fn frame_cost(name: &str, f: &LedgerFrame) -> usize {
+    const ENTRY: usize = 128;
+    f.raw_len() + 16 * (f.bodies().count() + 1) + name.len() + ENTRY
+}
+
+/// Opened frames by piece name, each with its [`frame_cost`].
+type Held = lru::LruCache<String, (Arc<LedgerFrame>, usize)>;
+
+/// Opened ledger frames by piece name, least recently used evicted
+/// first, up to [`FRAME_MEMORY`] bytes ([`frame_cost`], summed beside
+/// them; a frame larger than that is not kept).
 pub(super) struct Frames {
-    held: Mutex<VecDeque<(String, Arc<LedgerFrame>)>>,
+    held: Mutex<(Held, usize)>,
+}
+
+impl Default for Frames {
+    fn default() -> Self {
+        Self {
+            held: Mutex::new((lru::LruCache::unbounded(), 0)),
+        }
+    }
 }
 
 impl Frames {
     pub(super) fn get(&self, name: &str) -> Option<Arc<LedgerFrame>> {
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        let i = held.iter().position(|(n, _)| n == name)?;
-        let hit = held.remove(i)?;
-        let f = Arc::clone(&hit.1);
-        held.push_front(hit);
-        Some(f)
+        held.0.get(name).map(|(f, _)| Arc::clone(f))
     }
 
     fn put(&self, name: String, f: Arc<LedgerFrame>) {
-        if f.raw_len() > FRAME_MEMORY {
+        let cost = frame_cost(&name, &f);
+        if cost > FRAME_MEMORY {
             return;
         }
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        if held.iter().any(|(n, _)| *n == name) {
-            return;
+        let (lru, bytes) = &mut *held;
+        if let Some((_, old)) = lru.put(name, (f, cost)) {
+            *bytes -= old;
         }
-        held.push_front((name, f));
-        let mut total = 0;
-        let keep = held
-            .iter()
-            .take_while(|(_, f)| {
-                total += f.raw_len();
-                total <= FRAME_MEMORY
-            })
-            .count();
-        held.truncate(keep);
+        *bytes += cost;
+        while *bytes > FRAME_MEMORY {
+            match lru.pop_lru() {
+                Some((_, (_, c))) => *bytes -= c,
+                None => break,
+            }
+        }
     }
 }
 
@@ -104,9 +117,22 @@ impl Replica {
         }
         let key = &p.object.key;
         let f = self.checked(&name, || {
-            LedgerFrame::open(h, le, bytes)
-                .map(Arc::new)
-                .map_err(|e| ColdError::damaged(key, format!("ledger {seq}: {e}")))
+            let damaged = |e: String| ColdError::damaged(key, format!("ledger {seq}: {e}"));
+            let f = LedgerFrame::open(h, le, bytes).map_err(|e| damaged(e.to_string()))?;
+            // The frame must be this ledger's (a body's own record names
+            // its ledger too, but a lookup confirms only its hash): the
+            // record's sequence, after its version byte, in every record
+            // version.
+            let record = ledger_record_bytes(f.record()).map_err(|e| damaged(e.to_string()))?;
+            let at = record
+                .get(1..5)
+                .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+            if at != Some(seq) {
+                return Err(damaged(format!(
+                    "the table's entry holds the frame of ledger {at:?}"
+                )));
+            }
+            Ok(Arc::new(f))
         })?;
         self.frames.put(name, Arc::clone(&f));
         Ok(f)
@@ -173,4 +199,69 @@ pub(super) fn body_of(p: &PackRef, f: &LedgerFrame, pos: TxPos) -> ColdResult<Tx
     };
     let b = f.body(pos.index).map_err(|e| damaged(e.to_string()))?;
     TxBody::decompress(b).map_err(|e| damaged(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ledgerstore_pack::format::HEADER;
+    use ledgerstore_pack::{Entry, frame_ledger};
+
+    /// An opened frame of `bytes` raw bytes of record.
+    fn frame(bytes: usize) -> Arc<LedgerFrame> {
+        let framed = frame_ledger(&vec![7u8; bytes], &[vec![1u8; 10]], 1).expect("frame");
+        let h = Header {
+            version: 3,
+            first: 1,
+            last: 1,
+            max_entry: framed.frame.len() as u32,
+            bodies: 1,
+            ledger_table: HEADER + framed.frame.len() as u64,
+            body_table: 0,
+            size: 0,
+            max_raw: framed.raw_len,
+        };
+        let le = LedgerEntry {
+            record: Entry {
+                offset: HEADER,
+                len: framed.frame.len() as u32,
+                crc: crc32fast::hash(&framed.frame),
+            },
+            first_body: 0,
+            bodies: 1,
+        };
+        Arc::new(LedgerFrame::open(&h, &le, &framed.frame).expect("open"))
+    }
+
+    #[test]
+    fn frames_in_memory_stay_within_their_bytes_least_recently_used_out_first() {
+        let held = Frames::default();
+        let f = frame(FRAME_MEMORY / 4);
+        for name in ["a", "b", "c"] {
+            held.put(name.into(), Arc::clone(&f));
+        }
+        assert!(held.get("a").is_some(), "three quarters fit");
+        // A fourth quarter (and its overhead) evicts the least recently
+        // used: "b", since "a" was just read.
+        held.put("d".into(), Arc::clone(&f));
+        assert!(held.get("b").is_none());
+        assert!(held.get("a").is_some() && held.get("c").is_some() && held.get("d").is_some());
+        let total = held.held.lock().expect("lock").1;
+        assert!(total <= FRAME_MEMORY, "{total}");
+        assert_eq!(total, 3 * frame_cost("a", &f));
+        // The same name again replaces, not adds.
+        held.put("d".into(), Arc::clone(&f));
+        assert_eq!(held.held.lock().expect("lock").1, total);
+        // A frame past the bound is not kept, and evicts nothing.
+        held.put("huge".into(), frame(FRAME_MEMORY));
+        assert!(held.get("huge").is_none() && held.get("a").is_some());
+        // Many small frames: the count follows the bytes they cost.
+        let small = frame(10);
+        let cost = frame_cost("x-000000", &small);
+        for i in 0..(2 * FRAME_MEMORY / cost) {
+            held.put(format!("x-{i:06}"), Arc::clone(&small));
+        }
+        let (lru, bytes) = &*held.held.lock().expect("lock");
+        assert!(*bytes <= FRAME_MEMORY && lru.len() <= FRAME_MEMORY / cost);
+    }
 }

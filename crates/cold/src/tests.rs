@@ -348,7 +348,7 @@ fn a_damaged_or_missing_object_fails_only_the_lookups_that_need_it_naming_it() {
 
 #[test]
 fn a_damaged_ledger_frame_fails_only_the_lookups_of_its_ledger() {
-    damage_fails_only_what_needs_it(crate::PackForm::default());
+    damage_fails_only_what_needs_it(crate::PackForm::Frames { level: 3 });
 }
 
 fn damage_fails_only_what_needs_it(form: crate::PackForm) {

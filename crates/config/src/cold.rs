@@ -35,12 +35,13 @@ pub struct ColdConfig {
     /// offline `ledgerstore publish`. Each thread holds up to 2 ledgers
     /// at once (~0.2 MB a pubnet ledger).
     pub publish_threads: u32,
-    /// The pack format new packs are written in: 3, each ledger's record
-    /// and bodies one zstd frame (about half the bytes of 2 on pubnet;
-    /// read by this build and later), or 2, each record and body a frame
-    /// of its own (read by every build). Packs already published stay as
-    /// they are. Replicas (and any build a writer may roll back to) must
-    /// read the version written.
+    /// The pack format new packs are written in: 2, each record and body
+    /// a frame of its own (read by every build), or 3, each ledger's
+    /// record and bodies one zstd frame (0.77× the bytes of 2 on 2026
+    /// pubnet ledgers; read by this build and later). Packs already
+    /// published stay as they are. Turn 3 on once every replica (and any
+    /// build the writer may roll back to) reads it: older builds answer
+    /// DATA_LOSS for a version-3 pack.
     pub pack_version: u32,
     /// The zstd level of version-3 ledger frames (1 to 22): publish CPU
     /// against bytes in the bucket.
@@ -55,7 +56,7 @@ impl Default for ColdConfig {
             keep_local_ranges: 0,
             publish_events: false,
             publish_threads: 0,
-            pack_version: 3,
+            pack_version: 2,
             pack_zstd_level: 3,
         }
     }

@@ -83,6 +83,19 @@ fn seeds_are_accepted_inputs() {
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(h.size, bytes.len() as u64 - 1, "{name}");
             versions.push(h.version);
+            // A version-3 seed's every frame opens, so the target's checks
+            // of an opened frame run on its mutations.
+            let pack = &bytes[1..];
+            for seq in (h.first..=h.last).filter(|_| h.frames()) {
+                let at = |r: std::ops::Range<u64>| &pack[r.start as usize..r.end as usize];
+                let (page, _) = h.ledger_page_of(seq).expect("page");
+                let le = h
+                    .ledger_entry(at(h.ledger_page(page).expect("range")), seq)
+                    .unwrap_or_else(|e| panic!("{name} ledger {seq}: {e}"));
+                let frame = at(h.data_range(&le.record).expect("frame"));
+                ledgerstore_pack::LedgerFrame::open(&h, &le, frame)
+                    .unwrap_or_else(|e| panic!("{name} ledger {seq}: {e}"));
+            }
         } else {
             ledgerstore_pack::Manifest::parse("manifest/00000000000000000003.json", &bytes[1..])
                 .unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -135,8 +135,9 @@ pub struct ColdFlags {
     /// ledgers (0: half the cores in the daemon, all for `publish`).
     #[arg(long = "cold.publish-threads", value_name = "N")]
     pub cold_publish_threads: Option<i64>,
-    /// [cold] pack_version: the format of new packs, 3 (a zstd frame a
-    /// ledger) or 2 (a frame a record or body, read by every build).
+    /// [cold] pack_version: the format of new packs, 2 (a frame a record
+    /// or body, read by every build) or 3 (a zstd frame a ledger, read by
+    /// this build and later).
     #[arg(long = "cold.pack-version", value_name = "2|3")]
     pub cold_pack_version: Option<i64>,
     /// [cold] pack_zstd_level: the zstd level of version-3 ledger frames.

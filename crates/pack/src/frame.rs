@@ -26,6 +26,12 @@ use crate::format::{Header, LedgerEntry};
 /// pack_zstd_level`).
 pub const DEFAULT_FRAME_LEVEL: i32 = 3;
 
+/// The most a ledger frame may decompress to, whatever its pack's header
+/// says: the store's own bound on any decompression (1 GiB, db-api's
+/// `MAX_DECOMPRESSED_BYTES`), so a damaged or hostile pack cannot make a
+/// reader allocate more.
+pub const MAX_FRAME_RAW: u64 = 1 << 30;
+
 /// The form a publisher writes packs in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PackForm {
@@ -39,11 +45,12 @@ pub enum PackForm {
     },
 }
 
+/// Version 2, which every build reads (`[cold] pack_version`'s default,
+/// as `publish_events`: a writer turns version 3 on once its replicas
+/// read it).
 impl Default for PackForm {
     fn default() -> Self {
-        Self::Frames {
-            level: DEFAULT_FRAME_LEVEL,
-        }
+        Self::Entries
     }
 }
 
@@ -59,14 +66,21 @@ pub struct Framed {
 }
 
 /// Compresses a ledger's stored record and bodies (position order) into
-/// one frame at zstd `level`.
+/// one frame at zstd `level`; a ledger past [`MAX_FRAME_RAW`] is refused.
 pub fn frame_ledger<B: AsRef<[u8]>>(record: &[u8], bodies: &[B], level: i32) -> PackResult<Framed> {
     let too_big = |what: &str| PackError::Format(format!("a ledger frame: {what} exceeds 4 GiB"));
     let n = u32::try_from(bodies.len()).map_err(|_| too_big("the body count"))?;
     let parts = n.checked_add(1).ok_or_else(|| too_big("the body count"))?;
     let body_bytes: usize = bodies.iter().map(|b| b.as_ref().len()).sum();
     let len = 4 + 4 * (parts as usize) + record.len() + body_bytes;
-    let raw_len = u32::try_from(len).map_err(|_| too_big("the ledger"))?;
+    let raw_len = u32::try_from(len)
+        .ok()
+        .filter(|n| u64::from(*n) <= MAX_FRAME_RAW)
+        .ok_or_else(|| {
+            PackError::Format(format!(
+                "a ledger frame of {len} bytes exceeds the {MAX_FRAME_RAW} a reader allows"
+            ))
+        })?;
     let mut raw = Vec::with_capacity(len);
     raw.extend_from_slice(&parts.to_be_bytes());
     let part_len = |b: &[u8]| u32::try_from(b.len()).map_err(|_| too_big("a part"));
@@ -111,10 +125,11 @@ impl LedgerFrame {
         // The size the frame declares (the writer always declares it),
         // no larger than the pack's largest: all that is allocated.
         let declared = match zstd::zstd_safe::get_frame_content_size(bytes) {
-            Ok(Some(n)) if n <= u64::from(h.max_raw) => n as usize,
+            Ok(Some(n)) if n <= u64::from(h.max_raw) && n <= MAX_FRAME_RAW => n as usize,
             Ok(Some(n)) => {
                 return Err(bad(format!(
-                    "declares {n} bytes, more than the pack's largest frame ({} bytes)",
+                    "declares {n} bytes, more than the pack's largest frame ({} bytes) or \
+                     {MAX_FRAME_RAW}",
                     h.max_raw
                 )));
             }

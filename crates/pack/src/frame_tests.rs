@@ -163,6 +163,30 @@ fn damage_to_a_frame_is_found_by_its_crc_its_declared_size_and_its_parts() {
         e.contains("more than the pack's largest frame (10 bytes)"),
         "{e}"
     );
+    // Nor past the bound every reader keeps, whatever the header says: a
+    // frame header (single segment, an 8-byte content size) declaring one
+    // byte more is refused from its declaration alone.
+    let mut huge = vec![0x28, 0xb5, 0x2f, 0xfd, 0xe0];
+    huge.extend_from_slice(&(MAX_FRAME_RAW + 1).to_le_bytes());
+    let le_huge = LedgerEntry {
+        record: Entry {
+            offset: le.record.offset,
+            len: huge.len() as u32,
+            crc: crc32fast::hash(&huge),
+        },
+        ..le
+    };
+    let big = Header {
+        max_raw: u32::MAX,
+        ..h
+    };
+    let e = LedgerFrame::open(&big, &le_huge, &huge)
+        .expect_err("past the bound")
+        .to_string();
+    assert!(
+        e.contains(&format!("declares {}", MAX_FRAME_RAW + 1)),
+        "{e}"
+    );
 
     // Parts that do not add up, in a frame whose CRC is good: its body
     // count against the table's, a length past the end, bytes left over.

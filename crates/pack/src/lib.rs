@@ -14,5 +14,5 @@ mod tests;
 
 pub use error::{PackError, PackResult};
 pub use format::{Entry, Header, LedgerEntry, PackInfo, PackWriter, sha256, sha256_file};
-pub use frame::{DEFAULT_FRAME_LEVEL, Framed, LedgerFrame, PackForm, frame_ledger};
+pub use frame::{DEFAULT_FRAME_LEVEL, Framed, LedgerFrame, MAX_FRAME_RAW, PackForm, frame_ledger};
 pub use manifest::{DictRef, EventsGeometry, EventsRef, Manifest, Object, PackRef, SegmentRef};

@@ -13,7 +13,8 @@
 #            BR_COLD_SECONDS: first sight of almost every hash (the cache
 #            hit ratio says how many): the segment is fetched whole on the
 #            first probe, then each lookup fetches its body table page and
-#            its body by ranged GET
+#            its body by ranged GET (pack version 2, the default; in
+#            version 3 its ledger table page and its ledger's frame)
 #   warm     the same replica, the BR_WARM_SAMPLE ledgers' hashes, primed
 #            by an unmeasured pass of BR_COLD_SECONDS first (all cached)
 #   1 vs 2   aggregate lookups/s of one warm replica, then of two warm

@@ -11,7 +11,7 @@
 use std::sync::{Arc, Mutex};
 
 use ledgerstore_db_api::{
-    Decompress, DictSet, LedgerRecord, StoredLedger, TxBody, TxPos, TxRecord, ledger_record_bytes,
+    Decompress, DictSet, LedgerRecord, StoredLedger, TxBody, TxPos, TxRecord, ledger_record_seq,
 };
 use ledgerstore_pack::{Header, LedgerEntry, LedgerFrame, PackRef};
 
@@ -120,16 +120,12 @@ impl Replica {
             let damaged = |e: String| ColdError::damaged(key, format!("ledger {seq}: {e}"));
             let f = LedgerFrame::open(h, le, bytes).map_err(|e| damaged(e.to_string()))?;
             // The frame must be this ledger's (a body's own record names
-            // its ledger too, but a lookup confirms only its hash): the
-            // record's sequence, after its version byte, in every record
-            // version.
-            let record = ledger_record_bytes(f.record()).map_err(|e| damaged(e.to_string()))?;
-            let at = record
-                .get(1..5)
-                .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
-            if at != Some(seq) {
+            // its ledger too, but a lookup confirms only its hash): its
+            // record's sequence, without decompressing the record.
+            let at = ledger_record_seq(f.record()).map_err(|e| damaged(e.to_string()))?;
+            if at != seq {
                 return Err(damaged(format!(
-                    "the table's entry holds the frame of ledger {at:?}"
+                    "the table's entry holds the frame of ledger {at}"
                 )));
             }
             Ok(Arc::new(f))

@@ -262,6 +262,91 @@ fn a_record_stored_under_another_ledgers_entry_is_data_loss() {
     );
 }
 
+/// The pack of 10..=19 rewritten in version 3 (ledger frames) with `edit`
+/// applied to each ledger's parts, put in the manifest in place of the
+/// version-2 one (a store may mix versions); its key.
+fn frames_pack(w: &World, edit: impl Fn(u32, &mut ledgerstore_store::LedgerParts)) -> String {
+    let path = w.tmp.path().join("frames.pack");
+    let mut pw = ledgerstore_pack::PackWriter::create_frames(&path, 10, 19).expect("create");
+    let dicts = w.store.closed_ranges().expect("closed").pack_dicts;
+    for seq in 10..=19 {
+        let mut parts = w
+            .store
+            .frame_ledger_parts(seq, &dicts)
+            .expect("read")
+            .expect("stored");
+        edit(seq, &mut parts);
+        let framed = ledgerstore_pack::frame_ledger(&parts.0, &parts.1, 3).expect("frame");
+        pw.push_frame(seq, &framed).expect("push");
+    }
+    pw.finish().expect("finish");
+    w.replace_pack(12, &std::fs::read(&path).expect("pack"))
+}
+
+/// A frame whose CRCs all hold, stored under another ledger's entry, is
+/// DATA_LOSS for the ledger and for its transactions (whose positions
+/// there hold another ledger's bodies), never a miss; a batch says so
+/// as a lookup does.
+#[test]
+fn a_frame_stored_under_another_ledgers_entry_is_data_loss_for_its_transactions_too() {
+    let w = World::new(22, 42);
+    let dicts = w.store.closed_ranges().expect("closed").pack_dicts;
+    let thirteen = w
+        .store
+        .frame_ledger_parts(13, &dicts)
+        .expect("read")
+        .expect("stored");
+    let key = frames_pack(&w, |seq, parts| {
+        if seq == 12 {
+            *parts = thirteen.clone();
+        }
+    });
+    let (object, detail) = damaged(Reader::get_ledger(&*w.replica("c", 1 << 30), 12));
+    assert_eq!(object, key);
+    assert!(
+        detail.contains("ledger 12: the table's entry holds the frame of ledger 13"),
+        "{detail}"
+    );
+    let tx = TxHash::from_slice(&w.s.ledger(12).txs[3].hash).expect("hash");
+    let one = Reader::get_tx(&*w.replica("d", 1 << 30), &tx).map(|_| ());
+    let batch = Reader::batch_get_txs(&*w.replica("e", 1 << 30), &[tx]).map(|_| ());
+    assert_eq!(format!("{batch:?}"), format!("{one:?}"));
+    let (object, detail) = damaged(one);
+    assert_eq!(object, key);
+    assert!(detail.contains("the frame of ledger 13"), "{detail}");
+    assert_eq!(
+        Reader::get_ledger(&*w.replica("f", 1 << 30), 14).expect("others serve"),
+        w.store.get_ledger(14).expect("store")
+    );
+}
+
+/// A body that does not parse, in a frame that opens and stays in
+/// memory: a batch that finds the frame there fails as a lookup does,
+/// naming the pack's ledgers.
+#[test]
+fn a_bad_body_in_a_frame_held_in_memory_fails_a_batch_as_a_lookup() {
+    let w = World::new(24, 42);
+    frames_pack(&w, |seq, parts| {
+        if seq == 12 {
+            parts.1[2].truncate(10);
+        }
+    });
+    let tx = |i: usize| TxHash::from_slice(&w.s.ledger(12).txs[i].hash).expect("hash");
+    let warm = w.replica("c", 1 << 30);
+    let good = Reader::get_tx(&*warm, &tx(0))
+        .expect("a good body")
+        .expect("found");
+    assert_eq!(Some(good), w.store.get_tx(&tx(0)).expect("store"));
+    let batch = Reader::batch_get_txs(&*warm, &[tx(2)]).map(|_| ());
+    let one = Reader::get_tx(&*w.replica("d", 1 << 30), &tx(2)).map(|_| ());
+    assert_eq!(format!("{batch:?}"), format!("{one:?}"));
+    let (_, detail) = damaged(one);
+    assert!(
+        detail.contains("ledgers 10..=19") && detail.contains("ledger 12 body 2"),
+        "{detail}"
+    );
+}
+
 /// A version-2 pack rewritten in the version-1 layout (no page CRCs), as
 /// the writers before version 2 published it.
 fn to_version_1(v2: &[u8]) -> Vec<u8> {

@@ -38,7 +38,7 @@ pub use input::{Cut, LedgerInput, Part, TxInput};
 pub use layout::Layout;
 pub use records::{
     Alias, LedgerBytes, LedgerContent, LedgerRecord, LedgerRecordRef, StoredLedger, TxRecord,
-    TxRecordRef, is_zstd_frame, ledger_record_bytes,
+    TxRecordRef, is_zstd_frame, ledger_record_bytes, ledger_record_seq,
 };
 pub use skeleton::{SkelCut, Skeleton, check_cuts, sha256, split};
 pub use table::{Ledgers, Table, TableId, TxBodies, TxData, TxHash, TxHotIndex, TxIndex, TxPos};

@@ -472,6 +472,31 @@ pub fn ledger_record_bytes(stored: &[u8]) -> DbResult<Cow<'_, [u8]>> {
     }
 }
 
+/// The ledger sequence a `ledgers` value of either form holds (bytes 1..5
+/// of every record version, after its version byte), reading no more of
+/// a zstd frame than those five bytes take: what checks a value is the
+/// ledger it is stored for without decompressing the whole record.
+pub fn ledger_record_seq(stored: &[u8]) -> DbResult<u32> {
+    let corrupt = |detail: String| DbError::Corrupt {
+        what: "ledger record",
+        detail,
+    };
+    let mut head = [0u8; 5];
+    if is_zstd_frame(stored) {
+        let mut d = zstd::stream::read::Decoder::with_buffer(stored)
+            .map_err(|e| corrupt(format!("a zstd frame that does not open: {e}")))?;
+        std::io::Read::read_exact(&mut d, &mut head)
+            .map_err(|e| corrupt(format!("no sequence in its first bytes: {e}")))?;
+    } else {
+        head.copy_from_slice(
+            stored
+                .get(..5)
+                .ok_or_else(|| corrupt(format!("{} bytes, no sequence", stored.len())))?,
+        );
+    }
+    Ok(u32::from_be_bytes([head[1], head[2], head[3], head[4]]))
+}
+
 impl Decompress for StoredLedger {
     /// A value in either form ([`ledger_record_bytes`]).
     fn decompress(bytes: &[u8]) -> DbResult<Self> {
@@ -612,6 +637,11 @@ mod tests {
         let frame = rec.compress(3).expect("c");
         assert!(matches!(ledger_record_bytes(&raw), Ok(Cow::Borrowed(_))));
         assert_eq!(ledger_record_bytes(&frame).expect("frame").as_ref(), raw);
+        // Its sequence, from five bytes of either form.
+        assert_eq!(ledger_record_seq(&raw).expect("raw"), 42);
+        assert_eq!(ledger_record_seq(&frame).expect("frame"), 42);
+        assert!(ledger_record_seq(&raw[..4]).is_err());
+        assert!(ledger_record_seq(&frame[..6]).is_err());
         for v in [&raw, &frame] {
             assert_eq!(LedgerRecord::decompress(v).expect("d"), rec);
             assert_eq!(StoredLedger::decompress(v).expect("d").seq, 42);

@@ -617,6 +617,13 @@ impl PackWriter {
     /// by [`crate::frame::frame_ledger`]).
     pub fn push_frame(&mut self, seq: u32, framed: &Framed) -> PackResult<()> {
         let first_body = self.next_ledger(seq, VERSION_3)?;
+        if u64::from(framed.raw_len) > crate::frame::MAX_FRAME_RAW {
+            return Err(PackError::Format(format!(
+                "ledger {seq}'s frame of {} bytes exceeds the {} a reader allows",
+                framed.raw_len,
+                crate::frame::MAX_FRAME_RAW
+            )));
+        }
         let e = Entry::of(self.off, &framed.frame)?;
         self.max_entry = self.max_entry.max(e.len);
         self.max_raw = self.max_raw.max(framed.raw_len);

@@ -10,12 +10,13 @@
 //! ```
 //!
 //! The parts are the store's values as they are (a record raw or a zstd
-//! frame, bodies raw or each a frame with its dictionary version), so a
-//! reader decodes them as it decodes the store's own. The ledger table
-//! entry's CRC-32 covers the frame's compressed bytes; [`LedgerFrame::open`]
-//! checks it, decompresses no more than the header's `max_raw`, and checks
-//! that the parts fill the frame exactly and that there are as many bodies
-//! as the ledger table says.
+//! frame; bodies raw, since the publisher decompresses one a `records`
+//! dir compressed alone), so a reader decodes them as it decodes the
+//! store's own. The ledger table entry's CRC-32 covers the frame's
+//! compressed bytes; [`LedgerFrame::open`] checks it, allocates only the
+//! size the frame declares and refuses one above the header's `max_raw`
+//! or [`MAX_FRAME_RAW`], and checks that the parts fill the frame exactly
+//! and that there are as many bodies as the ledger table says.
 
 use std::ops::Range;
 
@@ -110,9 +111,9 @@ pub struct LedgerFrame {
 
 impl LedgerFrame {
     /// Opens the frame `bytes` of ledger entry `le` of a version-3 pack
-    /// with header `h`: its CRC-32, a decompression of at most
-    /// `h.max_raw` bytes, and parts that fill it, one record and
-    /// `le.bodies` bodies.
+    /// with header `h`: its CRC-32, a decompression of the size it
+    /// declares, at most `h.max_raw` and [`MAX_FRAME_RAW`] bytes, and
+    /// parts that fill it, one record and `le.bodies` bodies.
     pub fn open(h: &Header, le: &LedgerEntry, bytes: &[u8]) -> PackResult<Self> {
         if !h.frames() {
             return Err(PackError::Format(format!(

@@ -41,8 +41,8 @@ pub use datadir::{DataDir, Forms, Manifest, MarkState, TableTotals};
 pub use error::{StoreError, StoreResult};
 pub use indexed::{
     ClosedRanges, ClosedSegment, DEFAULT_BLOCK_BYTES, DEFAULT_BLOCK_DICT_BYTES, DamagedList,
-    DictOptions, DictStats, EvictStep, Evicted, ExplicitPolicy, IndexedOptions, MergePolicy,
-    OldestLedger, SegmentStats,
+    DictOptions, DictStats, EvictStep, Evicted, ExplicitPolicy, IndexedOptions, LedgerParts,
+    MergePolicy, OldestLedger, SegmentStats,
 };
 pub use ingest::IngestOutcome;
 pub use ledgerstore_segment::SegmentInfo;

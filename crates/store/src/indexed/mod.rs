@@ -36,7 +36,7 @@ pub(crate) mod segments;
 #[cfg(test)]
 mod tests;
 
-pub use closed::{ClosedRanges, ClosedSegment};
+pub use closed::{ClosedRanges, ClosedSegment, LedgerParts};
 pub use evict::{EvictStep, Evicted, OldestLedger};
 pub use list_check::DamagedList;
 use segments::{Cold, SegmentSet, SetOpen};

@@ -432,9 +432,23 @@ pub async fn evict_until(
     if m.packs.len() <= keep {
         return Ok(0);
     }
-    let below = m.packs[m.packs.len() - keep].first;
-    if store.evicted().is_some_and(|e| e.below >= below) {
-        return Ok(0);
+    let mut below = m.packs[m.packs.len() - keep].first;
+    if let Some(e) = store.evicted()
+        && e.below >= below
+    {
+        // Nothing new to evict; but an eviction cut short (a stop or a
+        // crash after its boundary was recorded) is finished at its own
+        // boundary, or its ledgers would stay until the next range moves
+        // it.
+        let s = Arc::clone(&store);
+        let unfinished = tokio::task::spawn_blocking(move || s.eviction_unfinished())
+            .await
+            .map_err(|e| ColdError::Task(e.to_string()))?
+            .map_err(ColdError::from)?;
+        if !unfinished {
+            return Ok(0);
+        }
+        below = e.below;
     }
     let location = cold.location().to_string();
     if stop.load(Ordering::Relaxed) {

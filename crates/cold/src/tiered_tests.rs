@@ -717,11 +717,25 @@ fn a_stopped_eviction_records_its_boundary_and_the_next_one_deletes_the_rest() {
             .map(|l| l.seq),
         Some(25)
     );
-    let deleted = f
-        .store
-        .evict_below_until(30, &loc, &AtomicBool::new(false))
-        .expect("the next eviction");
+    // The next round's eviction, whose policy (keep the newest range)
+    // asks for no boundary past the one recorded, finishes it.
+    assert!(f.store.eviction_unfinished().expect("read"));
+    let next = crate::evict_until(
+        Arc::clone(&f.store),
+        &cold,
+        1,
+        Arc::new(AtomicBool::new(false)),
+    );
+    let deleted = f.rt.block_on(next).expect("the next eviction");
     assert_eq!(deleted, 10, "ledgers 20..30");
+    assert!(!f.store.eviction_unfinished().expect("read"));
+    let again = crate::evict_until(
+        Arc::clone(&f.store),
+        &cold,
+        1,
+        Arc::new(AtomicBool::new(false)),
+    );
+    assert_eq!(f.rt.block_on(again).expect("nothing left"), 0);
     for seq in 1..30 {
         assert_eq!(
             f.store.get_ledger(seq).expect("read").map(|l| l.seq),

@@ -109,6 +109,15 @@ fn a_pack_writer_refuses_the_other_form_and_a_ledger_out_of_order() {
     );
     let e = v3.push_frame(2, &framed).expect_err("order").to_string();
     assert!(e.contains("ledger 2 pushed, expected Some(1)"), "{e}");
+    let lying = Framed {
+        raw_len: (MAX_FRAME_RAW + 1) as u32,
+        ..framed.clone()
+    };
+    let e = v3
+        .push_frame(1, &lying)
+        .expect_err("past the bound")
+        .to_string();
+    assert!(e.contains("exceeds the 1073741824 a reader allows"), "{e}");
     let mut v2 = PackWriter::create(&dir.path().join("b"), 1, 2).expect("create");
     let e = v2
         .push_frame(1, &framed)

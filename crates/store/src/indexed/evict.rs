@@ -292,6 +292,16 @@ impl Ledgerstore {
         Ok(u64::from(below - from))
     }
 
+    /// True when an eviction recorded its boundary but was cut short
+    /// (a stop or a crash) before deleting everything below it: an
+    /// eviction at the same boundary finishes it.
+    pub fn eviction_unfinished(&self) -> StoreResult<bool> {
+        match self.evicted() {
+            Some(p) => Ok(self.oldest_stored_below(p.below)?.is_some()),
+            None => Ok(false),
+        }
+    }
+
     /// The oldest ledger record still stored below `below`: one an
     /// eviction cut short left (a ledger's bodies go before its record).
     fn oldest_stored_below(&self, below: u32) -> StoreResult<Option<u32>> {

@@ -675,6 +675,34 @@ fn an_eviction_cut_short_is_finished_by_the_next_one() {
     assert!(store.get_ledger(40).expect("read").is_some());
 }
 
+/// Whether an eviction was cut short survives a reopen (looked up once,
+/// from the oldest ledger still stored), and a finished one is known
+/// finished.
+#[test]
+fn an_eviction_cut_short_is_known_after_a_reopen() {
+    let f = Fixture::new(10, 4, 35, false);
+    let loc = f.remote.location().to_string();
+    assert!(!f.store.eviction_unfinished().expect("nothing evicted"));
+    f.store
+        .evict_below_until(20, &loc, &AtomicBool::new(false))
+        .expect("eviction");
+    assert!(!f.store.eviction_unfinished().expect("read"));
+    let deleted = f
+        .store
+        .evict_below_until(30, &loc, &AtomicBool::new(true))
+        .expect("stopped eviction");
+    assert_eq!(deleted, 0);
+    assert!(f.store.eviction_unfinished().expect("read"));
+    let (_tmp, store) = f.reopen();
+    assert_eq!(store.evicted().map(|e| e.below), Some(30));
+    assert!(store.eviction_unfinished().expect("after a reopen"));
+    let deleted = store
+        .evict_below_until(30, &loc, &AtomicBool::new(false))
+        .expect("finished");
+    assert_eq!(deleted, 10);
+    assert!(!store.eviction_unfinished().expect("read"));
+}
+
 /// An eviction told to stop (a daemon shutting down) records its boundary
 /// and deletes no further than its current chunk; the next eviction
 /// deletes the rest, and reads below the boundary meanwhile come from the

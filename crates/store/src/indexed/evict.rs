@@ -20,13 +20,20 @@
 //! published store serves it (`record_oldest`).
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use ledgerstore_db_api::{TxHash, TxPos};
 use serde::{Deserialize, Serialize};
 
 use crate::Ledgerstore;
 use crate::error::{StoreError, StoreResult};
+
+/// `IndexedTier::evicted_deletes`: not looked at since open.
+pub(crate) const DELETES_UNKNOWN: u8 = 0;
+/// Everything below the recorded boundary is deleted.
+pub(crate) const DELETES_DONE: u8 = 1;
+/// A boundary is recorded and its deletes are not finished.
+pub(crate) const DELETES_LEFT: u8 = 2;
 
 /// The file's name, in `segments/`.
 pub(crate) const FILE: &str = "EVICTED";
@@ -266,6 +273,9 @@ impl Ledgerstore {
                 };
                 write_record(tier, &rec)?;
                 *g = Some(rec);
+                // Recorded before its deletes: they are left until the
+                // loop below ends.
+                tier.evicted_deletes.store(DELETES_LEFT, Ordering::Release);
                 tier.evicted_below
                     .store(below, std::sync::atomic::Ordering::Release);
                 Ok(())
@@ -278,6 +288,7 @@ impl Ledgerstore {
         if below <= from {
             return Ok(0);
         }
+        tier.evicted_deletes.store(DELETES_LEFT, Ordering::Release);
         step(EvictStep::Recorded);
         let mut seq = from;
         while seq < below {
@@ -289,17 +300,34 @@ impl Ledgerstore {
             step(EvictStep::DeletedBelow { seq: end });
             seq = end;
         }
+        tier.evicted_deletes.store(DELETES_DONE, Ordering::Release);
         Ok(u64::from(below - from))
     }
 
     /// True when an eviction recorded its boundary but was cut short
     /// (a stop or a crash) before deleting everything below it: an
-    /// eviction at the same boundary finishes it.
+    /// eviction at the same boundary finishes it. Looked up (one seek in
+    /// `ledgers`) once after open, then kept as evictions go.
     pub fn eviction_unfinished(&self) -> StoreResult<bool> {
-        match self.evicted() {
-            Some(p) => Ok(self.oldest_stored_below(p.below)?.is_some()),
-            None => Ok(false),
+        let tier = self.tier()?;
+        match tier.evicted_deletes.load(Ordering::Acquire) {
+            DELETES_DONE => return Ok(false),
+            DELETES_LEFT => return Ok(true),
+            _ => {}
         }
+        let left = match self.evicted() {
+            Some(p) => self.oldest_stored_below(p.below)?.is_some(),
+            None => false,
+        };
+        // Unless an eviction moved it meanwhile (it sets its own).
+        let seen = if left { DELETES_LEFT } else { DELETES_DONE };
+        let _ = tier.evicted_deletes.compare_exchange(
+            DELETES_UNKNOWN,
+            seen,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+        Ok(left)
     }
 
     /// The oldest ledger record still stored below `below`: one an

@@ -191,6 +191,12 @@ pub(crate) struct IndexedTier {
     pub(crate) evicted: RwLock<Option<Evicted>>,
     /// `evicted`'s `below` (0: nothing evicted), read on every lookup.
     pub(crate) evicted_below: std::sync::atomic::AtomicU32,
+    /// Whether everything below `evicted_below` is deleted, as far as
+    /// this process knows: [`evict::DELETES_UNKNOWN`] (not looked at since
+    /// open), `DELETES_DONE`, or `DELETES_LEFT` (a boundary recorded and
+    /// its deletes not finished). What a publish round asks every time
+    /// (`Ledgerstore::eviction_unfinished`) without a seek each time.
+    pub(crate) evicted_deletes: std::sync::atomic::AtomicU8,
     /// Verdicts on the evicted ranges' hash lists (see [`list_check`]).
     pub(crate) list_checks: list_check::ListChecks,
 }
@@ -264,6 +270,7 @@ impl IndexedTier {
                 evicted.as_ref().map_or(0, |e| e.below),
             ),
             evicted: RwLock::new(evicted),
+            evicted_deletes: std::sync::atomic::AtomicU8::new(evict::DELETES_UNKNOWN),
             list_checks: list_check::ListChecks::default(),
         })
     }

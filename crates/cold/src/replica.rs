@@ -46,6 +46,20 @@ use crate::remote::{MAX_DICT_BYTES, Remote};
 
 #[path = "replica_batch.rs"]
 mod batch;
+
+/// Ledger `seq`'s stored record from its bytes in pack `key` (a value of
+/// either form), which must be that ledger's.
+fn record_of(key: &str, seq: u32, bytes: &[u8]) -> ColdResult<StoredLedger> {
+    let damaged = |e: String| ColdError::damaged(key, format!("ledger {seq}: {e}"));
+    let rec = StoredLedger::decompress(bytes).map_err(|e| damaged(e.to_string()))?;
+    if rec.seq != seq {
+        return Err(damaged(format!(
+            "the table's entry holds ledger {}'s record",
+            rec.seq
+        )));
+    }
+    Ok(rec)
+}
 #[path = "replica_frames.rs"]
 mod frames;
 
@@ -805,14 +819,7 @@ impl Replica {
             le.record
                 .check(&bytes)
                 .map_err(|e| damaged(e.to_string()))?;
-            let rec = StoredLedger::decompress(&bytes).map_err(|e| damaged(e.to_string()))?;
-            if rec.seq != seq {
-                return Err(damaged(format!(
-                    "the table's entry holds ledger {}'s record",
-                    rec.seq
-                )));
-            }
-            Ok(rec)
+            record_of(key, seq, &bytes)
         })
     }
 

@@ -11,7 +11,7 @@
 use std::sync::{Arc, Mutex};
 
 use ledgerstore_db_api::{
-    Decompress, DictSet, LedgerRecord, StoredLedger, TxBody, TxPos, TxRecord, ledger_record_seq,
+    Decompress, DictSet, LedgerRecord, TxBody, TxPos, TxRecord, ledger_record_seq,
 };
 use ledgerstore_pack::{Header, LedgerEntry, LedgerFrame, PackRef};
 
@@ -160,13 +160,7 @@ impl Replica {
         let key = &p.object.key;
         let damaged = |e: String| ColdError::damaged(key, format!("ledger {seq}: {e}"));
         let f = self.frame(p, h, le, seq)?;
-        let stored = StoredLedger::decompress(f.record()).map_err(|e| damaged(e.to_string()))?;
-        if stored.seq != seq {
-            return Err(damaged(format!(
-                "the table's entry holds ledger {}'s record",
-                stored.seq
-            )));
-        }
+        let stored = super::record_of(key, seq, f.record())?;
         if !stored.needs_bodies() {
             return stored.into_whole().map_err(|e| damaged(e.to_string()));
         }

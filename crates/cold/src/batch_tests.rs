@@ -169,7 +169,18 @@ fn a_cold_batch_of_500_reads_its_bodies_in_a_few_round_trips_not_one_per_hash() 
 
 #[test]
 fn a_cold_batch_of_500_from_ledger_frames_reads_them_in_a_few_round_trips() {
-    cold_batch_of_500(PackForm::Frames { level: 3 });
+    cold_batch_of_500(PackForm::Frames {
+        level: 3,
+        dict_kib: 0,
+    });
+}
+
+#[test]
+fn a_cold_batch_of_500_from_frames_with_dictionaries_reads_them_in_a_few_round_trips() {
+    cold_batch_of_500(PackForm::Frames {
+        level: 3,
+        dict_kib: 64,
+    });
 }
 
 fn cold_batch_of_500(form: PackForm) {
@@ -231,7 +242,14 @@ fn a_batch_answers_exactly_what_one_lookup_per_hash_answers() {
 
 #[test]
 fn a_batch_from_ledger_frames_answers_exactly_what_one_lookup_per_hash_answers() {
-    batch_answers_as_lookups(PackForm::Frames { level: 3 });
+    batch_answers_as_lookups(PackForm::Frames {
+        level: 3,
+        dict_kib: 0,
+    });
+    batch_answers_as_lookups(PackForm::Frames {
+        level: 3,
+        dict_kib: 64,
+    });
 }
 
 fn batch_answers_as_lookups(form: PackForm) {

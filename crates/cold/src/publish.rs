@@ -24,8 +24,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use ledgerstore_db_api::DictSet;
 use ledgerstore_pack::manifest::{dict_key, events_key, pack_key, segment_key};
 use ledgerstore_pack::{
-    DictRef, EventsGeometry, EventsRef, Framed, Manifest, Object, PackForm, PackRef, PackWriter,
-    SegmentRef, frame_ledger,
+    DictRef, EventsGeometry, EventsRef, FrameDict, FrameEncoder, Framed, Manifest, Object,
+    PackForm, PackRef, PackWriter, SegmentRef, dict_samples, frame_content,
 };
 use ledgerstore_store::{ClosedRanges, Ledgerstore};
 
@@ -585,25 +585,64 @@ pub(crate) fn write_pack(
             "ledger {seq} of the closed range {first}..={last} is not stored"
         ))
     };
+    let parts = |seq: u32| {
+        store
+            .frame_ledger_parts(seq, dicts)?
+            .ok_or_else(|| missing(seq))
+    };
+    // Version 4: the pack's dictionary, from its sampled ledgers' frames.
+    let dict = match form {
+        PackForm::Frames { level, dict_kib } if dict_kib > 0 => {
+            let budget = dict_kib as usize * 1024;
+            let mut samples = Vec::new();
+            let mut bytes = 0;
+            for seq in dict_samples(first, last) {
+                if bytes >= budget {
+                    break;
+                }
+                // A ledger not stored is skipped here: the pack's own
+                // loop names the first one, in order.
+                let Some((record, bodies)) = store.frame_ledger_parts(seq, dicts)? else {
+                    continue;
+                };
+                let c = frame_content(&record, &bodies)?;
+                bytes += c.len();
+                samples.push(c);
+            }
+            if samples.is_empty() {
+                return Err(ColdError::NotReady(format!(
+                    "none of the ledgers sampled for the dictionary of the closed range \
+                     {first}..={last} is stored"
+                )));
+            }
+            Some(FrameDict::sampled(samples, budget, level)?)
+        }
+        _ => None,
+    };
+    let encoder = match form {
+        PackForm::Entries => None,
+        PackForm::Frames { level, .. } => Some(FrameEncoder::new(level, dict.as_ref())),
+    };
     // A ledger as the pack holds it, read (and for frames, compressed) on
     // the pack pool.
     let read = |seq: u32| -> ColdResult<Packed> {
-        match form {
-            PackForm::Entries => {
+        match &encoder {
+            None => {
                 let (record, n) = store.stored_ledger(seq)?.ok_or_else(|| missing(seq))?;
                 Ok(Packed::Entries(record, store.stored_bodies(seq, n, dicts)?))
             }
-            PackForm::Frames { level } => {
-                let (record, bodies) = store
-                    .frame_ledger_parts(seq, dicts)?
-                    .ok_or_else(|| missing(seq))?;
-                Ok(Packed::Frame(frame_ledger(&record, &bodies, level)?))
+            Some(enc) => {
+                let (record, bodies) = parts(seq)?;
+                Ok(Packed::Frame(enc.frame(&record, &bodies)?))
             }
         }
     };
-    let mut w = match form {
-        PackForm::Entries => PackWriter::create(path, first, last)?,
-        PackForm::Frames { .. } => PackWriter::create_frames(path, first, last)?,
+    let mut w = match (form, &dict) {
+        (PackForm::Entries, _) => PackWriter::create(path, first, last)?,
+        (PackForm::Frames { .. }, None) => PackWriter::create_frames(path, first, last)?,
+        (PackForm::Frames { .. }, Some(d)) => {
+            PackWriter::create_frames_with_dict(path, first, last, d)?
+        }
     };
     failpoint::hold_until("publish.in_pack", stop);
     let mut from = first;
@@ -636,7 +675,7 @@ pub(crate) fn write_pack(
 enum Packed {
     /// Its stored record and bodies, each a frame (version 2).
     Entries(Vec<u8>, Vec<Vec<u8>>),
-    /// Its frame (version 3).
+    /// Its frame (versions 3 and 4).
     Frame(Framed),
 }
 

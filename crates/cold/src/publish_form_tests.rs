@@ -22,7 +22,14 @@ use ledgerstore_synth::{Synth, SynthConfig};
 use crate::tests::{remote, replica};
 use crate::{ColdError, PackForm, Remote, publish_as};
 
-const FRAMES: PackForm = PackForm::Frames { level: 3 };
+const FRAMES: PackForm = PackForm::Frames {
+    level: 3,
+    dict_kib: 0,
+};
+const FRAMES_DICT: PackForm = PackForm::Frames {
+    level: 3,
+    dict_kib: 64,
+};
 
 /// A new dir (or an existing one) whose ledger records are `ledgers`
 /// (blocks: format 3; records: format 2), compressed at `level`.
@@ -74,7 +81,10 @@ fn pack_record(bucket: &Path, rt: &tokio::runtime::Runtime, r: &Remote, seq: u32
         .expect("entry");
     let bytes = at(h.data_range(&le.record).expect("record"));
     if h.frames() {
-        let f = ledgerstore_pack::LedgerFrame::open(&h, &le, bytes).expect("frame");
+        let dict = h
+            .dict_range()
+            .map(|r| ledgerstore_pack::FrameDict::open(&h, at(r)).expect("dictionary"));
+        let f = ledgerstore_pack::LedgerFrame::open(&h, &le, bytes, dict.as_ref()).expect("frame");
         return f.record().to_vec();
     }
     bytes.to_vec()
@@ -108,11 +118,18 @@ fn a_location_goes_on_across_forms_and_levels_of_one_history() {
     location_goes_on([PackForm::Entries; 5]);
 }
 
-/// The same in a store whose packs mix versions 2 and 3 (the mark's
-/// record read from either).
+/// The same in a store whose packs mix versions 2, 3 and 4 (the mark's
+/// record read from any).
 #[test]
 fn a_location_goes_on_across_pack_versions() {
     location_goes_on([PackForm::Entries, FRAMES, FRAMES, PackForm::Entries, FRAMES]);
+    location_goes_on([
+        FRAMES_DICT,
+        FRAMES,
+        PackForm::Entries,
+        FRAMES_DICT,
+        FRAMES_DICT,
+    ]);
 }
 
 /// `forms`: what the rounds of the old dir, the new one, the new one at
@@ -212,6 +229,7 @@ fn a_damaged_mark_record_is_damage_not_another_history() {
 #[test]
 fn a_damaged_mark_ledger_frame_is_damage_not_another_history() {
     damaged_mark_record(FRAMES);
+    damaged_mark_record(FRAMES_DICT);
 }
 
 fn damaged_mark_record(form: PackForm) {

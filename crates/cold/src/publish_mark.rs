@@ -22,7 +22,7 @@ use ledgerstore_db_api::{
     Alias, LedgerContent, StoredLedger, TxHash, ledger_record_bytes, sha256 as digest,
 };
 use ledgerstore_pack::format::HEADER;
-use ledgerstore_pack::{Header, LedgerFrame, Manifest, PackRef, sha256};
+use ledgerstore_pack::{FrameDict, Header, LedgerFrame, Manifest, PackRef, sha256};
 use ledgerstore_store::{Ledgerstore, StoreError};
 
 use crate::error::{ColdError, ColdResult, blocking};
@@ -177,6 +177,11 @@ async fn published_identity(remote: &Remote, m: &Manifest, p: &PackRef) -> ColdR
         )));
     }
     let bytes = remote.get_range(&key, range).await?;
+    // A version-4 pack's frames need its dictionary (one more ranged GET).
+    let dict = match h.dict_range() {
+        Some(r) => Some(remote.get_range(&key, r).await?),
+        None => None,
+    };
     le.record
         .check(&bytes)
         .map_err(|e| damaged(e.to_string()))?;
@@ -186,7 +191,11 @@ async fn published_identity(remote: &Remote, m: &Manifest, p: &PackRef) -> ColdR
         // A pack of ledger frames holds the record as stored inside its
         // ledger's frame.
         let bytes = if h.frames() {
-            let f = LedgerFrame::open(&h, &le, &bytes)
+            let dict = dict
+                .map(|d| FrameDict::open(&h, &d))
+                .transpose()
+                .map_err(|e| damaged(e.to_string()))?;
+            let f = LedgerFrame::open(&h, &le, &bytes, dict.as_ref())
                 .map_err(|e| damaged(format!("ledger {at}: {e}")))?;
             f.record().to_vec()
         } else {

@@ -100,8 +100,13 @@ pub struct Replica {
     view: RwLock<Arc<View>>,
     /// Pack headers by key (keys are content-addressed: never stale).
     headers: Mutex<HashMap<String, Header>>,
-    /// Ledger frames decompressed, most recently used (pack version 3).
+    /// Ledger frames decompressed, most recently used (pack versions 3
+    /// and 4).
     frames: frames::Frames,
+    /// Pack dictionaries, most recently used (pack version 4).
+    dicts: frames::Dicts,
+    /// Held while a pack's dictionary is read, one at a time.
+    dict_loading: parking_lot::Mutex<()>,
     /// Mapped segments by key, while the cache holds their files.
     segments: Mutex<HashMap<String, Arc<Segment>>>,
     /// Held while a segment is fetched, so lookups that miss it at once
@@ -136,7 +141,9 @@ impl Replica {
             rt,
             view: RwLock::new(Arc::new(View::default())),
             headers: Mutex::new(HashMap::new()),
-            frames: frames::Frames::default(),
+            frames: frames::Frames::new(frames::FRAME_MEMORY),
+            dicts: frames::Dicts::new(frames::DICT_MEMORY),
+            dict_loading: parking_lot::Mutex::new(()),
             segments: Mutex::new(HashMap::new()),
             fetching: parking_lot::Mutex::new(()),
             damaged: Mutex::new(HashMap::new()),

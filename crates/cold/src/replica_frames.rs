@@ -1,19 +1,22 @@
-//! Reads of packs of ledger frames (pack version 3): a body or a ledger
-//! is read by reading its ledger's frame (the ledger table page, then the
-//! frame: one ranged GET), checked against its CRC-32 and decompressed no
-//! further than the pack's largest frame.
+//! Reads of packs of ledger frames (pack versions 3 and 4): a body or a
+//! ledger is read by reading its ledger's frame (the ledger table page,
+//! then the frame: one ranged GET), checked against its CRC-32 and
+//! decompressed no further than the pack's largest frame. A version-4
+//! frame is decompressed with its pack's dictionary, read once (one ranged
+//! GET) and then kept.
 //!
-//! Opened frames are kept in memory ([`Frames`], up to [`FRAME_MEMORY`]
-//! bytes, the most recently used), so an alias and the body it names, or
-//! lookups of one busy ledger, decompress its frame once. The disk cache
-//! holds the compressed frames, as it holds any other piece.
+//! Opened frames are kept in memory (up to [`FRAME_MEMORY`] bytes, the
+//! most recently used), so an alias and the body it names, or lookups of
+//! one busy ledger, decompress its frame once; so are dictionaries, up to
+//! [`DICT_MEMORY`]. The disk cache holds the compressed frames and
+//! dictionaries, as it holds any other piece.
 
 use std::sync::{Arc, Mutex};
 
 use ledgerstore_db_api::{
     Decompress, DictSet, LedgerRecord, TxBody, TxPos, TxRecord, ledger_record_seq,
 };
-use ledgerstore_pack::{Header, LedgerEntry, LedgerFrame, PackRef};
+use ledgerstore_pack::{FrameDict, Header, LedgerEntry, LedgerFrame, PackRef};
 
 use super::Replica;
 use crate::error::{ColdError, ColdResult};
@@ -22,6 +25,10 @@ use crate::error::{ColdError, ColdResult};
 /// decompressed, its part table and its name).
 pub const FRAME_MEMORY: usize = 32 << 20;
 
+/// Bytes of pack dictionaries (version 4) a replica keeps in memory
+/// ([`FrameDict::memory`]): 10 packs' at the default 2 MiB budget.
+pub const DICT_MEMORY: usize = 64 << 20;
+
 /// What keeping a frame costs beyond its bytes: its name, the part table
 /// (16 bytes a part) and the entry itself.
 fn frame_cost(name: &str, f: &LedgerFrame) -> usize {
@@ -29,33 +36,38 @@ fn frame_cost(name: &str, f: &LedgerFrame) -> usize {
     f.raw_len() + 16 * (f.bodies().count() + 1) + name.len() + ENTRY
 }
 
-/// Opened frames by piece name, each with its [`frame_cost`].
-type Held = lru::LruCache<String, (Arc<LedgerFrame>, usize)>;
-
-/// Opened ledger frames by piece name, least recently used evicted
-/// first, up to [`FRAME_MEMORY`] bytes ([`frame_cost`], summed beside
-/// them; a frame larger than that is not kept).
-pub(super) struct Frames {
-    held: Mutex<(Held, usize)>,
+/// What keeping a dictionary costs: its bytes, its name and the entry.
+fn dict_cost(name: &str, d: &FrameDict) -> usize {
+    const ENTRY: usize = 128;
+    d.memory() + name.len() + ENTRY
 }
 
-impl Default for Frames {
-    fn default() -> Self {
+/// Values by piece name, each with its cost in bytes.
+type Lru<T> = lru::LruCache<String, (Arc<T>, usize)>;
+
+/// Opened frames or dictionaries by piece name, least recently used
+/// evicted first, up to `cap` bytes (each value's cost, summed beside
+/// them; a value costing more than that is not kept).
+pub(super) struct Held<T> {
+    cap: usize,
+    held: Mutex<(Lru<T>, usize)>,
+}
+
+impl<T> Held<T> {
+    pub(super) fn new(cap: usize) -> Self {
         Self {
+            cap,
             held: Mutex::new((lru::LruCache::unbounded(), 0)),
         }
     }
-}
 
-impl Frames {
-    pub(super) fn get(&self, name: &str) -> Option<Arc<LedgerFrame>> {
+    pub(super) fn get(&self, name: &str) -> Option<Arc<T>> {
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         held.0.get(name).map(|(f, _)| Arc::clone(f))
     }
 
-    fn put(&self, name: String, f: Arc<LedgerFrame>) {
-        let cost = frame_cost(&name, &f);
-        if cost > FRAME_MEMORY {
+    fn put(&self, name: String, f: Arc<T>, cost: usize) {
+        if cost > self.cap {
             return;
         }
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
@@ -64,13 +76,24 @@ impl Frames {
             *bytes -= old;
         }
         *bytes += cost;
-        while *bytes > FRAME_MEMORY {
+        while *bytes > self.cap {
             match lru.pop_lru() {
                 Some((_, (_, c))) => *bytes -= c,
                 None => break,
             }
         }
     }
+}
+
+/// Opened ledger frames, up to [`FRAME_MEMORY`] bytes ([`frame_cost`]).
+pub(super) type Frames = Held<LedgerFrame>;
+
+/// Pack dictionaries, up to [`DICT_MEMORY`] bytes ([`dict_cost`]).
+pub(super) type Dicts = Held<FrameDict>;
+
+/// The cache name of pack `key`'s dictionary.
+fn dict_name(key: &str) -> String {
+    format!("d/{key}")
 }
 
 /// The cache name of ledger `seq`'s frame in pack `key`.
@@ -116,9 +139,11 @@ impl Replica {
             return Ok(f);
         }
         let key = &p.object.key;
+        let dict = self.frame_dict(p, h)?;
         let f = self.checked(&name, || {
             let damaged = |e: String| ColdError::damaged(key, format!("ledger {seq}: {e}"));
-            let f = LedgerFrame::open(h, le, bytes).map_err(|e| damaged(e.to_string()))?;
+            let f = LedgerFrame::open(h, le, bytes, dict.as_deref())
+                .map_err(|e| damaged(e.to_string()))?;
             // The frame must be this ledger's (a body's own record names
             // its ledger too, but a lookup confirms only its hash): its
             // record's sequence, without decompressing the record.
@@ -130,8 +155,36 @@ impl Replica {
             }
             Ok(Arc::new(f))
         })?;
-        self.frames.put(name, Arc::clone(&f));
+        let cost = frame_cost(&name, &f);
+        self.frames.put(name, Arc::clone(&f), cost);
         Ok(f)
+    }
+
+    /// Pack `p`'s dictionary (version 4; `None` for version 3), from
+    /// memory, the disk cache or one ranged GET, checked. One is loaded at
+    /// a time, so lookups that miss it at once wait for one read.
+    pub(super) fn frame_dict(&self, p: &PackRef, h: &Header) -> ColdResult<Option<Arc<FrameDict>>> {
+        let Some(range) = h.dict_range() else {
+            return Ok(None);
+        };
+        let key = &p.object.key;
+        let name = dict_name(key);
+        if let Some(d) = self.dicts.get(&name) {
+            return Ok(Some(d));
+        }
+        let _one = self.dict_loading.lock();
+        if let Some(d) = self.dicts.get(&name) {
+            return Ok(Some(d));
+        }
+        let bytes = self.piece(name.clone(), key, range)?;
+        let d = self.checked(&name, || {
+            FrameDict::open(h, &bytes)
+                .map(Arc::new)
+                .map_err(|e| ColdError::damaged(key, e.to_string()))
+        })?;
+        let cost = dict_cost(&name, &d);
+        self.dicts.put(name, Arc::clone(&d), cost);
+        Ok(Some(d))
     }
 
     /// The stored body at `pos` from its ledger's frame.
@@ -220,36 +273,39 @@ mod tests {
             first_body: 0,
             bodies: 1,
         };
-        Arc::new(LedgerFrame::open(&h, &le, &framed.frame).expect("open"))
+        Arc::new(LedgerFrame::open(&h, &le, &framed.frame, None).expect("open"))
     }
 
     #[test]
     fn frames_in_memory_stay_within_their_bytes_least_recently_used_out_first() {
-        let held = Frames::default();
+        let held = Frames::new(FRAME_MEMORY);
+        let put = |name: &str, f: &Arc<LedgerFrame>| {
+            held.put(name.into(), Arc::clone(f), frame_cost(name, f));
+        };
         let f = frame(FRAME_MEMORY / 4);
         for name in ["a", "b", "c"] {
-            held.put(name.into(), Arc::clone(&f));
+            put(name, &f);
         }
         assert!(held.get("a").is_some(), "three quarters fit");
         // A fourth quarter (and its overhead) evicts the least recently
         // used: "b", since "a" was just read.
-        held.put("d".into(), Arc::clone(&f));
+        put("d", &f);
         assert!(held.get("b").is_none());
         assert!(held.get("a").is_some() && held.get("c").is_some() && held.get("d").is_some());
         let total = held.held.lock().expect("lock").1;
         assert!(total <= FRAME_MEMORY, "{total}");
         assert_eq!(total, 3 * frame_cost("a", &f));
         // The same name again replaces, not adds.
-        held.put("d".into(), Arc::clone(&f));
+        put("d", &f);
         assert_eq!(held.held.lock().expect("lock").1, total);
         // A frame past the bound is not kept, and evicts nothing.
-        held.put("huge".into(), frame(FRAME_MEMORY));
+        put("huge", &frame(FRAME_MEMORY));
         assert!(held.get("huge").is_none() && held.get("a").is_some());
         // Many small frames: the count follows the bytes they cost.
         let small = frame(10);
         let cost = frame_cost("x-000000", &small);
         for i in 0..(2 * FRAME_MEMORY / cost) {
-            held.put(format!("x-{i:06}"), Arc::clone(&small));
+            put(&format!("x-{i:06}"), &small);
         }
         let (lru, bytes) = &*held.held.lock().expect("lock");
         assert!(*bytes <= FRAME_MEMORY && lru.len() <= FRAME_MEMORY / cost);

@@ -261,13 +261,30 @@ fn a_pack_is_the_same_bytes_whatever_its_read_chunk() {
     };
     // 0: the default, twice the pool's threads.
     let chunks = [1, 3, 4, 0, 64];
-    for form in [PackForm::Entries, PackForm::Frames { level: 3 }] {
+    let forms = [
+        (PackForm::Entries, 2),
+        (
+            PackForm::Frames {
+                level: 3,
+                dict_kib: 0,
+            },
+            3,
+        ),
+        (
+            PackForm::Frames {
+                level: 3,
+                dict_kib: 64,
+            },
+            4,
+        ),
+    ];
+    for (form, want_version) in forms {
         let want = write(10, 19, form, 1).expect("pack");
         assert!(want.1.len() > 10 * 8 * 16, "a pack of 10 ledgers");
         let version = ledgerstore_pack::Header::parse(&want.1)
             .expect("header")
             .version;
-        assert_eq!(version, if form == PackForm::Entries { 2 } else { 3 });
+        assert_eq!(version, want_version);
         for chunk in chunks {
             assert!(
                 write(10, 19, form, chunk).expect("pack") == want,
@@ -348,7 +365,80 @@ fn a_damaged_or_missing_object_fails_only_the_lookups_that_need_it_naming_it() {
 
 #[test]
 fn a_damaged_ledger_frame_fails_only_the_lookups_of_its_ledger() {
-    damage_fails_only_what_needs_it(crate::PackForm::Frames { level: 3 });
+    damage_fails_only_what_needs_it(crate::PackForm::Frames {
+        level: 3,
+        dict_kib: 0,
+    });
+    damage_fails_only_what_needs_it(crate::PackForm::Frames {
+        level: 3,
+        dict_kib: 64,
+    });
+}
+
+/// A version-4 pack whose dictionary is damaged fails every lookup and
+/// ledger read of that pack (DATA_LOSS naming it and its dictionary), and
+/// only them; once the object is repaired (the same content-addressed
+/// key), the same replica serves it: the damaged dictionary left its
+/// cache.
+#[test]
+fn a_damaged_pack_dictionary_fails_its_pack_only_until_repaired() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (data, bucket) = (tmp.path().join("data"), tmp.path().join("bucket"));
+    std::fs::create_dir_all(&bucket).expect("bucket");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let s = Synth::new(SynthConfig::small(12, 6));
+    let store = open(&data);
+    ingest(&store, &s, 1, 42);
+    let r = remote(&bucket);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let form = crate::PackForm::Frames {
+        level: 3,
+        dict_kib: 64,
+    };
+    rt.block_on(crate::publish_as(
+        Arc::clone(&store),
+        &r,
+        &data.join("publish"),
+        None,
+        stop,
+        form,
+    ))
+    .expect("publish");
+    let m = rt
+        .block_on(r.newest_manifest())
+        .expect("read")
+        .expect("published");
+    let pack = m.pack_of(15).expect("pack").object.key.clone();
+    let path = bucket.join(&pack);
+    let good = std::fs::read(&path).expect("pack");
+    let h = ledgerstore_pack::Header::parse(&good).expect("header");
+    assert_eq!(h.version, 4);
+    let dict = h.dict_range().expect("a dictionary");
+    let mut bad = good.clone();
+    bad[dict.start as usize + 9] ^= 0x5a;
+    std::fs::write(&path, &bad).expect("damage");
+
+    let rep = replica(&rt, &r, &tmp.path().join("c"), 1 << 30);
+    for seq in 10..=19 {
+        for tx in &s.ledger(seq).txs {
+            let h = TxHash::from_slice(&tx.hash).expect("hash");
+            match Reader::get_tx(&*rep, &h) {
+                Err(StoreError::RemoteDamaged { object, detail }) => {
+                    assert_eq!(object, pack, "{detail}");
+                    assert!(detail.contains("the pack's dictionary"), "{detail}");
+                }
+                other => panic!("ledger {seq}: {other:?}"),
+            }
+        }
+        match Reader::get_ledger(&*rep, seq) {
+            Err(StoreError::RemoteDamaged { object, .. }) => assert_eq!(object, pack),
+            other => panic!("ledger {seq}: {other:?}"),
+        }
+    }
+    assert_same(&store, &rep, &s, 1, 9);
+    assert_same(&store, &rep, &s, 20, 31);
+    std::fs::write(&path, &good).expect("repair");
+    assert_same(&store, &rep, &s, 10, 19);
 }
 
 fn damage_fails_only_what_needs_it(form: crate::PackForm) {

@@ -36,16 +36,23 @@ pub struct ColdConfig {
     /// at once (~0.2 MB a pubnet ledger).
     pub publish_threads: u32,
     /// The pack format new packs are written in: 2, each record and body
-    /// a frame of its own (read by every build), or 3, each ledger's
-    /// record and bodies one zstd frame (0.77× the bytes of 2 on 2026
-    /// pubnet ledgers; read by this build and later). Packs already
-    /// published stay as they are. Turn 3 on once every replica (and any
-    /// build the writer may roll back to) reads it: older builds answer
-    /// DATA_LOSS for a version-3 pack.
+    /// a frame of its own (read by every build); 3, each ledger's record
+    /// and bodies one zstd frame (0.77× the bytes of 2 on 2026 pubnet
+    /// ledgers; read by the builds since 5702fe7); or 4, those frames
+    /// compressed with a dictionary sampled from the pack's own ledgers
+    /// (`pack_dict_kib`; read by this build and later). Packs already
+    /// published stay as they are. Turn 3 or 4 on once every replica (and
+    /// any build the writer may roll back to) reads it: older builds
+    /// answer DATA_LOSS for a pack of a version they do not know.
     pub pack_version: u32,
-    /// The zstd level of version-3 ledger frames (1 to 22): publish CPU
-    /// against bytes in the bucket.
+    /// The zstd level of version-3 and 4 ledger frames (1 to 22): publish
+    /// CPU against bytes in the bucket.
     pub pack_zstd_level: i32,
+    /// Version 4: the dictionary's budget, KiB (64 to 16384): raw frames
+    /// of the pack's own ledgers, spread across its range. A replica
+    /// reads it once per pack and keeps it in memory while it reads the
+    /// pack (up to 64 MiB of dictionaries).
+    pub pack_dict_kib: u32,
 }
 
 impl Default for ColdConfig {
@@ -58,6 +65,7 @@ impl Default for ColdConfig {
             publish_threads: 0,
             pack_version: 2,
             pack_zstd_level: 3,
+            pack_dict_kib: 2048,
         }
     }
 }
@@ -106,11 +114,20 @@ impl ColdConfig {
                 "at least 100",
             ));
         }
-        if !(2..=3).contains(&self.pack_version) {
+        if !(2..=4).contains(&self.pack_version) {
             return Err(invalid(
                 "cold.pack_version",
                 self.pack_version,
-                "2 (a frame a record or body) or 3 (a frame a ledger)",
+                "2 (a frame a record or body), 3 (a frame a ledger) or 4 (a frame a ledger, with \
+                 the pack's dictionary)",
+            ));
+        }
+        // 16384: the pack crate's MAX_DICT, what a reader allows.
+        if !(64..=16384).contains(&self.pack_dict_kib) {
+            return Err(invalid(
+                "cold.pack_dict_kib",
+                self.pack_dict_kib,
+                "64 to 16384 (KiB)",
             ));
         }
         if !(1..=22).contains(&self.pack_zstd_level) {

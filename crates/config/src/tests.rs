@@ -77,11 +77,24 @@ fn bad_values_name_the_key_and_the_expected_range() {
         e.contains("cold.publish_threads = 257: 0 (automatic) to 256"),
         "{e}"
     );
-    std::fs::write(&file, "[cold]\npack_version = 4\n").expect("write");
+    std::fs::write(&file, "[cold]\npack_version = 5\n").expect("write");
     let e = Config::load(Some(&file), &[])
         .expect_err("an unknown pack version")
         .to_string();
-    assert!(e.contains("cold.pack_version = 4: 2 (a frame"), "{e}");
+    assert!(e.contains("cold.pack_version = 5: 2 (a frame"), "{e}");
+    std::fs::write(&file, "[cold]\npack_version = 4\n").expect("write");
+    let c = Config::load(Some(&file), &[]).expect("version 4");
+    assert_eq!((c.cold.pack_version, c.cold.pack_dict_kib), (4, 2048));
+    for kib in [0, 63, 16385] {
+        std::fs::write(&file, format!("[cold]\npack_dict_kib = {kib}\n")).expect("write");
+        let e = Config::load(Some(&file), &[])
+            .expect_err("a dictionary budget out of bounds")
+            .to_string();
+        assert!(
+            e.contains(&format!("cold.pack_dict_kib = {kib}: 64 to 16384 (KiB)")),
+            "{e}"
+        );
+    }
     std::fs::write(&file, "[cold]\npack_zstd_level = 0\n").expect("write");
     let e = Config::load(Some(&file), &[])
         .expect_err("a pack level of 0")

@@ -1,9 +1,10 @@
 //! The `pack` target: what a replica reads of the published tier. Even
 //! first bytes: the rest is a pack file, read the way a replica reads it
-//! (header, table pages, entries; in version 3, ledger frames opened).
+//! (header, table pages, entries; in versions 3 and 4, ledger frames
+//! opened, in version 4 with the pack's dictionary once it opens).
 //! Odd: a manifest.
 
-use ledgerstore_pack::{Header, LedgerEntry, LedgerFrame, Manifest};
+use ledgerstore_pack::{FrameDict, Header, LedgerEntry, LedgerFrame, Manifest};
 
 /// Runs one input.
 pub fn run(data: &[u8]) {
@@ -33,6 +34,26 @@ fn pack(bytes: &[u8]) {
     if h.size != bytes.len() as u64 {
         return; // a replica checks the size against the manifest first
     }
+    // Version 4: a replica opens no frame of a pack whose dictionary fails.
+    let dict = match h.dict_range() {
+        None => None,
+        Some(r) => {
+            assert!(
+                r.start >= h.ledger_table && r.end == h.size,
+                "a dictionary outside its section: {h:?}"
+            );
+            let stored = get(bytes, r).expect("a dictionary inside the pack");
+            let Ok(d) = FrameDict::open(&h, stored) else {
+                return;
+            };
+            assert!(
+                !d.raw().is_empty() && d.raw().len() as u64 <= ledgerstore_pack::MAX_DICT,
+                "an accepted dictionary of {} bytes",
+                d.raw().len()
+            );
+            Some(d)
+        }
+    };
     for seq in h.first..=h.last {
         let Ok((page, _)) = h.ledger_page_of(seq) else {
             panic!("ledger {seq} of {h:?} has no page");
@@ -52,7 +73,7 @@ fn pack(bytes: &[u8]) {
             "accepted bodies past the table"
         );
         if h.frames() {
-            frame(&h, &le, get(bytes, rec));
+            frame(&h, &le, get(bytes, rec), dict.as_ref());
             continue;
         }
         if let Some(b) = get(bytes, rec) {
@@ -76,10 +97,10 @@ fn pack(bytes: &[u8]) {
     }
 }
 
-/// A version-3 ledger frame, opened as a replica opens it: an accepted
-/// frame holds the record and exactly the ledger's bodies, each inside
-/// what it decompressed to, no more than the header's largest.
-fn frame(h: &Header, le: &LedgerEntry, bytes: Option<&[u8]>) {
+/// A version-3 or 4 ledger frame, opened as a replica opens it: an
+/// accepted frame holds the record and exactly the ledger's bodies, each
+/// inside what it decompressed to, no more than the header's largest.
+fn frame(h: &Header, le: &LedgerEntry, bytes: Option<&[u8]>, dict: Option<&FrameDict>) {
     assert!(
         h.body_page(0).is_err(),
         "a pack of frames with a body table page"
@@ -87,7 +108,7 @@ fn frame(h: &Header, le: &LedgerEntry, bytes: Option<&[u8]>) {
     let Some(bytes) = bytes else {
         return;
     };
-    let Ok(f) = LedgerFrame::open(h, le, bytes) else {
+    let Ok(f) = LedgerFrame::open(h, le, bytes, dict) else {
         return;
     };
     assert!(

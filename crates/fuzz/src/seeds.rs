@@ -272,40 +272,57 @@ fn segment() -> FuzzResult<Vec<Seed>> {
     Ok(out)
 }
 
-/// Packs the publisher's writer makes, in format versions 2 and 3 (one
+/// Packs the publisher's writer makes, in format versions 2, 3 and 4 (one
 /// ledger, a range past one ledger table page with bodies past one body
 /// page, and a ledger with no bodies), the committed version-1 pack, and
 /// manifests.
 fn pack() -> FuzzResult<Vec<Seed>> {
     let dir = tempfile::tempdir().map_err(FuzzError::io(std::env::temp_dir()))?;
     let mut out = Vec::new();
-    for frames in [false, true] {
+    let parts = |seq: u32| {
+        let record = vec![seq as u8; 8 + (seq % 13) as usize];
+        let bodies: Vec<Vec<u8>> = (0..seq % 3)
+            .map(|i| vec![(seq + i) as u8; 4 + i as usize])
+            .collect();
+        (record, bodies)
+    };
+    for v in [2u32, 3, 4] {
         for (first, last) in [(7u32, 7u32), (1, 140), (50, 52)] {
-            let v = if frames { 3 } else { 2 };
             let path = dir.path().join(format!("{first}-{last}-v{v}.pack"));
-            let mut w = if frames {
-                PackWriter::create_frames(&path, first, last)?
-            } else {
-                PackWriter::create(&path, first, last)?
+            // Version 4: a dictionary of the range's sampled ledgers.
+            let dict = (v == 4)
+                .then(|| {
+                    let samples = ledgerstore_pack::dict_samples(first, last)
+                        .into_iter()
+                        .map(|seq| {
+                            let (r, b) = parts(seq);
+                            ledgerstore_pack::frame_content(&r, &b)
+                        })
+                        .collect::<Result<Vec<_>, _>>()?;
+                    ledgerstore_pack::FrameDict::sampled(samples, 64 << 10, 3)
+                })
+                .transpose()?;
+            let enc = ledgerstore_pack::FrameEncoder::new(3, dict.as_ref());
+            let mut w = match (v, &dict) {
+                (2, _) => PackWriter::create(&path, first, last)?,
+                (_, None) => PackWriter::create_frames(&path, first, last)?,
+                (_, Some(d)) => PackWriter::create_frames_with_dict(&path, first, last, d)?,
             };
             for seq in first..=last {
-                let record = vec![seq as u8; 8 + (seq % 13) as usize];
-                let bodies: Vec<Vec<u8>> = (0..seq % 3)
-                    .map(|i| vec![(seq + i) as u8; 4 + i as usize])
-                    .collect();
-                if frames {
-                    w.push_frame(seq, &ledgerstore_pack::frame_ledger(&record, &bodies, 3)?)?;
-                } else {
+                let (record, bodies) = parts(seq);
+                if v == 2 {
                     w.push_ledger(seq, &record, &bodies)?;
+                } else {
+                    w.push_frame(seq, &enc.frame(&record, &bodies)?)?;
                 }
             }
             w.finish()?;
             let mut bytes = vec![0u8];
             bytes.extend(std::fs::read(&path).map_err(FuzzError::io(&path))?);
-            let name = if frames {
-                format!("pack-v3-{first}-{last}")
-            } else {
+            let name = if v == 2 {
                 format!("pack-{first}-{last}")
+            } else {
+                format!("pack-v{v}-{first}-{last}")
             };
             out.push((name, bytes));
         }

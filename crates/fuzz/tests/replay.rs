@@ -83,9 +83,13 @@ fn seeds_are_accepted_inputs() {
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(h.size, bytes.len() as u64 - 1, "{name}");
             versions.push(h.version);
-            // A version-3 seed's every frame opens, so the target's checks
-            // of an opened frame run on its mutations.
+            // A version-3 or 4 seed's every frame opens, so the target's
+            // checks of an opened frame run on its mutations.
             let pack = &bytes[1..];
+            let dict = h.dict_range().map(|r| {
+                ledgerstore_pack::FrameDict::open(&h, &pack[r.start as usize..r.end as usize])
+                    .unwrap_or_else(|e| panic!("{name}: {e}"))
+            });
             for seq in (h.first..=h.last).filter(|_| h.frames()) {
                 let at = |r: std::ops::Range<u64>| &pack[r.start as usize..r.end as usize];
                 let (page, _) = h.ledger_page_of(seq).expect("page");
@@ -93,7 +97,7 @@ fn seeds_are_accepted_inputs() {
                     .ledger_entry(at(h.ledger_page(page).expect("range")), seq)
                     .unwrap_or_else(|e| panic!("{name} ledger {seq}: {e}"));
                 let frame = at(h.data_range(&le.record).expect("frame"));
-                ledgerstore_pack::LedgerFrame::open(&h, &le, frame)
+                ledgerstore_pack::LedgerFrame::open(&h, &le, frame, dict.as_ref())
                     .unwrap_or_else(|e| panic!("{name} ledger {seq}: {e}"));
             }
         } else {
@@ -104,7 +108,7 @@ fn seeds_are_accepted_inputs() {
     }
     // Every pack version a replica reads, and a manifest.
     assert!(
-        [1, 2, 3].iter().all(|v| versions.contains(v)),
+        [1, 2, 3, 4].iter().all(|v| versions.contains(v)),
         "{versions:?}"
     );
     assert!(manifests > 0);

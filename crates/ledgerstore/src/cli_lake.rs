@@ -136,13 +136,17 @@ pub struct ColdFlags {
     #[arg(long = "cold.publish-threads", value_name = "N")]
     pub cold_publish_threads: Option<i64>,
     /// [cold] pack_version: the format of new packs, 2 (a frame a record
-    /// or body, read by every build) or 3 (a zstd frame a ledger, read by
-    /// this build and later).
-    #[arg(long = "cold.pack-version", value_name = "2|3")]
+    /// or body, read by every build), 3 (a zstd frame a ledger) or 4 (a
+    /// zstd frame a ledger with the pack's dictionary).
+    #[arg(long = "cold.pack-version", value_name = "2|3|4")]
     pub cold_pack_version: Option<i64>,
-    /// [cold] pack_zstd_level: the zstd level of version-3 ledger frames.
+    /// [cold] pack_zstd_level: the zstd level of version-3 and 4 ledger
+    /// frames.
     #[arg(long = "cold.pack-zstd-level", value_name = "LEVEL")]
     pub cold_pack_zstd_level: Option<i64>,
+    /// [cold] pack_dict_kib: version 4's dictionary budget, KiB.
+    #[arg(long = "cold.pack-dict-kib", value_name = "KIB")]
+    pub cold_pack_dict_kib: Option<i64>,
     /// [replica] store: serve, read-only, what a writer published there
     /// (also --replica.store).
     #[arg(long = "replica", alias = "replica.store", value_name = "URL|DIR")]

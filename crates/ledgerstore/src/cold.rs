@@ -40,12 +40,18 @@ pub fn publisher(cfg: &Config, rt: tokio::runtime::Handle) -> Result<Option<Publ
 }
 
 /// The form new packs are written in (`[cold] pack_version`, validated
-/// to 2 or 3, and `pack_zstd_level`).
+/// to 2, 3 or 4, `pack_zstd_level` and `pack_dict_kib`).
 pub fn pack_form(cfg: &Config) -> ledgerstore_cold::PackForm {
-    match cfg.cold.pack_version {
+    let c = &cfg.cold;
+    match c.pack_version {
         2 => ledgerstore_cold::PackForm::Entries,
+        3 => ledgerstore_cold::PackForm::Frames {
+            level: c.pack_zstd_level,
+            dict_kib: 0,
+        },
         _ => ledgerstore_cold::PackForm::Frames {
-            level: cfg.cold.pack_zstd_level,
+            level: c.pack_zstd_level,
+            dict_kib: c.pack_dict_kib,
         },
     }
 }

@@ -209,6 +209,7 @@ fn cold_overrides(c: &ColdFlags, o: &mut Overrides) {
         c.cold_pack_zstd_level.as_ref(),
         int,
     );
+    push(o, "cold.pack_dict_kib", c.cold_pack_dict_kib.as_ref(), int);
     push(o, "replica.store", c.replica_store.as_deref(), string);
     push(o, "replica.cache_dir", c.replica_cache_dir.as_deref(), path);
     push(o, "replica.cache_mb", c.replica_cache_mb.as_ref(), int);

@@ -9,29 +9,39 @@
 //!   and bodies in one zstd frame, compressed together (the bytes of a
 //!   whole ledger compress like the lake's own objects, a body alone does
 //!   not); a body is read by reading its ledger's frame. No body table.
+//! - **Ledger frames with the pack's dictionary** (version 4): as version
+//!   3, each frame compressed with a dictionary of whole ledger frames
+//!   sampled from the pack itself ([`crate::frame::FrameDict`]), stored
+//!   after the ledger table, so a ledger compresses like several of its
+//!   neighbours at once while a read still decompresses one ledger.
 //!
 //! ```text
 //! 0      header, 64 B (all integers big-endian):
 //!          0  magic "LSPACK01"
-//!          8  u32 version (2 or 3; version 1 is still read)
+//!          8  u32 version (2, 3 or 4; version 1 is still read)
 //!         12  u32 first ledger, 16 u32 last ledger
 //!         20  u32 the largest record, body or frame, bytes (version 1: 0)
 //!         24  u64 bodies (transactions plus aliases)
 //!         32  u64 ledger table offset
-//!         40  u64 body table offset (version 3: the file size)
+//!         40  u64 body table offset (version 3: the file size; version
+//!             4: the dictionary's offset, DT)
 //!         48  u64 file size
-//!         56  u32 CRC-32 of bytes 0..56 (version 3: of 0..56 and 60..64)
-//!         60  u32 version 3: the largest ledger frame decompressed,
-//!             bytes; versions 1 and 2: reserved (0)
+//!         56  u32 CRC-32 of bytes 0..56 (versions 3 and 4: of 0..56 and
+//!             60..64)
+//!         60  u32 versions 3 and 4: the largest ledger frame
+//!             decompressed, bytes; versions 1 and 2: reserved (0)
 //! 64     for each ledger first..=last: its stored record (the `ledgers`
 //!        value: zstd of a LedgerRecord), then its bodies in position
 //!        order (the `tx_bodies` values); version 3: one zstd frame of
-//!        the ledger's record and bodies (crate::frame)
+//!        the ledger's record and bodies (crate::frame); version 4: the
+//!        same, compressed with the pack's dictionary
 //! LT     ledger table: one 24-byte entry per ledger, in seq order:
 //!        u64 offset, u32 length, u32 CRC-32 of the record (version 3:
 //!        of the frame), u32 ordinal of the ledger's first body, u32 bodies
 //! BT     body table (versions 1 and 2): one 16-byte entry per body, in
 //!        position order: u64 offset, u32 length, u32 CRC-32 of the body
+//! DT     version 4: the dictionary, a zstd frame declaring its size (at
+//!        most MAX_DICT raw), then a u32 CRC-32 of that frame's bytes
 //! size   end of file
 //! ```
 //!
@@ -48,14 +58,13 @@
 //! covers the whole file.
 
 use std::fs::File;
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::Read;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
 use crate::error::{PackError, PackResult};
-use crate::frame::Framed;
 
 /// The pack's magic bytes.
 pub const MAGIC: &[u8; 8] = b"LSPACK01";
@@ -63,6 +72,9 @@ pub const MAGIC: &[u8; 8] = b"LSPACK01";
 pub const VERSION: u32 = 2;
 /// The format version of packs of ledger frames ([`crate::frame`]).
 pub const VERSION_3: u32 = 3;
+/// The format version of packs of ledger frames compressed with the
+/// pack's own dictionary ([`crate::frame::FrameDict`]).
+pub const VERSION_4: u32 = 4;
 /// The oldest format version read (no table page CRCs).
 pub const VERSION_1: u32 = 1;
 /// Header bytes.
@@ -77,23 +89,33 @@ pub const LEDGER_PAGE: u64 = 128;
 pub const BODY_PAGE: u64 = 256;
 /// Bytes of a table page's CRC (version 2).
 pub const PAGE_CRC: u64 = 4;
+/// Bytes of the dictionary's CRC (version 4).
+pub const DICT_CRC: u64 = 4;
+/// The most a version-4 pack's stored dictionary (its zstd frame) may be:
+/// what [`crate::frame::MAX_DICT`] raw bytes compress to at worst, with
+/// room to spare.
+pub const MAX_DICT_STORED: u64 = MAX_DICT + (1 << 20);
+/// The most a version-4 pack's dictionary may decompress to (16 MiB):
+/// what a reader allocates for it at most, and the bound of `[cold]
+/// pack_dict_kib`.
+pub const MAX_DICT: u64 = 16 << 20;
 
 /// One of the two tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Table {
+pub(crate) enum Table {
     Ledger,
     Body,
 }
 
 impl Table {
-    fn entry(self) -> u64 {
+    pub(crate) fn entry(self) -> u64 {
         match self {
             Self::Ledger => LEDGER_ENTRY,
             Self::Body => BODY_ENTRY,
         }
     }
 
-    fn page(self) -> u64 {
+    pub(crate) fn page(self) -> u64 {
         match self {
             Self::Ledger => LEDGER_PAGE,
             Self::Body => BODY_PAGE,
@@ -115,19 +137,24 @@ impl Table {
     }
 }
 
-/// The CRC-32 of a header: of bytes 0..56, and in version 3 of 60..64 too
-/// (the largest frame decompressed).
+/// True for the versions of ledger frames (3 and 4).
+pub(crate) fn is_frames(version: u32) -> bool {
+    version == VERSION_3 || version == VERSION_4
+}
+
+/// The CRC-32 of a header: of bytes 0..56, and in versions 3 and 4 of
+/// 60..64 too (the largest frame decompressed).
 fn header_crc(version: u32, h: &[u8; HEADER as usize]) -> u32 {
     let mut c = crc32fast::Hasher::new();
     c.update(&h[..56]);
-    if version == VERSION_3 {
+    if is_frames(version) {
         c.update(&h[60..64]);
     }
     c.finalize()
 }
 
 /// The CRC-32 of a version-2 table page.
-fn page_crc(table: Table, page: u64, entries: &[u8]) -> u32 {
+pub(crate) fn page_crc(table: Table, page: u64, entries: &[u8]) -> u32 {
     let mut h = crc32fast::Hasher::new();
     h.update(&[table.tag()]);
     h.update(&page.to_be_bytes());
@@ -138,7 +165,7 @@ fn page_crc(table: Table, page: u64, entries: &[u8]) -> u32 {
 /// A pack's header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
-    /// The format version (1, 2 or 3).
+    /// The format version (1, 2, 3 or 4).
     pub version: u32,
     /// First ledger.
     pub first: u32,
@@ -151,12 +178,13 @@ pub struct Header {
     pub bodies: u64,
     /// Offset of the ledger table.
     pub ledger_table: u64,
-    /// Offset of the body table.
+    /// Offset of the body table (version 3: the file size; version 4: the
+    /// dictionary's offset).
     pub body_table: u64,
     /// File size.
     pub size: u64,
-    /// Version 3: the largest ledger frame decompressed, bytes (what a
-    /// reader allows a frame to decompress to); 0 in versions 1 and 2.
+    /// Versions 3 and 4: the largest ledger frame decompressed, bytes (what
+    /// a reader allows a frame to decompress to); 0 in versions 1 and 2.
     pub max_raw: u32,
 }
 
@@ -178,7 +206,7 @@ impl Header {
         h[32..40].copy_from_slice(&self.ledger_table.to_be_bytes());
         h[40..48].copy_from_slice(&self.body_table.to_be_bytes());
         h[48..56].copy_from_slice(&self.size.to_be_bytes());
-        if self.version == VERSION_3 {
+        if is_frames(self.version) {
             h[60..64].copy_from_slice(&self.max_raw.to_be_bytes());
         }
         let crc = header_crc(self.version, &h);
@@ -186,15 +214,21 @@ impl Header {
         h
     }
 
-    /// True for a pack of ledger frames (version 3): no body table, a
-    /// body is read from its ledger's frame.
+    /// True for a pack of ledger frames (versions 3 and 4): no body
+    /// table, a body is read from its ledger's frame.
     pub fn frames(&self) -> bool {
-        self.version == VERSION_3
+        is_frames(self.version)
+    }
+
+    /// Version 4: where the pack's dictionary is (its zstd frame, then its
+    /// CRC-32: [`crate::frame::FrameDict::open`] takes these bytes).
+    pub fn dict_range(&self) -> Option<Range<u64>> {
+        (self.version == VERSION_4).then_some(self.body_table..self.size)
     }
 
     /// Bytes of a table of `n` entries in this header's version.
     fn table_len(version: u32, table: Table, n: u64) -> Option<u64> {
-        if version == VERSION_3 && table == Table::Body {
+        if is_frames(version) && table == Table::Body {
             return Some(0);
         }
         let entries = n.checked_mul(table.entry())?;
@@ -216,9 +250,10 @@ impl Header {
             return Err(bad(format!("magic {:?}, expected LSPACK01", &b[..8])));
         }
         let version = be32(&b[8..12]);
-        if ![VERSION_1, VERSION, VERSION_3].contains(&version) {
+        if ![VERSION_1, VERSION, VERSION_3, VERSION_4].contains(&version) {
             return Err(bad(format!(
-                "version {version}; this build reads {VERSION_1}, {VERSION} and {VERSION_3}"
+                "version {version}; this build reads {VERSION_1}, {VERSION}, {VERSION_3} and \
+                 {VERSION_4}"
             )));
         }
         let crc = be32(&b[56..60]);
@@ -234,7 +269,7 @@ impl Header {
             ledger_table: be64(&b[32..40]),
             body_table: be64(&b[40..48]),
             size: be64(&b[48..56]),
-            max_raw: if version == VERSION_3 {
+            max_raw: if is_frames(version) {
                 be32(&b[60..64])
             } else {
                 0
@@ -251,13 +286,21 @@ impl Header {
             && Self::table_len(version, Table::Ledger, h.ledgers())
                 .and_then(|t| t.checked_add(h.ledger_table))
                 == Some(h.body_table)
-            && Self::table_len(version, Table::Body, h.bodies)
-                .and_then(|t| t.checked_add(h.body_table))
-                == Some(h.size);
+            && if version == VERSION_4 {
+                // The dictionary's frame (at least a byte, at most what
+                // MAX_DICT compresses to) and its CRC fill the rest.
+                h.size
+                    .checked_sub(h.body_table)
+                    .is_some_and(|d| (DICT_CRC + 1..=DICT_CRC + MAX_DICT_STORED).contains(&d))
+            } else {
+                Self::table_len(version, Table::Body, h.bodies)
+                    .and_then(|t| t.checked_add(h.body_table))
+                    == Some(h.size)
+            };
         if !fits {
             return Err(bad(format!(
-                "tables do not fill the file: ledgers {}..={}, {} bodies, tables at {} and {}, \
-                 size {}",
+                "tables do not fill the file: ledgers {}..={}, {} bodies, tables (or the \
+                 dictionary) at {} and {}, size {}",
                 h.first, h.last, h.bodies, h.ledger_table, h.body_table, h.size
             )));
         }
@@ -268,7 +311,8 @@ impl Header {
     fn page_range(&self, table: Table, at: u64, n: u64, page: u64) -> PackResult<Range<u64>> {
         if self.frames() && table == Table::Body {
             return Err(PackError::Format(
-                "a body table page asked of a pack of ledger frames (version 3), which has none"
+                "a body table page asked of a pack of ledger frames (versions 3 and 4), which has \
+                 none"
                     .into(),
             ));
         }
@@ -372,7 +416,8 @@ impl Header {
     pub fn body_page_of(&self, le: &LedgerEntry, index: u32) -> PackResult<(u64, u64)> {
         if self.frames() {
             return Err(PackError::Format(
-                "a body table page asked of a pack of ledger frames (version 3), which has none"
+                "a body table page asked of a pack of ledger frames (versions 3 and 4), which has \
+                 none"
                     .into(),
             ));
         }
@@ -443,7 +488,7 @@ pub struct Entry {
 }
 
 impl Entry {
-    fn of(offset: u64, bytes: &[u8]) -> PackResult<Self> {
+    pub(crate) fn of(offset: u64, bytes: &[u8]) -> PackResult<Self> {
         let len = u32::try_from(bytes.len())
             .map_err(|_| PackError::Format(format!("an entry of {} bytes", bytes.len())))?;
         Ok(Self {
@@ -453,7 +498,7 @@ impl Entry {
         })
     }
 
-    fn put(&self, out: &mut Vec<u8>) {
+    pub(crate) fn put(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.offset.to_be_bytes());
         out.extend_from_slice(&self.len.to_be_bytes());
         out.extend_from_slice(&self.crc.to_be_bytes());
@@ -519,207 +564,6 @@ fn be64(b: &[u8]) -> u64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[..8]);
     u64::from_be_bytes(a)
-}
-
-/// What [`PackWriter::finish`] wrote.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PackInfo {
-    /// The file.
-    pub path: PathBuf,
-    /// Its header.
-    pub header: Header,
-    /// SHA-256 of the whole file, hex.
-    pub sha256: String,
-}
-
-/// Writes a pack to a local file, ledger by ledger. Tables are kept in
-/// memory until [`PackWriter::finish`] (40 B a body, 24 B a ledger).
-#[derive(Debug)]
-pub struct PackWriter {
-    version: u32,
-    max_raw: u32,
-    out: BufWriter<File>,
-    path: PathBuf,
-    first: u32,
-    last: u32,
-    next: Option<u32>,
-    off: u64,
-    ledgers: Vec<u8>,
-    bodies: Vec<u8>,
-    body_count: u64,
-    max_entry: u32,
-}
-
-impl PackWriter {
-    /// Creates `path` for ledgers `first..=last`, a pack of entries
-    /// (version 2: [`PackWriter::push_ledger`]).
-    pub fn create(path: &Path, first: u32, last: u32) -> PackResult<Self> {
-        Self::create_version(path, first, last, VERSION)
-    }
-
-    /// Creates `path` for ledgers `first..=last`, a pack of ledger frames
-    /// (version 3: [`PackWriter::push_frame`]).
-    pub fn create_frames(path: &Path, first: u32, last: u32) -> PackResult<Self> {
-        Self::create_version(path, first, last, VERSION_3)
-    }
-
-    fn create_version(path: &Path, first: u32, last: u32, version: u32) -> PackResult<Self> {
-        if first > last {
-            return Err(PackError::Order {
-                first,
-                last,
-                detail: "first ledger after last".into(),
-            });
-        }
-        let f = File::create(path).map_err(PackError::io(path, "create"))?;
-        let mut out = BufWriter::with_capacity(1 << 20, f);
-        out.write_all(&[0u8; HEADER as usize])
-            .map_err(PackError::io(path, "write"))?;
-        Ok(Self {
-            version,
-            max_raw: 0,
-            out,
-            path: path.to_path_buf(),
-            first,
-            last,
-            next: Some(first),
-            off: HEADER,
-            ledgers: Vec::new(),
-            bodies: Vec::new(),
-            body_count: 0,
-            max_entry: 0,
-        })
-    }
-
-    /// Appends ledger `seq` (the next one) with its stored record and
-    /// bodies.
-    pub fn push_ledger(&mut self, seq: u32, record: &[u8], bodies: &[Vec<u8>]) -> PackResult<()> {
-        let first_body = self.next_ledger(seq, VERSION)?;
-        let rec = Entry::of(self.off, record)?;
-        self.max_entry = self.max_entry.max(rec.len);
-        rec.put(&mut self.ledgers);
-        self.ledgers.extend_from_slice(&first_body.to_be_bytes());
-        self.ledgers
-            .extend_from_slice(&(bodies.len() as u32).to_be_bytes());
-        self.write(record)?;
-        for b in bodies {
-            let e = Entry::of(self.off, b)?;
-            self.max_entry = self.max_entry.max(e.len);
-            e.put(&mut self.bodies);
-            self.write(b)?;
-            self.body_count += 1;
-        }
-        self.next = seq.checked_add(1).filter(|n| *n <= self.last);
-        Ok(())
-    }
-
-    /// Appends ledger `seq` (the next one) as its frame ([`Framed`], made
-    /// by [`crate::frame::frame_ledger`]).
-    pub fn push_frame(&mut self, seq: u32, framed: &Framed) -> PackResult<()> {
-        let first_body = self.next_ledger(seq, VERSION_3)?;
-        if u64::from(framed.raw_len) > crate::frame::MAX_FRAME_RAW {
-            return Err(PackError::Format(format!(
-                "ledger {seq}'s frame of {} bytes exceeds the {} a reader allows",
-                framed.raw_len,
-                crate::frame::MAX_FRAME_RAW
-            )));
-        }
-        let e = Entry::of(self.off, &framed.frame)?;
-        self.max_entry = self.max_entry.max(e.len);
-        self.max_raw = self.max_raw.max(framed.raw_len);
-        e.put(&mut self.ledgers);
-        self.ledgers.extend_from_slice(&first_body.to_be_bytes());
-        self.ledgers.extend_from_slice(&framed.bodies.to_be_bytes());
-        self.write(&framed.frame)?;
-        self.body_count += u64::from(framed.bodies);
-        self.next = seq.checked_add(1).filter(|n| *n <= self.last);
-        Ok(())
-    }
-
-    /// Checks that `seq` is the ledger expected next, in a pack of
-    /// `version`; returns the ordinal of its first body.
-    fn next_ledger(&self, seq: u32, version: u32) -> PackResult<u32> {
-        let order = |detail: String| PackError::Order {
-            first: self.first,
-            last: self.last,
-            detail,
-        };
-        if self.version != version {
-            return Err(order(format!(
-                "a version-{version} ledger pushed into a version-{} pack",
-                self.version
-            )));
-        }
-        if self.next != Some(seq) {
-            return Err(order(format!(
-                "ledger {seq} pushed, expected {:?}",
-                self.next
-            )));
-        }
-        u32::try_from(self.body_count).map_err(|_| order("more than 2^32 bodies".into()))
-    }
-
-    fn write(&mut self, b: &[u8]) -> PackResult<()> {
-        self.out
-            .write_all(b)
-            .map_err(PackError::io(&self.path, "write"))?;
-        self.off += b.len() as u64;
-        Ok(())
-    }
-
-    /// Writes a table's entries in pages, each followed by its CRC.
-    fn write_table(&mut self, table: Table, entries: &[u8]) -> PackResult<()> {
-        let page_bytes = (table.page() * table.entry()) as usize;
-        for (page, chunk) in entries.chunks(page_bytes).enumerate() {
-            self.write(chunk)?;
-            self.write(&page_crc(table, page as u64, chunk).to_be_bytes())?;
-        }
-        Ok(())
-    }
-
-    /// Writes the tables and the header, fsyncs, and hashes the file.
-    pub fn finish(mut self) -> PackResult<PackInfo> {
-        if let Some(n) = self.next {
-            return Err(PackError::Order {
-                first: self.first,
-                last: self.last,
-                detail: format!("finished before ledger {n}"),
-            });
-        }
-        let ledger_table = self.off;
-        let ledgers = std::mem::take(&mut self.ledgers);
-        let bodies = std::mem::take(&mut self.bodies);
-        self.write_table(Table::Ledger, &ledgers)?;
-        let body_table = self.off;
-        self.write_table(Table::Body, &bodies)?;
-        let header = Header {
-            version: self.version,
-            max_raw: self.max_raw,
-            max_entry: self.max_entry,
-            first: self.first,
-            last: self.last,
-            bodies: self.body_count,
-            ledger_table,
-            body_table,
-            size: self.off,
-        };
-        let path = self.path.clone();
-        let io = |a| PackError::io(&path, a);
-        let mut f = self
-            .out
-            .into_inner()
-            .map_err(|e| io("write")(e.into_error()))?;
-        f.seek(SeekFrom::Start(0)).map_err(io("seek"))?;
-        f.write_all(&header.encode()).map_err(io("write"))?;
-        f.sync_all().map_err(io("fsync"))?;
-        drop(f);
-        let sha256 = sha256_file(&path)?;
-        Ok(PackInfo {
-            path,
-            header,
-            sha256,
-        })
-    }
 }
 
 /// SHA-256 of a file, hex.

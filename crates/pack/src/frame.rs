@@ -1,6 +1,10 @@
-//! A ledger frame (pack version 3): one ledger's stored record and bodies
-//! in one zstd frame, so that they compress together as the lake's
-//! per-ledger objects do.
+//! A ledger frame (pack versions 3 and 4): one ledger's stored record and
+//! bodies in one zstd frame, so that they compress together as the lake's
+//! per-ledger objects do. In version 4 every frame of a pack is compressed
+//! with the pack's dictionary ([`FrameDict`]): the raw contents of a few of
+//! its own ledgers' frames, spread across its range ([`dict_samples`]), so
+//! a ledger compresses against its neighbours' structure, accounts and
+//! contracts, and a read still decompresses one ledger.
 //!
 //! ```text
 //! the frame decompresses to (integers big-endian):
@@ -20,6 +24,8 @@
 
 use std::ops::Range;
 
+use zstd::dict::{DecoderDictionary, EncoderDictionary};
+
 use crate::error::{PackError, PackResult};
 use crate::format::{Header, LedgerEntry};
 
@@ -33,16 +39,31 @@ pub const DEFAULT_FRAME_LEVEL: i32 = 3;
 /// reader allocate more.
 pub const MAX_FRAME_RAW: u64 = 1 << 30;
 
+pub use crate::format::MAX_DICT;
+
+/// The dictionary budget unless configured (`[cold] pack_dict_kib`): two
+/// dense 2026 pubnet ledgers (docs/benchmarks.md, "Packs with their own
+/// dictionary").
+pub const DEFAULT_DICT_KIB: u32 = 2048;
+
+/// Slots of a range a dictionary's samples are taken from (31 of them,
+/// the odd ones last).
+const DICT_SLOTS: u64 = 32;
+
 /// The form a publisher writes packs in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PackForm {
     /// Version 2: a record or body a frame of its own (what builds before
     /// version 3 read).
     Entries,
-    /// Version 3: a ledger's record and bodies one zstd frame at `level`.
+    /// Version 3 (`dict_kib` 0): a ledger's record and bodies one zstd
+    /// frame at `level`; version 4: compressed with a dictionary of up to
+    /// `dict_kib` KiB sampled from the pack's own ledgers.
     Frames {
         /// The zstd level.
         level: i32,
+        /// The dictionary's budget, KiB (0: none, version 3).
+        dict_kib: u32,
     },
 }
 
@@ -64,24 +85,31 @@ pub struct Framed {
     pub raw_len: u32,
     /// Bodies in it.
     pub bodies: u32,
+    /// Compressed with a dictionary (version 4).
+    pub dict: bool,
 }
 
 /// Compresses a ledger's stored record and bodies (position order) into
-/// one frame at zstd `level`; a ledger past [`MAX_FRAME_RAW`] is refused.
+/// one frame at zstd `level`, without a dictionary (version 3); a ledger
+/// past [`MAX_FRAME_RAW`] is refused.
 pub fn frame_ledger<B: AsRef<[u8]>>(record: &[u8], bodies: &[B], level: i32) -> PackResult<Framed> {
+    FrameEncoder::new(level, None).frame(record, bodies)
+}
+
+/// What a ledger's frame decompresses to: the part count, the parts'
+/// lengths, then the parts (the module's layout). A ledger past
+/// [`MAX_FRAME_RAW`] is refused.
+pub fn frame_content<B: AsRef<[u8]>>(record: &[u8], bodies: &[B]) -> PackResult<Vec<u8>> {
     let too_big = |what: &str| PackError::Format(format!("a ledger frame: {what} exceeds 4 GiB"));
     let n = u32::try_from(bodies.len()).map_err(|_| too_big("the body count"))?;
     let parts = n.checked_add(1).ok_or_else(|| too_big("the body count"))?;
     let body_bytes: usize = bodies.iter().map(|b| b.as_ref().len()).sum();
     let len = 4 + 4 * (parts as usize) + record.len() + body_bytes;
-    let raw_len = u32::try_from(len)
-        .ok()
-        .filter(|n| u64::from(*n) <= MAX_FRAME_RAW)
-        .ok_or_else(|| {
-            PackError::Format(format!(
-                "a ledger frame of {len} bytes exceeds the {MAX_FRAME_RAW} a reader allows"
-            ))
-        })?;
+    if len as u64 > MAX_FRAME_RAW {
+        return Err(PackError::Format(format!(
+            "a ledger frame of {len} bytes exceeds the {MAX_FRAME_RAW} a reader allows"
+        )));
+    }
     let mut raw = Vec::with_capacity(len);
     raw.extend_from_slice(&parts.to_be_bytes());
     let part_len = |b: &[u8]| u32::try_from(b.len()).map_err(|_| too_big("a part"));
@@ -93,13 +121,204 @@ pub fn frame_ledger<B: AsRef<[u8]>>(record: &[u8], bodies: &[B], level: i32) -> 
     for b in bodies {
         raw.extend_from_slice(b.as_ref());
     }
-    let frame = zstd::bulk::compress(&raw, level)
-        .map_err(|e| PackError::Format(format!("compressing a ledger frame: {e}")))?;
-    Ok(Framed {
-        frame,
-        raw_len,
-        bodies: n,
-    })
+    Ok(raw)
+}
+
+/// Compresses ledger frames at one zstd level, with or without a pack's
+/// dictionary (its compression tables built once, shared by threads).
+pub struct FrameEncoder {
+    level: i32,
+    dict: Option<EncoderDictionary<'static>>,
+}
+
+impl std::fmt::Debug for FrameEncoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameEncoder")
+            .field("level", &self.level)
+            .field("dict", &self.dict.is_some())
+            .finish()
+    }
+}
+
+impl FrameEncoder {
+    /// An encoder at zstd `level`, with the raw dictionary `dict` (version
+    /// 4) or without one (version 3).
+    pub fn new(level: i32, dict: Option<&FrameDict>) -> Self {
+        Self {
+            level,
+            dict: dict.map(|d| EncoderDictionary::copy(&d.raw, level)),
+        }
+    }
+
+    /// A ledger's stored record and bodies (position order) as one frame.
+    pub fn frame<B: AsRef<[u8]>>(&self, record: &[u8], bodies: &[B]) -> PackResult<Framed> {
+        let raw = frame_content(record, bodies)?;
+        let raw_len = u32::try_from(raw.len())
+            .map_err(|_| PackError::Format(format!("a ledger frame of {} bytes", raw.len())))?;
+        let failed =
+            |e: std::io::Error| PackError::Format(format!("compressing a ledger frame: {e}"));
+        let mut frame = match &self.dict {
+            None => zstd::bulk::compress(&raw, self.level).map_err(failed)?,
+            // With zstd's checksum of the content (4 bytes): a frame
+            // decompressed with any other dictionary fails, never yields
+            // other bytes.
+            Some(d) => zstd::bulk::Compressor::with_prepared_dictionary(d)
+                .and_then(|mut c| {
+                    c.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true))?;
+                    c.compress(&raw)
+                })
+                .map_err(failed)?,
+        };
+        // zstd's buffer is sized for the raw bytes; a chunk holds frames.
+        frame.shrink_to_fit();
+        Ok(Framed {
+            frame,
+            raw_len,
+            bodies: u32::try_from(bodies.len()).unwrap_or(u32::MAX),
+            dict: self.dict.is_some(),
+        })
+    }
+}
+
+/// The ledgers of `first..=last` a pack's dictionary is sampled from, in
+/// the order they are taken: the middle of the range first, then its
+/// quarters, then its eighths, sixteenths and thirty-seconds, so that
+/// whatever the budget holds is spread across the range. At most 31, each
+/// once.
+pub fn dict_samples(first: u32, last: u32) -> Vec<u32> {
+    let n = u64::from(last.saturating_sub(first)) + 1;
+    let mut out: Vec<u32> = Vec::new();
+    // Slot j of DICT_SLOTS: the middle is slot 16, the quarters 8 and 24,
+    // and so on (odd slots last).
+    for step in [16u64, 8, 4, 2, 1] {
+        let mut j = step;
+        while j < DICT_SLOTS {
+            if (j / step) % 2 == 1 {
+                let seq = u64::from(first) + n * j / DICT_SLOTS;
+                let seq = u32::try_from(seq.min(u64::from(last))).unwrap_or(last);
+                if !out.contains(&seq) {
+                    out.push(seq);
+                }
+            }
+            j += step;
+        }
+    }
+    out
+}
+
+/// A version-4 pack's dictionary: raw bytes that every frame of the pack
+/// was compressed against, as zstd's "raw content" dictionary (the
+/// beginning of sampled frames' contents, [`FrameDict::sampled`]).
+pub struct FrameDict {
+    raw: Vec<u8>,
+    stored: Vec<u8>,
+    decoder: DecoderDictionary<'static>,
+}
+
+impl std::fmt::Debug for FrameDict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameDict")
+            .field("raw", &self.raw.len())
+            .field("stored", &self.stored.len())
+            .finish()
+    }
+}
+
+impl FrameDict {
+    /// The dictionary of the frame contents `samples` ([`frame_content`]
+    /// of the ledgers of [`dict_samples`], in that order), concatenated up
+    /// to `budget` bytes (at most [`MAX_DICT`]); it is stored compressed
+    /// at zstd `level`.
+    pub fn sampled<I: IntoIterator<Item = Vec<u8>>>(
+        samples: I,
+        budget: usize,
+        level: i32,
+    ) -> PackResult<Self> {
+        let budget = budget.min(MAX_DICT as usize);
+        let mut raw = Vec::with_capacity(budget);
+        for s in samples {
+            let room = budget - raw.len();
+            raw.extend_from_slice(&s[..s.len().min(room)]);
+            if raw.len() == budget {
+                break;
+            }
+        }
+        if raw.is_empty() {
+            return Err(PackError::Format("a dictionary of no bytes".into()));
+        }
+        let stored = zstd::bulk::compress(&raw, level)
+            .map_err(|e| PackError::Format(format!("compressing a dictionary: {e}")))?;
+        let decoder = DecoderDictionary::copy(&raw);
+        Ok(Self {
+            raw,
+            stored,
+            decoder,
+        })
+    }
+
+    /// The dictionary read back from a version-4 pack's bytes at
+    /// [`Header::dict_range`]: its CRC-32, a zstd frame declaring at most
+    /// [`MAX_DICT`] bytes, only that much allocated.
+    pub fn open(h: &Header, bytes: &[u8]) -> PackResult<Self> {
+        let bad = |what: String| PackError::Format(format!("the pack's dictionary: {what}"));
+        let want = h
+            .dict_range()
+            .ok_or_else(|| bad(format!("asked of a version-{} pack", h.version)))?;
+        if bytes.len() as u64 != want.end - want.start || bytes.len() < 5 {
+            return Err(bad(format!(
+                "{} bytes, expected {}",
+                bytes.len(),
+                want.end - want.start
+            )));
+        }
+        let (stored, crc) = bytes.split_at(bytes.len() - 4);
+        let (got, crc) = (
+            crc32fast::hash(stored),
+            u32::from_be_bytes([crc[0], crc[1], crc[2], crc[3]]),
+        );
+        if got != crc {
+            return Err(bad(format!(
+                "fails its CRC-32 ({got:08x}, expected {crc:08x})"
+            )));
+        }
+        let declared = match zstd::zstd_safe::get_frame_content_size(stored) {
+            Ok(Some(n)) if (1..=MAX_DICT).contains(&n) => n as usize,
+            Ok(Some(n)) => return Err(bad(format!("declares {n} bytes, not 1..={MAX_DICT}"))),
+            Ok(None) => return Err(bad("declares no size".into())),
+            Err(e) => return Err(bad(format!("is not a zstd frame: {e:?}"))),
+        };
+        let raw = zstd::bulk::decompress(stored, declared)
+            .map_err(|e| bad(format!("does not decompress: {e}")))?;
+        if raw.len() != declared {
+            return Err(bad(format!(
+                "decompresses to {} bytes; it declares {declared}",
+                raw.len()
+            )));
+        }
+        let decoder = DecoderDictionary::copy(&raw);
+        Ok(Self {
+            raw,
+            stored: stored.to_vec(),
+            decoder,
+        })
+    }
+
+    /// The dictionary's raw bytes.
+    pub fn raw(&self) -> &[u8] {
+        &self.raw
+    }
+
+    /// The dictionary as the pack stores it (a zstd frame; its CRC-32
+    /// follows it in the pack).
+    pub fn stored(&self) -> &[u8] {
+        &self.stored
+    }
+
+    /// What holding it costs in memory: its raw bytes twice (ours and
+    /// zstd's copy) and the compressed ones.
+    pub fn memory(&self) -> usize {
+        2 * self.raw.len() + self.stored.len()
+    }
 }
 
 /// A ledger frame read back and checked.
@@ -111,14 +330,27 @@ pub struct LedgerFrame {
 
 impl LedgerFrame {
     /// Opens the frame `bytes` of ledger entry `le` of a version-3 pack
-    /// with header `h`: its CRC-32, a decompression of the size it
-    /// declares, at most `h.max_raw` and [`MAX_FRAME_RAW`] bytes, and
-    /// parts that fill it, one record and `le.bodies` bodies.
-    pub fn open(h: &Header, le: &LedgerEntry, bytes: &[u8]) -> PackResult<Self> {
+    /// with header `h` (version 4: with its dictionary `dict`): its
+    /// CRC-32, a decompression of the size it declares, at most
+    /// `h.max_raw` and [`MAX_FRAME_RAW`] bytes, and parts that fill it,
+    /// one record and `le.bodies` bodies.
+    pub fn open(
+        h: &Header,
+        le: &LedgerEntry,
+        bytes: &[u8],
+        dict: Option<&FrameDict>,
+    ) -> PackResult<Self> {
         if !h.frames() {
             return Err(PackError::Format(format!(
                 "a ledger frame read from a version-{} pack",
                 h.version
+            )));
+        }
+        if h.dict_range().is_some() != dict.is_some() {
+            return Err(PackError::Format(format!(
+                "a ledger frame of a version-{} pack opened {} a dictionary",
+                h.version,
+                if dict.is_some() { "with" } else { "without" }
             )));
         }
         le.record.check(bytes)?;
@@ -137,8 +369,12 @@ impl LedgerFrame {
             Ok(None) => return Err(bad("declares no size".into())),
             Err(e) => return Err(bad(format!("is not a zstd frame: {e:?}"))),
         };
-        let raw = zstd::bulk::decompress(bytes, declared)
-            .map_err(|e| bad(format!("does not decompress: {e}")))?;
+        let raw = match dict {
+            None => zstd::bulk::decompress(bytes, declared),
+            Some(d) => zstd::bulk::Decompressor::with_prepared_dictionary(&d.decoder)
+                .and_then(|mut z| z.decompress(bytes, declared)),
+        }
+        .map_err(|e| bad(format!("does not decompress: {e}")))?;
         if raw.len() != declared {
             return Err(bad(format!(
                 "decompresses to {} bytes; it declares {declared}",

@@ -1,4 +1,4 @@
-//! Packs of ledger frames (version 3).
+//! Packs of ledger frames (versions 3 and 4).
 
 use std::fs;
 
@@ -20,11 +20,16 @@ fn write_frames(path: &std::path::Path, first: u32, last: u32, level: i32) -> Pa
 /// page, frame.
 fn read_frames(bytes: &[u8]) -> PackResult<Vec<Ledger>> {
     let h = Header::parse(bytes)?;
+    let dict = match h.dict_range() {
+        Some(r) => Some(FrameDict::open(&h, piece(bytes, r)?)?),
+        None => None,
+    };
     let mut out = Vec::new();
     for seq in h.first..=h.last {
         let (page, _) = h.ledger_page_of(seq)?;
         let le = h.ledger_entry(piece(bytes, h.ledger_page(page)?)?, seq)?;
-        let f = LedgerFrame::open(&h, &le, piece(bytes, h.data_range(&le.record)?)?)?;
+        let frame = piece(bytes, h.data_range(&le.record)?)?;
+        let f = LedgerFrame::open(&h, &le, frame, dict.as_ref())?;
         let bodies: Vec<Vec<u8>> = f.bodies().map(<[u8]>::to_vec).collect();
         for (i, b) in bodies.iter().enumerate() {
             assert_eq!(f.body(i as u32)?, &b[..]);
@@ -84,6 +89,7 @@ fn a_pack_of_frames_reads_back_every_ledger_and_has_no_body_table() {
         &h,
         &le,
         piece(&bytes, h.data_range(&le.record).expect("range")).expect("frame"),
+        None,
     )
     .expect("frame");
     assert_eq!((f.bodies().count(), f.record()), (3, &ledger(first).0[..]));
@@ -157,7 +163,7 @@ fn damage_to_a_frame_is_found_by_its_crc_its_declared_size_and_its_parts() {
     // A byte of the frame: its CRC.
     let mut damaged = frame.to_vec();
     damaged[frame.len() / 2] ^= 0x40;
-    let e = LedgerFrame::open(&h, &le, &damaged)
+    let e = LedgerFrame::open(&h, &le, &damaged, None)
         .expect_err("crc")
         .to_string();
     assert!(e.contains("fails its CRC-32"), "{e}");
@@ -165,7 +171,7 @@ fn damage_to_a_frame_is_found_by_its_crc_its_declared_size_and_its_parts() {
     // A frame larger than the pack's largest (a header that lies, with a
     // good CRC): refused before it is decompressed.
     let small = Header { max_raw: 10, ..h };
-    let e = LedgerFrame::open(&small, &le, frame)
+    let e = LedgerFrame::open(&small, &le, frame, None)
         .expect_err("bound")
         .to_string();
     assert!(
@@ -189,7 +195,7 @@ fn damage_to_a_frame_is_found_by_its_crc_its_declared_size_and_its_parts() {
         max_raw: u32::MAX,
         ..h
     };
-    let e = LedgerFrame::open(&big, &le_huge, &huge)
+    let e = LedgerFrame::open(&big, &le_huge, &huge, None)
         .expect_err("past the bound")
         .to_string();
     assert!(
@@ -248,7 +254,9 @@ fn damage_to_a_frame_is_found_by_its_crc_its_declared_size_and_its_parts() {
     ];
     for (raw, want) in cases {
         let (f, le) = frame_of(&raw);
-        let e = LedgerFrame::open(&h, &le, &f).expect_err(want).to_string();
+        let e = LedgerFrame::open(&h, &le, &f, None)
+            .expect_err(want)
+            .to_string();
         assert!(e.contains(want), "{want}: {e}");
     }
     // Not a zstd frame at all.
@@ -261,7 +269,7 @@ fn damage_to_a_frame_is_found_by_its_crc_its_declared_size_and_its_parts() {
         },
         ..le
     };
-    let e = LedgerFrame::open(&h, &le, &junk)
+    let e = LedgerFrame::open(&h, &le, &junk, None)
         .expect_err("junk")
         .to_string();
     assert!(e.contains("is not a zstd frame"), "{e}");
@@ -271,11 +279,198 @@ fn damage_to_a_frame_is_found_by_its_crc_its_declared_size_and_its_parts() {
         max_raw: 0,
         ..h
     };
-    let e = LedgerFrame::open(&v2, &le, &junk)
+    let e = LedgerFrame::open(&v2, &le, &junk, None)
         .expect_err("v2")
         .to_string();
     assert!(
         e.contains("a ledger frame read from a version-2 pack"),
         "{e}"
     );
+}
+
+/// Ledgers that share most of their bytes, as a chain's consecutive
+/// ledgers do (accounts, contracts, structure), but not with themselves:
+/// each is a slice of one pseudo-random vocabulary, so a frame compresses
+/// only against other ledgers' bytes.
+fn shared_ledger(seq: u32) -> Ledger {
+    let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+    let vocab: Vec<u8> = (0..16_384)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let at = (seq as usize * 997) % 8_192;
+    let record = [&seq.to_be_bytes()[..], &vocab[at..at + 2_000]].concat();
+    let bodies = (0..3)
+        .map(|i| vocab[(at + 3_000 * i) % 8_192..][..1_500].to_vec())
+        .collect();
+    (record, bodies)
+}
+
+/// Writes a version-4 pack of `ledger`s, its dictionary sampled as the
+/// publisher samples it, `budget` bytes at most.
+fn write_dict(
+    path: &std::path::Path,
+    first: u32,
+    last: u32,
+    budget: usize,
+    ledger: fn(u32) -> Ledger,
+) -> PackInfo {
+    let samples = dict_samples(first, last).into_iter().map(|seq| {
+        let (r, b) = ledger(seq);
+        frame_content(&r, &b).expect("content")
+    });
+    let dict = FrameDict::sampled(samples, budget, 3).expect("dictionary");
+    let enc = FrameEncoder::new(3, Some(&dict));
+    let mut w = PackWriter::create_frames_with_dict(path, first, last, &dict).expect("create");
+    for seq in first..=last {
+        let (r, b) = ledger(seq);
+        w.push_frame(seq, &enc.frame(&r, &b).expect("frame"))
+            .expect("push");
+    }
+    w.finish().expect("finish")
+}
+
+#[test]
+fn a_pack_with_its_dictionary_reads_back_and_compresses_against_it() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (first, last) = (3u32, 3 + 200);
+    let v4 = write_dict(&dir.path().join("v4"), first, last, 64 << 10, shared_ledger);
+    let bytes = fs::read(&v4.path).expect("read");
+    let h = v4.header;
+    assert_eq!((h.version, h.size), (4, bytes.len() as u64));
+    assert!(h.frames());
+    assert_eq!(Header::parse(&bytes).expect("parse"), h);
+    let want: Vec<_> = (first..=last).map(shared_ledger).collect();
+    assert_eq!(read_frames(&bytes).expect("read back"), want);
+    // The ledger table ends where the dictionary starts; its frame and
+    // CRC end the file.
+    let ledgers = u64::from(last - first + 1);
+    let lt = ledgers * LEDGER_ENTRY + ledgers.div_ceil(LEDGER_PAGE) * PAGE_CRC;
+    let dr = h.dict_range().expect("a dictionary");
+    assert_eq!((h.ledger_table + lt, dr.end), (dr.start, h.size));
+    let dict = FrameDict::open(&h, piece(&bytes, dr.clone()).expect("dict")).expect("open");
+    assert_eq!(dict.raw().len(), 64 << 10);
+    // The same ledgers in version 3: each frame holds its vocabulary
+    // slice (random bytes), while version 4's refer to the dictionary.
+    let mut w = PackWriter::create_frames(&dir.path().join("v3"), first, last).expect("v3");
+    for seq in first..=last {
+        let (r, b) = shared_ledger(seq);
+        w.push_frame(seq, &frame_ledger(&r, &b, 3).expect("frame"))
+            .expect("push");
+    }
+    let v3 = w.finish().expect("finish").header;
+    let (frames3, frames4) = (v3.ledger_table - HEADER, h.ledger_table - HEADER);
+    assert!(
+        frames4 * 4 < frames3,
+        "frames with the dictionary {frames4} bytes, without {frames3}"
+    );
+    assert!(v3.dict_range().is_none());
+}
+
+/// A version-4 frame opens only with its own pack's dictionary, and a
+/// damaged or lying dictionary is refused before any frame is read.
+#[test]
+fn a_pack_dictionary_is_checked_and_frames_need_exactly_theirs() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let v4 = write_dict(&dir.path().join("a"), 1, 40, 16 << 10, shared_ledger);
+    let other = write_dict(&dir.path().join("b"), 41, 80, 16 << 10, shared_ledger);
+    let bytes = fs::read(&v4.path).expect("read");
+    let h = v4.header;
+    let dr = h.dict_range().expect("dict");
+    let stored = piece(&bytes, dr.clone()).expect("dict");
+    let dict = FrameDict::open(&h, stored).expect("dict");
+    let other_bytes = fs::read(&other.path).expect("read");
+    let other_dict = FrameDict::open(
+        &other.header,
+        piece(&other_bytes, other.header.dict_range().expect("dict")).expect("dict"),
+    )
+    .expect("dict");
+    let le = h
+        .ledger_entry(
+            piece(&bytes, h.ledger_page(0).expect("page")).expect("lt"),
+            7,
+        )
+        .expect("entry");
+    let frame = piece(&bytes, h.data_range(&le.record).expect("range")).expect("frame");
+    let f = LedgerFrame::open(&h, &le, frame, Some(&dict)).expect("its own");
+    assert_eq!(f.record(), &shared_ledger(7).0[..]);
+    let e = LedgerFrame::open(&h, &le, frame, None)
+        .expect_err("no dictionary")
+        .to_string();
+    assert!(
+        e.contains("a ledger frame of a version-4 pack opened without a dictionary"),
+        "{e}"
+    );
+    // Another pack's dictionary: zstd's checksum of the content fails.
+    let e = LedgerFrame::open(&h, &le, frame, Some(&other_dict))
+        .expect_err("another pack's dictionary")
+        .to_string();
+    assert!(e.contains("does not decompress"), "{e}");
+    // A version-3 frame opened with a dictionary.
+    let v3 = Header { version: 3, ..h };
+    let e = LedgerFrame::open(&v3, &le, frame, Some(&dict))
+        .expect_err("v3 with a dictionary")
+        .to_string();
+    assert!(e.contains("version-3 pack opened with a dictionary"), "{e}");
+    let e = FrameDict::open(&v3, stored).expect_err("v3").to_string();
+    assert!(e.contains("asked of a version-3 pack"), "{e}");
+
+    // A flipped byte: its CRC. Short: its length.
+    let mut bad = stored.to_vec();
+    bad[stored.len() / 2] ^= 0x20;
+    let e = FrameDict::open(&h, &bad).expect_err("crc").to_string();
+    assert!(e.contains("the pack's dictionary: fails its CRC-32"), "{e}");
+    let e = FrameDict::open(&h, &stored[1..])
+        .expect_err("short")
+        .to_string();
+    assert!(e.contains("bytes, expected"), "{e}");
+    // A frame that declares more than MAX_DICT, with a good CRC.
+    let mut huge = vec![0x28, 0xb5, 0x2f, 0xfd, 0xe0];
+    huge.extend_from_slice(&(MAX_DICT + 1).to_le_bytes());
+    huge.extend_from_slice(&crc32fast::hash(&huge).to_be_bytes());
+    let lying = Header {
+        size: h.body_table + huge.len() as u64,
+        ..h
+    };
+    let e = FrameDict::open(&lying, &huge)
+        .expect_err("huge")
+        .to_string();
+    assert!(
+        e.contains(&format!("declares {}, not 1..={MAX_DICT}", MAX_DICT + 1))
+            || e.contains(&format!("declares {} bytes", MAX_DICT + 1)),
+        "{e}"
+    );
+    // A header whose dictionary section could not hold a dictionary, or
+    // holds more than any: refused.
+    for size in [
+        h.body_table + 4,
+        h.body_table + 4 + crate::format::MAX_DICT_STORED + 1,
+    ] {
+        let enc = Header { size, ..h }.encode();
+        let e = Header::parse(&enc).expect_err("dict section").to_string();
+        assert!(e.contains("tables do not fill the file"), "{size}: {e}");
+    }
+}
+
+#[test]
+fn dictionary_samples_spread_across_the_range_middle_first() {
+    assert_eq!(dict_samples(5, 5), vec![5]);
+    assert_eq!(dict_samples(1, 2), vec![2, 1]);
+    let s = dict_samples(0, 9_999);
+    assert_eq!(&s[..3], &[5_000, 2_500, 7_500]);
+    assert_eq!(s.len(), 31);
+    let mut sorted = s.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 31, "each once");
+    assert!(sorted.iter().all(|q| *q < 10_000));
+    // A budget smaller than the first sample takes its beginning.
+    let d = FrameDict::sampled([vec![1u8; 100], vec![2u8; 100]], 150, 3).expect("dict");
+    assert_eq!(d.raw(), &[&[1u8; 100][..], &[2u8; 50]].concat()[..]);
+    let e = FrameDict::sampled(Vec::<Vec<u8>>::new(), 150, 3).expect_err("empty");
+    assert!(e.to_string().contains("a dictionary of no bytes"), "{e}");
 }

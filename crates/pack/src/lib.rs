@@ -11,8 +11,13 @@ mod frame_tests;
 pub mod manifest;
 #[cfg(test)]
 mod tests;
+pub mod writer;
 
 pub use error::{PackError, PackResult};
-pub use format::{Entry, Header, LedgerEntry, PackInfo, PackWriter, sha256, sha256_file};
-pub use frame::{DEFAULT_FRAME_LEVEL, Framed, LedgerFrame, MAX_FRAME_RAW, PackForm, frame_ledger};
+pub use format::{Entry, Header, LedgerEntry, sha256, sha256_file};
+pub use frame::{
+    DEFAULT_DICT_KIB, DEFAULT_FRAME_LEVEL, FrameDict, FrameEncoder, Framed, LedgerFrame, MAX_DICT,
+    MAX_FRAME_RAW, PackForm, dict_samples, frame_content, frame_ledger,
+};
 pub use manifest::{DictRef, EventsGeometry, EventsRef, Manifest, Object, PackRef, SegmentRef};
+pub use writer::{PackInfo, PackWriter};

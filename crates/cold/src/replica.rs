@@ -105,8 +105,9 @@ pub struct Replica {
     frames: frames::Frames,
     /// Pack dictionaries, most recently used (pack version 4).
     dicts: frames::Dicts,
-    /// Held while a pack's dictionary is read, one at a time.
-    dict_loading: parking_lot::Mutex<()>,
+    /// Dictionaries being read, by name, each with the lock its readers
+    /// hold: lookups that miss one at once wait for one read of it.
+    dict_loading: Mutex<HashMap<String, Arc<parking_lot::Mutex<()>>>>,
     /// Mapped segments by key, while the cache holds their files.
     segments: Mutex<HashMap<String, Arc<Segment>>>,
     /// Held while a segment is fetched, so lookups that miss it at once
@@ -143,7 +144,7 @@ impl Replica {
             headers: Mutex::new(HashMap::new()),
             frames: frames::Frames::new(frames::FRAME_MEMORY),
             dicts: frames::Dicts::new(frames::DICT_MEMORY),
-            dict_loading: parking_lot::Mutex::new(()),
+            dict_loading: Mutex::new(HashMap::new()),
             segments: Mutex::new(HashMap::new()),
             fetching: parking_lot::Mutex::new(()),
             damaged: Mutex::new(HashMap::new()),
@@ -428,8 +429,9 @@ impl Replica {
         got.map_err(|e| e.for_ledgers(r.first, r.last))
     }
 
-    /// The error a segment was found damaged with, while its backoff runs.
-    fn still_damaged(&self, key: &str) -> ColdResult<()> {
+    /// The error a segment (or a pack's dictionary, by its piece name) was
+    /// found damaged with, while its backoff runs.
+    pub(super) fn still_damaged(&self, key: &str) -> ColdResult<()> {
         let damaged = self.damaged.lock().unwrap_or_else(|p| p.into_inner());
         match damaged.get(key) {
             Some(d) if Instant::now() < d.until => Err(ColdError::damaged(
@@ -445,9 +447,9 @@ impl Replica {
         }
     }
 
-    /// Remembers a damaged segment: not fetched again for a backoff that
-    /// doubles with each failure.
-    fn found_damaged(&self, key: &str, detail: &str) {
+    /// Remembers a damaged segment (or dictionary): not fetched again for
+    /// a backoff that doubles with each failure.
+    pub(super) fn found_damaged(&self, key: &str, detail: &str) {
         let mut damaged = self.damaged.lock().unwrap_or_else(|p| p.into_inner());
         let failures = damaged.get(key).map_or(0, |d| d.failures) + 1;
         let wait = DAMAGED_FIRST
@@ -458,7 +460,7 @@ impl Replica {
             failures,
             wait_s = wait.as_secs(),
             detail,
-            "segment damaged"
+            "object damaged; not fetched again until the backoff ends"
         );
         damaged.insert(
             key.to_string(),

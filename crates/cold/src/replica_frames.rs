@@ -161,8 +161,10 @@ impl Replica {
     }
 
     /// Pack `p`'s dictionary (version 4; `None` for version 3), from
-    /// memory, the disk cache or one ranged GET, checked. One is loaded at
-    /// a time, so lookups that miss it at once wait for one read.
+    /// memory, the disk cache or one ranged GET, checked. Lookups that
+    /// miss the same dictionary at once wait for one read of it (others
+    /// do not wait); one found damaged is not read again for the
+    /// segments' backoff, its error answered meanwhile.
     pub(super) fn frame_dict(&self, p: &PackRef, h: &Header) -> ColdResult<Option<Arc<FrameDict>>> {
         let Some(range) = h.dict_range() else {
             return Ok(None);
@@ -172,19 +174,67 @@ impl Replica {
         if let Some(d) = self.dicts.get(&name) {
             return Ok(Some(d));
         }
-        let _one = self.dict_loading.lock();
-        if let Some(d) = self.dicts.get(&name) {
-            return Ok(Some(d));
+        self.dict_still_damaged(key, &name)?;
+        let gate = {
+            let mut loading = self.dict_loading.lock().unwrap_or_else(|e| e.into_inner());
+            Arc::clone(loading.entry(name.clone()).or_default())
+        };
+        let got = {
+            let _one = gate.lock();
+            self.load_dict(key, &name, h, range)
+        };
+        {
+            // The last reader out removes the gate (readers take it under
+            // this lock, so none can between the count and the removal).
+            let mut loading = self.dict_loading.lock().unwrap_or_else(|e| e.into_inner());
+            if Arc::strong_count(&gate) == 2 {
+                loading.remove(&name);
+            }
         }
-        let bytes = self.piece(name.clone(), key, range)?;
-        let d = self.checked(&name, || {
+        got.map(Some)
+    }
+
+    /// The error pack `key`'s dictionary (piece `name`) was found damaged
+    /// with, naming the pack, while its backoff runs.
+    fn dict_still_damaged(&self, key: &str, name: &str) -> ColdResult<()> {
+        self.still_damaged(name).map_err(|e| match e {
+            ColdError::Damaged { detail, .. } => ColdError::damaged(key, detail),
+            other => other,
+        })
+    }
+
+    /// [`Self::frame_dict`]'s read, under its gate: from memory if another
+    /// reader got it meanwhile.
+    fn load_dict(
+        &self,
+        key: &str,
+        name: &str,
+        h: &Header,
+        range: std::ops::Range<u64>,
+    ) -> ColdResult<Arc<FrameDict>> {
+        if let Some(d) = self.dicts.get(name) {
+            return Ok(d);
+        }
+        self.dict_still_damaged(key, name)?;
+        let bytes = self.piece(name.to_string(), key, range)?;
+        let d = self.checked(name, || {
             FrameDict::open(h, &bytes)
                 .map(Arc::new)
                 .map_err(|e| ColdError::damaged(key, e.to_string()))
-        })?;
-        let cost = dict_cost(&name, &d);
-        self.dicts.put(name, Arc::clone(&d), cost);
-        Ok(Some(d))
+        });
+        match d {
+            Ok(d) => {
+                self.dicts
+                    .put(name.to_string(), Arc::clone(&d), dict_cost(name, &d));
+                Ok(d)
+            }
+            Err(e) => {
+                if let ColdError::Damaged { detail, .. } = &e {
+                    self.found_damaged(name, detail);
+                }
+                Err(e)
+            }
+        }
     }
 
     /// The stored body at `pos` from its ledger's frame.

@@ -1,6 +1,6 @@
 //! The pack file: one closed base range's ledgers and tx bodies, in
 //! position order, with offset tables so that any one ledger or body is
-//! one ranged read. Two forms are written:
+//! one ranged read. Three forms are written:
 //!
 //! - **Entries** (version 2): each record and body its own zstd frame (as
 //!   the store holds them, or compressed at publish time where the store
@@ -36,8 +36,9 @@
 //!        the ledger's record and bodies (crate::frame); version 4: the
 //!        same, compressed with the pack's dictionary
 //! LT     ledger table: one 24-byte entry per ledger, in seq order:
-//!        u64 offset, u32 length, u32 CRC-32 of the record (version 3:
-//!        of the frame), u32 ordinal of the ledger's first body, u32 bodies
+//!        u64 offset, u32 length, u32 CRC-32 of the record (versions 3
+//!        and 4: of the frame), u32 ordinal of the ledger's first body,
+//!        u32 bodies
 //! BT     body table (versions 1 and 2): one 16-byte entry per body, in
 //!        position order: u64 offset, u32 length, u32 CRC-32 of the body
 //! DT     version 4: the dictionary, a zstd frame declaring its size (at

@@ -41,9 +41,8 @@ pub const MAX_FRAME_RAW: u64 = 1 << 30;
 
 pub use crate::format::MAX_DICT;
 
-/// The dictionary budget unless configured (`[cold] pack_dict_kib`): two
-/// dense 2026 pubnet ledgers (docs/benchmarks.md, "Packs with their own
-/// dictionary").
+/// The dictionary budget unless configured (`[cold] pack_dict_kib`)
+/// (docs/benchmarks.md, "Packs with their own dictionary").
 pub const DEFAULT_DICT_KIB: u32 = 2048;
 
 /// Slots of a range a dictionary's samples are taken from (31 of them,
@@ -160,8 +159,8 @@ impl FrameEncoder {
         let mut frame = match &self.dict {
             None => zstd::bulk::compress(&raw, self.level).map_err(failed)?,
             // With zstd's checksum of the content (4 bytes): a frame
-            // decompressed with any other dictionary fails, never yields
-            // other bytes.
+            // decompressed with another dictionary fails (but for a
+            // 2^-32 chance; the parts' layout is checked too).
             Some(d) => zstd::bulk::Compressor::with_prepared_dictionary(d)
                 .and_then(|mut c| {
                     c.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true))?;
@@ -206,11 +205,21 @@ pub fn dict_samples(first: u32, last: u32) -> Vec<u32> {
     out
 }
 
+/// The first bytes of a zstd-format dictionary (0xEC30A437, little
+/// endian). zstd would parse raw bytes that begin so as its own format,
+/// so a raw dictionary must not (a frame's content begins with its part
+/// count, which is never this large).
+const ZSTD_DICT_MAGIC: [u8; 4] = [0x37, 0xa4, 0x30, 0xec];
+
+/// What zstd's dictionary objects cost beyond the bytes (their tables).
+const ZSTD_DICT_OVERHEAD: usize = 64 << 10;
+
 /// A version-4 pack's dictionary: raw bytes that every frame of the pack
-/// was compressed against, as zstd's "raw content" dictionary (the
-/// beginning of sampled frames' contents, [`FrameDict::sampled`]).
+/// was compressed against, as zstd's "raw content" dictionary (sampled
+/// frames' contents, [`FrameDict::sampled`]).
 pub struct FrameDict {
     raw: Vec<u8>,
+    /// The stored form (a writer's; empty once read back).
     stored: Vec<u8>,
     decoder: DecoderDictionary<'static>,
 }
@@ -226,25 +235,37 @@ impl std::fmt::Debug for FrameDict {
 
 impl FrameDict {
     /// The dictionary of the frame contents `samples` ([`frame_content`]
-    /// of the ledgers of [`dict_samples`], in that order), concatenated up
-    /// to `budget` bytes (at most [`MAX_DICT`]); it is stored compressed
-    /// at zstd `level`.
+    /// of the ledgers of [`dict_samples`], in that order of priority), up
+    /// to `budget` bytes (at most [`MAX_DICT`]): each whole while it fits,
+    /// the beginning of the one that does not, laid out with the first
+    /// sample **last**, since zstd's compressor indexes only a
+    /// dictionary's last bytes (the last 1 MiB at levels 1 to 4: `1 <<
+    /// max(hashLog + 3, chainLog + 1)`) and finds those nearest cheapest.
+    /// It is stored compressed at zstd `level`.
     pub fn sampled<I: IntoIterator<Item = Vec<u8>>>(
         samples: I,
         budget: usize,
         level: i32,
     ) -> PackResult<Self> {
         let budget = budget.min(MAX_DICT as usize);
-        let mut raw = Vec::with_capacity(budget);
-        for s in samples {
-            let room = budget - raw.len();
-            raw.extend_from_slice(&s[..s.len().min(room)]);
-            if raw.len() == budget {
+        let mut taken: Vec<Vec<u8>> = Vec::new();
+        let mut len = 0;
+        for mut s in samples {
+            s.truncate(budget - len);
+            len += s.len();
+            taken.push(s);
+            if len == budget {
                 break;
             }
         }
+        let raw: Vec<u8> = taken.into_iter().rev().flatten().collect();
         if raw.is_empty() {
             return Err(PackError::Format("a dictionary of no bytes".into()));
+        }
+        if raw.starts_with(&ZSTD_DICT_MAGIC) {
+            return Err(PackError::Format(
+                "a dictionary that begins with zstd's dictionary magic".into(),
+            ));
         }
         let stored = zstd::bulk::compress(&raw, level)
             .map_err(|e| PackError::Format(format!("compressing a dictionary: {e}")))?;
@@ -295,10 +316,15 @@ impl FrameDict {
                 raw.len()
             )));
         }
+        // zstd would parse it as its own format (and refuse it with a
+        // null, which its Rust binding does not survive).
+        if raw.starts_with(&ZSTD_DICT_MAGIC) {
+            return Err(bad("begins with zstd's dictionary magic".into()));
+        }
         let decoder = DecoderDictionary::copy(&raw);
         Ok(Self {
             raw,
-            stored: stored.to_vec(),
+            stored: Vec::new(),
             decoder,
         })
     }
@@ -309,15 +335,16 @@ impl FrameDict {
     }
 
     /// The dictionary as the pack stores it (a zstd frame; its CRC-32
-    /// follows it in the pack).
+    /// follows it in the pack): a writer's ([`FrameDict::sampled`]); empty
+    /// for one read back.
     pub fn stored(&self) -> &[u8] {
         &self.stored
     }
 
     /// What holding it costs in memory: its raw bytes twice (ours and
-    /// zstd's copy) and the compressed ones.
+    /// zstd's copy), zstd's tables and the stored form if kept.
     pub fn memory(&self) -> usize {
-        2 * self.raw.len() + self.stored.len()
+        2 * self.raw.len() + ZSTD_DICT_OVERHEAD + self.stored.len()
     }
 }
 

@@ -468,9 +468,21 @@ fn dictionary_samples_spread_across_the_range_middle_first() {
     sorted.dedup();
     assert_eq!(sorted.len(), 31, "each once");
     assert!(sorted.iter().all(|q| *q < 10_000));
+    // Samples whole while they fit, the beginning of the one that does
+    // not, the first (the middle's) last, where zstd looks first.
+    let two = || [[1u8, 9].repeat(50), [2u8, 8].repeat(50)];
+    let d = FrameDict::sampled(two(), 150, 3).expect("dict");
+    assert_eq!(
+        d.raw(),
+        &[&[2u8, 8].repeat(25)[..], &[1u8, 9].repeat(50)].concat()[..]
+    );
     // A budget smaller than the first sample takes its beginning.
-    let d = FrameDict::sampled([vec![1u8; 100], vec![2u8; 100]], 150, 3).expect("dict");
-    assert_eq!(d.raw(), &[&[1u8; 100][..], &[2u8; 50]].concat()[..]);
+    let d = FrameDict::sampled(two(), 50, 3).expect("dict");
+    assert_eq!(d.raw(), &[1u8, 9].repeat(25)[..]);
+    // Raw bytes zstd would take for its own dictionary format: refused.
+    let magic = [0x37, 0xa4, 0x30, 0xec, 1, 2, 3, 4].to_vec();
+    let e = FrameDict::sampled([magic], 150, 3).expect_err("magic");
+    assert!(e.to_string().contains("zstd's dictionary magic"), "{e}");
     let e = FrameDict::sampled(Vec::<Vec<u8>>::new(), 150, 3).expect_err("empty");
     assert!(e.to_string().contains("a dictionary of no bytes"), "{e}");
 }

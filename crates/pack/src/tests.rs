@@ -224,7 +224,10 @@ fn damage_is_found_by_the_header_crc_and_the_entry_crcs() {
     let mut future = good.clone();
     future[11] = 5;
     let e = Header::parse(&future).expect_err("version").to_string();
-    assert!(e.contains("version 5; this build reads 1, 2, 3 and 4"), "{e}");
+    assert!(
+        e.contains("version 5; this build reads 1, 2, 3 and 4"),
+        "{e}"
+    );
     let mut bad = good.clone();
     bad[HEADER as usize + 5] ^= 0xff; // inside ledger 1's record
     let h = Header::parse(&bad).expect("header intact");

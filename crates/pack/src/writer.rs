@@ -131,7 +131,8 @@ impl PackWriter {
     }
 
     /// Appends ledger `seq` (the next one) as its frame ([`Framed`], made
-    /// by [`crate::frame::frame_ledger`]).
+    /// by [`crate::frame::frame_ledger`], or for version 4 by the
+    /// [`crate::frame::FrameEncoder`] of the pack's dictionary).
     pub fn push_frame(&mut self, seq: u32, framed: &Framed) -> PackResult<()> {
         let first_body = self.next_ledger(seq, VERSION_3)?;
         let expect_dict = self.version == VERSION_4;

@@ -124,8 +124,9 @@ pub async fn publish_until(
     publish_as(store, remote, work, events, stop, PackForm::default()).await
 }
 
-/// [`publish_until`], writing new packs in `form` (`[cold] pack_version`
-/// and `pack_zstd_level`; [`publish_until`] writes version 2). Packs already published stay as they are: a
+/// [`publish_until`], writing new packs in `form` (`[cold] pack_version`,
+/// `pack_zstd_level` and `pack_dict_kib`; [`publish_until`] writes
+/// version 2). Packs already published stay as they are: a
 /// store's packs may mix versions.
 pub async fn publish_as(
     store: Arc<Ledgerstore>,

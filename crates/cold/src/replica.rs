@@ -6,7 +6,7 @@
 //! segment file is fetched whole once, checked against its SHA-256, and
 //! memory-mapped from the cache), then reads the candidate's body from its
 //! range's pack: the ledger table page, the body table page, and the body
-//! (in a pack of ledger frames, version 3, the ledger table page and the
+//! (in a pack of ledger frames, versions 3 and 4, the ledger table page and the
 //! ledger's frame: `replica_frames.rs`), each one ranged GET on a miss,
 //! each entry checked against its CRC-32.
 //! The body records its hash, which confirms the candidate, as in the

@@ -5,8 +5,9 @@
 //! - Positions come from the mapped segments (CPU only), newest segment
 //!   first, as for a single lookup.
 //! - The candidates' bodies are read in phases (pack headers, ledger table
-//!   pages, body table pages, bodies; in packs of ledger frames, version
-//!   3, the frames instead of the last two), each piece once however many
+//!   pages, body table pages, bodies; in packs of ledger frames, versions
+//!   3 and 4, the frames instead of the last two, a version-4 pack's
+//!   dictionary read as its first frame opens), each piece once however many
 //!   candidates need it, each phase's GETs in flight together
 //!   ([`FETCHES_IN_FLIGHT`]) and nearby ranges of one object merged into
 //!   one GET ([`MERGE_GAP`], [`MERGE_MAX`]). A merged GET that fails is
@@ -381,7 +382,7 @@ impl Replica {
         }
         reads.retain(|r| r.le.is_some());
 
-        // Packs of ledger frames (version 3): the bodies come from their
+        // Packs of ledger frames (versions 3 and 4): the bodies come from their
         // ledgers' frames, not body table pages.
         let (framed, rest): (Vec<Read<'_>>, Vec<Read<'_>>) = reads
             .into_iter()

@@ -102,7 +102,7 @@ pub(super) fn frame_name(key: &str, seq: u32) -> String {
 }
 
 impl Replica {
-    /// Ledger `seq`'s frame in pack `p` (version 3), from memory, the
+    /// Ledger `seq`'s frame in pack `p` (versions 3 and 4), from memory, the
     /// disk cache, or one ranged GET.
     pub(super) fn frame(
         &self,

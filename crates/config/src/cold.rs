@@ -49,9 +49,11 @@ pub struct ColdConfig {
     /// CPU against bytes in the bucket.
     pub pack_zstd_level: i32,
     /// Version 4: the dictionary's budget, KiB (64 to 16384): raw frames
-    /// of the pack's own ledgers, spread across its range. A replica
-    /// reads it once per pack and keeps it in memory while it reads the
-    /// pack (up to 64 MiB of dictionaries).
+    /// of the pack's own ledgers, spread across its range. zstd indexes
+    /// only a dictionary's last 1 MiB at levels 1 to 4 (4 MiB at 6), so
+    /// more than that helps only higher levels. A replica reads it once
+    /// per pack and keeps the most recently used in memory (64 MiB of
+    /// them, each ~2× its budget).
     pub pack_dict_kib: u32,
 }
 
@@ -65,7 +67,7 @@ impl Default for ColdConfig {
             publish_threads: 0,
             pack_version: 2,
             pack_zstd_level: 3,
-            pack_dict_kib: 2048,
+            pack_dict_kib: 1024,
         }
     }
 }

@@ -41,13 +41,14 @@ fn s3_flags(endpoint: &str) -> Vec<String> {
     ]
 }
 
-/// `ledgerstore publish` in pack version 3 (ledger frames; the daemon
-/// tests below publish in the default version 2).
-fn publish(dir: &Path, store: &str, endpoint: &str) -> std::process::Output {
+/// `ledgerstore publish` in pack `version` (3: ledger frames; 4: with the
+/// pack's dictionary; the daemon tests below publish in the default
+/// version 2).
+fn publish(dir: &Path, store: &str, endpoint: &str, version: &str) -> std::process::Output {
     let mut c = bin();
     c.args(["publish", "--data-dir"])
         .arg(dir)
-        .args(["--cold.store", store, "--cold.pack-version", "3"])
+        .args(["--cold.store", store, "--cold.pack-version", version])
         .args(s3_flags(endpoint))
         .args(common::small_engine_flags())
         .envs(S3_ENV);
@@ -158,8 +159,21 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
     let server = s3(&versitygw, &tmp.path().join("s3"));
     let (endpoint, store) = (server.url(), "s3://cold/pubnet");
 
-    let o = publish(&dir, store, &endpoint);
+    let o = publish(&dir, store, &endpoint, "4");
     assert!(o.status.success(), "publish: {}", stderr(&o));
+    // Packs of version 4: ledger frames with the pack's own dictionary.
+    let packs = tmp.path().join("s3/cold/pubnet/packs");
+    let versions: Vec<[u8; 4]> = std::fs::read_dir(&packs)
+        .expect("packs")
+        .map(|e| {
+            let b = std::fs::read(e.expect("entry").path()).expect("pack");
+            b[8..12].try_into().expect("4 bytes")
+        })
+        .collect();
+    assert!(
+        versions.len() == 4 && versions.iter().all(|v| *v == 4u32.to_be_bytes()),
+        "{versions:?}"
+    );
     assert!(
         stdout(&o).contains(&format!(
             "published manifest 1 to {store}: ledgers up to {PUBLISHED}, 4 new range(s)"
@@ -167,7 +181,7 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
         "{}",
         stdout(&o)
     );
-    let o = publish(&dir, store, &endpoint);
+    let o = publish(&dir, store, &endpoint, "4");
     assert!(
         stdout(&o).contains(&format!(
             "nothing new to publish: {store} already holds ledgers up to {PUBLISHED}"
@@ -462,7 +476,7 @@ async fn a_writer_killed_mid_publish_leaves_the_last_manifest_serving_and_finish
     let hash = |seq: u32| s.ledger(seq).txs[3].hash.clone();
 
     ingest_synth(&dir, 25);
-    let o = publish(&dir, "s3://cold/crash", &endpoint);
+    let o = publish(&dir, "s3://cold/crash", &endpoint, "3");
     assert!(
         stdout(&o).contains("published manifest 1"),
         "{}{}",
@@ -554,7 +568,7 @@ async fn a_writer_killed_mid_publish_leaves_the_last_manifest_serving_and_finish
         c
     };
     assert!(run(c).status.success());
-    let o = publish(&other, "s3://cold/crash", &endpoint);
+    let o = publish(&other, "s3://cold/crash", &endpoint, "3");
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains("another writer's history"),

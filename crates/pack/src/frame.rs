@@ -43,7 +43,7 @@ pub use crate::format::MAX_DICT;
 
 /// The dictionary budget unless configured (`[cold] pack_dict_kib`)
 /// (docs/benchmarks.md, "Packs with their own dictionary").
-pub const DEFAULT_DICT_KIB: u32 = 2048;
+pub const DEFAULT_DICT_KIB: u32 = 1024;
 
 /// Slots of a range a dictionary's samples are taken from (31 of them,
 /// the odd ones last).
@@ -158,9 +158,10 @@ impl FrameEncoder {
             |e: std::io::Error| PackError::Format(format!("compressing a ledger frame: {e}"));
         let mut frame = match &self.dict {
             None => zstd::bulk::compress(&raw, self.level).map_err(failed)?,
-            // With zstd's checksum of the content (4 bytes): a frame
-            // decompressed with another dictionary fails (but for a
-            // 2^-32 chance; the parts' layout is checked too).
+            // With zstd's checksum of the content (4 bytes; ~7% of a
+            // lookup's CPU, docs/benchmarks.md): a frame decompressed with
+            // another dictionary fails (but for a 2^-32 chance). Without
+            // it, it yields other bytes whose parts may well add up.
             Some(d) => zstd::bulk::Compressor::with_prepared_dictionary(d)
                 .and_then(|mut c| {
                     c.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true))?;

@@ -405,7 +405,9 @@ fn a_pack_dictionary_is_checked_and_frames_need_exactly_theirs() {
         e.contains("a ledger frame of a version-4 pack opened without a dictionary"),
         "{e}"
     );
-    // Another pack's dictionary: zstd's checksum of the content fails.
+    // Another pack's dictionary: zstd's checksum of the content fails
+    // (without it, these bytes decompress to other bytes whose parts add
+    // up).
     let e = LedgerFrame::open(&h, &le, frame, Some(&other_dict))
         .expect_err("another pack's dictionary")
         .to_string();

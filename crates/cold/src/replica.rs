@@ -113,7 +113,8 @@ pub struct Replica {
     /// Held while a segment is fetched, so lookups that miss it at once
     /// wait for one download instead of each making their own.
     fetching: parking_lot::Mutex<()>,
-    /// Segments found damaged, by key, with their backoff.
+    /// Segments found damaged, by key, and pack dictionaries, by piece
+    /// name (`d/<key>`), with their backoff.
     damaged: Mutex<HashMap<String, Damage>>,
     lookups: AtomicU64,
     /// Names downloads in progress apart (two lookups may fetch the same
@@ -258,7 +259,14 @@ impl Replica {
             ));
         }
         tracing::info!(version = v, mark = m.mark, "serving manifest");
-        let live: HashSet<String> = m.segments.iter().map(|s| s.object.key.clone()).collect();
+        // The damage backoff outlives a manifest for what it still lists:
+        // its segments, and its packs' dictionaries (by piece name).
+        let live: HashSet<String> = m
+            .segments
+            .iter()
+            .map(|s| s.object.key.clone())
+            .chain(m.packs.iter().map(|p| frames::dict_name(&p.object.key)))
+            .collect();
         let next = Arc::new(View {
             manifest: Some(m),
             dicts: Arc::new(dicts),
@@ -445,6 +453,14 @@ impl Replica {
             )),
             _ => Ok(()),
         }
+    }
+
+    /// Forgets what `key` was found damaged with (it opened since).
+    pub(super) fn clear_damage(&self, key: &str) {
+        self.damaged
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
     }
 
     /// Remembers a damaged segment (or dictionary): not fetched again for

@@ -32,7 +32,7 @@ use ledgerstore_segment::Segment;
 use ledgerstore_store::{StoreError, StoreResult};
 
 use super::Replica;
-use super::frames::{body_of, frame_name};
+use super::frames::{body_of, dict_name, frame_name};
 use crate::error::{ColdError, ColdResult};
 
 /// Object-store GETs one batch keeps in flight.
@@ -481,7 +481,9 @@ impl Replica {
 
     /// The bodies of `reads` (in packs of ledger frames, their ledger
     /// entries read) into `out`: each ledger's frame once, from memory,
-    /// the disk cache, or fetched together with the others.
+    /// the disk cache, or fetched together with the others, and in the
+    /// same phase each version-4 pack's dictionary not in memory (one
+    /// found damaged, during its backoff, fails its pack's reads).
     fn frame_bodies(
         &self,
         reads: &[Read<'_>],
@@ -514,15 +516,62 @@ impl Replica {
                 }
             }
         }
-        let frames = self.pieces(&wants, deadline)?;
-        for ((r, w), got) in waiting.into_iter().zip(wants).zip(&frames) {
+        // Each pack's dictionary, once: held, failed (backoff), or wanted.
+        let frame_wants = wants.len();
+        let mut dicts: HashMap<&str, Result<Option<usize>, ColdError>> = HashMap::new();
+        for r in &waiting {
+            let (key, h) = (r.p.object.key.as_str(), r.h.expect("a header"));
+            let Some(range) = h.dict_range() else {
+                continue;
+            };
+            if dicts.contains_key(key) {
+                continue;
+            }
+            let name = dict_name(key);
+            let state = match self.dict_held(key, &name) {
+                Ok(true) => Ok(None),
+                Ok(false) => {
+                    wants.push(Want {
+                        name: Some(name),
+                        key: key.to_string(),
+                        range,
+                    });
+                    Ok(Some(wants.len() - 1))
+                }
+                Err(e) => Err(e),
+            };
+            dicts.insert(key, state);
+        }
+        let got = self.pieces(&wants, deadline)?;
+        let (frames, fetched) = got.split_at(frame_wants);
+        let mut failed: HashMap<&str, ColdError> = HashMap::new();
+        for r in &waiting {
+            let (key, h) = (r.p.object.key.as_str(), r.h.expect("a header"));
+            let e = match dicts.remove(key) {
+                None | Some(Ok(None)) => continue,
+                Some(Err(e)) => e,
+                Some(Ok(Some(i))) => {
+                    let name = dict_name(key);
+                    match &*fetched[i - frame_wants] {
+                        Ok(bytes) => match self.opened_dict(key, &name, &h, bytes) {
+                            Ok(_) => continue,
+                            Err(e) => e,
+                        },
+                        Err(e) => dup(e),
+                    }
+                }
+            };
+            failed.insert(key, e);
+        }
+        for ((r, w), got) in waiting.into_iter().zip(wants).zip(frames) {
             let (h, le) = (r.h.expect("a header"), r.le.expect("an entry"));
             let name = w.name.unwrap_or_default();
-            let body = match &**got {
-                Ok(bytes) => self
+            let body = match (failed.get(r.p.object.key.as_str()), &**got) {
+                (Some(e), _) => Err(dup(e)),
+                (None, Ok(bytes)) => self
                     .opened_frame(r.p, &h, &le, r.pos.seq, name, bytes)
                     .and_then(|f| body_of(r.p, &f, r.pos)),
-                Err(e) => Err(dup(e)),
+                (None, Err(e)) => Err(dup(e)),
             };
             let body = body.map_err(|e| e.for_ledgers(r.p.first, r.p.last));
             out.insert(r.pos, body.map(Some));

@@ -26,7 +26,8 @@ use crate::error::{ColdError, ColdResult};
 pub const FRAME_MEMORY: usize = 32 << 20;
 
 /// Bytes of pack dictionaries (version 4) a replica keeps in memory
-/// ([`FrameDict::memory`]): 10 packs' at the default 2 MiB budget.
+/// ([`FrameDict::memory`]): ~30 packs' at the default 1 MiB budget, one
+/// at the largest (16 MiB).
 pub const DICT_MEMORY: usize = 64 << 20;
 
 /// What keeping a frame costs beyond its bytes: its name, the part table
@@ -92,7 +93,7 @@ pub(super) type Frames = Held<LedgerFrame>;
 pub(super) type Dicts = Held<FrameDict>;
 
 /// The cache name of pack `key`'s dictionary.
-fn dict_name(key: &str) -> String {
+pub(super) fn dict_name(key: &str) -> String {
     format!("d/{key}")
 }
 
@@ -116,6 +117,9 @@ impl Replica {
         if let Some(f) = self.frames.get(&name) {
             return Ok(f);
         }
+        // A version-4 pack's dictionary first: one found damaged fails
+        // here, before the frame is fetched.
+        self.frame_dict(p, h)?;
         let range = h
             .data_range(&le.record)
             .map_err(|e| ColdError::damaged(key, format!("ledger {seq}: {e}")))?;
@@ -184,10 +188,15 @@ impl Replica {
             self.load_dict(key, &name, h, range)
         };
         {
-            // The last reader out removes the gate (readers take it under
-            // this lock, so none can between the count and the removal).
+            // The last reader out removes the gate: each drops its own
+            // handle under this lock (where readers take theirs), so the
+            // last sees only the map's.
             let mut loading = self.dict_loading.lock().unwrap_or_else(|e| e.into_inner());
-            if Arc::strong_count(&gate) == 2 {
+            drop(gate);
+            if loading
+                .get(&name)
+                .is_some_and(|g| Arc::strong_count(g) == 1)
+            {
                 loading.remove(&name);
             }
         }
@@ -217,8 +226,22 @@ impl Replica {
         }
         self.dict_still_damaged(key, name)?;
         let bytes = self.piece(name.to_string(), key, range)?;
+        self.opened_dict(key, name, h, &bytes)
+    }
+
+    /// Pack `key`'s fetched dictionary `bytes` (piece `name`) opened and
+    /// checked, and kept in memory; one that fails leaves the disk cache
+    /// and is remembered as damaged (its backoff), one that opens clears
+    /// that.
+    pub(super) fn opened_dict(
+        &self,
+        key: &str,
+        name: &str,
+        h: &Header,
+        bytes: &[u8],
+    ) -> ColdResult<Arc<FrameDict>> {
         let d = self.checked(name, || {
-            FrameDict::open(h, &bytes)
+            FrameDict::open(h, bytes)
                 .map(Arc::new)
                 .map_err(|e| ColdError::damaged(key, e.to_string()))
         });
@@ -226,6 +249,7 @@ impl Replica {
             Ok(d) => {
                 self.dicts
                     .put(name.to_string(), Arc::clone(&d), dict_cost(name, &d));
+                self.clear_damage(name);
                 Ok(d)
             }
             Err(e) => {
@@ -235,6 +259,15 @@ impl Replica {
                 Err(e)
             }
         }
+    }
+
+    /// Whether pack `key`'s dictionary (piece `name`) is in memory, or
+    /// the error it was found damaged with while its backoff runs.
+    pub(super) fn dict_held(&self, key: &str, name: &str) -> ColdResult<bool> {
+        if self.dicts.get(name).is_some() {
+            return Ok(true);
+        }
+        self.dict_still_damaged(key, name).map(|()| false)
     }
 
     /// The stored body at `pos` from its ledger's frame.

@@ -445,9 +445,35 @@ fn a_damaged_pack_dictionary_fails_its_pack_only_until_repaired() {
     }
     assert_same(&store, &rep, &s, 1, 9);
     assert_same(&store, &rep, &s, 20, 31);
+    // A batch: its dictionary is read in the frames' phase, and it fails
+    // as its first lookup in that pack would; one without that pack
+    // answers.
+    let hashes = |seqs: std::ops::RangeInclusive<u32>| -> Vec<TxHash> {
+        seqs.flat_map(|q| s.ledger(q).txs.clone())
+            .map(|tx| TxHash::from_slice(&tx.hash).expect("hash"))
+            .collect()
+    };
+    let fresh = replica(&rt, &r, &tmp.path().join("c3"), 1 << 30);
+    match Reader::batch_get_txs(&*fresh, &hashes(18..=21)) {
+        Err(StoreError::RemoteDamaged { object, detail }) => {
+            assert_eq!(object, pack, "{detail}");
+            assert!(detail.contains("the pack's dictionary"), "{detail}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let others = hashes(20..=31);
+    let got = Reader::batch_get_txs(&*fresh, &others).expect("other packs");
+    for (h, g) in others.iter().zip(got) {
+        assert_eq!(g, store.get_tx(h).expect("store"));
+    }
     std::fs::write(&path, &good).expect("repair");
     let fresh = replica(&rt, &r, &tmp.path().join("c2"), 1 << 30);
     assert_same(&store, &fresh, &s, 10, 19);
+    let all = hashes(1..=31);
+    let got = Reader::batch_get_txs(&*fresh, &all).expect("repaired");
+    for (h, g) in all.iter().zip(got) {
+        assert_eq!(g, store.get_tx(h).expect("store"));
+    }
 }
 
 fn damage_fails_only_what_needs_it(form: crate::PackForm) {

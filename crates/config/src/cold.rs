@@ -50,10 +50,11 @@ pub struct ColdConfig {
     pub pack_zstd_level: i32,
     /// Version 4: the dictionary's budget, KiB (64 to 16384): raw frames
     /// of the pack's own ledgers, spread across its range. zstd indexes
-    /// only a dictionary's last 1 MiB at levels 1 to 4 (4 MiB at 6), so
-    /// more than that helps only higher levels. A replica reads it once
-    /// per pack and keeps the most recently used in memory (64 MiB of
-    /// them, each ~2× its budget).
+    /// only a dictionary's last 1 MiB at level 3 (128 KiB at 1, 512 KiB
+    /// at 2, 2 MiB at 4, 4 MiB at 6), so more than that helps only higher
+    /// levels. A replica reads it once per pack and keeps the most
+    /// recently used in memory: 64 MiB of them, each ~2× its budget (~30
+    /// at 1 MiB, one at 16 MiB).
     pub pack_dict_kib: u32,
 }
 

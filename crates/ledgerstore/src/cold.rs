@@ -65,3 +65,45 @@ pub fn replica(cfg: &Config, rt: tokio::runtime::Handle) -> Result<Arc<Replica>>
         .with_context(|| format!("replica.cache_dir = {}", r.cache_dir.display()))?;
     Ok(Replica::new(remote, cache, rt))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The config's pack defaults and bounds are the pack crate's (the
+    /// config crate depends on no format crate, so it repeats them).
+    #[test]
+    fn pack_settings_match_the_pack_format() {
+        let cfg = Config::default();
+        assert_eq!(cfg.cold.pack_dict_kib, ledgerstore_pack::DEFAULT_DICT_KIB);
+        assert_eq!(
+            cfg.cold.pack_zstd_level,
+            ledgerstore_pack::DEFAULT_FRAME_LEVEL
+        );
+        let mut c = Config::default();
+        c.cold.pack_dict_kib = (ledgerstore_pack::MAX_DICT / 1024) as u32;
+        assert!(
+            c.validate().is_ok(),
+            "the largest dictionary a reader allows"
+        );
+        c.cold.pack_dict_kib += 1;
+        assert!(c.validate().is_err(), "past what a reader allows");
+        c.cold.pack_version = 4;
+        c.cold.pack_dict_kib = 2048;
+        assert_eq!(
+            pack_form(&c),
+            ledgerstore_cold::PackForm::Frames {
+                level: 3,
+                dict_kib: 2048
+            }
+        );
+        c.cold.pack_version = 3;
+        assert_eq!(
+            pack_form(&c),
+            ledgerstore_cold::PackForm::Frames {
+                level: 3,
+                dict_kib: 0
+            }
+        );
+    }
+}

@@ -354,7 +354,7 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
     let (corrupt, missing) = (name(&packs[1]), name(&packs[2]));
     let mut bytes = std::fs::read(&packs[1]).expect("pack");
     let h = ledgerstore_pack::Header::parse(&bytes).expect("header");
-    assert!(h.frames(), "published in version 3");
+    assert!(h.frames(), "published in version 4");
     // A byte in the middle of every ledger's frame: each fails its CRC-32.
     for seq in h.first..=h.last {
         let (page, _) = h.ledger_page_of(seq).expect("page");

@@ -240,8 +240,9 @@ impl FrameDict {
     /// to `budget` bytes (at most [`MAX_DICT`]): each whole while it fits,
     /// the beginning of the one that does not, laid out with the first
     /// sample **last**, since zstd's compressor indexes only a
-    /// dictionary's last bytes (the last 1 MiB at levels 1 to 4: `1 <<
-    /// max(hashLog + 3, chainLog + 1)`) and finds those nearest cheapest.
+    /// dictionary's last `1 << max(hashLog + 3, chainLog + 1)` bytes (128
+    /// KiB at level 1, 512 KiB at 2, 1 MiB at 3, 2 MiB at 4, 4 MiB at 6)
+    /// and finds those nearest cheapest.
     /// It is stored compressed at zstd `level`.
     pub fn sampled<I: IntoIterator<Item = Vec<u8>>>(
         samples: I,

@@ -6,8 +6,8 @@
 //!   first, as for a single lookup.
 //! - The candidates' bodies are read in phases (pack headers, ledger table
 //!   pages, body table pages, bodies; in packs of ledger frames, versions
-//!   3 and 4, the frames instead of the last two, a version-4 pack's
-//!   dictionary read as its first frame opens), each piece once however many
+//!   3 and 4, the frames instead of the last two, with each version-4
+//!   pack's dictionary not in memory), each piece once however many
 //!   candidates need it, each phase's GETs in flight together
 //!   ([`FETCHES_IN_FLIGHT`]) and nearby ranges of one object merged into
 //!   one GET ([`MERGE_GAP`], [`MERGE_MAX`]). A merged GET that fails is

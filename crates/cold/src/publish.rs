@@ -25,7 +25,7 @@ use ledgerstore_db_api::DictSet;
 use ledgerstore_pack::manifest::{dict_key, events_key, pack_key, segment_key};
 use ledgerstore_pack::{
     DictRef, EventsGeometry, EventsRef, FrameDict, FrameEncoder, Framed, Manifest, Object,
-    PackForm, PackRef, PackWriter, SegmentRef, dict_samples, frame_content,
+    PackForm, PackRef, PackWriter, SegmentRef, frame_content,
 };
 use ledgerstore_store::{ClosedRanges, Ledgerstore};
 
@@ -594,29 +594,22 @@ pub(crate) fn write_pack(
     // Version 4: the pack's dictionary, from its sampled ledgers' frames.
     let dict = match form {
         PackForm::Frames { level, dict_kib } if dict_kib > 0 => {
-            let budget = dict_kib as usize * 1024;
-            let mut samples = Vec::new();
-            let mut bytes = 0;
-            for seq in dict_samples(first, last) {
-                if bytes >= budget {
-                    break;
+            // A ledger not stored is skipped here: the pack's own loop
+            // names the first one, in order.
+            let content = |seq: u32| -> ColdResult<Option<Vec<u8>>> {
+                match store.frame_ledger_parts(seq, dicts)? {
+                    Some((record, bodies)) => Ok(Some(frame_content(&record, &bodies)?)),
+                    None => Ok(None),
                 }
-                // A ledger not stored is skipped here: the pack's own
-                // loop names the first one, in order.
-                let Some((record, bodies)) = store.frame_ledger_parts(seq, dicts)? else {
-                    continue;
-                };
-                let c = frame_content(&record, &bodies)?;
-                bytes += c.len();
-                samples.push(c);
-            }
-            if samples.is_empty() {
-                return Err(ColdError::NotReady(format!(
+            };
+            let budget = dict_kib as usize * 1024;
+            let d = FrameDict::of_ledgers(first, last, budget, level, content)?;
+            Some(d.ok_or_else(|| {
+                ColdError::NotReady(format!(
                     "none of the ledgers sampled for the dictionary of the closed range \
                      {first}..={last} is stored"
-                )));
-            }
-            Some(FrameDict::sampled(samples, budget, level)?)
+                ))
+            })?)
         }
         _ => None,
     };

@@ -382,32 +382,18 @@ fn a_damaged_ledger_frame_fails_only_the_lookups_of_its_ledger() {
 /// content-addressed key).
 #[test]
 fn a_damaged_pack_dictionary_fails_its_pack_only_until_repaired() {
-    let tmp = tempfile::tempdir().expect("tmp");
-    let (data, bucket) = (tmp.path().join("data"), tmp.path().join("bucket"));
-    std::fs::create_dir_all(&bucket).expect("bucket");
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let s = Synth::new(SynthConfig::small(12, 6));
-    let store = open(&data);
-    ingest(&store, &s, 1, 42);
-    let r = remote(&bucket);
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let form = crate::PackForm::Frames {
+    let Published {
+        tmp,
+        bucket,
+        rt,
+        s,
+        store,
+        r,
+        m,
+    } = published_42(crate::PackForm::Frames {
         level: 3,
         dict_kib: 64,
-    };
-    rt.block_on(crate::publish_as(
-        Arc::clone(&store),
-        &r,
-        &data.join("publish"),
-        None,
-        stop,
-        form,
-    ))
-    .expect("publish");
-    let m = rt
-        .block_on(r.newest_manifest())
-        .expect("read")
-        .expect("published");
+    });
     let pack = m.pack_of(15).expect("pack").object.key.clone();
     let path = bucket.join(&pack);
     let good = std::fs::read(&path).expect("pack");
@@ -476,7 +462,19 @@ fn a_damaged_pack_dictionary_fails_its_pack_only_until_repaired() {
     }
 }
 
-fn damage_fails_only_what_needs_it(form: crate::PackForm) {
+/// Ledgers 1..=42 of a small synthetic chain in a data dir, published in
+/// `form` to a directory store, and the manifest that lists them.
+struct Published {
+    tmp: tempfile::TempDir,
+    bucket: std::path::PathBuf,
+    rt: tokio::runtime::Runtime,
+    s: Synth,
+    store: Arc<Ledgerstore>,
+    r: Arc<Remote>,
+    m: ledgerstore_pack::Manifest,
+}
+
+fn published_42(form: crate::PackForm) -> Published {
     let tmp = tempfile::tempdir().expect("tmp");
     let (data, bucket) = (tmp.path().join("data"), tmp.path().join("bucket"));
     std::fs::create_dir_all(&bucket).expect("bucket");
@@ -486,11 +484,10 @@ fn damage_fails_only_what_needs_it(form: crate::PackForm) {
     ingest(&store, &s, 1, 42);
     let r = remote(&bucket);
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let work = data.join("publish");
     rt.block_on(crate::publish_as(
         Arc::clone(&store),
         &r,
-        &work,
+        &data.join("publish"),
         None,
         stop,
         form,
@@ -500,6 +497,27 @@ fn damage_fails_only_what_needs_it(form: crate::PackForm) {
         .block_on(r.newest_manifest())
         .expect("read")
         .expect("published");
+    Published {
+        tmp,
+        bucket,
+        rt,
+        s,
+        store,
+        r,
+        m,
+    }
+}
+
+fn damage_fails_only_what_needs_it(form: crate::PackForm) {
+    let Published {
+        tmp,
+        bucket,
+        rt,
+        s,
+        store,
+        r,
+        m,
+    } = published_42(form);
 
     // In the pack of 10..=19, flip a byte of one body and of ledger 12's
     // record (their entries, in the first table pages, name them); in a

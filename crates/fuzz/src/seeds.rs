@@ -290,18 +290,14 @@ fn pack() -> FuzzResult<Vec<Seed>> {
         for (first, last) in [(7u32, 7u32), (1, 140), (50, 52)] {
             let path = dir.path().join(format!("{first}-{last}-v{v}.pack"));
             // Version 4: a dictionary of the range's sampled ledgers.
-            let dict = (v == 4)
-                .then(|| {
-                    let samples = ledgerstore_pack::dict_samples(first, last)
-                        .into_iter()
-                        .map(|seq| {
-                            let (r, b) = parts(seq);
-                            ledgerstore_pack::frame_content(&r, &b)
-                        })
-                        .collect::<Result<Vec<_>, _>>()?;
-                    ledgerstore_pack::FrameDict::sampled(samples, 64 << 10, 3)
-                })
-                .transpose()?;
+            let content = |seq: u32| {
+                let (r, b) = parts(seq);
+                ledgerstore_pack::frame_content(&r, &b).map(Some)
+            };
+            let dict = match v {
+                4 => ledgerstore_pack::FrameDict::of_ledgers(first, last, 64 << 10, 3, content)?,
+                _ => None,
+            };
             let enc = ledgerstore_pack::FrameEncoder::new(3, dict.as_ref());
             let mut w = match (v, &dict) {
                 (2, _) => PackWriter::create(&path, first, last)?,

@@ -279,6 +279,37 @@ impl FrameDict {
         })
     }
 
+    /// Pack `first..=last`'s dictionary from its own ledgers: the frame
+    /// contents ([`frame_content`]) `content` gives for the ledgers of
+    /// [`dict_samples`], in that order, read no further than `budget`
+    /// bytes hold (a ledger it gives none for, one not stored, is
+    /// skipped), made into [`FrameDict::sampled`]; `None` if it gives
+    /// none.
+    pub fn of_ledgers<E: From<PackError>>(
+        first: u32,
+        last: u32,
+        budget: usize,
+        level: i32,
+        mut content: impl FnMut(u32) -> Result<Option<Vec<u8>>, E>,
+    ) -> Result<Option<Self>, E> {
+        let mut samples = Vec::new();
+        let mut bytes = 0;
+        for seq in dict_samples(first, last) {
+            if bytes >= budget {
+                break;
+            }
+            let Some(c) = content(seq)? else {
+                continue;
+            };
+            bytes += c.len();
+            samples.push(c);
+        }
+        if samples.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Self::sampled(samples, budget, level)?))
+    }
+
     /// The dictionary read back from a version-4 pack's bytes at
     /// [`Header::dict_range`]: its CRC-32, a zstd frame declaring at most
     /// [`MAX_DICT`] bytes, only that much allocated.

@@ -319,11 +319,13 @@ fn write_dict(
     budget: usize,
     ledger: fn(u32) -> Ledger,
 ) -> PackInfo {
-    let samples = dict_samples(first, last).into_iter().map(|seq| {
+    let content = |seq: u32| {
         let (r, b) = ledger(seq);
-        frame_content(&r, &b).expect("content")
-    });
-    let dict = FrameDict::sampled(samples, budget, 3).expect("dictionary");
+        frame_content(&r, &b).map(Some)
+    };
+    let dict = FrameDict::of_ledgers::<PackError>(first, last, budget, 3, content)
+        .expect("dictionary")
+        .expect("sampled ledgers");
     let enc = FrameEncoder::new(3, Some(&dict));
     let mut w = PackWriter::create_frames_with_dict(path, first, last, &dict).expect("create");
     for seq in first..=last {
@@ -489,4 +491,23 @@ fn dictionary_samples_spread_across_the_range_middle_first() {
     assert!(e.to_string().contains("zstd's dictionary magic"), "{e}");
     let e = FrameDict::sampled(Vec::<Vec<u8>>::new(), 150, 3).expect_err("empty");
     assert!(e.to_string().contains("a dictionary of no bytes"), "{e}");
+    // From a pack's ledgers: read in the samples' order, a ledger not
+    // stored skipped, no further than the budget holds; none stored, none.
+    let mut read = Vec::new();
+    let d = FrameDict::of_ledgers::<PackError>(0, 9_999, 250, 3, |seq| {
+        read.push(seq);
+        Ok((seq != 5_000).then(|| vec![(seq % 251) as u8; 100]))
+    })
+    .expect("dict")
+    .expect("sampled");
+    assert_eq!(read, vec![5_000, 2_500, 7_500, 1_250]);
+    let want = [
+        vec![(1_250 % 251) as u8; 50],
+        vec![(7_500 % 251) as u8; 100],
+        vec![(2_500 % 251) as u8; 100],
+    ]
+    .concat();
+    assert_eq!(d.raw(), &want[..]);
+    let none = FrameDict::of_ledgers::<PackError>(1, 9, 250, 3, |_| Ok(None)).expect("none");
+    assert!(none.is_none());
 }

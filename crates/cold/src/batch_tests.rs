@@ -15,7 +15,7 @@ use ledgerstore_synth::{Synth, SynthConfig};
 use object_store::local::LocalFileSystem;
 
 use crate::faulty::Faulty;
-use crate::{DiskCache, PackForm, Remote, Replica, publish_as};
+use crate::{DiskCache, HeldMemory, PackForm, Remote, Replica, publish_as};
 
 /// Transactions per ledger.
 const TXS: usize = 8;
@@ -118,8 +118,18 @@ impl World {
 
     /// A replica with an empty cache (its manifest and dictionaries read).
     fn replica(&self, name: &str) -> Arc<Replica> {
+        self.replica_holding(name, HeldMemory::default())
+    }
+
+    /// [`Self::replica`], keeping `held` in memory.
+    fn replica_holding(&self, name: &str, held: HeldMemory) -> Arc<Replica> {
         let cache = DiskCache::open(&self.tmp.path().join(name), 1 << 30).expect("cache");
-        let rep = Replica::new(Arc::clone(&self.remote), cache, self.rt.handle().clone());
+        let rep = Replica::with_memory(
+            Arc::clone(&self.remote),
+            cache,
+            self.rt.handle().clone(),
+            held,
+        );
         self.rt.block_on(rep.refresh()).expect("refresh");
         rep
     }
@@ -286,6 +296,17 @@ fn batch_answers_as_lookups(form: PackForm) {
         want
     );
     assert_eq!(one_by_one(&batch_first, &hashes).expect("warm"), want);
+    // Keeping no frame and no dictionary in memory changes no answer.
+    let none = HeldMemory {
+        frames: 0,
+        dicts: 0,
+    };
+    let bare = w.replica_holding("bare", none);
+    assert_eq!(Reader::batch_get_txs(&*bare, &hashes).expect("bare"), want);
+    assert_eq!(one_by_one(&bare, &hashes).expect("bare"), want);
+    let bare = w.replica_holding("bare-lookups", none);
+    assert_eq!(one_by_one(&bare, &hashes).expect("bare, lookups"), want);
+    assert_eq!(Reader::batch_get_txs(&*bare, &hashes).expect("bare"), want);
 
     // Damage one body (ledger 12's fifth) in the pack of 10..=19 (in a
     // pack of frames, ledger 12's frame, so all its bodies): a batch that
@@ -458,5 +479,60 @@ fn a_batch_does_not_wait_past_its_deadline_for_anothers_segment_fetch() {
             .expect("batch")
             .iter()
             .all(Option::is_some)
+    );
+}
+
+#[test]
+fn a_batch_fetches_no_frame_of_a_pack_whose_dictionary_is_in_backoff() {
+    let w = World::publishing(PackForm::Frames {
+        level: 3,
+        dict_kib: 64,
+    });
+    let rep = w.replica("cold");
+    let m = rep.manifest().expect("a manifest");
+    let p = m.pack_of(15).expect("a pack").clone();
+    let path = w.bucket.join(&p.object.key);
+    let good = std::fs::read(&path).expect("pack");
+    let hd = ledgerstore_pack::Header::parse(&good).expect("header");
+    let dict = hd.dict_range().expect("a dictionary");
+    let mut bad = good.clone();
+    bad[dict.start as usize + 9] ^= 0x5a;
+    std::fs::write(&path, &bad).expect("damage");
+    let damaged = |r: Result<_, StoreError>, what: &str| match r {
+        Err(StoreError::RemoteDamaged { object, detail }) => {
+            assert_eq!(object, p.object.key, "{what}: {detail}");
+            assert!(detail.contains("the pack's dictionary"), "{what}: {detail}");
+        }
+        other => panic!("{what}: {:?}", other.map(|_: Vec<_>| ())),
+    };
+    // The first lookup reads the dictionary and finds it damaged; lookups
+    // of the pack's other ledgers read their ledger table entries, then
+    // meet the backoff before fetching a frame.
+    damaged(
+        Reader::get_tx(&*rep, &w.tx(p.first, 0)).map(|r| vec![r]),
+        "first lookup",
+    );
+    let rest: Vec<u32> = (p.first + 1..=p.last).collect();
+    assert!(!rest.is_empty());
+    for &seq in &rest {
+        damaged(
+            Reader::get_tx(&*rep, &w.tx(seq, 0)).map(|r| vec![r]),
+            "a lookup in backoff",
+        );
+    }
+    // A batch over those ledgers' transactions fails the same way without
+    // a GET of the pack: no frame is fetched for a pack that cannot open
+    // it.
+    let hashes: Vec<TxHash> = rest
+        .iter()
+        .flat_map(|&seq| (0..TXS).map(move |i| (seq, i)))
+        .map(|(seq, i)| w.tx(seq, i))
+        .collect();
+    let before = w.faulty.gets(&p.object.key);
+    damaged(Reader::batch_get_txs(&*rep, &hashes), "a batch in backoff");
+    assert_eq!(
+        w.faulty.gets(&p.object.key),
+        before,
+        "a batch fetched frames of a pack whose dictionary is in backoff"
     );
 }

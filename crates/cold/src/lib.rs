@@ -40,5 +40,5 @@ pub use publish::{
     publish_until, publish_with,
 };
 pub use remote::Remote;
-pub use replica::Replica;
+pub use replica::{HeldMemory, Replica};
 pub use tiered::{Tiered, evict, evict_until};

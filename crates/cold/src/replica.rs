@@ -92,6 +92,10 @@ fn segment_name(key: &str) -> String {
     format!("seg/{key}")
 }
 
+/// Readers of one dictionary at once: the first opens it and leaves it
+/// here for the others.
+type DictGate = Arc<parking_lot::Mutex<Option<Arc<ledgerstore_pack::FrameDict>>>>;
+
 /// A read replica.
 pub struct Replica {
     remote: Arc<Remote>,
@@ -106,8 +110,9 @@ pub struct Replica {
     /// Pack dictionaries, most recently used (pack version 4).
     dicts: frames::Dicts,
     /// Dictionaries being read, by name, each with the lock its readers
-    /// hold: lookups that miss one at once wait for one read of it.
-    dict_loading: Mutex<HashMap<String, Arc<parking_lot::Mutex<()>>>>,
+    /// hold and what the first of them opened: lookups that miss one at
+    /// once wait for one read of it.
+    dict_loading: Mutex<HashMap<String, DictGate>>,
     /// Mapped segments by key, while the cache holds their files.
     segments: Mutex<HashMap<String, Arc<Segment>>>,
     /// Held while a segment is fetched, so lookups that miss it at once
@@ -132,19 +137,48 @@ impl std::fmt::Debug for Replica {
     }
 }
 
+/// What a replica keeps decompressed in memory, in bytes (`[replica]
+/// frame_memory_mb` and `dict_memory_mb`): opened ledger frames (pack
+/// versions 3 and 4) and pack dictionaries (version 4), each the most
+/// recently used. 0 keeps none: every read opens its frame again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeldMemory {
+    pub frames: usize,
+    pub dicts: usize,
+}
+
+impl Default for HeldMemory {
+    fn default() -> Self {
+        Self {
+            frames: frames::FRAME_MEMORY,
+            dicts: frames::DICT_MEMORY,
+        }
+    }
+}
+
 impl Replica {
-    /// A replica of `remote` with `cache`. Its blocking reads run their
-    /// requests on `rt`, the runtime that must also drive
-    /// [`Replica::follow`].
+    /// A replica of `remote` with `cache` and the default [`HeldMemory`].
+    /// Its blocking reads run their requests on `rt`, the runtime that
+    /// must also drive [`Replica::follow`].
     pub fn new(remote: Arc<Remote>, cache: DiskCache, rt: tokio::runtime::Handle) -> Arc<Self> {
+        Self::with_memory(remote, cache, rt, HeldMemory::default())
+    }
+
+    /// [`Replica::new`], keeping `held` in memory.
+    pub fn with_memory(
+        remote: Arc<Remote>,
+        cache: DiskCache,
+        rt: tokio::runtime::Handle,
+        held: HeldMemory,
+    ) -> Arc<Self> {
         Arc::new(Self {
             remote,
             cache,
             rt,
             view: RwLock::new(Arc::new(View::default())),
             headers: Mutex::new(HashMap::new()),
-            frames: frames::Frames::new(frames::FRAME_MEMORY),
-            dicts: frames::Dicts::new(frames::DICT_MEMORY),
+            frames: frames::Frames::new(held.frames),
+            dicts: frames::Dicts::new(held.dicts),
             dict_loading: Mutex::new(HashMap::new()),
             segments: Mutex::new(HashMap::new()),
             fetching: parking_lot::Mutex::new(()),
@@ -432,7 +466,7 @@ impl Replica {
         self.still_damaged(key)?;
         let got = self.fetch_segment(r, &name);
         if let Err(ColdError::Damaged { detail, .. }) = &got {
-            self.found_damaged(key, detail);
+            self.found_damaged(key, key, detail);
         }
         got.map_err(|e| e.for_ledgers(r.first, r.last))
     }
@@ -463,16 +497,18 @@ impl Replica {
             .remove(key);
     }
 
-    /// Remembers a damaged segment (or dictionary): not fetched again for
-    /// a backoff that doubles with each failure.
-    pub(super) fn found_damaged(&self, key: &str, detail: &str) {
+    /// Remembers a damaged segment (or dictionary), by `key` (a segment's
+    /// key, a dictionary's piece name): not fetched again for a backoff
+    /// that doubles with each failure. The warning names `object`, the
+    /// object it is read from.
+    pub(super) fn found_damaged(&self, key: &str, object: &str, detail: &str) {
         let mut damaged = self.damaged.lock().unwrap_or_else(|p| p.into_inner());
         let failures = damaged.get(key).map_or(0, |d| d.failures) + 1;
         let wait = DAMAGED_FIRST
             .saturating_mul(1 << (failures - 1).min(10))
             .min(DAMAGED_MAX);
         tracing::warn!(
-            object = key,
+            object,
             failures,
             wait_s = wait.as_secs(),
             detail,

@@ -27,7 +27,9 @@ use bytes::Bytes;
 use futures::StreamExt;
 use ledgerstore_db_api::{ALIAS_BODY, Decompress, TxBody, TxHash, TxPos, TxRecord};
 use ledgerstore_pack::format::HEADER;
-use ledgerstore_pack::{Entry, Header, LedgerEntry, Manifest, PackRef, SegmentRef};
+use ledgerstore_pack::{
+    Entry, FrameDict, Header, LedgerEntry, LedgerFrame, Manifest, PackRef, SegmentRef,
+};
 use ledgerstore_segment::Segment;
 use ledgerstore_store::{StoreError, StoreResult};
 
@@ -90,6 +92,16 @@ struct Want {
     name: Option<String>,
     key: String,
     range: Range<u64>,
+}
+
+/// A version-4 pack's dictionary as a batch finds it.
+enum DictState {
+    /// In memory, kept in hand for the batch.
+    Held(Arc<FrameDict>),
+    /// Fetched with the frames: its index among the dictionary wants.
+    Wanted(usize),
+    /// Found damaged, in its backoff: the pack's reads fail without a GET.
+    Failed(ColdError),
 }
 
 /// One GET: a range of `key` covering the wants `members`.
@@ -482,16 +494,17 @@ impl Replica {
     /// The bodies of `reads` (in packs of ledger frames, their ledger
     /// entries read) into `out`: each ledger's frame once, from memory,
     /// the disk cache, or fetched together with the others, and in the
-    /// same phase each version-4 pack's dictionary not in memory (one
-    /// found damaged, during its backoff, fails its pack's reads).
+    /// same phase each version-4 pack's dictionary not in memory. A pack
+    /// whose dictionary was found damaged fails its reads during its
+    /// backoff without fetching their frames.
     fn frame_bodies(
         &self,
         reads: &[Read<'_>],
         out: &mut HashMap<TxPos, ColdResult<Option<TxBody>>>,
         deadline: Option<Instant>,
     ) -> ColdResult<()> {
-        let mut wants = Vec::new();
-        let mut waiting = Vec::new();
+        // Frames not in memory, with their ranges.
+        let mut missing = Vec::new();
         for r in reads {
             let (key, seq) = (&r.p.object.key, r.pos.seq);
             let (h, le) = (r.h.expect("a header"), r.le.expect("an entry"));
@@ -502,24 +515,17 @@ impl Replica {
                 continue;
             }
             match h.data_range(&le.record) {
-                Ok(range) => {
-                    wants.push(Want {
-                        name: Some(name),
-                        key: key.clone(),
-                        range,
-                    });
-                    waiting.push(r);
-                }
+                Ok(range) => missing.push((r, name, range)),
                 Err(e) => {
                     let e = ColdError::damaged(key, format!("ledger {seq}: {e}"));
                     out.insert(r.pos, Err(e.for_ledgers(r.p.first, r.p.last)));
                 }
             }
         }
-        // Each pack's dictionary, once: held, failed (backoff), or wanted.
-        let frame_wants = wants.len();
-        let mut dicts: HashMap<&str, Result<Option<usize>, ColdError>> = HashMap::new();
-        for r in &waiting {
+        // Each pack's dictionary, once, with its header.
+        let mut dicts: HashMap<&str, (Header, DictState)> = HashMap::new();
+        let mut dict_wants = Vec::new();
+        for (r, _, _) in &missing {
             let (key, h) = (r.p.object.key.as_str(), r.h.expect("a header"));
             let Some(range) = h.dict_range() else {
                 continue;
@@ -529,49 +535,83 @@ impl Replica {
             }
             let name = dict_name(key);
             let state = match self.dict_held(key, &name) {
-                Ok(true) => Ok(None),
-                Ok(false) => {
-                    wants.push(Want {
+                Ok(Some(d)) => DictState::Held(d),
+                Ok(None) => {
+                    dict_wants.push(Want {
                         name: Some(name),
                         key: key.to_string(),
                         range,
                     });
-                    Ok(Some(wants.len() - 1))
+                    DictState::Wanted(dict_wants.len() - 1)
                 }
-                Err(e) => Err(e),
+                Err(e) => DictState::Failed(e),
             };
-            dicts.insert(key, state);
+            dicts.insert(key, (h, state));
         }
+        let mut wants = Vec::new();
+        let mut waiting = Vec::new();
+        for (r, name, range) in missing {
+            if let Some((_, DictState::Failed(e))) = dicts.get(r.p.object.key.as_str()) {
+                out.insert(r.pos, Err(dup(e).for_ledgers(r.p.first, r.p.last)));
+                continue;
+            }
+            wants.push(Want {
+                name: Some(name),
+                key: r.p.object.key.clone(),
+                range,
+            });
+            waiting.push(r);
+        }
+        let frame_wants = wants.len();
+        wants.extend(dict_wants);
         let got = self.pieces(&wants, deadline)?;
         let (frames, fetched) = got.split_at(frame_wants);
-        let mut failed: HashMap<&str, ColdError> = HashMap::new();
-        for r in &waiting {
-            let (key, h) = (r.p.object.key.as_str(), r.h.expect("a header"));
-            let e = match dicts.remove(key) {
-                None | Some(Ok(None)) => continue,
-                Some(Err(e)) => e,
-                Some(Ok(Some(i))) => {
-                    let name = dict_name(key);
-                    match &*fetched[i - frame_wants] {
-                        Ok(bytes) => match self.opened_dict(key, &name, &h, bytes) {
-                            Ok(_) => continue,
-                            Err(e) => e,
-                        },
-                        Err(e) => dup(e),
-                    }
-                }
-            };
-            failed.insert(key, e);
-        }
-        for ((r, w), got) in waiting.into_iter().zip(wants).zip(frames) {
+        // A pack at a time and a ledger at a time: each dictionary and each
+        // frame is opened once for the batch and held no longer than the
+        // reads that need it, whatever `replica.dict_memory_mb` and
+        // `frame_memory_mb` keep.
+        let mut items: Vec<_> = waiting
+            .into_iter()
+            .zip(wants)
+            .zip(frames)
+            .map(|((r, w), got)| (r, w.name.unwrap_or_default(), got))
+            .collect();
+        items.sort_by(|a, b| {
+            (a.0.p.object.key.as_str(), a.0.pos.seq).cmp(&(b.0.p.object.key.as_str(), b.0.pos.seq))
+        });
+        let mut dict: Option<(&str, ColdResult<Option<Arc<FrameDict>>>)> = None;
+        let mut frame: Option<(&str, u32, ColdResult<Arc<LedgerFrame>>)> = None;
+        for (r, name, got) in items {
             let (h, le) = (r.h.expect("a header"), r.le.expect("an entry"));
-            let name = w.name.unwrap_or_default();
-            let body = match (failed.get(r.p.object.key.as_str()), &**got) {
-                (Some(e), _) => Err(dup(e)),
-                (None, Ok(bytes)) => self
-                    .opened_frame(r.p, &h, &le, r.pos.seq, name, bytes)
-                    .and_then(|f| body_of(r.p, &f, r.pos)),
-                (None, Err(e)) => Err(dup(e)),
+            let (key, seq) = (r.p.object.key.as_str(), r.pos.seq);
+            if dict.as_ref().is_none_or(|(k, _)| *k != key) {
+                let d = match dicts.remove(key) {
+                    None => Ok(None),
+                    Some((_, DictState::Held(d))) => Ok(Some(d)),
+                    Some((h, DictState::Wanted(i))) => match &*fetched[i] {
+                        Ok(bytes) => self.opened_dict(key, &dict_name(key), &h, bytes).map(Some),
+                        Err(e) => Err(dup(e)),
+                    },
+                    Some((_, DictState::Failed(e))) => Err(e),
+                };
+                dict = Some((key, d));
+            }
+            if frame
+                .as_ref()
+                .is_none_or(|(k, s, _)| *k != key || *s != seq)
+            {
+                let d = &dict.as_ref().expect("this pack's, set above").1;
+                let f = match (d, &**got) {
+                    (Err(e), _) | (Ok(_), Err(e)) => Err(dup(e)),
+                    (Ok(d), Ok(bytes)) => {
+                        self.opened_frame(r.p, &h, &le, seq, name, bytes, d.clone())
+                    }
+                };
+                frame = Some((key, seq, f));
+            }
+            let body = match &frame.as_ref().expect("this ledger's, set above").2 {
+                Ok(f) => body_of(r.p, f, r.pos),
+                Err(e) => Err(dup(e)),
             };
             let body = body.map_err(|e| e.for_ledgers(r.p.first, r.p.last));
             out.insert(r.pos, body.map(Some));

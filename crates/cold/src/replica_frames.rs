@@ -2,14 +2,15 @@
 //! ledger is read by reading its ledger's frame (the ledger table page,
 //! then the frame: one ranged GET), checked against its CRC-32 and
 //! decompressed no further than the pack's largest frame. A version-4
-//! frame is decompressed with its pack's dictionary, read once (one ranged
-//! GET) and then kept.
+//! frame is decompressed with its pack's dictionary, read with one ranged
+//! GET and then kept in the disk cache and, room allowing, in memory.
 //!
-//! Opened frames are kept in memory (up to [`FRAME_MEMORY`] bytes, the
-//! most recently used), so an alias and the body it names, or lookups of
-//! one busy ledger, decompress its frame once; so are dictionaries, up to
-//! [`DICT_MEMORY`]. The disk cache holds the compressed frames and
-//! dictionaries, as it holds any other piece.
+//! Opened frames are kept in memory (by default up to [`FRAME_MEMORY`]
+//! bytes, the most recently used; [`super::HeldMemory`]), so an alias and
+//! the body it names, or lookups of one busy ledger, decompress its frame
+//! once; so are dictionaries, by default up to [`DICT_MEMORY`]. A value
+//! costing more than its bound is not kept. The disk cache holds the
+//! compressed frames and dictionaries, as it holds any other piece.
 
 use std::sync::{Arc, Mutex};
 
@@ -21,13 +22,14 @@ use ledgerstore_pack::{FrameDict, Header, LedgerEntry, LedgerFrame, PackRef};
 use super::Replica;
 use crate::error::{ColdError, ColdResult};
 
-/// Bytes of opened frames a replica keeps in memory (what each holds
-/// decompressed, its part table and its name).
+/// Bytes of opened frames a replica keeps in memory by default
+/// (`replica.frame_memory_mb`; what each holds decompressed, its part
+/// table and its name).
 pub const FRAME_MEMORY: usize = 32 << 20;
 
-/// Bytes of pack dictionaries (version 4) a replica keeps in memory
-/// ([`FrameDict::memory`]): ~30 packs' at the default 1 MiB budget, one
-/// at the largest (16 MiB).
+/// Bytes of pack dictionaries (version 4) a replica keeps in memory by
+/// default (`replica.dict_memory_mb`; [`FrameDict::memory`]): ~30 packs'
+/// at the default 1 MiB budget, one at the largest (16 MiB).
 pub const DICT_MEMORY: usize = 64 << 20;
 
 /// What keeping a frame costs beyond its bytes: its name, the part table
@@ -86,10 +88,10 @@ impl<T> Held<T> {
     }
 }
 
-/// Opened ledger frames, up to [`FRAME_MEMORY`] bytes ([`frame_cost`]).
+/// Opened ledger frames, up to `replica.frame_memory_mb` ([`frame_cost`]).
 pub(super) type Frames = Held<LedgerFrame>;
 
-/// Pack dictionaries, up to [`DICT_MEMORY`] bytes ([`dict_cost`]).
+/// Pack dictionaries, up to `replica.dict_memory_mb` ([`dict_cost`]).
 pub(super) type Dicts = Held<FrameDict>;
 
 /// The cache name of pack `key`'s dictionary.
@@ -118,18 +120,20 @@ impl Replica {
             return Ok(f);
         }
         // A version-4 pack's dictionary first: one found damaged fails
-        // here, before the frame is fetched.
-        self.frame_dict(p, h)?;
+        // here, before the frame is fetched. It stays in hand for the
+        // frame, whether or not memory keeps it.
+        let dict = self.frame_dict(p, h)?;
         let range = h
             .data_range(&le.record)
             .map_err(|e| ColdError::damaged(key, format!("ledger {seq}: {e}")))?;
         let bytes = self.piece(name.clone(), key, range)?;
-        self.opened_frame(p, h, le, seq, name, &bytes)
+        self.opened_frame(p, h, le, seq, name, &bytes, dict)
     }
 
-    /// Fetched frame `bytes` (piece `name`) of ledger `seq` opened and
-    /// checked, and kept in memory; a frame that fails leaves the disk
-    /// cache.
+    /// Fetched frame `bytes` (piece `name`) of ledger `seq` opened with
+    /// its pack's dictionary `dict` (version 4) and checked, and kept in
+    /// memory; a frame that fails leaves the disk cache.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn opened_frame(
         &self,
         p: &PackRef,
@@ -138,12 +142,12 @@ impl Replica {
         seq: u32,
         name: String,
         bytes: &[u8],
+        dict: Option<Arc<FrameDict>>,
     ) -> ColdResult<Arc<LedgerFrame>> {
         if let Some(f) = self.frames.get(&name) {
             return Ok(f);
         }
         let key = &p.object.key;
-        let dict = self.frame_dict(p, h)?;
         let f = self.checked(&name, || {
             let damaged = |e: String| ColdError::damaged(key, format!("ledger {seq}: {e}"));
             let f = LedgerFrame::open(h, le, bytes, dict.as_deref())
@@ -184,8 +188,15 @@ impl Replica {
             Arc::clone(loading.entry(name.clone()).or_default())
         };
         let got = {
-            let _one = gate.lock();
-            self.load_dict(key, &name, h, range)
+            // The first reader leaves what it opened in the gate, so the
+            // ones waiting take it even when memory keeps no dictionary.
+            let mut one = gate.lock();
+            match &*one {
+                Some(d) => Ok(Arc::clone(d)),
+                None => self.load_dict(key, &name, h, range).inspect(|d| {
+                    *one = Some(Arc::clone(d));
+                }),
+            }
         };
         {
             // The last reader out removes the gate: each drops its own
@@ -254,20 +265,21 @@ impl Replica {
             }
             Err(e) => {
                 if let ColdError::Damaged { detail, .. } = &e {
-                    self.found_damaged(name, detail);
+                    self.found_damaged(name, key, detail);
                 }
                 Err(e)
             }
         }
     }
 
-    /// Whether pack `key`'s dictionary (piece `name`) is in memory, or
-    /// the error it was found damaged with while its backoff runs.
-    pub(super) fn dict_held(&self, key: &str, name: &str) -> ColdResult<bool> {
-        if self.dicts.get(name).is_some() {
-            return Ok(true);
+    /// Pack `key`'s dictionary (piece `name`) if memory holds it, `None`
+    /// if not, or the error it was found damaged with while its backoff
+    /// runs.
+    pub(super) fn dict_held(&self, key: &str, name: &str) -> ColdResult<Option<Arc<FrameDict>>> {
+        if let Some(d) = self.dicts.get(name) {
+            return Ok(Some(d));
         }
-        self.dict_still_damaged(key, name).map(|()| false)
+        self.dict_still_damaged(key, name).map(|()| None)
     }
 
     /// The stored body at `pos` from its ledger's frame.

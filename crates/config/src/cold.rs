@@ -86,6 +86,19 @@ pub struct ReplicaConfig {
     /// The disk cache's bound, MiB: segment files, pack table pages,
     /// ledgers and bodies, least recently used evicted first.
     pub cache_mb: u64,
+    /// Opened ledger frames (pack versions 3 and 4) kept decompressed in
+    /// memory, MiB, the most recently used: lookups of one busy ledger
+    /// decompress its frame once. 0 keeps none (nor does a bound below one
+    /// frame's size). Also the writer's, for the ranges it evicted.
+    pub frame_memory_mb: u64,
+    /// Pack dictionaries (version 4) kept decompressed in memory, MiB, the
+    /// most recently used (each counts about twice its size plus zstd's
+    /// tables, ~2.2 MiB at the default `cold.pack_dict_kib`). A lookup in
+    /// a pack whose dictionary is not held reads it from the disk cache
+    /// and decodes it again (~1 ms). 0 keeps none (nor does a bound below
+    /// one dictionary's cost). Also the writer's, for the ranges it
+    /// evicted.
+    pub dict_memory_mb: u64,
     /// Time between looks for a newer manifest, ms.
     pub poll_ms: u64,
     /// The replica's contract-event index for getEvents (with
@@ -102,6 +115,8 @@ impl Default for ReplicaConfig {
             store: String::new(),
             cache_dir: PathBuf::from("./ledgerstore-replica-cache"),
             cache_mb: 10_240,
+            frame_memory_mb: 32,
+            dict_memory_mb: 64,
             poll_ms: 5_000,
             events_dir: PathBuf::from("./ledgerstore-replica-events"),
         }
@@ -165,13 +180,34 @@ impl ColdConfig {
     }
 }
 
+/// The largest `replica.frame_memory_mb` and `dict_memory_mb`: 1 TiB.
+const MAX_HELD_MB: u64 = 1 << 20;
+
 impl ReplicaConfig {
+    /// `frame_memory_mb` in bytes (at most the address space).
+    pub fn frame_memory_bytes(&self) -> usize {
+        usize::try_from(self.frame_memory_mb << 20).unwrap_or(usize::MAX)
+    }
+
+    /// `dict_memory_mb` in bytes (at most the address space).
+    pub fn dict_memory_bytes(&self) -> usize {
+        usize::try_from(self.dict_memory_mb << 20).unwrap_or(usize::MAX)
+    }
+
     pub(crate) fn validate(&self, cold: &ColdConfig) -> Result<(), ConfigError> {
         if self.cache_mb == 0 {
             return Err(invalid("replica.cache_mb", 0, "at least 1"));
         }
         if self.poll_ms < 100 {
             return Err(invalid("replica.poll_ms", self.poll_ms, "at least 100"));
+        }
+        for (field, mb) in [
+            ("replica.frame_memory_mb", self.frame_memory_mb),
+            ("replica.dict_memory_mb", self.dict_memory_mb),
+        ] {
+            if mb > MAX_HELD_MB {
+                return Err(invalid(field, mb, "0 to 1048576 (MiB)"));
+            }
         }
         if !self.store.is_empty() && !cold.store.is_empty() {
             return Err(invalid(

@@ -141,6 +141,23 @@ fn bad_values_name_the_key_and_the_expected_range() {
         "{e}"
     );
 
+    std::fs::write(&file, "[replica]\ndict_memory_mb = 1048577\n").expect("write");
+    let e = Config::load(Some(&file), &[])
+        .expect_err("dictionaries past 1 TiB")
+        .to_string();
+    assert!(
+        e.contains("replica.dict_memory_mb = 1048577: 0 to 1048576 (MiB)"),
+        "{e}"
+    );
+    std::fs::write(
+        &file,
+        "[replica]\nframe_memory_mb = 0\ndict_memory_mb = 512\n",
+    )
+    .expect("write");
+    let c = Config::load(Some(&file), &[]).expect("no frames kept, 512 MiB of dictionaries");
+    assert_eq!(c.replica.frame_memory_bytes(), 0);
+    assert_eq!(c.replica.dict_memory_bytes(), 512 << 20);
+
     let e = Config::load(Some(&dir.path().join("missing.toml")), &[]).expect_err("missing");
     assert!(e.to_string().contains("an existing TOML file"), "{e}");
 

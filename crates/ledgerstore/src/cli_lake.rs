@@ -157,6 +157,12 @@ pub struct ColdFlags {
     /// [replica] cache_mb: the disk cache's bound.
     #[arg(long = "replica.cache-mb", value_name = "MiB")]
     pub replica_cache_mb: Option<i64>,
+    /// [replica] frame_memory_mb: opened ledger frames kept in memory.
+    #[arg(long = "replica.frame-memory-mb", value_name = "MiB")]
+    pub replica_frame_memory_mb: Option<i64>,
+    /// [replica] dict_memory_mb: pack dictionaries kept in memory.
+    #[arg(long = "replica.dict-memory-mb", value_name = "MiB")]
+    pub replica_dict_memory_mb: Option<i64>,
     /// [replica] poll_ms: time between looks for a newer manifest.
     #[arg(long = "replica.poll-ms", value_name = "MS")]
     pub replica_poll_ms: Option<i64>,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use ledgerstore_cold::{DiskCache, Remote, Replica};
+use ledgerstore_cold::{DiskCache, HeldMemory, Remote, Replica};
 use ledgerstore_config::Config;
 use ledgerstore_server::Publish;
 
@@ -19,7 +19,8 @@ pub fn remote(key: &str, location: &str, cfg: &Config) -> Result<Arc<Remote>> {
 
 /// The daemon's publisher, when `[cold] store` is set, with the replica
 /// of its own store that serves evicted ranges (its cache is
-/// `<data dir>/cold-cache`, bounded by `replica.cache_mb`).
+/// `<data dir>/cold-cache`, bounded by `replica.cache_mb`; it keeps
+/// `replica.frame_memory_mb` and `dict_memory_mb` in memory).
 pub fn publisher(cfg: &Config, rt: tokio::runtime::Handle) -> Result<Option<Publish>> {
     if cfg.cold.store.is_empty() {
         return Ok(None);
@@ -30,7 +31,7 @@ pub fn publisher(cfg: &Config, rt: tokio::runtime::Handle) -> Result<Option<Publ
     let cache = DiskCache::open(&dir, cfg.replica.cache_mb << 20)
         .with_context(|| format!("the writer's cache {}", dir.display()))?;
     Ok(Some(Publish {
-        cold: Replica::new(Arc::clone(&remote), cache, rt),
+        cold: Replica::with_memory(Arc::clone(&remote), cache, rt, held_memory(cfg)),
         remote,
         interval: Duration::from_millis(cfg.cold.publish_interval_ms),
         work: cfg.db.path.join("publish"),
@@ -63,12 +64,27 @@ pub fn replica(cfg: &Config, rt: tokio::runtime::Handle) -> Result<Arc<Replica>>
     let remote = remote("replica.store", &r.store, cfg)?;
     let cache = DiskCache::open(&r.cache_dir, r.cache_mb << 20)
         .with_context(|| format!("replica.cache_dir = {}", r.cache_dir.display()))?;
-    Ok(Replica::new(remote, cache, rt))
+    Ok(Replica::with_memory(remote, cache, rt, held_memory(cfg)))
+}
+
+/// What a replica keeps decompressed in memory (`[replica]
+/// frame_memory_mb`, `dict_memory_mb`).
+fn held_memory(cfg: &Config) -> HeldMemory {
+    HeldMemory {
+        frames: cfg.replica.frame_memory_bytes(),
+        dicts: cfg.replica.dict_memory_bytes(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The replica's default memory is the cold crate's.
+    #[test]
+    fn replica_memory_defaults_match_the_replica() {
+        assert_eq!(held_memory(&Config::default()), HeldMemory::default());
+    }
 
     /// The config's pack defaults and bounds are the pack crate's (the
     /// config crate depends on no format crate, so it repeats them).

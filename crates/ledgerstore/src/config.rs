@@ -213,6 +213,18 @@ fn cold_overrides(c: &ColdFlags, o: &mut Overrides) {
     push(o, "replica.store", c.replica_store.as_deref(), string);
     push(o, "replica.cache_dir", c.replica_cache_dir.as_deref(), path);
     push(o, "replica.cache_mb", c.replica_cache_mb.as_ref(), int);
+    push(
+        o,
+        "replica.frame_memory_mb",
+        c.replica_frame_memory_mb.as_ref(),
+        int,
+    );
+    push(
+        o,
+        "replica.dict_memory_mb",
+        c.replica_dict_memory_mb.as_ref(),
+        int,
+    );
     push(o, "replica.poll_ms", c.replica_poll_ms.as_ref(), int);
     push(
         o,

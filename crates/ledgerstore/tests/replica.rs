@@ -56,6 +56,17 @@ fn publish(dir: &Path, store: &str, endpoint: &str, version: &str) -> std::proce
 }
 
 async fn replica(store: &str, endpoint: &str, cache: &Path, cache_mb: u32) -> Daemon {
+    replica_with(store, endpoint, cache, cache_mb, &[]).await
+}
+
+/// [`replica`] with `extra` flags.
+async fn replica_with(
+    store: &str,
+    endpoint: &str,
+    cache: &Path,
+    cache_mb: u32,
+    extra: &[&str],
+) -> Daemon {
     let cache_mb = cache_mb.to_string();
     let mut args = vec![
         "--replica",
@@ -65,6 +76,7 @@ async fn replica(store: &str, endpoint: &str, cache: &Path, cache_mb: u32) -> Da
         "--replica.cache-mb",
         &cache_mb,
     ];
+    args.extend(extra);
     let flags = s3_flags(endpoint);
     args.extend(flags.iter().map(String::as_str));
     let cache = cache.display().to_string();
@@ -192,7 +204,21 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
 
     let writer = Daemon::start(&dir, &[]).await;
     let big = replica(store, &endpoint, &tmp.path().join("cache-a"), 256).await;
-    let tiny = replica(store, &endpoint, &tmp.path().join("cache-b"), 1).await;
+    // A 1 MiB disk cache, and no frame or dictionary kept in memory: every
+    // read opens its pack's dictionary and its frame again.
+    let tiny = replica_with(
+        store,
+        &endpoint,
+        &tmp.path().join("cache-b"),
+        1,
+        &[
+            "--replica.frame-memory-mb",
+            "0",
+            "--replica.dict-memory-mb",
+            "0",
+        ],
+    )
+    .await;
 
     // Every published transaction, through both replicas, equals the
     // writer's answer byte for byte.
@@ -221,14 +247,16 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
             .await
             .expect("writer")
             .into_inner();
-        let got = big
-            .query()
-            .await
-            .get_ledger(req)
-            .await
-            .expect("replica")
-            .into_inner();
-        assert_eq!(got, want, "ledger {seq}");
+        for r in [&big, &tiny] {
+            let got = r
+                .query()
+                .await
+                .get_ledger(req)
+                .await
+                .expect("replica")
+                .into_inner();
+            assert_eq!(got, want, "ledger {seq}");
+        }
     }
 
     // Newer ledgers: NOT_FOUND, naming the published mark.

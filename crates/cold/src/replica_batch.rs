@@ -567,7 +567,7 @@ impl Replica {
         let got = self.pieces(&wants, deadline)?;
         let (frames, fetched) = got.split_at(frame_wants);
         // A pack at a time and a ledger at a time: each dictionary and each
-        // frame is opened once for the batch and held no longer than the
+        // frame is opened once in this pass and held no longer than the
         // reads that need it, whatever `replica.dict_memory_mb` and
         // `frame_memory_mb` keep.
         let mut items: Vec<_> = waiting

@@ -237,9 +237,15 @@ pub struct QueryConfig {
     pub timeout_ms: u64,
     /// Single-key reads (GetTransaction, GetTransactionLedger) longer than
     /// this many microseconds are slow. They run inline on the async workers
-    /// while under 1% of recent ones were slow, and on the blocking pool
-    /// otherwise. 0: always on the blocking pool.
+    /// while under 1% of recent ones were slow, and on the read threads
+    /// (`read_threads`) otherwise. 0: always on the read threads.
     pub inline_read_us: u64,
+    /// Threads the query APIs' blocking reads run on (gRPC reads not run
+    /// inline, StreamLedgers, and the Stellar RPC calls): at most this
+    /// many at once, the rest waiting in line within their deadline. A
+    /// read replica's read waits on its object store, so this bounds the
+    /// lookups it has in flight.
+    pub read_threads: usize,
 }
 
 impl Default for QueryConfig {
@@ -249,6 +255,7 @@ impl Default for QueryConfig {
             max_stream_ledgers: 100_000,
             timeout_ms: 10_000,
             inline_read_us: 100,
+            read_threads: 64,
         }
     }
 }
@@ -749,6 +756,15 @@ impl Config {
                 "query.inline_read_us",
                 self.query.inline_read_us,
                 "0 (never inline) to 10000: a read that long stalls an async worker",
+            ));
+        }
+        // 256: with tokio's 512 blocking threads, under the 1024 reader
+        // slots an MDBX hot index has.
+        if !(1..=256).contains(&self.query.read_threads) {
+            return Err(invalid(
+                "query.read_threads",
+                self.query.read_threads,
+                "1 to 256",
             ));
         }
         if let Err(e) = ledgerstore_stellar::Network::parse(&self.stellar.network) {

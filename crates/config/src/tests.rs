@@ -141,6 +141,12 @@ fn bad_values_name_the_key_and_the_expected_range() {
         "{e}"
     );
 
+    std::fs::write(&file, "[query]\nread_threads = 0\n").expect("write");
+    let e = Config::load(Some(&file), &[])
+        .expect_err("no read threads")
+        .to_string();
+    assert!(e.contains("query.read_threads = 0: 1 to 256"), "{e}");
+
     std::fs::write(&file, "[replica]\ndict_memory_mb = 1048577\n").expect("write");
     let e = Config::load(Some(&file), &[])
         .expect_err("dictionaries past 1 TiB")

@@ -87,8 +87,9 @@ impl Default for MdbxOptions {
             max_size: None,
             growth_step: None,
             sync: MdbxSync::Durable,
-            // Above tokio's 512 blocking threads, so concurrent queries never
-            // run out of reader slots.
+            // Above tokio's 512 blocking threads and the daemon's read
+            // threads (`query.read_threads`, at most 256) together, so
+            // concurrent queries never run out of reader slots.
             max_readers: 1024,
             max_read_txn: std::time::Duration::from_secs(5),
         }

@@ -14,7 +14,7 @@
 //! ours, for a limit on TCP connections and a send deadline. Point lookups (`getTransaction`, and the calls that read only
 //! the held range) run inline on the async worker while the daemon's read
 //! placer, shared with the gRPC lookups, says reads are fast; everything
-//! else runs on tokio's blocking pool, under the same deadline as the gRPC
+//! else runs on the daemon's read threads, under the same deadline as the gRPC
 //! queries (`query.timeout_ms`), which the task checks as it goes.
 //!
 //! The calls that read whole ledgers (`getLedgers`, `getTransactions`,
@@ -71,9 +71,16 @@ pub trait StoreAccess: Send + Sync + 'static {
         Err("getEvents is not served here: no event index".into())
     }
 
+    /// Where calls that read on blocking threads run them: the daemon's
+    /// read threads (`query.read_threads`). Default: tokio's blocking
+    /// pool.
+    fn reads(&self) -> Option<tokio::runtime::Handle> {
+        None
+    }
+
     /// Whether the next point lookup (`getTransaction` and the calls that
     /// read only the range held) should run inline on the async worker
-    /// rather than on the blocking pool: the daemon answers with its gRPC
+    /// rather than on the read threads: the daemon answers with its gRPC
     /// placer, which runs reads inline while they are rarely slow and
     /// saves two thread wake-ups a lookup. Default: never.
     fn read_inline(&self) -> bool {
@@ -159,7 +166,7 @@ impl Ctx {
 
 thread_local! {
     /// Whether this thread runs a call inline (on an async worker) rather
-    /// than on the blocking pool: what [`Ctx::timed_read`] reports.
+    /// than on the read threads: what [`Ctx::timed_read`] reports.
     static INLINE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 

@@ -285,9 +285,12 @@ pub struct DaemonFlags {
     /// [query] max_batch_hashes.
     #[arg(long = "query.max-batch-hashes", value_name = "N")]
     pub query_max_batch_hashes: Option<i64>,
-    /// [query] inline_read_us (0: every read on the blocking pool).
+    /// [query] inline_read_us (0: every read on the read threads).
     #[arg(long = "query.inline-read-us", value_name = "US")]
     pub query_inline_read_us: Option<i64>,
+    /// [query] read_threads: threads blocking reads run on, at most.
+    #[arg(long = "query.read-threads", value_name = "N")]
+    pub query_read_threads: Option<i64>,
     /// [limits] max_ledger_bytes.
     #[arg(long = "limits.max-ledger-bytes", value_name = "BYTES")]
     pub limits_max_ledger_bytes: Option<i64>,

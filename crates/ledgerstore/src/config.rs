@@ -305,6 +305,12 @@ pub fn daemon(f: &DaemonFlags) -> Result<Config> {
     );
     push(
         &mut o,
+        "query.read_threads",
+        f.query_read_threads.as_ref(),
+        int,
+    );
+    push(
+        &mut o,
         "limits.max_ledger_bytes",
         f.limits_max_ledger_bytes.as_ref(),
         int,

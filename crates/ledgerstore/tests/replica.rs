@@ -118,6 +118,17 @@ async fn batch(d: &Daemon, hashes: &[Vec<u8>]) -> pb::BatchGetTransactionsRespon
         .into_inner()
 }
 
+/// Threads of process `pid` that run reads (named `ledgerstore-read`,
+/// which the kernel keeps to 15 bytes). Idle ones stay 10 s, so right
+/// after a load this is the most that ran at once, or fewer.
+fn read_threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("tasks")
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| name.trim_end() == "ledgerstore-rea")
+        .count()
+}
+
 async fn get_tx(d: &Daemon, hash: &[u8]) -> Result<pb::TransactionRecord, tonic::Status> {
     d.query()
         .await
@@ -204,8 +215,9 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
 
     let writer = Daemon::start(&dir, &[]).await;
     let big = replica(store, &endpoint, &tmp.path().join("cache-a"), 256).await;
-    // A 1 MiB disk cache, and no frame or dictionary kept in memory: every
-    // read opens its pack's dictionary and its frame again.
+    // A 1 MiB disk cache, no frame or dictionary kept in memory (every
+    // read opens its pack's dictionary and its frame again), and two read
+    // threads.
     let tiny = replica_with(
         store,
         &endpoint,
@@ -216,6 +228,8 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
             "0",
             "--replica.dict-memory-mb",
             "0",
+            "--query.read-threads",
+            "2",
         ],
     )
     .await;
@@ -235,6 +249,20 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
         assert_eq!(batch(&big, chunk).await, want);
         assert_eq!(batch(&tiny, chunk).await, want);
     }
+    // 64 lookups at once through two read threads: every one answers as
+    // the writer does, and the replica never ran more than two of them.
+    let some: Vec<&Vec<u8>> = published.iter().step_by(61).take(64).collect();
+    let want: Vec<_> = futures::future::join_all(some.iter().map(|h| get_tx(&writer, h))).await;
+    let got: Vec<_> = futures::future::join_all(some.iter().map(|h| get_tx(&tiny, h))).await;
+    assert_eq!(some.len(), 64);
+    for (w, g) in want.into_iter().zip(got) {
+        assert_eq!(g.expect("replica"), w.expect("writer"));
+    }
+    let read_threads = read_threads(tiny.pid());
+    assert!(
+        (1..=2).contains(&read_threads),
+        "{read_threads} read threads, query.read_threads is 2"
+    );
     for seq in 63_092_982..=PUBLISHED {
         let req = pb::GetLedgerRequest {
             seq,

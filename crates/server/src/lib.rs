@@ -18,6 +18,8 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 
+use crate::reads::ReadPool;
+
 mod admin;
 mod cold_metrics;
 pub mod convert;
@@ -28,6 +30,7 @@ pub mod metrics;
 mod placement;
 mod publish;
 mod query;
+mod reads;
 mod replica_events;
 mod state;
 pub mod status;
@@ -114,10 +117,14 @@ where
         .map_err(|e| ServeError::Config(e.to_string()))?;
     let metrics = Arc::new(Metrics::new().map_err(|e| ServeError::Config(e.to_string()))?);
     let (stop_tx, stop_rx) = watch::channel(false);
+    let reads = ReadPool::new(cfg.query.read_threads)
+        .map_err(|e| ServeError::Config(format!("starting the read threads: {e}")))?;
     let state = Arc::new(match &serving {
-        Serving::Store { .. } => AppState::new(cfg.clone(), metrics.clone(), stop_rx.clone()),
+        Serving::Store { .. } => {
+            AppState::new(cfg.clone(), metrics.clone(), stop_rx.clone(), reads)
+        }
         Serving::Replica { .. } => {
-            AppState::new_replica(cfg.clone(), metrics.clone(), stop_rx.clone())
+            AppState::new_replica(cfg.clone(), metrics.clone(), stop_rx.clone(), reads)
         }
     });
 
@@ -597,6 +604,10 @@ impl ledgerstore_jsonrpc::StoreAccess for RpcStore {
 
     fn read_inline(&self) -> bool {
         self.placer.inline() && self.state.reader().is_ok_and(|r| !r.reads_may_block())
+    }
+
+    fn reads(&self) -> Option<tokio::runtime::Handle> {
+        Some(self.state.reads.handle())
     }
 
     fn observe_read(&self, took: Duration, inline: bool) {

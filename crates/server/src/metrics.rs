@@ -270,7 +270,7 @@ impl Metrics {
                 let c = counter(
                     &r,
                     "ledgerstore_query_reads_total",
-                    "Single-key query reads by where they ran (inline on an async worker, or pool: the blocking pool).",
+                    "Single-key query reads by where they ran (inline on an async worker, or pool: the read threads).",
                     &["placement"],
                 )?;
                 [
@@ -303,7 +303,7 @@ impl Metrics {
         })
     }
 
-    /// One single-key query read ran inline (or on the blocking pool);
+    /// One single-key query read ran inline (or on the read threads);
     /// `slow_ratio` is the placer's moving ratio of slow reads after it.
     pub fn query_read(&self, inline: bool, slow_ratio: f64) {
         self.query_reads[usize::from(!inline)].inc();

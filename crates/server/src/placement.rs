@@ -11,7 +11,7 @@
 //! So the placer counts slow reads: a read longer than
 //! `query.inline_read_us` (measured around the read itself, wherever it
 //! ran) is slow. Reads run inline while a moving ratio of slow reads (each
-//! read weighs 1/64) stays under 1%; then they go to the blocking pool,
+//! read weighs 1/64) stays under 1%; then they go to the read threads,
 //! where many can wait on the disk at once. One slow read after a run of
 //! fast ones lifts the ratio to 1.6%, so the next reads go to the pool at
 //! once; ~28 fast reads in a row bring them back. A mean of read times
@@ -41,7 +41,7 @@ pub struct ReadPlacer {
 
 impl ReadPlacer {
     /// Reads longer than `limit_us` count as slow; 0 sends every read to
-    /// the blocking pool.
+    /// the read threads.
     pub fn new(limit_us: u64) -> Self {
         Self {
             limit: Duration::from_micros(limit_us),

@@ -33,7 +33,7 @@ impl QueryService {
     }
 
     /// A single-key read: inline on this async worker while such reads are
-    /// rarely slow, else on the blocking pool (see `placement`). Either way its
+    /// rarely slow, else on the read threads (see `placement`). Either way its
     /// time feeds the placer, and an answer later than `query.timeout_ms`
     /// is DEADLINE_EXCEEDED.
     async fn read<T, F>(&self, f: F) -> Result<T, Status>
@@ -71,14 +71,24 @@ impl QueryService {
         r.map_err(|e| from_store(&e))
     }
 
-    /// Runs `f` on the blocking pool under the query deadline.
+    /// Runs `f` on the read threads under the query deadline (the wait
+    /// for a thread included; a read whose caller has gone by then does
+    /// not start).
     async fn blocking<T, F>(&self, f: F) -> Result<T, Status>
     where
         T: Send + 'static,
         F: FnOnce(&dyn Reader) -> Result<T, StoreError> + Send + 'static,
     {
         let store = self.state.reader()?;
-        let task = tokio::task::spawn_blocking(move || f(&*store));
+        self.in_time(self.state.reads.spawn(move || f(&*store)))
+            .await
+    }
+
+    /// The answer of `task` by the query deadline.
+    async fn in_time<T>(
+        &self,
+        task: impl Future<Output = Result<Result<T, StoreError>, tokio::task::JoinError>>,
+    ) -> Result<T, Status> {
         match tokio::time::timeout(self.timeout(), task).await {
             Ok(Ok(r)) => r.map_err(|e| from_store(&e)),
             Ok(Err(j)) => Err(internal_join(j)),
@@ -265,12 +275,15 @@ impl pb::query_server::Query for QueryService {
         _req: Request<pb::GetStatusRequest>,
     ) -> Result<Response<pb::Status>, Status> {
         self.unary("GetStatus", async {
-            self.blocking(|s| {
-                Ok(match s.status()? {
+            // On tokio's shared blocking pool, not the read threads: the
+            // status answers while reads wait in line there.
+            let store = self.state.reader()?;
+            self.in_time(tokio::task::spawn_blocking(move || {
+                Ok(match store.status()? {
                     ReaderStatus::Store(stats, last) => status_out(&stats, last.as_ref()),
                     ReaderStatus::Replica(r) => replica_status_out(&r),
                 })
-            })
+            }))
             .await
         })
         .await
@@ -296,8 +309,22 @@ async fn stream_range(
             return tonic::Code::Unavailable;
         }
         let s = store.clone();
-        let chunk =
-            tokio::task::spawn_blocking(move || s.ledger_chunk(from, end, STREAM_CHUNK)).await;
+        let read = state
+            .reads
+            .spawn(move || s.ledger_chunk(from, end, STREAM_CHUNK));
+        // Each chunk, its wait for a read thread included, within the
+        // query deadline: a stream never waits in line without a bound.
+        let timeout = Duration::from_millis(state.cfg.query.timeout_ms);
+        let Ok(chunk) = tokio::time::timeout(timeout, read).await else {
+            let _ = tx
+                .send(Err(Status::deadline_exceeded(format!(
+                    "ledgers from {from} were not read within query.timeout_ms = {} (the \
+                     daemon is busy); resume the stream from ledger {from}",
+                    state.cfg.query.timeout_ms
+                ))))
+                .await;
+            return tonic::Code::DeadlineExceeded;
+        };
         let ledgers = match chunk {
             Ok(Ok(l)) => l,
             Ok(Err(e)) => {

@@ -9,6 +9,7 @@ use tokio::sync::{Semaphore, watch};
 use tonic::Status;
 
 use crate::metrics::Metrics;
+use crate::reads::ReadPool;
 use crate::status::unavailable;
 
 /// What every service shares.
@@ -31,12 +32,20 @@ pub struct AppState {
     pub shutdown: watch::Receiver<bool>,
     /// Permits for concurrent IngestLedgers streams.
     pub ingest_streams: Arc<Semaphore>,
+    /// The threads the query APIs' blocking reads run on.
+    pub reads: ReadPool,
 }
 
 impl AppState {
-    /// New state; the store is set once it is open.
-    pub fn new(cfg: Arc<Config>, metrics: Arc<Metrics>, shutdown: watch::Receiver<bool>) -> Self {
+    /// New state, its reads on `reads`; the store is set once it is open.
+    pub fn new(
+        cfg: Arc<Config>,
+        metrics: Arc<Metrics>,
+        shutdown: watch::Receiver<bool>,
+        reads: ReadPool,
+    ) -> Self {
         Self {
+            reads,
             ingest_streams: Arc::new(Semaphore::new(cfg.ingest.max_streams)),
             store: OnceLock::new(),
             reader: OnceLock::new(),
@@ -55,10 +64,11 @@ impl AppState {
         cfg: Arc<Config>,
         metrics: Arc<Metrics>,
         shutdown: watch::Receiver<bool>,
+        reads: ReadPool,
     ) -> Self {
         Self {
             replica: true,
-            ..Self::new(cfg, metrics, shutdown)
+            ..Self::new(cfg, metrics, shutdown, reads)
         }
     }
 

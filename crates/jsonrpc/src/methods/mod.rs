@@ -1,7 +1,7 @@
 //! The methods: registration, and what every call shares (params parsed
-//! first, reads on the blocking pool under `query.timeout_ms`, checked by
-//! the task itself; ledger-reading calls through the [`crate::gate`];
-//! metrics).
+//! first, reads on the daemon's read threads ([`crate::StoreAccess::reads`])
+//! under `query.timeout_ms`, checked by the task itself; ledger-reading
+//! calls through the [`crate::gate`]; metrics).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -41,7 +41,7 @@ pub(crate) enum Kind {
     /// One key: may run inline on the async worker; one transaction's
     /// answer.
     Point,
-    /// Reads whole ledgers: passes the gate and runs on the blocking pool.
+    /// Reads whole ledgers: passes the gate and runs on the read threads.
     Heavy,
 }
 
@@ -72,7 +72,7 @@ pub(crate) fn module(ctx: Ctx) -> RpcModule<Ctx> {
         let _ = m.register_async_method(name, move |params, ctx, ext| {
             let share = ext.get::<Arc<Share>>().cloned();
             let hold = ext.get::<Hold>().cloned();
-            call(name, handler, kind != Kind::Heavy, params, ctx, share, hold)
+            call(name, handler, kind, params, ctx, share, hold)
         });
     }
     m
@@ -81,12 +81,13 @@ pub(crate) fn module(ctx: Ctx) -> RpcModule<Ctx> {
 async fn call(
     name: &'static str,
     handler: Handler,
-    point: bool,
+    kind: Kind,
     params: Params<'static>,
     ctx: Arc<Ctx>,
     batch: Option<Arc<Share>>,
     hold: Option<Hold>,
 ) -> Result<Box<RawValue>, ErrorObjectOwned> {
+    let point = kind != Kind::Heavy;
     let start = Instant::now();
     let mut call = Call::new(start, ctx.settings.timeout);
     if let Some(b) = &batch {
@@ -102,7 +103,8 @@ async fn call(
     let out = if point && ctx.access.read_inline() {
         inline(name, handler, &params, &ctx, &call)
     } else {
-        pooled(name, handler, gated, held, hold, params, &ctx, call).await
+        let shared = kind == Kind::Info;
+        pooled(name, handler, gated, shared, held, hold, params, &ctx, call).await
     };
     if let (Some(b), Err(RpcError::NoRoom(_))) = (&batch, &out) {
         // A call of the batch that did not fit in what was left: the
@@ -145,10 +147,23 @@ fn inline(
     r
 }
 
+/// A call's blocking job, aborted when the call stops waiting for it (its
+/// deadline, or the client gone): one still in line never starts, and
+/// frees its slot and room; one running finishes on its thread.
+struct Abandon<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for Abandon<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Bytes a call's answer may add to its result: the JSON-RPC envelope.
 const ENVELOPE: usize = 256;
 
-/// A call on the blocking pool; a ledger-reading one first takes a slot
+/// A call on the daemon's read threads (an `Info` call, `shared`, on
+/// tokio's blocking pool, so it answers while reads wait in line there);
+/// a ledger-reading one first takes a slot
 /// of the gate and then room for its largest answer in the budget of
 /// unsent answers (`jsonrpc.max_unsent_bytes`), or shares its batch's
 /// slot and room (`held`). The task holds both until it ends, so a
@@ -162,6 +177,7 @@ async fn pooled(
     name: &'static str,
     handler: Handler,
     gated: bool,
+    shared: bool,
     held: Option<(Arc<Slot>, Hold)>,
     hold: Option<Hold>,
     params: Params<'static>,
@@ -181,14 +197,19 @@ async fn pooled(
         false => None,
     };
     let job_ctx = ctx.clone();
-    let job = tokio::task::spawn_blocking(move || {
+    let work = move || {
         let r = handler(&job_ctx, &params, &call);
         drop(slot);
         drop(held);
         (r, room)
+    };
+    let reads = ctx.access.reads().filter(|_| !shared);
+    let mut job = Abandon(match reads {
+        Some(reads) => reads.spawn_blocking(work),
+        None => tokio::task::spawn_blocking(work),
     });
     let deadline = tokio::time::Instant::from_std(call.deadline);
-    match tokio::time::timeout_at(deadline, job).await {
+    match tokio::time::timeout_at(deadline, &mut job.0).await {
         Ok(Ok((r, room))) => {
             if let (Ok(answer), Some(mut room), Some(hold)) = (&r, room, hold) {
                 room.fit(answer.get().len() + ENVELOPE);

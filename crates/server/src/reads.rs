@@ -1,0 +1,214 @@
+//! The threads the query APIs' blocking reads run on: a pool of their own
+//! of at most `query.read_threads`, apart from tokio's shared blocking
+//! pool.
+//!
+//! On tokio's shared pool a read started a thread whenever none was idle
+//! at that instant, up to 512, and each kept its memory: a read replica
+//! under 16 lookups in flight ran at 97 to 387 threads and up to 554 MB
+//! (docs/benchmarks.md, "A replica's dictionaries in memory"), and a
+//! stalled object store would hold one thread per waiting read. Here the
+//! reading threads are bounded; reads past them wait in line, their wait
+//! within the caller's deadline, and a read whose caller has gone (its
+//! deadline passed, or the client left) before it started is dropped
+//! unrun. Calls that read nothing of the history (GetStatus, getHealth,
+//! getNetwork, getVersionInfo) stay on tokio's pool, so they answer while
+//! reads wait in line.
+//!
+//! A read runs on a thread of a runtime nothing drives: it must not
+//! `tokio::spawn` or use `tokio::time` (a replica's requests go to the
+//! daemon's runtime through its handle).
+//!
+//! The pool is a tokio runtime of its own (a current-thread runtime that
+//! nothing drives, and up to `read_threads` blocking threads named
+//! `ledgerstore-read`), so a read's [`tokio::task::JoinHandle`] is
+//! awaited as before. A read replica's
+//! object-store requests run on the daemon's runtime, never here: a read
+//! that waits for one (and any blocking file read nested in it) does not
+//! wait for a thread of this pool.
+
+use std::time::Duration;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::runtime::{Builder, Handle, Runtime};
+use tokio::task::{JoinError, JoinHandle};
+
+/// How long an idle read thread stays before it exits.
+const KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct ReadPool {
+    /// Taken on drop, to shut down without blocking an async context.
+    rt: Option<Runtime>,
+    handle: Handle,
+    threads: usize,
+}
+
+impl ReadPool {
+    /// A pool of at most `threads` reading threads (at least 1).
+    pub fn new(threads: usize) -> std::io::Result<Self> {
+        let threads = threads.max(1);
+        // A current-thread runtime that nothing drives: only its blocking
+        // threads run, each named `ledgerstore-read`.
+        let rt = Builder::new_current_thread()
+            .max_blocking_threads(threads)
+            .thread_keep_alive(KEEP_ALIVE)
+            .thread_name("ledgerstore-read")
+            .build()?;
+        let handle = rt.handle().clone();
+        Ok(Self {
+            rt: Some(rt),
+            handle,
+            threads,
+        })
+    }
+
+    /// Runs `f` on one of the pool's threads (in line behind the others
+    /// when all are busy). Dropping the [`Read`] before `f` has started
+    /// keeps it from starting.
+    pub fn spawn<T, F>(&self, f: F) -> Read<T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        Read(self.handle.spawn_blocking(f))
+    }
+
+    /// Where callers outside this crate (the JSON-RPC endpoint) spawn
+    /// their reads.
+    pub fn handle(&self) -> Handle {
+        self.handle.clone()
+    }
+
+    /// The most threads it runs.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+}
+
+/// A read on the pool: its answer, awaited; dropped unanswered (a
+/// deadline, a client gone), it aborts the read if it has not started (one
+/// that runs finishes on its thread).
+#[derive(Debug)]
+pub struct Read<T>(JoinHandle<T>);
+
+impl<T> Future for Read<T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+impl<T> Drop for Read<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl Drop for ReadPool {
+    fn drop(&mut self) {
+        // Reads still running finish on their own threads; nothing waits
+        // for them (a drop may happen on an async worker).
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// However many reads are asked for at once, at most `threads` run
+    /// together, and every one of them runs and answers.
+    #[test]
+    fn reads_past_the_threads_wait_in_line_and_all_answer() {
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let pool = ReadPool::new(3).expect("pool");
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        let gate = Arc::new(std::sync::Mutex::new(gate));
+        let handles: Vec<_> = (0..40)
+            .map(|i| {
+                let (running, most, gate) = (running.clone(), most.clone(), gate.clone());
+                pool.spawn(move || {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    // Each read waits for one release: the first three
+                    // hold every thread until the test lets them go.
+                    gate.lock().expect("gate").recv().expect("released");
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    i * 2
+                })
+            })
+            .collect();
+        // Wait (bounded) until three reads hold the three threads.
+        for _ in 0..500 {
+            if running.load(Ordering::SeqCst) == 3 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(running.load(Ordering::SeqCst), 3, "three threads busy");
+        for _ in 0..40 {
+            release.send(()).expect("release");
+        }
+        let got: Vec<usize> = rt.block_on(async {
+            let mut got = Vec::new();
+            for h in handles {
+                got.push(h.await.expect("a read"));
+            }
+            got
+        });
+        assert_eq!(got, (0..40).map(|i| i * 2).collect::<Vec<_>>());
+        assert_eq!(most.load(Ordering::SeqCst), 3, "at most three at once");
+        let named = std::fs::read_dir("/proc/self/task")
+            .expect("tasks")
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .filter(|name| name.trim_end() == "ledgerstore-rea")
+            .count();
+        assert_eq!(named, 3, "the pool's threads, and no other of its name");
+        // Dropped inside an async context, it does not block or panic.
+        rt.block_on(async move { drop(pool) });
+    }
+
+    /// A read dropped while it waits in line (its caller's deadline, a
+    /// client gone) never runs; the ones still awaited do.
+    #[test]
+    fn a_read_dropped_before_it_starts_never_runs() {
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let pool = ReadPool::new(1).expect("pool");
+        let ran = Arc::new(AtomicUsize::new(0));
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        let (started, seen) = std::sync::mpsc::channel::<()>();
+        let first = pool.spawn(move || {
+            started.send(()).expect("started");
+            gate.recv().expect("released");
+        });
+        // The only thread is busy: the next read waits in line.
+        seen.recv().expect("the first read runs");
+        let dropped = {
+            let ran = ran.clone();
+            pool.spawn(move || ran.fetch_add(1, Ordering::SeqCst))
+        };
+        drop(dropped);
+        let later = {
+            let ran = ran.clone();
+            pool.spawn(move || ran.fetch_add(10, Ordering::SeqCst))
+        };
+        release.send(()).expect("release");
+        rt.block_on(async {
+            first.await.expect("first");
+            later.await.expect("later");
+        });
+        assert_eq!(ran.load(Ordering::SeqCst), 10, "the dropped read ran");
+    }
+}

@@ -88,8 +88,10 @@ impl Default for MdbxOptions {
             growth_step: None,
             sync: MdbxSync::Durable,
             // Above tokio's 512 blocking threads and the daemon's read
-            // threads (`query.read_threads`, at most 256) together, so
-            // concurrent queries never run out of reader slots.
+            // threads (`query.read_threads`, at most 256) together, with
+            // room for the async workers' inline reads and the publisher's
+            // threads at their defaults, so concurrent queries do not run
+            // out of reader slots.
             max_readers: 1024,
             max_read_txn: std::time::Duration::from_secs(5),
         }

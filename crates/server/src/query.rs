@@ -309,23 +309,27 @@ async fn stream_range(
             return tonic::Code::Unavailable;
         }
         let s = store.clone();
-        let read = state
-            .reads
-            .spawn(move || s.ledger_chunk(from, end, STREAM_CHUNK));
-        // Each chunk, its wait for a read thread included, within the
-        // query deadline: a stream never waits in line without a bound.
+        let (started, starts) = tokio::sync::oneshot::channel::<()>();
+        let read = state.reads.spawn(move || {
+            let _ = started.send(());
+            s.ledger_chunk(from, end, STREAM_CHUNK)
+        });
+        // Each chunk waits for a read thread within the query deadline, so
+        // a stream never waits in line without a bound; its read, once
+        // started, takes what it takes, as a stream has no deadline.
         let timeout = Duration::from_millis(state.cfg.query.timeout_ms);
-        let Ok(chunk) = tokio::time::timeout(timeout, read).await else {
+        if tokio::time::timeout(timeout, starts).await.is_err() {
             let _ = tx
                 .send(Err(Status::deadline_exceeded(format!(
-                    "ledgers from {from} were not read within query.timeout_ms = {} (the \
-                     daemon is busy); resume the stream from ledger {from}",
+                    "ledgers from {from} waited longer than query.timeout_ms = {} for a read \
+                     thread (all query.read_threads are busy); resume the stream from ledger \
+                     {from}",
                     state.cfg.query.timeout_ms
                 ))))
                 .await;
             return tonic::Code::DeadlineExceeded;
-        };
-        let ledgers = match chunk {
+        }
+        let ledgers = match read.await {
             Ok(Ok(l)) => l,
             Ok(Err(e)) => {
                 let st = from_store(&e);

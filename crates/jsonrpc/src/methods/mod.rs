@@ -149,7 +149,8 @@ fn inline(
 
 /// A call's blocking job, aborted when the call stops waiting for it (its
 /// deadline, or the client gone): one still in line never starts, and
-/// frees its slot and room; one running finishes on its thread.
+/// frees its slot and room when a thread takes it off the line; one
+/// running finishes on its thread.
 struct Abandon<T>(tokio::task::JoinHandle<T>);
 
 impl<T> Drop for Abandon<T> {

@@ -5,7 +5,7 @@
 //! On tokio's shared pool a read started a thread whenever none was idle
 //! at that instant, up to 512, and each kept its memory: a read replica
 //! under 16 lookups in flight ran at 97 to 387 threads and up to 554 MB
-//! (docs/benchmarks.md, "A replica's dictionaries in memory"), and a
+//! (docs/benchmarks.md, "Read threads of their own"), and a
 //! stalled object store would hold one thread per waiting read. Here the
 //! reading threads are bounded; reads past them wait in line, their wait
 //! within the caller's deadline, and a read whose caller has gone (its
@@ -23,16 +23,15 @@
 //! The pool is a tokio runtime of its own (a current-thread runtime that
 //! nothing drives, and up to `read_threads` blocking threads named
 //! `ledgerstore-read`), so a read's [`tokio::task::JoinHandle`] is
-//! awaited as before. A read replica's
-//! object-store requests run on the daemon's runtime, never here: a read
-//! that waits for one (and any blocking file read nested in it) does not
-//! wait for a thread of this pool.
-
-use std::time::Duration;
+//! awaited as before. A read replica's object-store requests run on the
+//! daemon's runtime, never here: a read that waits for one (and any
+//! blocking file read nested in it) does not wait for a thread of this
+//! pool.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use tokio::runtime::{Builder, Handle, Runtime};
 use tokio::task::{JoinError, JoinHandle};
@@ -46,7 +45,6 @@ pub struct ReadPool {
     /// Taken on drop, to shut down without blocking an async context.
     rt: Option<Runtime>,
     handle: Handle,
-    threads: usize,
 }
 
 impl ReadPool {
@@ -64,7 +62,6 @@ impl ReadPool {
         Ok(Self {
             rt: Some(rt),
             handle,
-            threads,
         })
     }
 
@@ -83,11 +80,6 @@ impl ReadPool {
     /// their reads.
     pub fn handle(&self) -> Handle {
         self.handle.clone()
-    }
-
-    /// The most threads it runs.
-    pub fn threads(&self) -> usize {
-        self.threads
     }
 }
 

@@ -46,6 +46,7 @@ mod gate;
 mod methods;
 mod metrics;
 mod params;
+mod reads;
 mod send;
 mod share;
 mod xdr;
@@ -54,6 +55,7 @@ pub use budget::PageBudget;
 pub use error::{RpcError, RpcResult};
 pub use jsonrpsee::server::ServerHandle;
 pub use metrics::RpcMetrics;
+pub use reads::{ReadJob, ReadTicket, shared_read};
 
 use crate::bounds::Bounds;
 use crate::gate::Gate;
@@ -71,11 +73,11 @@ pub trait StoreAccess: Send + Sync + 'static {
         Err("getEvents is not served here: no event index".into())
     }
 
-    /// Where calls that read on blocking threads run them: the daemon's
-    /// read threads (`query.read_threads`). Default: tokio's blocking
-    /// pool.
-    fn reads(&self) -> Option<tokio::runtime::Handle> {
-        None
+    /// Runs `job`, a call's blocking read, where such reads run: the
+    /// daemon's read threads (`query.read_threads`). Default: tokio's
+    /// blocking pool ([`shared_read`]).
+    fn spawn_read(&self, job: ReadJob) -> ReadTicket {
+        shared_read(job)
     }
 
     /// Whether the next point lookup (`getTransaction` and the calls that

@@ -263,6 +263,11 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
         (1..=2).contains(&read_threads),
         "{read_threads} read threads, query.read_threads is 2"
     );
+    // Every read has ended, so none is counted waiting or running.
+    let m = tiny.metrics_text();
+    for gauge in ["ledgerstore_reads_waiting 0", "ledgerstore_reads_running 0"] {
+        assert!(m.lines().any(|l| l == gauge), "{gauge}: {m}");
+    }
     for seq in 63_092_982..=PUBLISHED {
         let req = pb::GetLedgerRequest {
             seq,

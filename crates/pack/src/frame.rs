@@ -23,7 +23,9 @@
 //! and that there are as many bodies as the ledger table says.
 
 use std::ops::Range;
+use std::sync::OnceLock;
 
+use sha2::{Digest, Sha256};
 use zstd::dict::{DecoderDictionary, EncoderDictionary};
 
 use crate::error::{PackError, PackResult};
@@ -84,8 +86,9 @@ pub struct Framed {
     pub raw_len: u32,
     /// Bodies in it.
     pub bodies: u32,
-    /// Compressed with a dictionary (version 4).
-    pub dict: bool,
+    /// The [`FrameDict::fingerprint`] of the dictionary it was compressed with
+    /// (version 4), or none (version 3).
+    pub dict: Option<u64>,
 }
 
 /// Compresses a ledger's stored record and bodies (position order) into
@@ -128,6 +131,7 @@ pub fn frame_content<B: AsRef<[u8]>>(record: &[u8], bodies: &[B]) -> PackResult<
 pub struct FrameEncoder {
     level: i32,
     dict: Option<EncoderDictionary<'static>>,
+    dict_id: Option<u64>,
 }
 
 impl std::fmt::Debug for FrameEncoder {
@@ -146,6 +150,7 @@ impl FrameEncoder {
         Self {
             level,
             dict: dict.map(|d| EncoderDictionary::copy(&d.raw, level)),
+            dict_id: dict.map(FrameDict::fingerprint),
         }
     }
 
@@ -175,7 +180,7 @@ impl FrameEncoder {
             frame,
             raw_len,
             bodies: u32::try_from(bodies.len()).unwrap_or(u32::MAX),
-            dict: self.dict.is_some(),
+            dict: self.dict_id,
         })
     }
 }
@@ -223,6 +228,9 @@ pub struct FrameDict {
     /// The stored form (a writer's; empty once read back).
     stored: Vec<u8>,
     decoder: DecoderDictionary<'static>,
+    /// [`FrameDict::fingerprint`], made when first asked (a writer asks; a
+    /// replica opening a dictionary does not).
+    fingerprint: OnceLock<u64>,
 }
 
 impl std::fmt::Debug for FrameDict {
@@ -276,6 +284,7 @@ impl FrameDict {
             raw,
             stored,
             decoder,
+            fingerprint: OnceLock::new(),
         })
     }
 
@@ -308,6 +317,19 @@ impl FrameDict {
             return Ok(None);
         }
         Ok(Some(Self::sampled(samples, budget, level)?))
+    }
+
+    /// The first 8 bytes of the SHA-256 of its bytes: what tells it from
+    /// another dictionary. A pack writer checks with it that each frame
+    /// was compressed with the pack's own dictionary. Made once, when
+    /// first asked (~1 ms for 1 MiB, once a pack).
+    pub fn fingerprint(&self) -> u64 {
+        *self.fingerprint.get_or_init(|| {
+            let digest = Sha256::digest(&self.raw);
+            let mut first = [0u8; 8];
+            first.copy_from_slice(&digest[..8]);
+            u64::from_be_bytes(first)
+        })
     }
 
     /// The dictionary read back from a version-4 pack's bytes at
@@ -359,6 +381,7 @@ impl FrameDict {
             raw,
             stored: Vec::new(),
             decoder,
+            fingerprint: OnceLock::new(),
         })
     }
 

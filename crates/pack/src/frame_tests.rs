@@ -511,3 +511,52 @@ fn dictionary_samples_spread_across_the_range_middle_first() {
     let none = FrameDict::of_ledgers::<PackError>(1, 9, 250, 3, |_| Ok(None)).expect("none");
     assert!(none.is_none());
 }
+
+/// A version-4 pack takes only frames compressed with its own
+/// dictionary: not one without a dictionary, not one of another pack's;
+/// and a version-3 pack takes none compressed with one.
+#[test]
+fn a_pack_writer_takes_only_frames_of_its_own_dictionary() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let dict_of = |first: u32, last: u32| {
+        let content = |seq: u32| {
+            let (r, b) = shared_ledger(seq);
+            frame_content(&r, &b).map(Some)
+        };
+        FrameDict::of_ledgers::<PackError>(first, last, 16 << 10, 3, content)
+            .expect("dictionary")
+            .expect("sampled ledgers")
+    };
+    let (mine, other) = (dict_of(1, 40), dict_of(41, 80));
+    assert_ne!(mine.fingerprint(), other.fingerprint());
+    let (r, b) = shared_ledger(1);
+    let own = FrameEncoder::new(3, Some(&mine))
+        .frame(&r, &b)
+        .expect("frame");
+    let others = FrameEncoder::new(3, Some(&other))
+        .frame(&r, &b)
+        .expect("frame");
+    let plain = frame_ledger(&r, &b, 3).expect("frame");
+    let mut v4 =
+        PackWriter::create_frames_with_dict(&dir.path().join("a"), 1, 2, &mine).expect("create");
+    for (framed, how) in [
+        (&others, "with another dictionary than the pack's"),
+        (&plain, "without a dictionary"),
+    ] {
+        let e = v4.push_frame(1, framed).expect_err(how).to_string();
+        assert!(
+            e.contains(&format!(
+                "ledger 1's frame was compressed {how}; the pack is version 4"
+            )),
+            "{e}"
+        );
+    }
+    v4.push_frame(1, &own).expect("its own dictionary's frame");
+    let mut v3 = PackWriter::create_frames(&dir.path().join("b"), 1, 2).expect("create");
+    let e = v3.push_frame(1, &own).expect_err("v4 frame").to_string();
+    assert!(
+        e.contains("ledger 1's frame was compressed with a dictionary; the pack is version 3"),
+        "{e}"
+    );
+    v3.push_frame(1, &plain).expect("a frame without one");
+}

@@ -43,6 +43,9 @@ pub struct PackWriter {
     /// Version 4: the dictionary's zstd frame, written after the ledger
     /// table.
     dict: Option<Vec<u8>>,
+    /// Version 4: the dictionary's [`FrameDict::fingerprint`], which every frame
+    /// must have been compressed with.
+    dict_id: Option<u64>,
 }
 
 impl PackWriter {
@@ -76,6 +79,7 @@ impl PackWriter {
         }
         let mut w = Self::create_version(path, first, last, VERSION_4)?;
         w.dict = Some(stored);
+        w.dict_id = Some(dict.fingerprint());
         Ok(w)
     }
 
@@ -105,6 +109,7 @@ impl PackWriter {
             body_count: 0,
             max_entry: 0,
             dict: None,
+            dict_id: None,
         })
     }
 
@@ -135,11 +140,14 @@ impl PackWriter {
     /// [`crate::frame::FrameEncoder`] of the pack's dictionary).
     pub fn push_frame(&mut self, seq: u32, framed: &Framed) -> PackResult<()> {
         let first_body = self.next_ledger(seq, VERSION_3)?;
-        let expect_dict = self.version == VERSION_4;
-        if framed.dict != expect_dict {
+        if framed.dict != self.dict_id {
+            let how = match (framed.dict, self.dict_id) {
+                (Some(_), Some(_)) => "with another dictionary than the pack's",
+                (Some(_), None) => "with a dictionary",
+                (None, _) => "without a dictionary",
+            };
             return Err(PackError::Format(format!(
-                "ledger {seq}'s frame was compressed {} a dictionary; the pack is version {}",
-                if framed.dict { "with" } else { "without" },
+                "ledger {seq}'s frame was compressed {how}; the pack is version {}",
                 self.version
             )));
         }

@@ -117,7 +117,7 @@ where
         .map_err(|e| ServeError::Config(e.to_string()))?;
     let metrics = Arc::new(Metrics::new().map_err(|e| ServeError::Config(e.to_string()))?);
     let (stop_tx, stop_rx) = watch::channel(false);
-    let reads = ReadPool::new(cfg.query.read_threads)
+    let reads = ReadPool::new(cfg.query.read_threads, metrics.read_gauges())
         .map_err(|e| ServeError::Config(format!("starting the read threads: {e}")))?;
     let state = Arc::new(match &serving {
         Serving::Store { .. } => {
@@ -606,8 +606,9 @@ impl ledgerstore_jsonrpc::StoreAccess for RpcStore {
         self.placer.inline() && self.state.reader().is_ok_and(|r| !r.reads_may_block())
     }
 
-    fn reads(&self) -> Option<tokio::runtime::Handle> {
-        Some(self.state.reads.handle())
+    fn spawn_read(&self, job: ledgerstore_jsonrpc::ReadJob) -> ledgerstore_jsonrpc::ReadTicket {
+        let read = self.state.reads.spawn(job);
+        Box::pin(async move { read.await.map_err(|e| e.to_string()) })
     }
 
     fn observe_read(&self, took: Duration, inline: bool) {

@@ -56,6 +56,7 @@ pub struct Metrics {
     /// once: they are counted on every lookup.
     query_reads: [IntCounter; 2],
     query_slow_reads: prometheus::Gauge,
+    reads: crate::reads::ReadGauges,
 }
 
 const GRPC_LABELS: [&str; 3] = ["grpc_type", "grpc_service", "grpc_method"];
@@ -286,6 +287,16 @@ impl Metrics {
                 r.register(Box::new(g.clone()))?;
                 g
             },
+            reads: crate::reads::ReadGauges {
+                waiting: one_gauge(
+                    "ledgerstore_reads_waiting",
+                    "Blocking reads (gRPC and Stellar RPC) waiting in line for a read thread (query.read_threads).",
+                )?,
+                running: one_gauge(
+                    "ledgerstore_reads_running",
+                    "Blocking reads running on the read threads (at most query.read_threads).",
+                )?,
+            },
             stellar_ledgers: counter(
                 &r,
                 "ledgerstore_stellar_ledgers_total",
@@ -308,6 +319,11 @@ impl Metrics {
     pub fn query_read(&self, inline: bool, slow_ratio: f64) {
         self.query_reads[usize::from(!inline)].inc();
         self.query_slow_reads.set(slow_ratio);
+    }
+
+    /// The read threads' gauges, for the read pool.
+    pub(crate) fn read_gauges(&self) -> crate::reads::ReadGauges {
+        self.reads.clone()
     }
 
     /// Starts timing one RPC.

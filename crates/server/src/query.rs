@@ -319,6 +319,9 @@ async fn stream_range(
         // started, takes what it takes, as a stream has no deadline.
         let timeout = Duration::from_millis(state.cfg.query.timeout_ms);
         if tokio::time::timeout(timeout, starts).await.is_err() {
+            // Out of the line before the send, which waits while the
+            // client does not read: the chunk is not read for no one.
+            drop(read);
             let _ = tx
                 .send(Err(Status::deadline_exceeded(format!(
                     "ledgers from {from} waited longer than query.timeout_ms = {} for a read \

@@ -30,14 +30,54 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use prometheus::IntGauge;
 use tokio::runtime::{Builder, Handle, Runtime};
 use tokio::task::{JoinError, JoinHandle};
 
 /// How long an idle read thread stays before it exits.
 const KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// A read waiting in line ([`Read`]'s state).
+const WAITING: u8 = 0;
+/// A read a thread has taken off the line.
+const STARTED: u8 = 1;
+/// A read whose caller dropped it while it waited.
+const ABANDONED: u8 = 2;
+
+/// What `/metrics` shows of the pool: reads waiting in line for a thread
+/// and reads running on one (`ledgerstore_reads_waiting`,
+/// `ledgerstore_reads_running`).
+#[derive(Debug, Clone)]
+pub struct ReadGauges {
+    pub waiting: IntGauge,
+    pub running: IntGauge,
+}
+
+impl ReadGauges {
+    /// Gauges registered nowhere.
+    #[cfg(test)]
+    pub fn unregistered() -> Self {
+        let g = |name: &str| IntGauge::new(name, name).expect("a valid gauge name");
+        Self {
+            waiting: g("reads_waiting"),
+            running: g("reads_running"),
+        }
+    }
+}
+
+/// Takes one off `running` when the read ends, panics included.
+struct Running(IntGauge);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
 
 /// See the module docs.
 #[derive(Debug)]
@@ -45,11 +85,13 @@ pub struct ReadPool {
     /// Taken on drop, to shut down without blocking an async context.
     rt: Option<Runtime>,
     handle: Handle,
+    gauges: ReadGauges,
 }
 
 impl ReadPool {
-    /// A pool of at most `threads` reading threads (at least 1).
-    pub fn new(threads: usize) -> std::io::Result<Self> {
+    /// A pool of at most `threads` reading threads (at least 1), counting
+    /// its reads in `gauges`.
+    pub fn new(threads: usize, gauges: ReadGauges) -> std::io::Result<Self> {
         let threads = threads.max(1);
         // A current-thread runtime that nothing drives: only its blocking
         // threads run, each named `ledgerstore-read`.
@@ -62,6 +104,7 @@ impl ReadPool {
         Ok(Self {
             rt: Some(rt),
             handle,
+            gauges,
         })
     }
 
@@ -73,13 +116,25 @@ impl ReadPool {
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
-        Read(self.handle.spawn_blocking(f))
-    }
-
-    /// Where callers outside this crate (the JSON-RPC endpoint) spawn
-    /// their reads.
-    pub fn handle(&self) -> Handle {
-        self.handle.clone()
+        let state = Arc::new(AtomicU8::new(WAITING));
+        self.gauges.waiting.inc();
+        let (mine, gauges) = (state.clone(), self.gauges.clone());
+        let job = self.handle.spawn_blocking(move || {
+            // A read its caller dropped has left the line already (tokio's
+            // abort keeps it from running, unless a thread took it in the
+            // same instant: then it runs, unawaited).
+            if mine.swap(STARTED, Ordering::AcqRel) == WAITING {
+                gauges.waiting.dec();
+            }
+            gauges.running.inc();
+            let _running = Running(gauges.running);
+            f()
+        });
+        Read {
+            job,
+            state,
+            waiting: self.gauges.waiting.clone(),
+        }
     }
 }
 
@@ -87,19 +142,29 @@ impl ReadPool {
 /// deadline, a client gone), it aborts the read if it has not started (one
 /// that runs finishes on its thread).
 #[derive(Debug)]
-pub struct Read<T>(JoinHandle<T>);
+pub struct Read<T> {
+    job: JoinHandle<T>,
+    state: Arc<AtomicU8>,
+    waiting: IntGauge,
+}
 
 impl<T> Future for Read<T> {
     type Output = Result<T, JoinError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.0).poll(cx)
+        Pin::new(&mut self.job).poll(cx)
     }
 }
 
 impl<T> Drop for Read<T> {
     fn drop(&mut self) {
-        self.0.abort();
+        let left =
+            self.state
+                .compare_exchange(WAITING, ABANDONED, Ordering::AcqRel, Ordering::Acquire);
+        if left.is_ok() {
+            self.waiting.dec();
+        }
+        self.job.abort();
     }
 }
 
@@ -125,7 +190,7 @@ mod tests {
     #[test]
     fn reads_past_the_threads_wait_in_line_and_all_answer() {
         let rt = tokio::runtime::Runtime::new().expect("runtime");
-        let pool = ReadPool::new(3).expect("pool");
+        let pool = ReadPool::new(3, ReadGauges::unregistered()).expect("pool");
         let running = Arc::new(AtomicUsize::new(0));
         let most = Arc::new(AtomicUsize::new(0));
         let (release, gate) = std::sync::mpsc::channel::<()>();
@@ -169,11 +234,15 @@ mod tests {
     }
 
     /// A read dropped while it waits in line (its caller's deadline, a
-    /// client gone) never runs; the ones still awaited do.
+    /// client gone) never runs; the ones still awaited do. The gauges
+    /// count each read waiting, then running, and a dropped one leaves the
+    /// line at once.
     #[test]
     fn a_read_dropped_before_it_starts_never_runs() {
         let rt = tokio::runtime::Runtime::new().expect("runtime");
-        let pool = ReadPool::new(1).expect("pool");
+        let gauges = ReadGauges::unregistered();
+        let counts = || (gauges.waiting.get(), gauges.running.get());
+        let pool = ReadPool::new(1, gauges.clone()).expect("pool");
         let ran = Arc::new(AtomicUsize::new(0));
         let (release, gate) = std::sync::mpsc::channel::<()>();
         let (started, seen) = std::sync::mpsc::channel::<()>();
@@ -187,16 +256,20 @@ mod tests {
             let ran = ran.clone();
             pool.spawn(move || ran.fetch_add(1, Ordering::SeqCst))
         };
+        assert_eq!(counts(), (1, 1), "one running, one in line");
         drop(dropped);
+        assert_eq!(counts(), (0, 1), "a dropped read leaves the line");
         let later = {
             let ran = ran.clone();
             pool.spawn(move || ran.fetch_add(10, Ordering::SeqCst))
         };
+        assert_eq!(counts(), (1, 1));
         release.send(()).expect("release");
         rt.block_on(async {
             first.await.expect("first");
             later.await.expect("later");
         });
         assert_eq!(ran.load(Ordering::SeqCst), 10, "the dropped read ran");
+        assert_eq!(counts(), (0, 0), "every read has ended");
     }
 }

@@ -1,5 +1,5 @@
 //! The methods: registration, and what every call shares (params parsed
-//! first, reads on the daemon's read threads ([`crate::StoreAccess::reads`])
+//! first, reads on the daemon's read threads ([`crate::StoreAccess::spawn_read`])
 //! under `query.timeout_ms`, checked by the task itself; ledger-reading
 //! calls through the [`crate::gate`]; metrics).
 
@@ -15,6 +15,7 @@ use crate::Ctx;
 use crate::budget::{Call, TRAILER};
 use crate::error::{RpcError, RpcResult};
 use crate::gate::Slot;
+use crate::reads::{ReadJob, shared_read};
 use crate::send::Hold;
 use crate::share::Share;
 
@@ -147,18 +148,6 @@ fn inline(
     r
 }
 
-/// A call's blocking job, aborted when the call stops waiting for it (its
-/// deadline, or the client gone): one still in line never starts, and
-/// frees its slot and room when a thread takes it off the line; one
-/// running finishes on its thread.
-struct Abandon<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for Abandon<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// Bytes a call's answer may add to its result: the JSON-RPC envelope.
 const ENVELOPE: usize = 256;
 
@@ -204,13 +193,29 @@ async fn pooled(
         drop(held);
         (r, room)
     };
-    let reads = ctx.access.reads().filter(|_| !shared);
-    let mut job = Abandon(match reads {
-        Some(reads) => reads.spawn_blocking(work),
-        None => tokio::task::spawn_blocking(work),
+    // The job hands its answer over before it returns; its ticket, dropped
+    // when the call stops waiting (its deadline, or the client gone), keeps
+    // a job still in line from starting (it frees its slot and room when a
+    // thread takes it off the line); one running finishes on its thread.
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    let job: ReadJob = Box::new(move || {
+        let _ = answer.send(work());
     });
+    let ticket = match shared {
+        true => shared_read(job),
+        false => ctx.access.spawn_read(job),
+    };
+    // Both waits under the deadline: the ticket (the job has ended), then
+    // its answer, there by then from any spawn_read that keeps the
+    // ticket's promise, and within the deadline from any other.
+    let answer = async {
+        ticket.await?;
+        answered
+            .await
+            .map_err(|_| "it ended without an answer".to_string())
+    };
     let deadline = tokio::time::Instant::from_std(call.deadline);
-    match tokio::time::timeout_at(deadline, &mut job.0).await {
+    match tokio::time::timeout_at(deadline, answer).await {
         Ok(Ok((r, room))) => {
             if let (Ok(answer), Some(mut room), Some(hold)) = (&r, room, hold) {
                 room.fit(answer.get().len() + ENVELOPE);
@@ -218,7 +223,7 @@ async fn pooled(
             }
             r
         }
-        Ok(Err(join)) => Err(RpcError::Internal(format!("{name} failed: {join}"))),
+        Ok(Err(e)) => Err(RpcError::Internal(format!("{name} failed: {e}"))),
         Err(_) => Err(call.timed_out()),
     }
 }

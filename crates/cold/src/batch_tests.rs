@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use ledgerstore_backends::Backends;
 use ledgerstore_db_api::{Layout, LedgerInput, TxHash};
 use ledgerstore_store::{
-    DictOptions, IndexedOptions, Ledgerstore, Reader, StoreError, StoreOptions,
+    DictOptions, IndexedOptions, Ledgerstore, Reader, StoreError, StoreOptions, with_read_deadline,
 };
 use ledgerstore_synth::{Synth, SynthConfig};
 use object_store::local::LocalFileSystem;
@@ -431,6 +431,56 @@ fn a_batch_stops_reading_at_its_deadline() {
             .iter()
             .all(Option::is_some)
     );
+}
+
+/// A lookup, or a batch without a deadline of its own (getTransactions),
+/// run with a read deadline (the daemon sets one around each unary read)
+/// does not wait past it for the segment fetch another lookup holds; that
+/// fetch runs to its end and serves.
+#[test]
+fn a_lookup_does_not_wait_past_its_read_deadline_for_anothers_segment_fetch() {
+    let w = World::new();
+    let rep = w.replica("r");
+    w.faulty.hold_gets(Some("segments/"));
+    let one = {
+        let (rep, hash) = (Arc::clone(&rep), w.tx(5, 0));
+        std::thread::spawn(move || Reader::get_tx(&*rep, &hash))
+    };
+    let mut hanging = false;
+    for _ in 0..2000 {
+        if w.faulty.flights().0 > 0 {
+            hanging = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(hanging, "the lookup's segment GET never started");
+    let (tx, rx) = std::sync::mpsc::channel();
+    {
+        let (rep, hash, hashes) = (Arc::clone(&rep), w.tx(12, 1), w.spread(20));
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_millis(200);
+            let one = with_read_deadline(deadline, || Reader::get_tx(&*rep, &hash)).map(|_| ());
+            let deadline = Instant::now() + Duration::from_millis(200);
+            let batch =
+                with_read_deadline(deadline, || Reader::batch_get_txs(&*rep, &hashes)).map(|_| ());
+            let _ = tx.send((one, batch));
+        });
+    }
+    let waited = rx.recv_timeout(Duration::from_secs(20));
+    let still_hanging = w.faulty.flights().0 > 0;
+    w.faulty.hold_gets(None);
+    let (one_waited, batch_waited) =
+        waited.expect("a read waited for another's fetch past its deadline");
+    for r in [one_waited, batch_waited] {
+        assert!(
+            matches!(&r, Err(StoreError::DeadlinePassed { what }) if what.contains("waiting for the index")),
+            "{r:?}"
+        );
+    }
+    assert!(still_hanging, "the other lookup's fetch was let go first");
+    let got = one.join().expect("lookup").expect("the lookup answers");
+    assert!(got.is_some(), "the held lookup finds its transaction");
 }
 
 /// A batch does not wait past its deadline for the one-at-a-time segment

@@ -398,6 +398,8 @@ impl Replica {
 
     /// Runs an object-store request on the replica's runtime and waits for
     /// it (called from blocking threads only: see [`Reader::reads_may_block`]).
+    /// It runs to its end whatever the read's deadline: what it fetches is
+    /// cached for the lookups after it, a client's retry among them.
     fn block<T: Send + 'static>(
         &self,
         f: impl Future<Output = ColdResult<T>> + Send + 'static,
@@ -430,14 +432,17 @@ impl Replica {
         r
     }
 
-    /// The mapped segment of `r`, fetched whole into the cache if needed.
+    /// The mapped segment of `r`, fetched whole into the cache if needed,
+    /// waiting for another lookup's fetch no later than the read's deadline
+    /// ([`ledgerstore_store::read_deadline`]), and starting none past it.
     fn segment(&self, r: &SegmentRef) -> ColdResult<Arc<Segment>> {
-        self.segment_until(r, None)
+        self.segment_until(r, ledgerstore_store::read_deadline())
     }
 
     /// [`Self::segment`], waiting for another lookup's fetch (one at a
-    /// time) no later than `deadline`: past it, `DeadlinePassed`. A fetch this
-    /// call starts runs to its end (its file serves the next lookups).
+    /// time) no later than `deadline`: past it, `DeadlinePassed`, and no
+    /// fetch starts. A fetch this call starts runs to its end (its file
+    /// serves the next lookups).
     pub(crate) fn segment_until(
         &self,
         r: &SegmentRef,
@@ -464,6 +469,11 @@ impl Replica {
             return Ok(seg);
         }
         self.still_damaged(key)?;
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(ColdError::Store(StoreError::DeadlinePassed {
+                what: format!("a lookup in ledgers {}..={}", r.first, r.last),
+            }));
+        }
         let got = self.fetch_segment(r, &name);
         if let Err(ColdError::Damaged { detail, .. }) = &got {
             self.found_damaged(key, key, detail);
@@ -722,6 +732,9 @@ impl Replica {
             match found {
                 Ok(Some((pos, body))) => return Ok(Some((pos, body, Arc::clone(&view.dicts)))),
                 Ok(None) => {}
+                // Past its deadline a lookup answers that, not an older
+                // range's failure, and probes no further.
+                Err(e @ ColdError::Store(StoreError::DeadlinePassed { .. })) => return Err(e),
                 Err(e) => {
                     failed.get_or_insert(e);
                 }

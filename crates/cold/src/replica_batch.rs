@@ -700,7 +700,11 @@ impl Replica {
             Some(Err(e)) => return Err(dup(e)),
             None => {}
         }
-        match self.segment_until(r, deadline) {
+        // A batch without a deadline of its own (getTransactions) waits for
+        // another's fetch no later than its read's; its GETs still run to
+        // their end, so what they fetch is cached for the retry.
+        let wait = deadline.or_else(ledgerstore_store::read_deadline);
+        match self.segment_until(r, wait) {
             Ok(seg) => {
                 memo.insert(i, Ok(Arc::clone(&seg)));
                 Ok(seg)

@@ -18,6 +18,7 @@ use ledgerstore_db_api::{
     Decompress, DictSet, LedgerRecord, TxBody, TxPos, TxRecord, ledger_record_seq,
 };
 use ledgerstore_pack::{FrameDict, Header, LedgerEntry, LedgerFrame, PackRef};
+use ledgerstore_store::StoreError;
 
 use super::Replica;
 use crate::error::{ColdError, ColdResult};
@@ -190,12 +191,21 @@ impl Replica {
         let got = {
             // The first reader leaves what it opened in the gate, so the
             // ones waiting take it even when memory keeps no dictionary.
-            let mut one = gate.lock();
-            match &*one {
-                Some(d) => Ok(Arc::clone(d)),
-                None => self.load_dict(key, &name, h, range).inspect(|d| {
-                    *one = Some(Arc::clone(d));
-                }),
+            // A read with a deadline waits for the first one's no later.
+            let one = match ledgerstore_store::read_deadline() {
+                None => Some(gate.lock()),
+                Some(d) => gate.try_lock_until(d),
+            };
+            match one {
+                None => Err(ColdError::Store(StoreError::DeadlinePassed {
+                    what: format!("a lookup waiting for pack {key}'s dictionary"),
+                })),
+                Some(mut one) => match &*one {
+                    Some(d) => Ok(Arc::clone(d)),
+                    None => self.load_dict(key, &name, h, range).inspect(|d| {
+                        *one = Some(Arc::clone(d));
+                    }),
+                },
             }
         };
         {

@@ -73,15 +73,20 @@ impl QueryService {
 
     /// Runs `f` on the read threads under the query deadline (the wait
     /// for a thread included; a read whose caller has gone by then does
-    /// not start).
+    /// not start), which the read knows too: one waiting on the published
+    /// store stops there ([`ledgerstore_store::with_read_deadline`]).
     async fn blocking<T, F>(&self, f: F) -> Result<T, Status>
     where
         T: Send + 'static,
         F: FnOnce(&dyn Reader) -> Result<T, StoreError> + Send + 'static,
     {
         let store = self.state.reader()?;
-        self.in_time(self.state.reads.spawn(move || f(&*store)))
-            .await
+        let deadline = std::time::Instant::now() + self.timeout();
+        let read = self
+            .state
+            .reads
+            .spawn(move || ledgerstore_store::with_read_deadline(deadline, || f(&*store)));
+        self.in_time(read).await
     }
 
     /// The answer of `task` by the query deadline.

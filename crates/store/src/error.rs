@@ -169,7 +169,8 @@ pub enum StoreError {
         reason: String,
     },
     /// A read of the published store stopped at its request's deadline
-    /// (gRPC `query.timeout_ms`): the answer is unknown.
+    /// (gRPC `query.timeout_ms`, a Stellar RPC call's): the answer is
+    /// unknown.
     #[error(
         "{what}: the request's deadline passed before the published store answered; the rest \
          was not read"

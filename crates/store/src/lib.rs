@@ -23,6 +23,7 @@ use ledgerstore_db_api::{
 mod backup;
 mod check;
 pub mod datadir;
+mod deadline;
 pub mod error;
 pub mod failpoint;
 mod indexed;
@@ -38,6 +39,7 @@ pub mod validate;
 pub use backup::{BACKUP_INFO, BackupInfo, read_backup_info, restore};
 pub use check::{CheckReport, MAX_LISTED_PROBLEMS};
 pub use datadir::{DataDir, Forms, Manifest, MarkState, TableTotals};
+pub use deadline::{read_deadline, with_read_deadline};
 pub use error::{StoreError, StoreResult};
 pub use indexed::{
     ClosedRanges, ClosedSegment, DEFAULT_BLOCK_BYTES, DEFAULT_BLOCK_DICT_BYTES, DamagedList,

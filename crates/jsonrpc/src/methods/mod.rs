@@ -8,6 +8,8 @@ use std::time::Instant;
 
 use jsonrpsee::RpcModule;
 use jsonrpsee::types::{ErrorObjectOwned, Params};
+use ledgerstore_events::EventsError;
+use ledgerstore_store::StoreError;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -188,7 +190,11 @@ async fn pooled(
     };
     let job_ctx = ctx.clone();
     let work = move || {
-        let r = handler(&job_ctx, &params, &call);
+        // A read waiting for another's fetch from the published store
+        // stops at the deadline too.
+        let r = ledgerstore_store::with_read_deadline(call.deadline, || {
+            handler(&job_ctx, &params, &call)
+        });
         drop(slot);
         drop(held);
         (r, room)
@@ -221,7 +227,15 @@ async fn pooled(
                 room.fit(answer.get().len() + ENVELOPE);
                 hold.put(room);
             }
-            r
+            // A read stopped by the deadline answers as the deadline does.
+            r.map_err(|e| match e {
+                RpcError::Store(StoreError::DeadlinePassed { .. })
+                | RpcError::Events(EventsError::Store {
+                    source: StoreError::DeadlinePassed { .. },
+                    ..
+                }) => call.timed_out(),
+                e => e,
+            })
         }
         Ok(Err(e)) => Err(RpcError::Internal(format!("{name} failed: {e}"))),
         Err(_) => Err(call.timed_out()),

@@ -7,9 +7,10 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use ledgerstore_backends::Backends;
-use ledgerstore_db_api::{Layout, LedgerInput, TxHash};
+use ledgerstore_db_api::{Layout, LedgerInput, TxHash, TxRecord};
 use ledgerstore_store::{
-    DictOptions, IndexedOptions, Ledgerstore, Reader, StoreError, StoreOptions, with_read_deadline,
+    DictOptions, IndexedOptions, Ledgerstore, Reader, StoreError, StoreOptions, StoreResult,
+    with_read_deadline,
 };
 use ledgerstore_synth::{Synth, SynthConfig};
 use object_store::local::LocalFileSystem;
@@ -158,10 +159,7 @@ impl World {
 
 /// The answers of one `get_tx` per hash, as a batch answers: the records
 /// in order, or the first failure.
-fn one_by_one(
-    rep: &Replica,
-    hashes: &[TxHash],
-) -> Result<Vec<Option<ledgerstore_db_api::TxRecord>>, StoreError> {
+fn one_by_one(rep: &Replica, hashes: &[TxHash]) -> Result<Vec<Option<TxRecord>>, StoreError> {
     hashes.iter().map(|h| Reader::get_tx(rep, h)).collect()
 }
 
@@ -433,17 +431,16 @@ fn a_batch_stops_reading_at_its_deadline() {
     );
 }
 
-/// A lookup, or a batch without a deadline of its own (getTransactions),
-/// run with a read deadline (the daemon sets one around each unary read)
-/// does not wait past it for the segment fetch another lookup holds; that
-/// fetch runs to its end and serves.
-#[test]
-fn a_lookup_does_not_wait_past_its_read_deadline_for_anothers_segment_fetch() {
-    let w = World::new();
-    let rep = w.replica("r");
+/// A lookup (ledger 5's first transaction) on a thread of its own, whose
+/// segment GET hangs (GETs of `segments/` held) until `hold_gets(None)`:
+/// it holds the replica's one-at-a-time segment fetch.
+fn a_lookup_holding_the_segment_fetch(
+    w: &World,
+    rep: &Arc<Replica>,
+) -> std::thread::JoinHandle<StoreResult<Option<TxRecord>>> {
     w.faulty.hold_gets(Some("segments/"));
     let one = {
-        let (rep, hash) = (Arc::clone(&rep), w.tx(5, 0));
+        let (rep, hash) = (Arc::clone(rep), w.tx(5, 0));
         std::thread::spawn(move || Reader::get_tx(&*rep, &hash))
     };
     let mut hanging = false;
@@ -455,6 +452,18 @@ fn a_lookup_does_not_wait_past_its_read_deadline_for_anothers_segment_fetch() {
         std::thread::sleep(Duration::from_millis(5));
     }
     assert!(hanging, "the lookup's segment GET never started");
+    one
+}
+
+/// A lookup, or a batch without a deadline of its own (getTransactions),
+/// run with a read deadline (the daemon sets one around each unary read)
+/// does not wait past it for the segment fetch another lookup holds; that
+/// fetch runs to its end and serves.
+#[test]
+fn a_lookup_does_not_wait_past_its_read_deadline_for_anothers_segment_fetch() {
+    let w = World::new();
+    let rep = w.replica("r");
+    let one = a_lookup_holding_the_segment_fetch(&w, &rep);
     let (tx, rx) = std::sync::mpsc::channel();
     {
         let (rep, hash, hashes) = (Arc::clone(&rep), w.tx(12, 1), w.spread(20));
@@ -483,6 +492,55 @@ fn a_lookup_does_not_wait_past_its_read_deadline_for_anothers_segment_fetch() {
     assert!(got.is_some(), "the held lookup finds its transaction");
 }
 
+/// Past its read deadline a lookup answers the deadline, not the failure
+/// of a newer range it met first (a damaged segment's DATA_LOSS).
+#[test]
+fn a_lookup_past_its_read_deadline_answers_the_deadline_not_an_earlier_failure() {
+    let w = World::new();
+    let m =
+        w.rt.block_on(w.remote.newest_manifest())
+            .expect("read")
+            .expect("published");
+    let n = m.segments.len();
+    assert!(n >= 2, "{n} segments");
+    let (newest, next) = (&m.segments[n - 1].object.key, &m.segments[n - 2].object.key);
+    let path = w.bucket.join(newest);
+    let len = std::fs::metadata(&path).expect("segment").len() as usize;
+    std::fs::write(&path, vec![0x5a; len]).expect("damage the newest segment");
+    let rep = w.replica("r");
+    // Another lookup finds the newest segment damaged, then holds the
+    // fetch of the next one.
+    w.faulty.hold_gets(Some(next));
+    let one = {
+        let (rep, hash) = (Arc::clone(&rep), w.tx(5, 0));
+        std::thread::spawn(move || Reader::get_tx(&*rep, &hash))
+    };
+    let mut hanging = false;
+    for _ in 0..2000 {
+        if w.faulty.flights().0 > 0 && w.faulty.gets(next) > 0 {
+            hanging = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(
+        hanging,
+        "the lookup's GET of the next segment never started"
+    );
+    let hash = w.tx(1, 0);
+    let r = with_read_deadline(Instant::now() + Duration::from_millis(200), || {
+        Reader::get_tx(&*rep, &hash)
+    });
+    w.faulty.hold_gets(None);
+    assert!(
+        matches!(&r, Err(StoreError::DeadlinePassed { what }) if what.contains("waiting for the index")),
+        "{r:?}"
+    );
+    // A damaged newer range does not hide an older one's answer.
+    let got = one.join().expect("lookup").expect("the lookup answers");
+    assert!(got.is_some(), "the held lookup finds its transaction");
+}
+
 /// A batch does not wait past its deadline for the one-at-a-time segment
 /// fetch another lookup holds (issue 30): it answers DEADLINE_EXCEEDED
 /// while that fetch still hangs, and the other lookup answers once its
@@ -491,20 +549,7 @@ fn a_lookup_does_not_wait_past_its_read_deadline_for_anothers_segment_fetch() {
 fn a_batch_does_not_wait_past_its_deadline_for_anothers_segment_fetch() {
     let w = World::new();
     let rep = w.replica("r");
-    w.faulty.hold_gets(Some("segments/"));
-    let one = {
-        let (rep, hash) = (Arc::clone(&rep), w.tx(5, 0));
-        std::thread::spawn(move || Reader::get_tx(&*rep, &hash))
-    };
-    let mut hanging = false;
-    for _ in 0..2000 {
-        if w.faulty.flights().0 > 0 {
-            hanging = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    assert!(hanging, "the lookup's segment GET never started");
+    let one = a_lookup_holding_the_segment_fetch(&w, &rep);
     let (tx, rx) = std::sync::mpsc::channel();
     {
         let (rep, hashes) = (Arc::clone(&rep), w.spread(20));

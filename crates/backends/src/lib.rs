@@ -29,6 +29,8 @@ pub struct Backends {
     pub rocks_background_jobs: Option<i32>,
     /// Overrides the tuned profile's block cache.
     pub rocks_block_cache_bytes: Option<usize>,
+    /// Overrides the files each RocksDB table keeps open.
+    pub rocks_max_open_files: Option<i32>,
 }
 
 impl Backends {
@@ -45,6 +47,7 @@ impl Backends {
             rocks_write_buffer_bytes: Some(1 << 20),
             rocks_background_jobs: Some(2),
             rocks_block_cache_bytes: Some(8 << 20),
+            rocks_max_open_files: None,
         }
     }
 
@@ -94,6 +97,9 @@ impl Backends {
         }
         if let (Some(c), RocksProfile::Tuned) = (self.rocks_block_cache_bytes, o.profile) {
             o.block_cache_bytes = c;
+        }
+        if let Some(n) = self.rocks_max_open_files {
+            o.max_open_files = n;
         }
         o
     }

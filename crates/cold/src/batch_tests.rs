@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use ledgerstore_backends::Backends;
 use ledgerstore_db_api::{Layout, LedgerInput, TxHash, TxRecord};
+use ledgerstore_pack::PackRef;
 use ledgerstore_store::{
     DictOptions, IndexedOptions, Ledgerstore, Reader, StoreError, StoreOptions, StoreResult,
     with_read_deadline,
@@ -577,17 +578,98 @@ fn a_batch_does_not_wait_past_its_deadline_for_anothers_segment_fetch() {
     );
 }
 
-#[test]
-fn a_batch_fetches_no_frame_of_a_pack_whose_dictionary_is_in_backoff() {
+/// A world of version-4 packs (each with its dictionary), a replica of
+/// it named `name` with an empty cache, the pack holding ledger 15, and
+/// that pack's bytes.
+fn a_pack_with_a_dictionary(name: &str) -> (World, Arc<Replica>, PackRef, Vec<u8>) {
     let w = World::publishing(PackForm::Frames {
         level: 3,
         dict_kib: 64,
     });
-    let rep = w.replica("cold");
+    let rep = w.replica(name);
     let m = rep.manifest().expect("a manifest");
     let p = m.pack_of(15).expect("a pack").clone();
+    let bytes = std::fs::read(w.bucket.join(&p.object.key)).expect("pack");
+    (w, rep, p, bytes)
+}
+
+/// A lookup run with a read deadline waits for another lookup's read of
+/// its pack's dictionary (version 4) no later than the deadline, and
+/// leaves that read's gate to it; the read runs to its end and serves,
+/// and its gate is gone once its last reader has left.
+#[test]
+fn a_lookup_does_not_wait_past_its_read_deadline_for_anothers_dictionary_read() {
+    let (w, rep, p, pack) = a_pack_with_a_dictionary("r");
+    assert!(p.last > p.first, "a pack of one ledger");
+    let dict = ledgerstore_pack::Header::parse(&pack)
+        .expect("header")
+        .dict_range()
+        .expect("a dictionary");
+    w.faulty.hold_range(Some((&p.object.key, dict.start)));
+    let one = {
+        let (rep, hash) = (Arc::clone(&rep), w.tx(p.first, 0));
+        std::thread::spawn(move || Reader::get_tx(&*rep, &hash))
+    };
+    let mut holding = false;
+    for _ in 0..2000 {
+        if w.faulty.held() > 0 {
+            holding = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(holding, "the lookup's dictionary GET never started");
+    assert_eq!(rep.dicts_loading(), 1, "the first reader's gate");
+    let (tx, rx) = std::sync::mpsc::channel();
+    {
+        let (rep, hash) = (Arc::clone(&rep), w.tx(p.first + 1, 0));
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_millis(200);
+            let _ = tx.send(with_read_deadline(deadline, || {
+                Reader::get_tx(&*rep, &hash)
+            }));
+        });
+    }
+    let waited = rx.recv_timeout(Duration::from_secs(20));
+    let still_held = w.faulty.held() > 0;
+    let gates = rep.dicts_loading();
+    w.faulty.hold_range(None);
+    let waited = waited.expect("a lookup waited for another's dictionary read past its deadline");
+    assert!(
+        matches!(&waited, Err(StoreError::DeadlinePassed { what })
+            if what.contains(&p.object.key) && what.contains("dictionary")),
+        "{:?}",
+        waited.map(|_| ())
+    );
+    assert!(still_held, "the other lookup's read was let go first");
+    assert_eq!(
+        gates, 1,
+        "the lookup that gave up left the gate to the reader"
+    );
+    let got = one
+        .join()
+        .expect("lookup")
+        .expect("the held lookup answers");
+    assert!(got.is_some(), "the held lookup finds its transaction");
+    assert_eq!(
+        rep.dicts_loading(),
+        0,
+        "the last reader out removed the gate"
+    );
+    let gets = w.faulty.gets(&p.object.key);
+    let again = Reader::get_tx(&*rep, &w.tx(p.first + 1, 0)).expect("the lookup again");
+    assert!(again.is_some());
+    assert_eq!(rep.dicts_loading(), 0);
+    assert!(
+        w.faulty.gets(&p.object.key) <= gets + 1,
+        "the dictionary was read again rather than taken from memory"
+    );
+}
+
+#[test]
+fn a_batch_fetches_no_frame_of_a_pack_whose_dictionary_is_in_backoff() {
+    let (w, rep, p, good) = a_pack_with_a_dictionary("cold");
     let path = w.bucket.join(&p.object.key);
-    let good = std::fs::read(&path).expect("pack");
     let hd = ledgerstore_pack::Header::parse(&good).expect("header");
     let dict = hd.dict_range().expect("a dictionary");
     let mut bad = good.clone();

@@ -34,6 +34,10 @@ struct State {
     delay: Option<Duration>,
     /// GETs of keys starting with this wait until it is cleared.
     hold: Option<String>,
+    /// Ranged GETs of this key from this offset wait until it is cleared.
+    hold_range: Option<(String, u64)>,
+    /// GETs waiting on a hold now.
+    held: u64,
     /// GETs in flight now, and the most at once.
     in_flight: u64,
     peak: u64,
@@ -48,6 +52,15 @@ struct Flight<'a>(&'a Faulty);
 impl Drop for Flight<'_> {
     fn drop(&mut self) {
         self.0.state().in_flight -= 1;
+    }
+}
+
+/// Counts a GET out of those held when its wait ends (or is dropped).
+struct Held<'a>(&'a Faulty);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0.state().held -= 1;
     }
 }
 
@@ -130,6 +143,18 @@ impl Faulty {
         self.state().hold = prefix.map(str::to_string);
     }
 
+    /// Ranged GETs of `key` starting at byte `start` (one piece of a pack)
+    /// wait (each at most 60 s) until this is called again with None.
+    pub(crate) fn hold_range(&self, piece: Option<(&str, u64)>) {
+        self.state().hold_range = piece.map(|(k, at)| (k.to_string(), at));
+    }
+
+    /// GETs waiting on a hold ([`Self::hold_gets`], [`Self::hold_range`])
+    /// now.
+    pub(crate) fn held(&self) -> u64 {
+        self.state().held
+    }
+
     /// (GETs in flight now, the most at once, sequential rounds) since
     /// [`Self::reset_flights`].
     pub(crate) fn flights(&self) -> (u64, u64, u64) {
@@ -193,17 +218,30 @@ impl ObjectStore for Faulty {
         if let Some(d) = delay {
             tokio::time::sleep(d).await;
         }
+        let start = match &options.range {
+            Some(object_store::GetRange::Bounded(r)) => Some(r.start),
+            Some(object_store::GetRange::Offset(at)) => Some(*at),
+            _ => None,
+        };
+        let mut waiting = None;
         for _ in 0..6000 {
-            let held = self
-                .state()
-                .hold
-                .as_ref()
-                .is_some_and(|p| key.starts_with(p));
+            let held = {
+                let s = self.state();
+                s.hold.as_ref().is_some_and(|p| key.starts_with(p))
+                    || s.hold_range
+                        .as_ref()
+                        .is_some_and(|(k, at)| *k == key && start == Some(*at))
+            };
             if !held {
                 break;
             }
+            if waiting.is_none() {
+                self.state().held += 1;
+                waiting = Some(Held(self));
+            }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+        drop(waiting);
         if let Some(text) = self.state().fail.get(&key) {
             return Err(object_store::Error::Generic {
                 store: "S3",

@@ -224,6 +224,15 @@ impl Replica {
         got.map(Some)
     }
 
+    /// Dictionaries being read now (their gates), for tests.
+    #[cfg(test)]
+    pub(crate) fn dicts_loading(&self) -> usize {
+        self.dict_loading
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
+    }
+
     /// The error pack `key`'s dictionary (piece `name`) was found damaged
     /// with, naming the pack, while its backoff runs.
     fn dict_still_damaged(&self, key: &str, name: &str) -> ColdResult<()> {

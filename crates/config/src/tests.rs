@@ -72,6 +72,21 @@ fn bad_values_name_the_key_and_the_expected_range() {
     let e = refused(&file, "[db]\nzstd_level = 40\n");
     assert!(e.contains("db.zstd_level = 40: 1 to 22"), "{e}");
 
+    for n in ["0", "19", "-2", "1048577"] {
+        let e = refused(&file, &format!("[rocksdb]\nmax_open_files = {n}\n"));
+        assert!(
+            e.contains(&format!(
+                "rocksdb.max_open_files = {n}: -1 (every file) or 20 to 1048576"
+            )),
+            "{e}"
+        );
+    }
+    for n in [-1, 20, 1 << 20] {
+        std::fs::write(&file, format!("[rocksdb]\nmax_open_files = {n}\n")).expect("write");
+        let c = Config::load(Some(&file), &[]).expect("a valid max_open_files");
+        assert_eq!(c.rocksdb.max_open_files, Some(n));
+    }
+
     let e = refused(&file, "[cold]\npublish_threads = 257\n");
     assert!(
         e.contains("cold.publish_threads = 257: 0 (automatic) to 256"),

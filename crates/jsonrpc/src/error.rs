@@ -73,6 +73,21 @@ impl RpcError {
         }
     }
 
+    /// Whether the store stopped this call's read at the call's deadline
+    /// (directly, or under getEvents' read of a ledger): such a call
+    /// answers as its timeout does ([`RpcError::Timeout`]), whichever of
+    /// the two noticed the deadline first.
+    pub(crate) fn stopped_by_deadline(&self) -> bool {
+        matches!(
+            self,
+            Self::Store(StoreError::DeadlinePassed { .. })
+                | Self::Events(ledgerstore_events::EventsError::Store {
+                    source: StoreError::DeadlinePassed { .. },
+                    ..
+                })
+        )
+    }
+
     pub(crate) fn params(msg: impl Into<String>) -> Self {
         Self::InvalidParams(msg.into())
     }
@@ -90,3 +105,34 @@ impl From<RpcError> for ErrorObjectOwned {
 
 /// Result of a method.
 pub type RpcResult<T> = Result<T, RpcError>;
+
+#[cfg(test)]
+mod tests {
+    use ledgerstore_events::EventsError;
+
+    use super::*;
+
+    fn passed() -> StoreError {
+        StoreError::DeadlinePassed {
+            what: "a lookup waiting for the index of ledgers 1-10".into(),
+        }
+    }
+
+    /// The deadline, met inside the store or under getEvents' ledger
+    /// read, is the call's timeout; other store failures, and other
+    /// failures of getEvents' read, keep their own answer.
+    #[test]
+    fn only_a_read_stopped_by_its_deadline_answers_as_the_timeout() {
+        let events = |source| EventsError::Store { seq: 7, source };
+        assert!(RpcError::Store(passed()).stopped_by_deadline());
+        assert!(RpcError::Events(events(passed())).stopped_by_deadline());
+        let unavailable = || StoreError::Unavailable {
+            what: "ledger 7".into(),
+            reason: "the published store is unreachable".into(),
+        };
+        assert!(!RpcError::Store(unavailable()).stopped_by_deadline());
+        assert!(!RpcError::Events(events(unavailable())).stopped_by_deadline());
+        assert!(!RpcError::Events(EventsError::MissingLedger(7)).stopped_by_deadline());
+        assert!(!RpcError::Timeout(5).stopped_by_deadline());
+    }
+}

@@ -336,6 +336,14 @@ pub struct EngineFlags {
     /// own).
     #[arg(long = "rocksdb.block-cache-mb", value_name = "MiB")]
     pub rocksdb_block_cache_mb: Option<i64>,
+    /// [rocksdb] max_open_files: SST files each RocksDB table keeps open
+    /// (default: 5000; -1: every file). Each holds a file descriptor.
+    #[arg(
+        long = "rocksdb.max-open-files",
+        value_name = "FILES",
+        allow_negative_numbers = true
+    )]
+    pub rocksdb_max_open_files: Option<i64>,
     /// [mdbx] max_size_gib: upper bound of each MDBX file.
     #[arg(long = "mdbx.max-size-gib", value_name = "GiB")]
     pub mdbx_max_size_gib: Option<i64>,

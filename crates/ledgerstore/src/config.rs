@@ -41,6 +41,12 @@ fn engine_overrides(e: &EngineFlags, o: &mut Overrides) {
         e.rocksdb_block_cache_mb.as_ref(),
         int,
     );
+    push(
+        o,
+        "rocksdb.max_open_files",
+        e.rocksdb_max_open_files.as_ref(),
+        int,
+    );
     push(o, "mdbx.max_size_gib", e.mdbx_max_size_gib.as_ref(), int);
     push(
         o,

@@ -18,9 +18,11 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 mod config;
 mod lake;
 mod open;
+mod rlimit;
 
 fn main() {
     limit_malloc_arenas();
+    rlimit::raise_open_files();
     let args = cli::Cli::parse();
     if !matches!(args.command, cli::Command::Serve(_)) {
         restore_sigpipe();

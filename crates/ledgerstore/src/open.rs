@@ -27,6 +27,21 @@ pub fn backends(cfg: &Config) -> Backends {
     }
     b.rocks_write_buffer_bytes = cfg.rocksdb.write_buffer_mb.map(|m| m << 20);
     b.rocks_block_cache_bytes = cfg.rocksdb.block_cache_mb.map(|m| m << 20);
+    b.rocks_max_open_files = cfg.rocksdb.max_open_files;
+    // The tables share the process's descriptors: two RocksDB tables in
+    // `indexed` (three in the RocksDB layouts), each keeping up to `n`.
+    if let (Some(n), Some(limit)) = (cfg.rocksdb.max_open_files, crate::rlimit::open_files())
+        && u64::try_from(n).is_ok_and(|n| 2 * n > limit)
+    {
+        tracing::warn!(
+            max_open_files = n,
+            limit,
+            "rocksdb.max_open_files: each RocksDB table may keep this many files open, and \
+             together they may pass this process's open-file limit (ulimit -n, LimitNOFILE), \
+             where opening a file fails: raise the limit past twice the setting (three times \
+             in the rocksdb layouts) plus the daemon's connections"
+        );
+    }
     b
 }
 

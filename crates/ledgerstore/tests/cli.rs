@@ -332,6 +332,107 @@ fn block_cache_flag_sizes_both_rocksdb_tables() {
     );
 }
 
+/// The `max_open_files` each table's newest OPTIONS file records.
+fn open_files(dir: &Path, table: &str) -> Vec<String> {
+    let mut files: Vec<_> = std::fs::read_dir(dir.join("rocksdb").join(table))
+        .expect("table dir")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("OPTIONS-"))
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    let newest = std::fs::read_to_string(files.last().expect("an OPTIONS file")).expect("options");
+    newest
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("max_open_files="))
+        .map(str::to_string)
+        .collect()
+}
+
+/// This process's hard limit on open files ("Max open files" in
+/// /proc/self/limits), which a child inherits and the binary raises its
+/// soft limit to.
+fn hard_open_files_limit() -> u64 {
+    let limits = std::fs::read_to_string("/proc/self/limits").expect("/proc/self/limits");
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .expect("a Max open files line");
+    line.split_whitespace()
+        .nth(4)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(u64::MAX)
+}
+
+/// Lowers `c`'s soft limit on open files to `n` before it runs.
+#[allow(unsafe_code)]
+fn soft_limit(c: &mut std::process::Command, n: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec and calls
+    // only getrlimit and setrlimit, both async-signal-safe.
+    unsafe {
+        c.pre_exec(move || {
+            let mut r = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            r.rlim_cur = n.min(r.rlim_max);
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &r) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Each table's OPTIONS file records the open-file budget RocksDB keeps:
+/// the flag's, or 5000, at most the process's descriptor limit, which
+/// the binary raises from its soft limit to its hard one at start (a
+/// shell's soft 1,024 would otherwise cut the default).
+#[test]
+fn max_open_files_flag_reaches_both_rocksdb_tables() {
+    let hard = hard_open_files_limit();
+    assert!(hard >= 77, "a hard open-file limit below 77");
+    let default = 5000.min(hard).to_string();
+    for (flag, want) in [
+        (None, default.as_str()),
+        (Some("77"), "77"),
+        (Some("-1"), "-1"),
+    ] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("data");
+        let mut c = ingest_cmd(&dir, "indexed", 2, 2, 5);
+        if let Some(n) = flag {
+            c.args(["--rocksdb.max-open-files", n]);
+        }
+        // A shell's soft limit below the default, which the binary
+        // raises.
+        if hard >= 5000 {
+            soft_limit(&mut c, 1024);
+        }
+        let o = run(c);
+        assert!(o.status.success(), "{flag:?}: {}", stderr(&o));
+        for table in ["ledgers", "tx_data"] {
+            assert_eq!(open_files(&dir, table), [want], "{table} {flag:?}");
+        }
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    let mut c = ingest_cmd(&dir, "indexed", 2, 2, 5);
+    c.args(["--rocksdb.max-open-files", "5"]);
+    let o = run(c);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("rocksdb.max_open_files = 5: -1 (every file) or 20 to 1048576"),
+        "{e}"
+    );
+    assert!(!dir.exists(), "a refused flag created {dir:?}");
+}
+
 /// `backup --data-dir` opens the dir with the engine flags it is given,
 /// and `restore` checks with its own: both used to open with the defaults.
 #[test]

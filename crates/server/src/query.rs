@@ -95,7 +95,12 @@ impl QueryService {
         task: impl Future<Output = Result<Result<T, StoreError>, tokio::task::JoinError>>,
     ) -> Result<T, Status> {
         match tokio::time::timeout(self.timeout(), task).await {
-            Ok(Ok(r)) => r.map_err(|e| from_store(&e)),
+            // A read the deadline stopped inside the store answers as the
+            // timer does, naming what it waited for.
+            Ok(Ok(r)) => r.map_err(|e| match e {
+                StoreError::DeadlinePassed { what } => self.deadline_exceeded_in(&what),
+                e => from_store(&e),
+            }),
             Ok(Err(j)) => Err(internal_join(j)),
             Err(_) => Err(self.deadline_exceeded()),
         }
@@ -106,10 +111,20 @@ impl QueryService {
     }
 
     fn deadline_exceeded(&self) -> Status {
-        Status::deadline_exceeded(format!(
+        Status::deadline_exceeded(self.took_longer())
+    }
+
+    /// [`Self::deadline_exceeded`], for a read the deadline stopped while
+    /// it waited for `what`.
+    fn deadline_exceeded_in(&self, what: &str) -> Status {
+        Status::deadline_exceeded(format!("{} ({what})", self.took_longer()))
+    }
+
+    fn took_longer(&self) -> String {
+        format!(
             "query took longer than query.timeout_ms = {}",
             self.state.cfg.query.timeout_ms
-        ))
+        )
     }
 
     async fn unary<T>(

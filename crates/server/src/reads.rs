@@ -79,6 +79,44 @@ impl Drop for Running {
     }
 }
 
+/// A read counted waiting until [`Counted::keep`]. Dropped before that
+/// (unwinding out of a spawn that panicked), it leaves the line as a
+/// dropped [`Read`] does: tokio may have queued the task before it
+/// panicked, and a thread that takes it later must not count it out
+/// again.
+struct Counted<'a> {
+    state: &'a AtomicU8,
+    gauge: Option<&'a IntGauge>,
+}
+
+impl<'a> Counted<'a> {
+    fn waiting(state: &'a AtomicU8, gauge: &'a IntGauge) -> Self {
+        gauge.inc();
+        Self {
+            state,
+            gauge: Some(gauge),
+        }
+    }
+
+    /// The read is in line: its [`Read`] or its thread counts it out.
+    fn keep(mut self) {
+        self.gauge = None;
+    }
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        if let Some(g) = self.gauge
+            && self
+                .state
+                .compare_exchange(WAITING, ABANDONED, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            g.dec();
+        }
+    }
+}
+
 /// See the module docs.
 #[derive(Debug)]
 pub struct ReadPool {
@@ -117,12 +155,15 @@ impl ReadPool {
         F: FnOnce() -> T + Send + 'static,
     {
         let state = Arc::new(AtomicU8::new(WAITING));
-        self.gauges.waiting.inc();
+        // Counted out again if the spawn panics (tokio does when the OS
+        // refuses the pool its first thread): no read is then in line.
+        let counted = Counted::waiting(&state, &self.gauges.waiting);
         let (mine, gauges) = (state.clone(), self.gauges.clone());
         let job = self.handle.spawn_blocking(move || {
-            // A read its caller dropped has left the line already (tokio's
-            // abort keeps it from running, unless a thread took it in the
-            // same instant: then it runs, unawaited).
+            // A read its caller dropped, or whose spawn panicked after
+            // tokio queued it, has left the line already (tokio's abort
+            // keeps a dropped one from running, unless a thread took it in
+            // the same instant: then it runs, unawaited).
             if mine.swap(STARTED, Ordering::AcqRel) == WAITING {
                 gauges.waiting.dec();
             }
@@ -130,6 +171,7 @@ impl ReadPool {
             let _running = Running(gauges.running);
             f()
         });
+        counted.keep();
         Read {
             job,
             state,
@@ -271,5 +313,32 @@ mod tests {
         });
         assert_eq!(ran.load(Ordering::SeqCst), 10, "the dropped read ran");
         assert_eq!(counts(), (0, 0), "every read has ended");
+    }
+
+    /// A read counted waiting by a spawn that then panicked leaves the
+    /// count once: the thread that later takes its task (tokio queues it
+    /// before it panics) does not count it out again. One the spawn put in
+    /// line stays counted until its thread takes it.
+    #[test]
+    fn a_spawn_that_panics_takes_its_read_out_of_the_count_once() {
+        let gauges = ReadGauges::unregistered();
+        let state = AtomicU8::new(WAITING);
+        let panicked = std::panic::catch_unwind(|| {
+            let _counted = Counted::waiting(&state, &gauges.waiting);
+            assert_eq!(gauges.waiting.get(), 1);
+            panic!("OS can't spawn worker thread");
+        });
+        assert!(panicked.is_err());
+        assert_eq!(
+            gauges.waiting.get(),
+            0,
+            "the failed spawn's read is not waiting"
+        );
+        // The queued task runs later, on another spawn's thread.
+        assert_eq!(state.swap(STARTED, Ordering::AcqRel), ABANDONED);
+        let kept = AtomicU8::new(WAITING);
+        Counted::waiting(&kept, &gauges.waiting).keep();
+        assert_eq!(gauges.waiting.get(), 1, "a read in line stays counted");
+        assert_eq!(kept.load(Ordering::Acquire), WAITING);
     }
 }

@@ -8,8 +8,6 @@ use std::time::Instant;
 
 use jsonrpsee::RpcModule;
 use jsonrpsee::types::{ErrorObjectOwned, Params};
-use ledgerstore_events::EventsError;
-use ledgerstore_store::StoreError;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -228,13 +226,9 @@ async fn pooled(
                 hold.put(room);
             }
             // A read stopped by the deadline answers as the deadline does.
-            r.map_err(|e| match e {
-                RpcError::Store(StoreError::DeadlinePassed { .. })
-                | RpcError::Events(EventsError::Store {
-                    source: StoreError::DeadlinePassed { .. },
-                    ..
-                }) => call.timed_out(),
-                e => e,
+            r.map_err(|e| match e.stopped_by_deadline() {
+                true => call.timed_out(),
+                false => e,
             })
         }
         Ok(Err(e)) => Err(RpcError::Internal(format!("{name} failed: {e}"))),

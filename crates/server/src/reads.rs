@@ -156,7 +156,9 @@ impl ReadPool {
     {
         let state = Arc::new(AtomicU8::new(WAITING));
         // Counted out again if the spawn panics (tokio does when the OS
-        // refuses the pool its first thread): no read is then in line.
+        // refuses the pool its first thread, after queueing the task: a
+        // later thread may still run it, unawaited, and does not count it
+        // out twice).
         let counted = Counted::waiting(&state, &self.gauges.waiting);
         let (mine, gauges) = (state.clone(), self.gauges.clone());
         let job = self.handle.spawn_blocking(move || {

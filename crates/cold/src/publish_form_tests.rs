@@ -19,7 +19,7 @@ use ledgerstore_pack::Header;
 use ledgerstore_store::{IndexedOptions, Ledgerstore, StoreOptions};
 use ledgerstore_synth::{Synth, SynthConfig};
 
-use crate::tests::{remote, replica};
+use crate::tests::{assert_head, remote, replica};
 use crate::{ColdError, PackForm, Remote, publish_as};
 
 const FRAMES: PackForm = PackForm::Frames {
@@ -192,6 +192,7 @@ fn location_goes_on(forms: [PackForm; 5]) {
             .expect("replica")
             .expect("published");
         assert_eq!(got.raw, want.raw, "ledger {seq}");
+        assert_head(rep.as_ref(), &got);
     }
     drop(new);
 

@@ -37,7 +37,7 @@ use ledgerstore_db_api::{
 use ledgerstore_pack::format::HEADER;
 use ledgerstore_pack::{Header, LedgerEntry, Manifest, PackRef, SegmentRef};
 use ledgerstore_segment::Segment;
-use ledgerstore_store::{Reader, ReaderStatus, ReplicaStatus, StoreError, StoreResult};
+use ledgerstore_store::{LedgerHead, Reader, ReaderStatus, ReplicaStatus, StoreError, StoreResult};
 use tokio::sync::watch;
 
 use crate::cache::{CacheFigures, DiskCache, Kind};
@@ -46,6 +46,8 @@ use crate::remote::{MAX_DICT_BYTES, Remote};
 
 #[path = "replica_batch.rs"]
 mod batch;
+#[path = "replica_ledgers.rs"]
+mod ledgers;
 
 /// Ledger `seq`'s stored record from its bytes in pack `key` (a value of
 /// either form), which must be that ledger's.
@@ -783,118 +785,28 @@ impl Replica {
         }
     }
 
-    fn ledger(&self, m: &Manifest, dicts: &DictSet, seq: u32) -> ColdResult<Option<LedgerRecord>> {
-        let Some(p) = m.pack_of(seq) else {
-            return Ok(None);
-        };
-        self.pack_ledger(p, dicts, seq)
-            .map(Some)
-            .map_err(|e| e.for_ledgers(p.first, p.last))
-    }
-
-    /// Ledger `seq` of pack `p`, with exactly the bytes ingested: a
-    /// skeleton record is joined with the pack's bodies of the ledger and
-    /// checked against its recorded SHA-256 (damage names the pack).
-    fn pack_ledger(&self, p: &PackRef, dicts: &DictSet, seq: u32) -> ColdResult<LedgerRecord> {
-        let key = &p.object.key;
-        let h = self.header(p)?;
-        let le = self.ledger_entry(p, &h, seq)?;
-        if h.frames() {
-            return self.frame_ledger(p, &h, &le, dicts, seq);
-        }
-        let stored = self.pack_record(p, &h, &le, seq)?;
-        let damaged = |e: ledgerstore_db_api::DbError| ColdError::damaged(key, e.to_string());
-        if !stored.needs_bodies() {
-            return stored.into_whole().map_err(damaged);
-        }
-        let n = u32::try_from(stored.tx_hashes.len()).unwrap_or(u32::MAX);
-        let records = self.pack_records(p, &h, &le, dicts, seq, n)?;
-        stored.join_records(&records).map_err(damaged)
-    }
-
-    /// The records of ledger `seq`'s first `n` bodies (its transactions,
-    /// in apply order), with one read: a ledger's bodies lie contiguous
-    /// after its record. Each is checked against its entry's CRC-32.
-    fn pack_records(
+    /// Up to `max` ledgers of `from..=end` that the newest manifest
+    /// lists, ascending, each read by `read` (a lookup each).
+    fn each_ledger<T>(
         &self,
-        p: &PackRef,
-        h: &Header,
-        le: &LedgerEntry,
-        dicts: &DictSet,
-        seq: u32,
-        n: u32,
-    ) -> ColdResult<Vec<TxRecord>> {
-        let key = &p.object.key;
-        let damaged = |e: String| ColdError::damaged(key, format!("ledger {seq} bodies: {e}"));
-        let mut pages: HashMap<u64, Vec<u8>> = HashMap::new();
-        let mut entries = Vec::with_capacity(n as usize);
-        for i in 0..n {
-            let (page, _) = h.body_page_of(le, i).map_err(|e| damaged(e.to_string()))?;
-            let name = format!("bt/{key}/{page}");
-            if let std::collections::hash_map::Entry::Vacant(slot) = pages.entry(page) {
-                let range = h.body_page(page).map_err(|e| damaged(e.to_string()))?;
-                slot.insert(self.piece(name.clone(), key, range)?);
-            }
-            let table = pages.get(&page).map_or(&[][..], Vec::as_slice);
-            let e = self.checked(&name, || {
-                h.body_entry(table, le, i)
-                    .map_err(|e| damaged(e.to_string()))
-            })?;
-            let range = h.data_range(&e).map_err(|e| damaged(e.to_string()))?;
-            entries.push((e, range));
-        }
-        let (Some((_, first)), Some((_, last))) = (entries.first(), entries.last()) else {
+        from: u32,
+        end: u32,
+        max: usize,
+        read: impl Fn(&Manifest, &DictSet, u32) -> ColdResult<Option<T>>,
+    ) -> StoreResult<Vec<T>> {
+        let view = self.view();
+        let Some(m) = &view.manifest else {
             return Ok(Vec::new());
         };
-        let span = first.start..last.end;
-        // A pack writes a ledger's bodies back to back: a gap would make
-        // one read span more than the ledger's bodies.
-        if entries.windows(2).any(|w| w[1].1.start != w[0].1.end) || span.end < span.start {
-            return Err(damaged(
-                "the body table's entries are not back to back".into(),
-            ));
+        let (from, end) = (from.max(m.first), end.min(m.mark));
+        let mut out = Vec::new();
+        let mut seq = from;
+        while seq <= end && out.len() < max {
+            self.lookups.fetch_add(1, Ordering::Relaxed);
+            out.extend(read(m, &view.dicts, seq)?);
+            seq += 1;
         }
-        let name = format!("bs/{key}/{seq}");
-        let bytes = self.piece(name.clone(), key, span.clone())?;
-        self.checked(&name, || {
-            entries
-                .iter()
-                .enumerate()
-                .map(|(i, (e, r))| {
-                    let at = (r.start - span.start) as usize..(r.end - span.start) as usize;
-                    let b = bytes
-                        .get(at)
-                        .ok_or_else(|| damaged(format!("body {i} lies outside the read")))?;
-                    e.check(b).map_err(|e| damaged(format!("body {i}: {e}")))?;
-                    TxBody::decompress(b)
-                        .and_then(|body| body.record(dicts))
-                        .map_err(|e| damaged(format!("body {i}: {e}")))
-                })
-                .collect()
-        })
-    }
-
-    /// Ledger `seq`'s stored record, as the pack holds it.
-    fn pack_record(
-        &self,
-        p: &PackRef,
-        h: &Header,
-        le: &LedgerEntry,
-        seq: u32,
-    ) -> ColdResult<StoredLedger> {
-        let key = &p.object.key;
-        let damaged = |e: String| ColdError::damaged(key, format!("ledger {seq}: {e}"));
-        let range = h
-            .data_range(&le.record)
-            .map_err(|e| damaged(e.to_string()))?;
-        let name = format!("l/{key}/{seq}");
-        let bytes = self.piece(name.clone(), key, range)?;
-        self.checked(&name, || {
-            le.record
-                .check(&bytes)
-                .map_err(|e| damaged(e.to_string()))?;
-            record_of(key, seq, &bytes)
-        })
+        Ok(out)
     }
 
     /// Figures for GetStatus and `/metrics`.
@@ -998,19 +910,23 @@ impl Reader for Replica {
     }
 
     fn ledger_chunk(&self, from: u32, end: u32, max: usize) -> StoreResult<Vec<LedgerRecord>> {
+        self.each_ledger(from, end, max, |m, dicts, seq| self.ledger(m, dicts, seq))
+    }
+
+    /// From the ledger's record in its pack alone: nothing reassembled.
+    fn ledger_head(&self, seq: u32) -> StoreResult<Option<LedgerHead>> {
+        self.lookups.fetch_add(1, Ordering::Relaxed);
         let view = self.view();
-        let Some(m) = &view.manifest else {
-            return Ok(Vec::new());
-        };
-        let (from, end) = (from.max(m.first), end.min(m.mark));
-        let mut out = Vec::new();
-        let mut seq = from;
-        while seq <= end && out.len() < max {
-            self.lookups.fetch_add(1, Ordering::Relaxed);
-            out.extend(self.ledger(m, &view.dicts, seq)?);
-            seq += 1;
+        match &view.manifest {
+            Some(m) => Ok(self.head(m, seq)?.map(LedgerHead::from)),
+            None => Ok(None),
         }
-        Ok(out)
+    }
+
+    fn ledger_head_chunk(&self, from: u32, end: u32, max: usize) -> StoreResult<Vec<LedgerHead>> {
+        self.each_ledger(from, end, max, |m, _, seq| {
+            Ok(self.head(m, seq)?.map(LedgerHead::from))
+        })
     }
 
     fn first_ledger(&self) -> Option<u32> {

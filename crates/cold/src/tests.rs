@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ledgerstore_backends::Backends;
-use ledgerstore_db_api::{BodyForm, Decompress, Layout, RAW_BODY, TxBody, TxHash};
+use ledgerstore_db_api::{BodyForm, Decompress, Layout, LedgerRecord, RAW_BODY, TxBody, TxHash};
 use ledgerstore_store::{
     DictOptions, IndexedOptions, Ledgerstore, Reader, StoreError, StoreOptions,
 };
@@ -77,8 +77,24 @@ pub(crate) fn replica(
     rep
 }
 
+/// `r`'s head of ledger `l.seq`, alone and in a chunk, carries the whole
+/// ledger's hashes, aliases and close time, and its bytes begin the
+/// ledger's.
+pub(crate) fn assert_head(r: &dyn Reader, l: &LedgerRecord) {
+    let seq = l.seq;
+    let one = r.ledger_head(seq).expect("head").expect("held");
+    let chunk = r.ledger_head_chunk(seq, seq, 1).expect("head chunk");
+    assert_eq!(chunk, vec![one.clone()], "ledger {seq}");
+    assert_eq!(
+        (one.seq, one.close_time, &one.tx_hashes, &one.aliases),
+        (seq, l.close_time, &l.tx_hashes, &l.aliases),
+        "ledger {seq}"
+    );
+    assert!(l.raw.starts_with(&one.head), "ledger {seq}");
+}
+
 /// Every transaction and ledger of `first..=last` reads back from the
-/// replica exactly as from the store.
+/// replica exactly as from the store, its heads too.
 fn assert_same(store: &Ledgerstore, rep: &Replica, s: &Synth, first: u32, last: u32) {
     for seq in first..=last {
         let l = s.ledger(seq);
@@ -92,10 +108,9 @@ fn assert_same(store: &Ledgerstore, rep: &Replica, s: &Synth, first: u32, last: 
             );
             assert_eq!(Reader::get_tx_ledger(rep, &h).expect("ledger"), Some(seq));
         }
-        assert_eq!(
-            Reader::get_ledger(rep, seq).expect("replica ledger"),
-            store.get_ledger(seq).expect("store ledger")
-        );
+        let want = store.get_ledger(seq).expect("store ledger");
+        assert_eq!(Reader::get_ledger(rep, seq).expect("replica ledger"), want);
+        assert_head(rep, &want.expect("stored"));
     }
 }
 
@@ -772,6 +787,7 @@ fn skeleton_ledgers_read_back_whole_through_a_replica() {
                 .expect("published");
             assert_eq!(got.raw, want.raw, "ledger {seq}");
             assert_eq!(Some(&got), store.get_ledger(seq).expect("store").as_ref());
+            assert_head(&*rep, &got);
         }
     }
     let chunk = Reader::ledger_chunk(&*rep, 3, 19, 7).expect("chunk");
@@ -802,12 +818,17 @@ fn skeleton_ledgers_read_back_whole_through_a_replica() {
             .expect("tiered")
             .expect("held");
         assert_eq!(got.raw, s.cut_ledger(seq).raw, "ledger {seq}");
+        assert_head(&tiered, &got);
     }
     let chunk = Reader::ledger_chunk(&tiered, 5, 15, 100).expect("chunk");
     assert_eq!(chunk.len(), 11);
     for l in &chunk {
         assert_eq!(l.raw, s.cut_ledger(l.seq).raw, "ledger {}", l.seq);
     }
+    // Heads across the boundary: the evicted ones from the packs.
+    let heads = Reader::ledger_head_chunk(&tiered, 5, 15, 100).expect("heads");
+    let seqs: Vec<u32> = heads.iter().map(|h| h.seq).collect();
+    assert_eq!(seqs, (5..=15).collect::<Vec<_>>());
     let report = store.check().expect("check");
     assert!(report.is_ok(), "{:?}", report.problems);
     assert_eq!(report.reassembled, 16, "the local ledgers 10..=25");

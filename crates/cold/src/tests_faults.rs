@@ -44,12 +44,16 @@ fn open(dir: &Path, dict_bytes: usize) -> Arc<Ledgerstore> {
     Arc::new(Ledgerstore::open(dir, opts, &Backends::for_tests()).expect("open store"))
 }
 
-fn ingest(store: &Ledgerstore, s: &Synth, first: u32, last: u32) {
+/// Ledgers `first..=last`, whole or (`cut`) as skeletons and bodies.
+fn ingest(store: &Ledgerstore, s: &Synth, first: u32, last: u32, cut: bool) {
     for seq in (first..=last).step_by(5) {
         let n = 5.min(last - seq + 1);
-        store
-            .ingest(&s.batch(seq, n), Duration::ZERO)
-            .expect("ingest");
+        let batch = if cut {
+            s.cut_batch(seq, n)
+        } else {
+            s.batch(seq, n)
+        };
+        store.ingest(&batch, Duration::ZERO).expect("ingest");
     }
     store.wait_for_segments().expect("segments");
 }
@@ -68,13 +72,18 @@ struct World {
 impl World {
     /// Ledgers `1..=last` ingested and published.
     fn new(seed: u64, last: u32) -> Self {
+        Self::with(seed, last, false)
+    }
+
+    /// [`Self::new`], the ledgers cut (skeletons and bodies) when `cut`.
+    fn with(seed: u64, last: u32, cut: bool) -> Self {
         let tmp = tempfile::tempdir().expect("tmp");
         let bucket = tmp.path().join("bucket");
         std::fs::create_dir_all(&bucket).expect("bucket");
         let rt = tokio::runtime::Runtime::new().expect("runtime");
         let s = Synth::new(SynthConfig::small(seed, 8));
         let store = open(&tmp.path().join("data"), 4 << 10);
-        ingest(&store, &s, 1, last);
+        ingest(&store, &s, 1, last, cut);
         let fs = LocalFileSystem::new_with_prefix(&bucket).expect("local store");
         let faulty = Faulty::new(Arc::new(fs));
         let remote = Arc::new(Remote::new(faulty.clone(), LOCATION));
@@ -231,6 +240,44 @@ fn damaged_ledger_table_fields_are_data_loss_naming_the_pack_never_not_found() {
         Reader::get_ledger(&*rep, 12).expect("intact"),
         w.store.get_ledger(12).expect("store")
     );
+}
+
+/// The bytes of body `i` of ledger `seq` in a version-2 pack.
+fn body_bytes(pack: &[u8], seq: u32, i: u32) -> std::ops::Range<usize> {
+    let h = Header::parse(pack).expect("header");
+    let at = |r: std::ops::Range<u64>| &pack[r.start as usize..r.end as usize];
+    let (page, _) = h.ledger_page_of(seq).expect("ledger page");
+    let le = h
+        .ledger_entry(at(h.ledger_page(page).expect("page")), seq)
+        .expect("ledger entry");
+    let (page, _) = h.body_page_of(&le, i).expect("body page");
+    let e = h
+        .body_entry(at(h.body_page(page).expect("page")), &le, i)
+        .expect("body entry");
+    let r = h.data_range(&e).expect("data");
+    r.start as usize..r.end as usize
+}
+
+#[test]
+fn a_damaged_body_fails_its_ledger_but_not_the_ledgers_head() {
+    let w = World::with(23, 42, true);
+    let (key, mut bad) = w.pack_bytes(12);
+    let r = body_bytes(&bad, 12, 1);
+    bad[r.start + r.len() / 2] ^= 0xFF;
+    std::fs::write(w.bucket.join(&key), &bad).expect("damage");
+    let rep = w.replica("c", 1 << 30);
+    let (object, detail) = damaged(Reader::get_ledger(&*rep, 12));
+    assert_eq!(object, key, "{detail}");
+    assert!(detail.contains("ledger 12 bodies: body 1"), "{detail}");
+    damaged(Reader::ledger_chunk(&*rep, 11, 13, 10));
+    // The heads read the ledgers' records alone, never their bodies.
+    let want = |seq| w.store.ledger_head(seq).expect("store").expect("stored");
+    assert_eq!(
+        Reader::ledger_head(&*rep, 12).expect("head"),
+        Some(want(12))
+    );
+    let heads = Reader::ledger_head_chunk(&*rep, 11, 13, 10).expect("heads");
+    assert_eq!(heads, vec![want(11), want(12), want(13)]);
 }
 
 #[test]
@@ -542,7 +589,7 @@ fn clients_get_the_ledger_range_never_the_bucket_or_the_endpoint() {
 #[test]
 fn a_retried_manifest_create_whose_first_attempt_succeeded_is_not_a_conflict() {
     let w = World::new(28, 32);
-    ingest(&w.store, &w.s, 33, 45);
+    ingest(&w.store, &w.s, 33, 45, false);
     w.faulty.create_then_refuse(true);
     let r = w.publish().expect("this writer's own manifest");
     assert_eq!(r.version, Some(2));
@@ -562,7 +609,7 @@ fn a_retried_manifest_create_whose_first_attempt_succeeded_is_not_a_conflict() {
 /// under the same version (a rebuilt data dir).
 fn rebuilt(w: &World, last: u32) -> Arc<Ledgerstore> {
     let store = open(&w.tmp.path().join("rebuilt"), 2 << 10);
-    ingest(&store, &w.s, 1, last);
+    ingest(&store, &w.s, 1, last, false);
     store
 }
 
@@ -689,7 +736,7 @@ fn a_replica_following_merges_keeps_its_disk_under_cache_mb() {
     let w = World::new(31, 22);
     let mut rounds = vec![w.manifest().version];
     for last in [32, 42, 52, 62, 72, 82] {
-        ingest(&w.store, &w.s, last - 9, last);
+        ingest(&w.store, &w.s, last - 9, last, false);
         rounds.push(
             w.publish()
                 .expect("publish")

@@ -241,29 +241,57 @@ impl Tiered {
         }
     }
 
-    /// Ledger `seq`, evicted: from the published store, or unavailable.
-    fn evicted_ledger(&self, seq: u32) -> StoreResult<Option<LedgerRecord>> {
+    /// Ledger `seq` (whole, or its head: `read`), evicted: from the
+    /// published store, or unavailable.
+    fn evicted<T>(
+        &self,
+        seq: u32,
+        read: impl FnOnce(&Replica) -> StoreResult<Option<T>>,
+    ) -> StoreResult<Option<T>> {
         let what = || format!("ledger {seq}");
         let (first, mark) = self.published(what)?;
         if seq < first {
             return Ok(None);
         }
-        match self.cold.get_ledger(seq)? {
+        match read(&self.cold)? {
             Some(l) => Ok(Some(l)),
             None => Err(self.not_listed(what(), seq, mark)),
         }
     }
 
+    /// Ledger `seq` from the local store while it is held, else from the
+    /// published store (`local` and `cold` read it whole or its head).
+    fn held_or_evicted<T>(
+        &self,
+        seq: u32,
+        local: impl FnOnce(&Ledgerstore) -> StoreResult<Option<T>>,
+        cold: impl FnOnce(&Replica) -> StoreResult<Option<T>>,
+    ) -> StoreResult<Option<T>> {
+        if self.store.first_ledger().is_none_or(|f| seq < f) {
+            return Ok(None);
+        }
+        if seq >= self.below() {
+            if let Some(l) = local(&self.store)? {
+                return Ok(Some(l));
+            }
+            // Missing locally: evicted meanwhile, or not there at all.
+            if seq >= self.below() {
+                return Ok(None);
+            }
+        }
+        self.evicted(seq, cold)
+    }
+
     /// Up to `max` ledgers of `from..=end` with the boundary at `below`:
     /// the evicted part from the published store (all of it, or
     /// unavailable), the rest locally.
-    fn chunk_at(
+    fn chunk_at<T: Chunk>(
         &self,
         below: u32,
         from: u32,
         end: u32,
         max: usize,
-    ) -> StoreResult<Vec<LedgerRecord>> {
+    ) -> StoreResult<Vec<T>> {
         let mut out = Vec::new();
         let start = from.max(self.store.first_ledger().unwrap_or(from));
         let to = end.min(below.saturating_sub(1));
@@ -275,25 +303,66 @@ impl Tiered {
                 if mark < to {
                     return Err(self.not_listed(what(), to, mark));
                 }
-                out = self.cold.ledger_chunk(start, to, max)?;
+                out = T::read(&*self.cold, start, to, max)?;
                 let want = ((to - start) as usize + 1).min(max);
-                if out.len() < want || out.iter().zip(start..).any(|(l, s)| l.seq != s) {
+                if out.len() < want || out.iter().zip(start..).any(|(l, s)| l.seq() != s) {
                     let missing = out
                         .iter()
                         .zip(start..)
-                        .find(|(l, s)| l.seq != *s)
+                        .find(|(l, s)| l.seq() != *s)
                         .map_or(start + out.len() as u32, |(_, s)| s);
                     return Err(self.not_listed(what(), missing, mark));
                 }
             }
         }
         if out.len() < max && end >= below {
-            let rest = self
-                .store
-                .ledger_chunk(from.max(below), end, max - out.len())?;
+            let rest = T::read(&*self.store, from.max(below), end, max - out.len())?;
             out.extend(rest);
         }
         Ok(out)
+    }
+
+    /// Up to `max` ledgers of `from..=end`, read again while evictions
+    /// move the boundary under the read.
+    fn chunk<T: Chunk>(&self, from: u32, end: u32, max: usize) -> StoreResult<Vec<T>> {
+        for _ in 0..CHUNK_ATTEMPTS {
+            let below = self.below();
+            let out = self.chunk_at(below, from, end, max)?;
+            // The local part was read with this boundary: if it moved
+            // meanwhile, ledgers above it may have been deleted mid-read.
+            if self.below() == below {
+                return Ok(out);
+            }
+        }
+        Err(self.unavailable(
+            format!("ledgers {from}..={end}"),
+            "evictions kept moving the boundary while they were read",
+        ))
+    }
+}
+
+/// What a chunk of ledgers holds: whole ledgers, or their heads.
+trait Chunk: Sized {
+    fn seq(&self) -> u32;
+    /// [`Reader::ledger_chunk`] or [`Reader::ledger_head_chunk`].
+    fn read(r: &dyn Reader, from: u32, end: u32, max: usize) -> StoreResult<Vec<Self>>;
+}
+
+impl Chunk for LedgerRecord {
+    fn seq(&self) -> u32 {
+        self.seq
+    }
+    fn read(r: &dyn Reader, from: u32, end: u32, max: usize) -> StoreResult<Vec<Self>> {
+        r.ledger_chunk(from, end, max)
+    }
+}
+
+impl Chunk for LedgerHead {
+    fn seq(&self) -> u32 {
+        self.seq
+    }
+    fn read(r: &dyn Reader, from: u32, end: u32, max: usize) -> StoreResult<Vec<Self>> {
+        r.ledger_head_chunk(from, end, max)
     }
 }
 
@@ -328,30 +397,13 @@ impl Reader for Tiered {
     }
 
     fn get_ledger(&self, seq: u32) -> StoreResult<Option<LedgerRecord>> {
-        if self.store.first_ledger().is_none_or(|f| seq < f) {
-            return Ok(None);
-        }
-        if seq >= self.below() {
-            if let Some(l) = self.store.get_ledger(seq)? {
-                return Ok(Some(l));
-            }
-            // Missing locally: evicted meanwhile, or not there at all.
-            if seq >= self.below() {
-                return Ok(None);
-            }
-        }
-        self.evicted_ledger(seq)
+        self.held_or_evicted(seq, |s| s.get_ledger(seq), |c| c.get_ledger(seq))
     }
 
-    /// From the local record while it is held (nothing reassembled);
-    /// else the whole ledger, from wherever [`Self::get_ledger`] reads it.
+    /// From the ledger's record, local or published: nothing reassembled.
     fn ledger_head(&self, seq: u32) -> StoreResult<Option<LedgerHead>> {
-        if seq >= self.below()
-            && let Some(h) = self.store.ledger_head(seq)?
-        {
-            return Ok(Some(h));
-        }
-        Ok(Reader::get_ledger(self, seq)?.map(LedgerHead::from))
+        let local = |s: &Ledgerstore| s.ledger_head(seq);
+        self.held_or_evicted(seq, local, |c| c.ledger_head(seq))
     }
 
     /// The oldest ledger's, once evicted, from the eviction record: the
@@ -361,7 +413,7 @@ impl Reader for Tiered {
         if let Some(o) = self.store.evicted_oldest().filter(|o| o.seq == seq) {
             return Ok(Some(o.close_time));
         }
-        let t = Reader::get_ledger(self, seq)?.map(|l| l.close_time);
+        let t = Reader::ledger_head(self, seq)?.map(|h| h.close_time);
         if let Some(close_time) = t {
             self.remember_oldest(seq, close_time);
         }
@@ -369,19 +421,11 @@ impl Reader for Tiered {
     }
 
     fn ledger_chunk(&self, from: u32, end: u32, max: usize) -> StoreResult<Vec<LedgerRecord>> {
-        for _ in 0..CHUNK_ATTEMPTS {
-            let below = self.below();
-            let out = self.chunk_at(below, from, end, max)?;
-            // The local part was read with this boundary: if it moved
-            // meanwhile, ledgers above it may have been deleted mid-read.
-            if self.below() == below {
-                return Ok(out);
-            }
-        }
-        Err(self.unavailable(
-            format!("ledgers {from}..={end}"),
-            "evictions kept moving the boundary while they were read",
-        ))
+        self.chunk(from, end, max)
+    }
+
+    fn ledger_head_chunk(&self, from: u32, end: u32, max: usize) -> StoreResult<Vec<LedgerHead>> {
+        self.chunk(from, end, max)
     }
 
     fn first_ledger(&self) -> Option<u32> {

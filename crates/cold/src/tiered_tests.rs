@@ -463,8 +463,13 @@ fn without_a_manifest_evicted_reads_are_unavailable_never_empty() {
         "(ledger 3)",
     );
     unavailable(Reader::get_ledger(&*tiered, 15).map(|_| ()), "ledger 15 ");
+    unavailable(Reader::ledger_head(&*tiered, 15).map(|_| ()), "ledger 15 ");
     unavailable(
         Reader::ledger_chunk(&*tiered, 25, 35, 100).map(|_| ()),
+        "ledgers 25..=29",
+    );
+    unavailable(
+        Reader::ledger_head_chunk(&*tiered, 25, 35, 100).map(|_| ()),
         "ledgers 25..=29",
     );
     let streamed: Result<Vec<_>, _> = ledgerstore_store::ledger_iter(&*tiered, 1, 45, 4).collect();
@@ -502,24 +507,31 @@ fn without_a_manifest_evicted_reads_are_unavailable_never_empty() {
 
 #[test]
 fn a_chunk_read_while_an_eviction_moves_the_boundary_skips_no_ledger() {
-    let f = Fixture::new(10, 4, 45, false);
-    f.evict_below(10);
-    let cold = f.replica("cache", 1 << 30);
-    let tiered = f.tiered(&cold);
+    for heads in [false, true] {
+        let f = Fixture::new(10, 4, 45, false);
+        f.evict_below(10);
+        let cold = f.replica("cache", 1 << 30);
+        let tiered = f.tiered(&cold);
 
-    // The chunk reads 5..=9 from the published store with the boundary
-    // at 10; its first GET is held while 10..=29 are evicted.
-    let (reached, release) = f.faults.arm();
-    let reader = {
-        let t = Arc::clone(&tiered);
-        std::thread::spawn(move || Reader::ledger_chunk(&*t, 5, 35, 100))
-    };
-    reached.blocking_recv().expect("the chunk's first GET");
-    f.evict_below(30);
-    assert_eq!(f.store.get_ledger(20).expect("local"), None);
-    release.send(()).expect("release");
-    let chunk = reader.join().expect("reader").expect("chunk");
-    assert_eq!(seqs(&chunk), (5..=35).collect::<Vec<_>>());
+        // The chunk reads 5..=9 from the published store with the
+        // boundary at 10; its first GET is held while 10..=29 are evicted.
+        let (reached, release) = f.faults.arm();
+        let reader = {
+            let t = Arc::clone(&tiered);
+            std::thread::spawn(move || match heads {
+                false => Reader::ledger_chunk(&*t, 5, 35, 100).map(|c| seqs(&c)),
+                true => Reader::ledger_head_chunk(&*t, 5, 35, 100)
+                    .map(|c| c.iter().map(|h| h.seq).collect()),
+            })
+        };
+        reached.blocking_recv().expect("the chunk's first GET");
+        f.evict_below(30);
+        assert_eq!(f.store.get_ledger(20).expect("local"), None);
+        assert_eq!(f.store.ledger_head(20).expect("local"), None);
+        release.send(()).expect("release");
+        let chunk = reader.join().expect("reader").expect("chunk");
+        assert_eq!(chunk, (5..=35).collect::<Vec<_>>(), "heads: {heads}");
+    }
 }
 
 #[test]
@@ -560,7 +572,10 @@ fn reads_inside_a_half_done_eviction_answer_exactly() {
         }
         let chunk = Reader::ledger_chunk(&*tiered, 1, 5, 100).expect("chunk");
         assert_eq!(chunk, ledgers, "{step:?}");
+        let heads = Reader::ledger_head_chunk(&*tiered, 1, 5, 100).expect("heads");
+        assert_eq!(heads.len(), ledgers.len(), "{step:?}");
         for l in &ledgers {
+            crate::tests::assert_head(&*tiered, l);
             assert_eq!(
                 Reader::get_ledger(&*tiered, l.seq)
                     .expect("ledger")

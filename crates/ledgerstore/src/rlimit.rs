@@ -4,16 +4,23 @@
 //! keeps fewer when the soft limit is lower (Debian's shells start at
 //! 1,024, below the default 5,000).
 
-/// The soft limit on open file descriptors, if there is one.
+/// The process's soft and hard limits on open file descriptors.
 #[allow(unsafe_code)]
-pub(crate) fn open_files() -> Option<u64> {
+fn current() -> Option<libc::rlimit> {
     let mut r = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: getrlimit writes the struct it is given and nothing else.
     let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0;
-    (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur)
+    ok.then_some(r)
+}
+
+/// The soft limit on open file descriptors, if there is one.
+pub(crate) fn open_files() -> Option<u64> {
+    current()
+        .map(|r| r.rlim_cur)
+        .filter(|&cur| cur != libc::RLIM_INFINITY)
 }
 
 /// Raises the soft limit on open file descriptors to the hard limit (an
@@ -21,17 +28,13 @@ pub(crate) fn open_files() -> Option<u64> {
 /// holds). Failing leaves the limit as it was.
 #[allow(unsafe_code)]
 pub(crate) fn raise_open_files() {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
+    let Some(mut r) = current().filter(|r| r.rlim_cur < r.rlim_max) else {
+        return;
     };
-    // SAFETY: getrlimit and setrlimit read or write the struct they are
-    // given and the calling process's limit, nothing else.
+    r.rlim_cur = r.rlim_max;
+    // SAFETY: setrlimit reads the struct it is given and sets the calling
+    // process's limit, nothing else.
     unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 || r.rlim_cur >= r.rlim_max {
-            return;
-        }
-        r.rlim_cur = r.rlim_max;
         libc::setrlimit(libc::RLIMIT_NOFILE, &r);
     }
 }

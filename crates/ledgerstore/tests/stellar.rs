@@ -11,9 +11,10 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use common::*;
 use daemon_util::Daemon;
-use ledgerstore_db_api::LedgerInput;
+use ledgerstore_db_api::{LedgerInput, TableId, TxPos};
 use ledgerstore_proto::v1 as pb;
 use ledgerstore_stellar::{Network, ReadLimits, decode_file};
+use tokio_stream::StreamExt;
 use tonic::Code;
 
 const PUBNET: &str = "FCD285FF--53312000.xdr.zstd";
@@ -422,4 +423,110 @@ async fn push_sends_stellar_files_to_the_daemon() {
     assert_eq!(v["envelope"], b64(&want.txs[2].envelope).as_str());
     assert_eq!(v["result"], b64(&want.txs[2].result).as_str());
     assert_eq!(v["index"], 2);
+}
+
+/// A ledger's seq, hashes and aliases (index, hash), as compared.
+type Head = (u32, Vec<Vec<u8>>, Vec<(u32, Vec<u8>)>);
+
+/// GetLedger and StreamLedgers with `omit_raw` answer from the ledger's
+/// record: the same hashes, fee bumps' inner hashes (aliases) and close
+/// time as the ledger itself, for whole records (`hybrid`) and skeletons
+/// (`indexed`), on the 20 real protocol-26 ledgers (598 fee bumps).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ledgers_without_raw_carry_the_hashes_and_aliases_of_the_whole_ledger() {
+    const TWENTY: &str = "FC3D4709--63092982-63093001.xdr.zst";
+    let want = expected(TWENTY, "pubnet");
+    let (first, last) = (want[0].seq, want[want.len() - 1].seq);
+    let aliases = |l: &LedgerInput| -> Vec<(u32, Vec<u8>)> {
+        let txs = l.txs.iter().enumerate();
+        txs.filter_map(|(i, t)| Some((i as u32, t.alias.clone()?)))
+            .collect()
+    };
+    assert_eq!(want.iter().map(|l| aliases(l).len()).sum::<usize>(), 598);
+    let of = |r: &pb::LedgerRecord| -> Head {
+        let a = r.aliases.iter().map(|a| (a.index, a.hash.clone()));
+        (r.seq, r.tx_hashes.clone(), a.collect())
+    };
+    for layout in ["indexed", "hybrid"] {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let dir = tmp.path().join("data");
+        let file = fixture(TWENTY);
+        let file = file.to_str().expect("utf-8");
+        let args = [
+            "--layout",
+            layout,
+            "--network",
+            "pubnet",
+            "--stellar-file",
+            file,
+        ];
+        let o = ingest(&dir, &args);
+        assert!(o.status.success(), "{layout}: {}", stderr(&o));
+        // A body of ledger `lost` is gone: where the record is a skeleton
+        // that ledger can no longer be put back whole, but its record
+        // still answers without its raw bytes.
+        let lost = want[5].seq;
+        if layout == "indexed" {
+            let store = open_store(&dir);
+            let mut w = store.table(TableId::TxData).begin_write().expect("begin");
+            let key = TxPos {
+                seq: lost,
+                index: 3,
+            }
+            .to_bytes();
+            w.delete(&key).expect("delete");
+            w.finish().expect("finish");
+            w.commit().expect("commit");
+            store.close().expect("close");
+        }
+        let mut d = Daemon::start(&dir, &[]).await;
+        let mut q = d.query().await;
+        let mut heads = Vec::new();
+        for l in &want {
+            let hashes: Vec<Vec<u8>> = l.txs.iter().map(|t| t.hash.clone()).collect();
+            let expect = (l.seq, hashes, aliases(l));
+            for omit_raw in [false, true] {
+                let req = pb::GetLedgerRequest {
+                    seq: l.seq,
+                    omit_raw,
+                };
+                if layout == "indexed" && l.seq == lost && !omit_raw {
+                    let e = q.get_ledger(req).await.expect_err("a body is gone");
+                    assert_eq!(e.code(), Code::DataLoss, "{}", e.message());
+                    assert!(e.message().contains(&lost.to_string()), "{}", e.message());
+                    continue;
+                }
+                let got = q.get_ledger(req).await.expect("ledger").into_inner();
+                assert_eq!(
+                    of(&got),
+                    expect,
+                    "{layout} ledger {} omit_raw {omit_raw}",
+                    l.seq
+                );
+                assert_eq!(got.close_time, l.close_time, "{layout} {omit_raw}");
+                let raw: &[u8] = if omit_raw { &[] } else { &l.raw };
+                assert!(
+                    got.raw == raw,
+                    "{layout} ledger {} omit_raw {omit_raw}",
+                    l.seq
+                );
+            }
+            heads.push(expect);
+        }
+        let req = pb::StreamLedgersRequest {
+            start: first,
+            end: last,
+            omit_raw: true,
+        };
+        let mut st = q.stream_ledgers(req).await.expect("stream").into_inner();
+        let mut streamed = Vec::new();
+        while let Some(l) = st.next().await {
+            let l = l.expect("ledger");
+            assert!(l.raw.is_empty(), "{layout} ledger {}", l.seq);
+            streamed.push(of(&l));
+        }
+        assert_eq!(streamed, heads, "{layout}");
+        let (clean, log) = d.terminate();
+        assert!(clean, "{log}");
+    }
 }

@@ -2,7 +2,7 @@
 
 use ledgerstore_db_api::{Alias, LedgerInput, LedgerRecord, TxHash, TxInput, TxRecord};
 use ledgerstore_proto::v1 as pb;
-use ledgerstore_store::{BatchReport, ReplicaStatus, StoreStats};
+use ledgerstore_store::{BatchReport, LedgerHead, ReplicaStatus, StoreStats};
 use tonic::Status;
 
 use crate::status::bad_hash;
@@ -105,14 +105,29 @@ pub fn tx_out(hash: TxHash, r: TxRecord) -> pb::TransactionRecord {
 }
 
 /// A stored ledger as the API returns it.
-pub fn ledger_out(l: LedgerRecord, omit_raw: bool) -> pb::LedgerRecord {
+pub fn ledger_out(l: LedgerRecord) -> pb::LedgerRecord {
+    record_out(l.seq, l.close_time, l.raw, l.tx_hashes, l.aliases)
+}
+
+/// A ledger without its raw bytes (`omit_raw`), as its record holds it:
+/// nothing was reassembled to answer it.
+pub fn head_out(h: LedgerHead) -> pb::LedgerRecord {
+    record_out(h.seq, h.close_time, Vec::new(), h.tx_hashes, h.aliases)
+}
+
+fn record_out(
+    seq: u32,
+    close_time: u64,
+    raw: Vec<u8>,
+    tx_hashes: Vec<TxHash>,
+    aliases: Vec<Alias<TxHash>>,
+) -> pb::LedgerRecord {
     pb::LedgerRecord {
-        seq: l.seq,
-        close_time: l.close_time,
-        raw: if omit_raw { Vec::new() } else { l.raw },
-        tx_hashes: l.tx_hashes.into_iter().map(|h| h.0.to_vec()).collect(),
-        aliases: l
-            .aliases
+        seq,
+        close_time,
+        raw,
+        tx_hashes: tx_hashes.into_iter().map(|h| h.0.to_vec()).collect(),
+        aliases: aliases
             .into_iter()
             .map(|a| pb::TransactionAlias {
                 index: a.index,

@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use crate::convert::{hash, ledger_out, replica_status_out, status_out, tx_out};
+use crate::convert::{hash, head_out, ledger_out, replica_status_out, status_out, tx_out};
 use crate::placement::ReadPlacer;
 use crate::state::AppState;
 use crate::status::{from_store, internal_join, internal_panic, unavailable};
@@ -231,11 +231,20 @@ impl pb::query_server::Query for QueryService {
     ) -> Result<Response<pb::LedgerRecord>, Status> {
         self.unary("GetLedger", async {
             let pb::GetLedgerRequest { seq, omit_raw } = *req.get_ref();
+            // Without its raw bytes a ledger is answered from its record:
+            // its transactions' bodies are not read to be dropped.
             let found = self
-                .blocking(move |s| Ok(s.get_ledger(seq)?.ok_or_else(|| s.mark_text())))
+                .blocking(move |s| {
+                    let l = if omit_raw {
+                        s.ledger_head(seq)?.map(head_out)
+                    } else {
+                        s.get_ledger(seq)?.map(ledger_out)
+                    };
+                    Ok(l.ok_or_else(|| s.mark_text()))
+                })
                 .await?;
             match found {
-                Ok(l) => Ok(ledger_out(l, omit_raw)),
+                Ok(l) => Ok(l),
                 Err(mark) => Err(Status::not_found(format!(
                     "ledger {seq} not found ({mark})"
                 ))),
@@ -332,7 +341,7 @@ async fn stream_range(
         let (started, starts) = tokio::sync::oneshot::channel::<()>();
         let read = state.reads.spawn(move || {
             let _ = started.send(());
-            s.ledger_chunk(from, end, STREAM_CHUNK)
+            chunk_out(s.as_ref(), from, end, omit_raw)
         });
         // Each chunk waits for a read thread within the query deadline, so
         // a stream never waits in line without a bound; its read, once
@@ -370,7 +379,7 @@ async fn stream_range(
             _ => None,
         };
         for l in ledgers {
-            if tx.send(Ok(ledger_out(l, omit_raw))).await.is_err() {
+            if tx.send(Ok(l)).await.is_err() {
                 return tonic::Code::Cancelled;
             }
             state
@@ -379,4 +388,21 @@ async fn stream_range(
         }
     }
     tonic::Code::Ok
+}
+
+/// Up to [`STREAM_CHUNK`] ledgers of `from..=end` as the API returns them;
+/// without their raw bytes, from their records alone.
+fn chunk_out(
+    s: &dyn Reader,
+    from: u32,
+    end: u32,
+    omit_raw: bool,
+) -> Result<Vec<pb::LedgerRecord>, StoreError> {
+    Ok(if omit_raw {
+        let heads = s.ledger_head_chunk(from, end, STREAM_CHUNK)?;
+        heads.into_iter().map(head_out).collect()
+    } else {
+        let ledgers = s.ledger_chunk(from, end, STREAM_CHUNK)?;
+        ledgers.into_iter().map(ledger_out).collect()
+    })
 }

@@ -81,6 +81,7 @@ fn assert_reads(store: &Ledgerstore, ls: &[LedgerInput]) {
         assert_eq!(got.raw, l.raw, "ledger {}", l.seq);
         let head = store.ledger_head(l.seq).expect("head").expect("present");
         assert_eq!(head.close_time, l.close_time);
+        assert_eq!((head.tx_hashes, head.aliases), (got.tx_hashes, got.aliases));
         for (i, t) in l.txs.iter().enumerate() {
             let hash = TxHash::from_slice(&t.hash).expect("32");
             let rec = store.get_tx(&hash).expect("get").expect("found");

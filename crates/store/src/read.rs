@@ -89,10 +89,14 @@ impl Ledgerstore {
         if !self.is_visible(seq) {
             return Ok(None);
         }
-        match self.ledgers.get(&seq.to_be_bytes())? {
-            Some(b) => Ok(Some(StoredLedger::decompress(&b)?.into())),
-            None => Ok(None),
+        let Some(b) = self.ledgers.get(&seq.to_be_bytes())? else {
+            return Ok(None);
+        };
+        let head = LedgerHead::from(StoredLedger::decompress(&b)?);
+        if head.seq != seq {
+            return Err(misfiled(seq, head.seq));
         }
+        Ok(Some(head))
     }
 
     /// Up to `max` ledgers of `from..=end` as [`LedgerHead`]s, ascending,
@@ -112,10 +116,7 @@ impl Ledgerstore {
             }
             let head = LedgerHead::from(StoredLedger::decompress(&v)?);
             if head.seq != seq {
-                return Err(StoreError::Corrupt(format!(
-                    "ledgers[{seq}]: its record says ledger {}",
-                    head.seq
-                )));
+                return Err(misfiled(seq, head.seq));
             }
             out.push(head);
         }
@@ -254,4 +255,9 @@ impl Iterator for LedgerRange<'_> {
         }
         self.buf.pop_front().map(Ok)
     }
+}
+
+/// A ledger record stored under another ledger's key.
+fn misfiled(seq: u32, says: u32) -> StoreError {
+    StoreError::Corrupt(format!("ledgers[{seq}]: its record says ledger {says}"))
 }

@@ -4,7 +4,7 @@
 //! store's own types and errors, so the mapping to status codes stays in
 //! one place per API.
 
-use ledgerstore_db_api::{LedgerContent, LedgerRecord, StoredLedger, TxHash, TxRecord};
+use ledgerstore_db_api::{Alias, LedgerContent, LedgerRecord, StoredLedger, TxHash, TxRecord};
 use serde::Serialize;
 
 use crate::error::StoreResult;
@@ -82,6 +82,9 @@ pub struct LedgerHead {
     pub close_time: u64,
     /// Hashes of its transactions, in apply order.
     pub tx_hashes: Vec<TxHash>,
+    /// Second hashes of some of them (a fee bump's inner hash), in
+    /// ascending index.
+    pub aliases: Vec<Alias<TxHash>>,
     /// The ledger's leading bytes: at least everything before its first
     /// transaction part (a Stellar ledger's header), and the whole ledger
     /// when the record holds it whole.
@@ -94,6 +97,7 @@ impl From<LedgerRecord> for LedgerHead {
             seq: l.seq,
             close_time: l.close_time,
             tx_hashes: l.tx_hashes,
+            aliases: l.aliases,
             head: l.raw,
         }
     }
@@ -113,6 +117,7 @@ impl From<StoredLedger> for LedgerHead {
             seq: l.seq,
             close_time: l.close_time,
             tx_hashes: l.tx_hashes,
+            aliases: l.aliases,
             head,
         }
     }

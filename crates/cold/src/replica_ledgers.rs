@@ -132,8 +132,8 @@ impl Replica {
     }
 
     /// Ledger `seq`'s record, its transactions not put back: no body is
-    /// read (in a pack of frames, the frame holding the record is read
-    /// but its bodies are not decompressed).
+    /// read (in a pack of frames the frame holding the record is read and
+    /// decompressed whole; its bodies are not parsed or joined).
     pub(super) fn head(&self, m: &Manifest, seq: u32) -> ColdResult<Option<StoredLedger>> {
         let Some(p) = m.pack_of(seq) else {
             return Ok(None);

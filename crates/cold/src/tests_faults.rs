@@ -271,13 +271,26 @@ fn a_damaged_body_fails_its_ledger_but_not_the_ledgers_head() {
     assert!(detail.contains("ledger 12 bodies: body 1"), "{detail}");
     damaged(Reader::ledger_chunk(&*rep, 11, 13, 10));
     // The heads read the ledgers' records alone, never their bodies.
-    let want = |seq| w.store.ledger_head(seq).expect("store").expect("stored");
-    assert_eq!(
-        Reader::ledger_head(&*rep, 12).expect("head"),
-        Some(want(12))
-    );
+    let want: Vec<_> = (11..=13)
+        .map(|seq| w.store.ledger_head(seq).expect("store").expect("stored"))
+        .collect();
+    let head = Reader::ledger_head(&*rep, 12).expect("head");
+    assert_eq!(head.as_ref(), Some(&want[1]));
     let heads = Reader::ledger_head_chunk(&*rep, 11, 13, 10).expect("heads");
-    assert_eq!(heads, vec![want(11), want(12), want(13)]);
+    assert_eq!(heads, want);
+    // So does a writer that evicted the range: from the pack's record.
+    let evicted = w.rt.block_on(crate::evict(Arc::clone(&w.store), &rep, 1));
+    assert!(evicted.expect("evict") >= 13);
+    assert_eq!(w.store.ledger_head(12).expect("local"), None);
+    let tiered = crate::Tiered {
+        store: Arc::clone(&w.store),
+        cold: Arc::clone(&rep),
+    };
+    damaged(Reader::get_ledger(&tiered, 12));
+    let head = Reader::ledger_head(&tiered, 12).expect("head");
+    assert_eq!(head.as_ref(), Some(&want[1]));
+    let heads = Reader::ledger_head_chunk(&tiered, 11, 13, 10).expect("heads");
+    assert_eq!(heads, want);
 }
 
 #[test]

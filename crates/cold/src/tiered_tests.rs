@@ -574,6 +574,11 @@ fn reads_inside_a_half_done_eviction_answer_exactly() {
         assert_eq!(chunk, ledgers, "{step:?}");
         let heads = Reader::ledger_head_chunk(&*tiered, 1, 5, 100).expect("heads");
         assert_eq!(heads.len(), ledgers.len(), "{step:?}");
+        for (h, l) in heads.iter().zip(&ledgers) {
+            let fields = (h.seq, h.close_time, &h.tx_hashes, &h.aliases);
+            let want = (l.seq, l.close_time, &l.tx_hashes, &l.aliases);
+            assert_eq!(fields, want, "{step:?}");
+        }
         for l in &ledgers {
             crate::tests::assert_head(&*tiered, l);
             assert_eq!(

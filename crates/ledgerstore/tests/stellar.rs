@@ -479,7 +479,7 @@ async fn ledgers_without_raw_carry_the_hashes_and_aliases_of_the_whole_ledger() 
             w.commit().expect("commit");
             store.close().expect("close");
         }
-        let mut d = Daemon::start(&dir, &[]).await;
+        let mut d = Daemon::start(&dir, &["--events.enabled", "false"]).await;
         let mut q = d.query().await;
         let mut heads = Vec::new();
         for l in &want {

@@ -329,3 +329,26 @@ fn bulk_ledger_records_roll_back_and_are_written_again() {
     let store = open(&dir, BodyForm::Blocks);
     assert_reads(&store, &ls);
 }
+
+#[test]
+fn a_record_filed_under_another_ledgers_key_is_corrupt_for_heads_too() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = open(tmp.path(), BodyForm::default());
+    ingest(&store, &ledgers(1, 9));
+    let t = store.table(TableId::Ledgers);
+    let five = t.get(&5u32.to_be_bytes()).expect("get").expect("stored");
+    let mut w = t.begin_write().expect("begin");
+    w.put(&6u32.to_be_bytes(), &five).expect("put");
+    w.finish().expect("finish");
+    w.commit().expect("commit");
+    let one = store.ledger_head(6).map(|_| ());
+    let range = store.ledger_heads(5, 7, 10).map(|_| ());
+    for r in [one, range] {
+        match r {
+            Err(crate::StoreError::Corrupt(m)) => {
+                assert!(m.contains("ledgers[6]: its record says ledger 5"), "{m}");
+            }
+            other => panic!("want Corrupt naming ledgers[6], got {other:?}"),
+        }
+    }
+}

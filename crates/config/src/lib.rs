@@ -179,10 +179,28 @@ pub struct RocksdbConfig {
 pub struct GrpcConfig {
     /// Listen address. Loopback by default.
     pub listen: String,
-    /// Largest request message, bytes.
+    /// Largest ingest request message and largest answer, bytes (a Query
+    /// request is held to max(64 KiB, 70 bytes × `query.max_batch_hashes`)).
     pub max_message_bytes: usize,
     /// HTTP/2 streams per connection.
     pub max_concurrent_streams: u32,
+    /// Connections open at once; one more is refused (an HTTP/2 GOAWAY
+    /// naming this setting, without TLS) and closed.
+    pub max_connections: u32,
+    /// A new connection that has not finished its TLS handshake (with TLS)
+    /// and sent the HTTP/2 preface within this many milliseconds is closed,
+    /// so connections that say nothing cannot hold every place.
+    pub handshake_timeout_ms: u64,
+    /// Bytes of Query answers built and not yet written to their
+    /// connections, all connections together; an answer that does not fit
+    /// is refused (RESOURCE_EXHAUSTED naming this setting). At least
+    /// `max_message_bytes` + 1 MiB.
+    pub max_unsent_bytes: u64,
+    /// A connection one of whose Query calls owes answers and has written
+    /// no piece of them for this many milliseconds is closed, which frees
+    /// their bytes (nginx's `send_timeout`): a client reading a stream must
+    /// not pause longer.
+    pub send_timeout_ms: u64,
     /// TLS certificate chain (PEM); TLS is on when both cert and key are set.
     pub tls_cert: Option<PathBuf>,
     /// TLS private key (PEM).
@@ -195,6 +213,10 @@ impl Default for GrpcConfig {
             listen: "127.0.0.1:50051".into(),
             max_message_bytes: 64 << 20,
             max_concurrent_streams: 256,
+            max_connections: 1000,
+            handshake_timeout_ms: 10_000,
+            max_unsent_bytes: 256 << 20,
+            send_timeout_ms: 30_000,
             tls_cert: None,
             tls_key: None,
         }
@@ -643,6 +665,46 @@ impl Config {
                 "grpc.max_message_bytes",
                 self.grpc.max_message_bytes,
                 "at least 1024",
+            ));
+        }
+        if !(1..=1_000_000).contains(&self.grpc.max_connections) {
+            return Err(invalid(
+                "grpc.max_connections",
+                self.grpc.max_connections,
+                "1 to 1000000",
+            ));
+        }
+        // The largest answer, and the 1 MiB free a call needs to start.
+        let least = (self.grpc.max_message_bytes as u64).saturating_add(1 << 20);
+        if !(least..=1 << 40).contains(&self.grpc.max_unsent_bytes) {
+            return Err(invalid(
+                "grpc.max_unsent_bytes",
+                self.grpc.max_unsent_bytes,
+                format!("grpc.max_message_bytes + 1 MiB ({least}) to 1099511627776"),
+            ));
+        }
+        if !(1000..=3_600_000).contains(&self.grpc.send_timeout_ms) {
+            return Err(invalid(
+                "grpc.send_timeout_ms",
+                self.grpc.send_timeout_ms,
+                "1000 to 3600000",
+            ));
+        }
+        // A Query request is held to 70 bytes a hash: never past the
+        // largest message.
+        let most = (self.grpc.max_message_bytes / 70).max(1);
+        if self.query.max_batch_hashes > most {
+            return Err(invalid(
+                "query.max_batch_hashes",
+                self.query.max_batch_hashes,
+                format!("at most grpc.max_message_bytes / 70 = {most}"),
+            ));
+        }
+        if !(100..=600_000).contains(&self.grpc.handshake_timeout_ms) {
+            return Err(invalid(
+                "grpc.handshake_timeout_ms",
+                self.grpc.handshake_timeout_ms,
+                "100 to 600000",
             ));
         }
         self.jsonrpc.validate()?;

@@ -204,6 +204,26 @@ fn bad_values_name_the_key_and_the_expected_range() {
             "jsonrpc.max_batch_bytes = 1048576: 65536 to jsonrpc.max_response_bytes (1048576) less 1024 bytes for each of jsonrpc.max_batch_calls (100): 946176",
         ),
         (
+            "[grpc]\nmax_connections = 0\n",
+            "grpc.max_connections = 0: 1 to 1000000",
+        ),
+        (
+            "[grpc]\nmax_message_bytes = 65536\nmax_unsent_bytes = 524288\n",
+            "grpc.max_unsent_bytes = 524288: grpc.max_message_bytes + 1 MiB (1114112) to 1099511627776",
+        ),
+        (
+            "[grpc]\nsend_timeout_ms = 100\n",
+            "grpc.send_timeout_ms = 100: 1000 to 3600000",
+        ),
+        (
+            "[grpc]\nhandshake_timeout_ms = 10\n",
+            "grpc.handshake_timeout_ms = 10: 100 to 600000",
+        ),
+        (
+            "[grpc]\nmax_message_bytes = 70000\n[query]\nmax_batch_hashes = 1001\n",
+            "query.max_batch_hashes = 1001: at most grpc.max_message_bytes / 70 = 1000",
+        ),
+        (
             "[jsonrpc]\nmax_heavy_calls = 0\n",
             "jsonrpc.max_heavy_calls = 0: 1 to 1024",
         ),

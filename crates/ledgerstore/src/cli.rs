@@ -257,6 +257,22 @@ pub struct DaemonFlags {
     /// [grpc] max_message_bytes.
     #[arg(long = "grpc.max-message-bytes", value_name = "BYTES")]
     pub grpc_max_message_bytes: Option<i64>,
+    /// [grpc] max_connections: connections open at once (default 1000).
+    #[arg(long = "grpc.max-connections", value_name = "N")]
+    pub grpc_max_connections: Option<i64>,
+    /// [grpc] handshake_timeout_ms: a new connection's TLS handshake and
+    /// HTTP/2 preface must arrive within this (default 10000).
+    #[arg(long = "grpc.handshake-timeout-ms", value_name = "MS")]
+    pub grpc_handshake_timeout_ms: Option<i64>,
+    /// [grpc] max_unsent_bytes: Query answers not yet written to their
+    /// connections, all together (default 268435456).
+    #[arg(long = "grpc.max-unsent-bytes", value_name = "BYTES")]
+    pub grpc_max_unsent_bytes: Option<i64>,
+    /// [grpc] send_timeout_ms: a connection one of whose calls owes
+    /// answers and writes no piece of them for this long is closed
+    /// (default 30000).
+    #[arg(long = "grpc.send-timeout-ms", value_name = "MS")]
+    pub grpc_send_timeout_ms: Option<i64>,
     /// [metrics] listen address of /metrics.
     #[arg(long = "metrics.listen", value_name = "ADDR")]
     pub metrics_listen: Option<String>,

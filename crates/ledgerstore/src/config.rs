@@ -259,6 +259,30 @@ pub fn daemon(f: &DaemonFlags) -> Result<Config> {
     );
     push(
         &mut o,
+        "grpc.max_connections",
+        f.grpc_max_connections.as_ref(),
+        int,
+    );
+    push(
+        &mut o,
+        "grpc.handshake_timeout_ms",
+        f.grpc_handshake_timeout_ms.as_ref(),
+        int,
+    );
+    push(
+        &mut o,
+        "grpc.max_unsent_bytes",
+        f.grpc_max_unsent_bytes.as_ref(),
+        int,
+    );
+    push(
+        &mut o,
+        "grpc.send_timeout_ms",
+        f.grpc_send_timeout_ms.as_ref(),
+        int,
+    );
+    push(
+        &mut o,
         "metrics.listen",
         f.metrics_listen.as_deref(),
         string,

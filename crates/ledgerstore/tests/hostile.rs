@@ -101,6 +101,24 @@ async fn hostile_requests_get_the_right_status_and_change_nothing() {
             e.message()
         );
     }
+    // A Query request is small: one over max(64 KiB, 70 bytes x
+    // query.max_batch_hashes) is refused before it is buffered whole.
+    let e = q
+        .get_transaction(pb::GetTransactionRequest {
+            hash: vec![7; 70_000],
+        })
+        .await
+        .expect_err("a request over the Query limit");
+    assert_eq!(e.code(), Code::ResourceExhausted, "{}", e.message());
+    assert!(
+        e.message().contains(&format!(
+            "a message of 70004 bytes; a Query request takes at most {} (the larger of \
+             65536 and 70 bytes x query.max_batch_hashes = 50)",
+            ledgerstore_server::query_request_bytes(50)
+        )),
+        "{}",
+        e.message()
+    );
     let e = q
         .batch_get_transactions(pb::BatchGetTransactionsRequest { hashes: vec![] })
         .await
@@ -183,15 +201,23 @@ async fn hostile_requests_get_the_right_status_and_change_nothing() {
     let addr = d.grpc.clone();
     let mut garbage = vec![0u8, 0, 0, 0, 7];
     garbage.extend_from_slice(b"garbage");
-    let cases: [(&str, &[u8], &str, &str); 4] = [
+    let cases: [(&str, &[u8], &str, &str); 5] = [
         (
             "/ledgerstore.v1.Query/GetTransaction",
             &garbage,
             "13",
             "failed to decode Protobuf",
         ),
+        // Read as a gRPC header, "hello" declares a message of
+        // 0x656c6c6f bytes: a Query request that large is refused first.
         (
             "/ledgerstore.v1.Query/GetTransaction",
+            b"hello",
+            "8",
+            "a message of 1701604463 bytes; a Query request takes at most 65536",
+        ),
+        (
+            "/ledgerstore.v1.Ingest/IngestLedgers",
             b"hello",
             "13",
             "protocol error",
@@ -244,12 +270,10 @@ async fn hostile_requests_get_the_right_status_and_change_nothing() {
     println!("hostile: RSS {rss_before} -> {rss_after} KiB");
 }
 
-/// Plaintext against a TLS listener fails at the transport; TLS with the CA
-/// works, through tonic and through `ledgerstore health`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn plaintext_against_tls_is_refused() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let (cert, key) = (tmp.path().join("cert.pem"), tmp.path().join("key.pem"));
+/// A self-signed end-entity certificate for 127.0.0.1 and its key, made
+/// with openssl in `dir`.
+fn self_signed(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
     let made = Command::new("openssl")
         .args([
             "req",
@@ -274,6 +298,15 @@ async fn plaintext_against_tls_is_refused() {
         "{}",
         String::from_utf8_lossy(&made.stderr)
     );
+    (cert, key)
+}
+
+/// Plaintext against a TLS listener fails at the transport; TLS with the CA
+/// works, through tonic and through `ledgerstore health`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plaintext_against_tls_is_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (cert, key) = self_signed(tmp.path());
     let d = Daemon::start(
         &tmp.path().join("data"),
         &[
@@ -316,4 +349,503 @@ async fn plaintext_against_tls_is_refused() {
         .await
         .expect("join");
     assert!(o.status.success(), "health over TLS: {}", stderr(&o));
+}
+
+/// `name{labels} value` from the daemon's /metrics (0 when absent).
+fn metric(d: &Daemon, series: &str) -> f64 {
+    d.metrics_text()
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// Waits (bounded: 20 s) until `ledgerstore_grpc_connections` is `n`.
+async fn wait_open(d: &Daemon, n: f64) {
+    for _ in 0..400 {
+        if metric(d, "ledgerstore_grpc_connections") == n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "ledgerstore_grpc_connections never reached {n}: {}",
+        metric(d, "ledgerstore_grpc_connections")
+    );
+}
+
+/// Reads a raw socket until the daemon closes it (EOF or reset); fails if
+/// it is still open after 20 s. Returns what it sent.
+fn until_closed(s: &mut std::net::TcpStream) -> Vec<u8> {
+    use std::io::Read;
+    s.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let (mut got, mut buf) = (Vec::new(), [0u8; 4096]);
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return got,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted
+                ) =>
+            {
+                return got;
+            }
+            Err(e) => panic!(
+                "the daemon kept a connection open ({e}) after sending {}",
+                String::from_utf8_lossy(&got)
+            ),
+        }
+        assert!(got.len() < 1 << 20, "bytes without end");
+    }
+}
+
+/// `grpc.max_connections` and `grpc.handshake_timeout_ms` on a plaintext
+/// listener (limit 2, deadline 1.5 s):
+/// - two connections that say nothing (one sends half the HTTP/2 preface)
+///   take both places, and the daemon closes both at the deadline, which
+///   frees their places;
+/// - two served connections outlive the deadline (it ends with the
+///   preface); while they are open a third is refused with the HTTP/2
+///   server preface and a GOAWAY naming the setting (exact bytes), and a
+///   tonic client's call fails; once one closes, a new client is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_connections_are_limited_and_silent_ones_closed() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = Daemon::start(
+        &tmp.path().join("data"),
+        &[
+            "--grpc.max-connections",
+            "2",
+            "--grpc.handshake-timeout-ms",
+            "1500",
+        ],
+    )
+    .await;
+    let addr = d.grpc.trim_start_matches("http://").to_string();
+    wait_open(&d, 0.0).await;
+    // Counted from here: the daemon's start was polled over connections
+    // of its own.
+    let series =
+        |reason: &str| format!("ledgerstore_grpc_connections_refused_total{{reason=\"{reason}\"}}");
+    let (timed_out0, limit0) = (
+        metric(&d, &series("handshake_timeout")),
+        metric(&d, &series("limit")),
+    );
+    let connect = |addr: &str| std::net::TcpStream::connect(addr).expect("connect");
+    let mut silent = connect(&addr);
+    let mut half = connect(&addr);
+    half.write_all(&b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"[..12])
+        .expect("half a preface");
+    let (a, b) =
+        tokio::task::spawn_blocking(move || (until_closed(&mut silent), until_closed(&mut half)))
+            .await
+            .expect("join");
+    // At most the server's own preface (SETTINGS, a WINDOW_UPDATE):
+    // nothing was served.
+    for (name, got) in [("silent", a), ("half a preface", b)] {
+        assert!(
+            got.is_empty() || (got.len() < 64 && got.get(3) == Some(&4)),
+            "{name}: the daemon answered {got:?}"
+        );
+    }
+    wait_open(&d, 0.0).await;
+    assert_eq!(metric(&d, &series("handshake_timeout")) - timed_out0, 2.0);
+    assert_eq!(metric(&d, &series("limit")), limit0);
+
+    let mut kept = [d.query().await, d.query().await];
+    for q in &mut kept {
+        q.get_status(pb::GetStatusRequest {}).await.expect("served");
+    }
+    wait_open(&d, 2.0).await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // tonic's channels would reconnect silently: the count says the
+    // daemon closed nothing.
+    assert_eq!(
+        metric(&d, &series("handshake_timeout")) - timed_out0,
+        2.0,
+        "a served connection outlives the handshake deadline"
+    );
+    for q in &mut kept {
+        q.get_status(pb::GetStatusRequest {})
+            .await
+            .expect("a served connection outlives the handshake deadline");
+    }
+    let refused = tokio::task::spawn_blocking({
+        let addr = addr.clone();
+        move || until_closed(&mut connect(&addr))
+    })
+    .await
+    .expect("join");
+    let text = b"too many connections: 2 are open (grpc.max_connections)";
+    let mut want = vec![
+        0,
+        0,
+        0,
+        4,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        8 + text.len() as u8,
+        7,
+        0,
+        0,
+        0,
+        0,
+        0,
+    ];
+    want.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0xb]);
+    want.extend_from_slice(text);
+    assert_eq!(
+        String::from_utf8_lossy(&refused),
+        String::from_utf8_lossy(&want),
+        "a connection past the limit is told why"
+    );
+    let e = match Channel::from_shared(d.grpc.clone())
+        .expect("url")
+        .connect()
+        .await
+    {
+        Err(e) => format!("{e:?}"),
+        Ok(ch) => format!(
+            "{:?}",
+            pb::query_client::QueryClient::new(ch)
+                .get_status(pb::GetStatusRequest {})
+                .await
+                .expect_err("a call past the limit")
+        ),
+    };
+    println!("tonic past the limit: {e}");
+    // The raw connection and at least one of tonic's.
+    assert!(metric(&d, &series("limit")) - limit0 >= 2.0);
+    let [one, mut two] = kept;
+    drop(one);
+    wait_open(&d, 1.0).await;
+    d.query()
+        .await
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .expect("a place freed by a closed connection is taken again");
+    two.get_status(pb::GetStatusRequest {})
+        .await
+        .expect("still served");
+}
+
+/// `openssl s_client -alpn h2` with its input held open, so it sends
+/// nothing after its handshake; returns once it exits (the daemon closed
+/// the connection), with what it printed. Fails if it is still connected
+/// after 20 s.
+async fn s_client(addr: &str) -> String {
+    let mut c = Command::new("openssl")
+        .args(["s_client", "-connect", addr, "-alpn", "h2"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("openssl (scripts/setup.sh installs it)");
+    tokio::task::spawn_blocking(move || {
+        for _ in 0..200 {
+            if c.try_wait().expect("wait").is_some() {
+                let o = c.wait_with_output().expect("output");
+                return format!("{}{}", stdout(&o), stderr(&o));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = c.kill();
+        panic!("the daemon kept a TLS connection that sent nothing open for 20 s");
+    })
+    .await
+    .expect("join")
+}
+
+/// With TLS (limit 1, deadline 3 s): while a served client holds the only
+/// place, a new connection is closed before any TLS handshake; once it is
+/// free, `openssl s_client` completes a TLS handshake (ALPN h2), sends
+/// nothing, and the daemon closes it at the deadline; then a client is
+/// served again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_connections_are_limited_and_silent_ones_closed() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (cert, key) = self_signed(tmp.path());
+    let d = Daemon::start(
+        &tmp.path().join("data"),
+        &[
+            "--grpc.tls-cert",
+            cert.to_str().expect("utf8"),
+            "--grpc.tls-key",
+            key.to_str().expect("utf8"),
+            "--grpc.max-connections",
+            "1",
+            "--grpc.handshake-timeout-ms",
+            "3000",
+        ],
+    )
+    .await;
+    wait_open(&d, 0.0).await;
+    let addr = d.grpc.trim_start_matches("https://").to_string();
+    let series =
+        |reason: &str| format!("ledgerstore_grpc_connections_refused_total{{reason=\"{reason}\"}}");
+    let (timed_out0, limit0) = (
+        metric(&d, &series("handshake_timeout")),
+        metric(&d, &series("limit")),
+    );
+
+    let mut held = d.query().await;
+    held.get_status(pb::GetStatusRequest {})
+        .await
+        .expect("served");
+    wait_open(&d, 1.0).await;
+    let refused = s_client(&addr).await;
+    assert!(
+        !refused.contains("ALPN protocol: h2"),
+        "a connection past the limit got a TLS handshake: {refused}"
+    );
+    assert_eq!(metric(&d, &series("limit")) - limit0, 1.0);
+    drop(held);
+    wait_open(&d, 0.0).await;
+
+    let silent = s_client(&addr).await;
+    assert!(
+        silent.contains("ALPN protocol: h2"),
+        "s_client did not finish its TLS handshake: {silent}"
+    );
+    assert_eq!(metric(&d, &series("handshake_timeout")) - timed_out0, 1.0);
+    wait_open(&d, 0.0).await;
+    d.query()
+        .await
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .expect("served once the silent connection is closed");
+}
+
+/// One GetLedger request on a raw HTTP/2 connection: its answer's headers
+/// (a refusal is all headers; an answer's data waits for a window).
+async fn get_ledger_headers(
+    send: &mut h2::client::SendRequest<bytes::Bytes>,
+    seq: u32,
+) -> h2::client::ResponseFuture {
+    raw_call(send, "GetLedger", &[0x08, seq as u8]).await
+}
+
+/// One Query call on a raw HTTP/2 connection, its request message `msg`
+/// (protobuf, under 128 bytes).
+async fn raw_call(
+    send: &mut h2::client::SendRequest<bytes::Bytes>,
+    method: &str,
+    msg: &[u8],
+) -> h2::client::ResponseFuture {
+    use tonic::codegen::http;
+    let req = http::Request::builder()
+        .method("POST")
+        .uri(format!("http://127.0.0.1/ledgerstore.v1.Query/{method}"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .expect("request");
+    *send = send.clone().ready().await.expect("ready");
+    let (answer, mut body) = send.send_request(req, false).expect("send");
+    let mut framed = vec![0, 0, 0, 0, msg.len() as u8];
+    framed.extend_from_slice(msg);
+    body.send_data(framed.into(), true).expect("request body");
+    answer
+}
+
+/// `grpc.max_unsent_bytes` and `grpc.send_timeout_ms` (2 MiB, 8 s): a raw
+/// HTTP/2 client with a stream window of 0 asks for 16 ledgers of ~200 KB
+/// and reads none. A few answers fit and wait unsent; the rest are refused
+/// with RESOURCE_EXHAUSTED naming the setting, so the daemon holds at most
+/// the budget. GetStatus is still answered. The connection, owing answers
+/// and writing none, is closed at the send deadline, and all of its room
+/// is given back: a client is served a ledger afterwards (while the room
+/// was full, calls were refused before their read).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_nobody_reads_are_bounded_and_their_connection_closed() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = Daemon::start(
+        &tmp.path().join("data"),
+        &[
+            "--grpc.max-message-bytes",
+            "1048576",
+            "--grpc.max-unsent-bytes",
+            "2097152",
+            // Time for the 16 answers' headers, on a loaded machine too.
+            "--grpc.send-timeout-ms",
+            "8000",
+        ],
+    )
+    .await;
+    let s = ledgerstore_synth::Synth::new(ledgerstore_synth::SynthConfig::with_sizes(
+        5, 4, 600, 200_000,
+    ));
+    let reqs = (1..=16).map(|seq| req(s.batch(seq, 1))).collect();
+    assert!(ingest(&d, reqs).await.is_none());
+    let series =
+        |reason: &str| format!("ledgerstore_grpc_connections_refused_total{{reason=\"{reason}\"}}");
+    let timed_out0 = metric(&d, &series("send_timeout"));
+
+    let tcp = tokio::net::TcpStream::connect(d.grpc.trim_start_matches("http://"))
+        .await
+        .expect("connect");
+    let (mut send, conn) = h2::client::Builder::new()
+        .initial_window_size(0)
+        .handshake::<_, bytes::Bytes>(tcp)
+        .await
+        .expect("HTTP/2 handshake");
+    let driver = tokio::spawn(conn);
+    let mut answers = Vec::new();
+    for seq in 1..=16u32 {
+        answers.push(get_ledger_headers(&mut send, seq).await);
+    }
+    let (mut waiting, mut refused) = (0, 0);
+    // Kept: a dropped answer is reset (CANCEL), which frees its room.
+    let mut kept = Vec::new();
+    for a in answers {
+        let head = tokio::time::timeout(Duration::from_secs(20), a)
+            .await
+            .expect("an answer's headers within 20 s")
+            .expect("answer");
+        match head.headers().get("grpc-status").map(|v| v.as_bytes()) {
+            None => waiting += 1,
+            Some(b"8") => {
+                let msg = head.headers()["grpc-message"].to_str().expect("ascii");
+                assert!(msg.contains("grpc.max_unsent_bytes%20=%202097152"), "{msg}");
+                refused += 1;
+            }
+            other => panic!("an answer with grpc-status {other:?}"),
+        }
+        kept.push(head);
+    }
+    println!("unread answers: {waiting} waiting, {refused} refused");
+    // ~200 KB an answer in 2 MiB, refused once less than 1 MiB is free.
+    assert!((1..=10).contains(&waiting), "{waiting} answers wait unsent");
+    assert_eq!(waiting + refused, 16);
+    assert_eq!(
+        metric(&d, &series("send_timeout")) - timed_out0,
+        0.0,
+        "the send deadline passed before the answers were counted (a slow machine?)"
+    );
+    let unsent = metric(&d, "ledgerstore_grpc_unsent_bytes");
+    assert!(
+        unsent > 0.0 && unsent <= 2_097_152.0,
+        "{unsent} bytes held for unread answers"
+    );
+    d.query()
+        .await
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .expect("GetStatus is answered while the budget is full");
+
+    let closed = tokio::time::timeout(Duration::from_secs(20), driver).await;
+    assert!(
+        closed.is_ok(),
+        "a connection owing answers was kept past its send deadline"
+    );
+    drop(kept);
+    assert_eq!(metric(&d, &series("send_timeout")) - timed_out0, 1.0);
+    // The closed connection's answers go as its tasks wind down.
+    let mut unsent = f64::NAN;
+    for _ in 0..100 {
+        unsent = metric(&d, "ledgerstore_grpc_unsent_bytes");
+        if unsent == 0.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(unsent, 0.0, "bytes still held after the connection closed");
+    let got = d
+        .query()
+        .await
+        .get_ledger(pb::GetLedgerRequest {
+            seq: 7,
+            omit_raw: false,
+        })
+        .await
+        .expect("served once the room is given back")
+        .into_inner();
+    assert_eq!(got.raw.len(), s.ledger(7).raw.len());
+}
+
+/// A client that reads slowly but steadily keeps its connection past the
+/// send deadline: `grpc.send_timeout_ms` = 1.5 s, and a raw HTTP/2 client
+/// with a 16 KiB window reads a ~200 KB GetLedger answer a chunk every
+/// 250 ms (~5 s in all: h2 returns the window in uneven steps) and gets it
+/// whole; then, on the same connection, a StreamLedgers it stops reading
+/// is closed at the deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_reader_keeps_its_connection_and_a_stopped_one_loses_it() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = Daemon::start(
+        &tmp.path().join("data"),
+        &["--grpc.send-timeout-ms", "1500"],
+    )
+    .await;
+    let s = ledgerstore_synth::Synth::new(ledgerstore_synth::SynthConfig::with_sizes(
+        5, 4, 600, 200_000,
+    ));
+    let reqs = (1..=8).map(|seq| req(s.batch(seq, 1))).collect();
+    assert!(ingest(&d, reqs).await.is_none());
+    let series =
+        |reason: &str| format!("ledgerstore_grpc_connections_refused_total{{reason=\"{reason}\"}}");
+    let timed_out0 = metric(&d, &series("send_timeout"));
+
+    let tcp = tokio::net::TcpStream::connect(d.grpc.trim_start_matches("http://"))
+        .await
+        .expect("connect");
+    let window = 16 << 10;
+    let (mut send, conn) = h2::client::Builder::new()
+        .initial_window_size(window)
+        .initial_connection_window_size(window)
+        .handshake::<_, bytes::Bytes>(tcp)
+        .await
+        .expect("HTTP/2 handshake");
+    let driver = tokio::spawn(conn);
+    let head = get_ledger_headers(&mut send, 3)
+        .await
+        .await
+        .expect("an answer");
+    assert!(head.headers().get("grpc-status").is_none(), "{head:?}");
+    let started = std::time::Instant::now();
+    let mut body = head.into_body();
+    let mut got = 0usize;
+    // Bounded: ~13 windows of 16 KiB.
+    for _ in 0..100 {
+        let Some(chunk) = body.data().await else {
+            break;
+        };
+        let chunk = chunk.expect("data of a slow reader's answer");
+        got += chunk.len();
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let _ = body.flow_control().release_capacity(chunk.len());
+    }
+    let trailers = tokio::time::timeout(Duration::from_secs(20), body.trailers())
+        .await
+        .expect("trailers within 20 s")
+        .expect("trailers");
+    let status = trailers.as_ref().and_then(|t| t.get("grpc-status"));
+    assert_eq!(
+        status.map(|v| v.as_bytes()),
+        Some(&b"0"[..]),
+        "{trailers:?}"
+    );
+    let raw = s.ledger(3).raw.len();
+    assert!(got > raw, "{got} bytes of an answer holding {raw}");
+    assert!(
+        started.elapsed() > Duration::from_millis(1500),
+        "the slow read outlasted the send deadline"
+    );
+    assert_eq!(metric(&d, &series("send_timeout")) - timed_out0, 0.0);
+
+    // The same connection stops reading a stream: closed at the deadline.
+    // start 1, end 8.
+    let answer = raw_call(&mut send, "StreamLedgers", &[0x08, 1, 0x10, 8]).await;
+    let _stalled = answer.await.expect("the stream's headers");
+    let closed = tokio::time::timeout(Duration::from_secs(20), driver).await;
+    assert!(closed.is_ok(), "a connection that stopped reading was kept");
+    assert_eq!(metric(&d, &series("send_timeout")) - timed_out0, 1.0);
 }

@@ -16,20 +16,23 @@ use ledgerstore_proto::v1 as pb;
 use ledgerstore_store::{Ledgerstore, StoreError};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tonic::transport::{Identity, Server, ServerTlsConfig};
+use tonic::transport::Server;
 
 use crate::reads::ReadPool;
 
 mod admin;
+mod answers;
 mod cold_metrics;
 pub mod convert;
 mod events_metrics;
 pub mod follow;
 mod ingest;
+mod listener;
 pub mod metrics;
 mod placement;
 mod publish;
 mod query;
+mod query_guard;
 mod reads;
 mod replica_events;
 mod state;
@@ -39,6 +42,7 @@ pub use follow::{Follow, RequestCount};
 pub use ledgerstore_cold::Replica;
 pub use metrics::Metrics;
 pub use publish::{Publish, local_events};
+pub use query_guard::query_request_bytes;
 pub use state::AppState;
 
 /// Failures that stop the daemon.
@@ -166,23 +170,33 @@ where
         pb::ingest_server::IngestServer::new(ingest::IngestService::new(state.clone(), token))
             .max_decoding_message_size(max_msg)
             .max_encoding_message_size(max_msg);
-    let query_svc =
+    let max_hashes = cfg.query.max_batch_hashes;
+    let query_svc = query_guard::QueryGuard::new(
         pb::query_server::QueryServer::new(query::QueryService::new(state.clone(), placer))
-            .max_decoding_message_size(max_msg)
-            .max_encoding_message_size(max_msg);
+            .max_decoding_message_size(query_request_bytes(max_hashes))
+            .max_encoding_message_size(max_msg),
+        max_hashes,
+        Arc::new(answers::Budget::new(
+            cfg.grpc.max_unsent_bytes,
+            metrics.connection_metrics().unsent,
+        )),
+    );
 
-    let mut builder = Server::builder()
+    // TLS is done by the listener (listener.rs), inside the handshake
+    // deadline; tonic serves the decrypted connections.
+    let tls = match (&cfg.grpc.tls_cert, &cfg.grpc.tls_key) {
+        (Some(cert), Some(key)) => {
+            let read = |p: &std::path::Path| {
+                std::fs::read(p)
+                    .map_err(|e| ServeError::Config(format!("grpc TLS file {}: {e}", p.display())))
+            };
+            Some(listener::tls_acceptor(&read(cert)?, &read(key)?).map_err(ServeError::Config)?)
+        }
+        _ => None,
+    };
+    let router = Server::builder()
         .max_concurrent_streams(Some(cfg.grpc.max_concurrent_streams))
-        .http2_keepalive_interval(Some(Duration::from_secs(30)));
-    if let (Some(cert), Some(key)) = (&cfg.grpc.tls_cert, &cfg.grpc.tls_key) {
-        let read = |p: &std::path::Path| {
-            std::fs::read(p)
-                .map_err(|e| ServeError::Config(format!("grpc TLS file {}: {e}", p.display())))
-        };
-        let identity = Identity::from_pem(read(cert)?, read(key)?);
-        builder = builder.tls_config(ServerTlsConfig::new().identity(identity))?;
-    }
-    let router = builder
+        .http2_keepalive_interval(Some(Duration::from_secs(30)))
         .add_service(health_svc)
         .add_service(reflection)
         .add_service(ingest_svc)
@@ -190,10 +204,16 @@ where
         .add_service(admin_svc);
 
     let mut server_stop = stop_rx.clone();
-    // TCP_NODELAY: a small response must not wait for the client's delayed
-    // ACK (it cost 40 ms per unary call under load before this).
-    let incoming =
-        tonic::transport::server::TcpIncoming::from(grpc_listener).with_nodelay(Some(true));
+    let incoming = listener::incoming(
+        grpc_listener,
+        tls,
+        listener::Limits {
+            max_connections: cfg.grpc.max_connections,
+            handshake_timeout: Duration::from_millis(cfg.grpc.handshake_timeout_ms),
+            send_timeout: Duration::from_millis(cfg.grpc.send_timeout_ms),
+        },
+        metrics.connection_metrics(),
+    );
     let server = tokio::spawn(router.serve_with_incoming_shutdown(incoming, async move {
         let _ = server_stop.wait_for(|s| *s).await;
     }));

@@ -57,6 +57,7 @@ pub struct Metrics {
     query_reads: [IntCounter; 2],
     query_slow_reads: prometheus::Gauge,
     reads: crate::reads::ReadGauges,
+    connections: crate::listener::ConnMetrics,
 }
 
 const GRPC_LABELS: [&str; 3] = ["grpc_type", "grpc_service", "grpc_method"];
@@ -297,6 +298,28 @@ impl Metrics {
                     "Blocking reads running on the read threads (at most query.read_threads).",
                 )?,
             },
+            connections: {
+                let closed = counter(
+                    &r,
+                    "ledgerstore_grpc_connections_refused_total",
+                    "gRPC connections refused or closed by the daemon: reason limit (grpc.max_connections were open), handshake_timeout (no TLS handshake and HTTP/2 preface within grpc.handshake_timeout_ms), tls (the TLS handshake failed), send_timeout (owed Query answers and wrote no piece of them within grpc.send_timeout_ms).",
+                    &["reason"],
+                )?;
+                crate::listener::ConnMetrics {
+                    open: one_gauge(
+                        "ledgerstore_grpc_connections",
+                        "gRPC connections open (each holds one of grpc.max_connections places).",
+                    )?,
+                    refused: closed.with_label_values(&["limit"]),
+                    timed_out: closed.with_label_values(&["handshake_timeout"]),
+                    tls_failed: closed.with_label_values(&["tls"]),
+                    send_timed_out: closed.with_label_values(&["send_timeout"]),
+                    unsent: one_gauge(
+                        "ledgerstore_grpc_unsent_bytes",
+                        "Bytes of grpc.max_unsent_bytes taken by Query answers built and not yet written to their connections (KiB granularity).",
+                    )?,
+                }
+            },
             stellar_ledgers: counter(
                 &r,
                 "ledgerstore_stellar_ledgers_total",
@@ -324,6 +347,11 @@ impl Metrics {
     /// The read threads' gauges, for the read pool.
     pub(crate) fn read_gauges(&self) -> crate::reads::ReadGauges {
         self.reads.clone()
+    }
+
+    /// The gRPC listener's metrics.
+    pub(crate) fn connection_metrics(&self) -> crate::listener::ConnMetrics {
+        self.connections.clone()
     }
 
     /// Starts timing one RPC.

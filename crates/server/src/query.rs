@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
+use crate::answers::{Account, check_room, reserve};
 use crate::convert::{hash, head_out, ledger_out, replica_status_out, status_out, tx_out};
 use crate::placement::ReadPlacer;
 use crate::state::AppState;
@@ -127,13 +128,34 @@ impl QueryService {
         )
     }
 
-    async fn unary<T>(
+    /// Runs a unary call; its answer takes its room in the answer budget
+    /// (answers.rs) or the call fails with RESOURCE_EXHAUSTED.
+    async fn unary<T: prost::Message, R>(
         &self,
         method: &'static str,
+        req: &Request<R>,
+        f: impl Future<Output = Result<T, Status>>,
+    ) -> Result<Response<T>, Status> {
+        self.call(method, Some(req), f).await
+    }
+
+    /// Runs a unary call, its answer in the budget of `budgeted`'s
+    /// account, if any.
+    async fn call<T: prost::Message, R>(
+        &self,
+        method: &'static str,
+        budgeted: Option<&Request<R>>,
         f: impl Future<Output = Result<T, Status>>,
     ) -> Result<Response<T>, Status> {
         let rpc = self.state.metrics.rpc("unary", SERVICE, method);
-        let r = f.await;
+        let r = match budgeted.map_or(Ok(()), check_room) {
+            Ok(()) => f.await,
+            Err(e) => Err(e),
+        };
+        let r = match (r, budgeted) {
+            (Ok(answer), Some(req)) => reserve(req, answer.encoded_len()).map(|()| answer),
+            (r, _) => r,
+        };
         rpc.finish_with(&r);
         r.map(Response::new)
     }
@@ -145,7 +167,7 @@ impl pb::query_server::Query for QueryService {
         &self,
         req: Request<pb::GetTransactionRequest>,
     ) -> Result<Response<pb::TransactionRecord>, Status> {
-        self.unary("GetTransaction", async {
+        self.unary("GetTransaction", &req, async {
             let h = hash("hash", &req.get_ref().hash)?;
             let found = self
                 .read(move |s| Ok(s.get_tx(&h)?.ok_or_else(|| s.mark_text())))
@@ -164,7 +186,7 @@ impl pb::query_server::Query for QueryService {
         &self,
         req: Request<pb::BatchGetTransactionsRequest>,
     ) -> Result<Response<pb::BatchGetTransactionsResponse>, Status> {
-        self.unary("BatchGetTransactions", async {
+        self.unary("BatchGetTransactions", &req, async {
             let hashes = &req.get_ref().hashes;
             let max = self.state.cfg.query.max_batch_hashes;
             if hashes.is_empty() {
@@ -207,7 +229,7 @@ impl pb::query_server::Query for QueryService {
         &self,
         req: Request<pb::GetTransactionLedgerRequest>,
     ) -> Result<Response<pb::TransactionLedger>, Status> {
-        self.unary("GetTransactionLedger", async {
+        self.unary("GetTransactionLedger", &req, async {
             let h = hash("hash", &req.get_ref().hash)?;
             let found = self
                 .read(move |s| Ok(s.get_tx_ledger(&h)?.ok_or_else(|| s.mark_text())))
@@ -229,7 +251,7 @@ impl pb::query_server::Query for QueryService {
         &self,
         req: Request<pb::GetLedgerRequest>,
     ) -> Result<Response<pb::LedgerRecord>, Status> {
-        self.unary("GetLedger", async {
+        self.unary("GetLedger", &req, async {
             let pb::GetLedgerRequest { seq, omit_raw } = *req.get_ref();
             // Without its raw bytes a ledger is answered from its record:
             // its transactions' bodies are not read to be dropped.
@@ -292,8 +314,9 @@ impl pb::query_server::Query for QueryService {
         // ledgers in memory, and no thread.
         let (tx, rx) = mpsc::channel(4);
         let state = self.state.clone();
+        let account = req.extensions().get::<Account>().cloned();
         tokio::spawn(async move {
-            let code = stream_range(state, store, start, end, omit_raw, tx).await;
+            let code = stream_range(state, store, (start, end, omit_raw), account, tx).await;
             rpc.finish(code);
         });
         Ok(Response::new(ReceiverStream::new(rx)))
@@ -303,7 +326,9 @@ impl pb::query_server::Query for QueryService {
         &self,
         _req: Request<pb::GetStatusRequest>,
     ) -> Result<Response<pb::Status>, Status> {
-        self.unary("GetStatus", async {
+        // Outside the answer budget: a few hundred bytes, and monitoring
+        // must see a daemon whose budget is full.
+        self.call("GetStatus", None::<&Request<()>>, async {
             // On tokio's shared blocking pool, not the read threads: the
             // status answers while reads wait in line there.
             let store = self.state.reader()?;
@@ -319,12 +344,13 @@ impl pb::query_server::Query for QueryService {
     }
 }
 
+/// Sends ledgers `start..=end` (without their raw bytes when `omit_raw`)
+/// into `tx`, each taking its room in the answer budget through `account`.
 async fn stream_range(
     state: Arc<AppState>,
     store: Arc<dyn Reader>,
-    start: u32,
-    end: u32,
-    omit_raw: bool,
+    (start, end, omit_raw): (u32, u32, bool),
+    account: Option<Account>,
     tx: mpsc::Sender<Result<pb::LedgerRecord, Status>>,
 ) -> tonic::Code {
     let mut next = Some(start);
@@ -336,6 +362,14 @@ async fn stream_range(
                 )))
                 .await;
             return tonic::Code::Unavailable;
+        }
+        if let Some(Err(st)) = account.as_ref().map(Account::check_room) {
+            let st = Status::resource_exhausted(format!(
+                "{}; resume the stream from ledger {from}",
+                st.message()
+            ));
+            let _ = tx.send(Err(st)).await;
+            return tonic::Code::ResourceExhausted;
         }
         let s = store.clone();
         let (started, starts) = tokio::sync::oneshot::channel::<()>();
@@ -378,6 +412,9 @@ async fn stream_range(
             Some(l) if ledgers.len() == STREAM_CHUNK && l.seq < end => Some(l.seq + 1),
             _ => None,
         };
+        // The whole chunk takes its room as soon as it is read, in order;
+        // past the room, what fitted is sent and the stream ends there.
+        let (ledgers, refused) = reserve_chunk(account.as_ref(), ledgers);
         for l in ledgers {
             if tx.send(Ok(l)).await.is_err() {
                 return tonic::Code::Cancelled;
@@ -386,8 +423,41 @@ async fn stream_range(
                 .metrics
                 .sent("server_stream", SERVICE, "StreamLedgers");
         }
+        if let Some(st) = refused {
+            let code = st.code();
+            let _ = tx.send(Err(st)).await;
+            return code;
+        }
     }
     tonic::Code::Ok
+}
+
+/// Takes room in the answer budget for each of `ledgers` in order; the
+/// ledgers that fit, and the status that ends the stream at the first that
+/// did not.
+fn reserve_chunk(
+    account: Option<&Account>,
+    mut ledgers: Vec<pb::LedgerRecord>,
+) -> (Vec<pb::LedgerRecord>, Option<Status>) {
+    let Some(account) = account else {
+        return (ledgers, None);
+    };
+    for (i, l) in ledgers.iter().enumerate() {
+        if let Err(st) = account.reserve(prost::Message::encoded_len(l)) {
+            let st = if st.code() == tonic::Code::ResourceExhausted {
+                Status::resource_exhausted(format!(
+                    "{}; resume the stream from ledger {}",
+                    st.message(),
+                    l.seq
+                ))
+            } else {
+                st
+            };
+            ledgers.truncate(i);
+            return (ledgers, Some(st));
+        }
+    }
+    (ledgers, None)
 }
 
 /// Up to [`STREAM_CHUNK`] ledgers of `from..=end` as the API returns them;

@@ -10,9 +10,27 @@ pub fn show(a: ServeArgs) -> Result<()> {
     Ok(())
 }
 
+/// Every gRPC connection holds a descriptor, as do RocksDB's files: says
+/// so when `grpc.max_connections` alone nearly fills the open-file limit.
+fn warn_open_files(cfg: &ledgerstore_config::Config) {
+    let conns = u64::from(cfg.grpc.max_connections);
+    if let Some(limit) = crate::rlimit::open_files()
+        && conns.saturating_add(1024) > limit
+    {
+        tracing::warn!(
+            max_connections = conns,
+            limit,
+            "grpc.max_connections: connections at the limit would leave fewer than 1024 of this \
+             process's open files (ulimit -n, LimitNOFILE) to the store and the other \
+             listeners; raise the limit or lower the setting"
+        );
+    }
+}
+
 pub fn run(a: ServeArgs, log_json: bool) -> Result<()> {
     let cfg = config::daemon(&a.flags)?;
     crate::init_logging(log_json || cfg.log.format == "json", &cfg.log.level);
+    warn_open_files(&cfg);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

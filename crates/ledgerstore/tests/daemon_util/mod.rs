@@ -276,6 +276,14 @@ impl Daemon {
         s.read_to_string(&mut body).expect("read");
         body
     }
+
+    /// `name{labels} value` from /metrics (0 when absent).
+    pub fn metric(&self, series: &str) -> f64 {
+        self.metrics_text()
+            .lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or(0.0)
+    }
 }
 
 impl Drop for Daemon {
@@ -292,3 +300,12 @@ fn between(s: &str, start: &str, end: &str) -> Option<String> {
 }
 
 pub use ledgerstore_server::convert::ledger_pb as to_pb;
+
+/// A bulk ingest request of `ledgers`.
+pub fn bulk(ledgers: Vec<ledgerstore_db_api::LedgerInput>) -> pb::IngestRequest {
+    pb::IngestRequest {
+        mode: pb::IngestMode::Bulk as i32,
+        ledgers: ledgers.into_iter().map(to_pb).collect(),
+        ..Default::default()
+    }
+}

@@ -338,19 +338,19 @@ impl Conn {
             return false;
         };
         let at = Instant::from_std(at);
-        if at <= Instant::now() {
-            self.send.expired = true;
-            self.send.timed_out.inc();
-            return true;
-        }
         let sleep = self
             .send
             .sleep
             .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
         sleep.as_mut().reset(at);
-        // Pending: `at` is in the future; this registers `cx`.
-        let _ = sleep.as_mut().poll(cx);
-        false
+        // Pending registers `cx` for `at`; ready (`at` has passed, to the
+        // timer's millisecond) is the deadline.
+        if sleep.as_mut().poll(cx).is_pending() {
+            return false;
+        }
+        self.send.expired = true;
+        self.send.timed_out.inc();
+        true
     }
 }
 

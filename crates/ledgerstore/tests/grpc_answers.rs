@@ -20,6 +20,28 @@ fn metric(d: &Daemon, series: &str) -> f64 {
     d.metric(series)
 }
 
+/// A daemon started with `flags`, holding ledgers 1..=`n` of ~200 KB.
+async fn with_ledgers(
+    flags: &[&str],
+    n: u32,
+) -> (tempfile::TempDir, Daemon, ledgerstore_synth::Synth) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = Daemon::start(&tmp.path().join("data"), flags).await;
+    let s = ledgerstore_synth::Synth::new(ledgerstore_synth::SynthConfig::with_sizes(
+        5, 4, 600, 200_000,
+    ));
+    let reqs = (1..=n).map(|seq| req(s.batch(seq, 1))).collect();
+    assert!(ingest(&d, reqs).await.is_none());
+    (tmp, d, s)
+}
+
+/// A TCP connection to the daemon's gRPC port, for a raw HTTP/2 client.
+async fn raw_tcp(d: &Daemon) -> tokio::net::TcpStream {
+    tokio::net::TcpStream::connect(d.grpc.trim_start_matches("http://"))
+        .await
+        .expect("connect")
+}
+
 /// One GetLedger request on a raw HTTP/2 connection: its answer's headers
 /// (a refusal is all headers; an answer's data waits for a window).
 async fn get_ledger_headers(
@@ -62,9 +84,7 @@ async fn raw_call(
 /// was full, calls were refused before their read).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_nobody_reads_are_bounded_and_their_connection_closed() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let d = Daemon::start(
-        &tmp.path().join("data"),
+    let (_tmp, d, s) = with_ledgers(
         &[
             "--grpc.max-message-bytes",
             "1048576",
@@ -74,20 +94,12 @@ async fn answers_nobody_reads_are_bounded_and_their_connection_closed() {
             "--grpc.send-timeout-ms",
             "8000",
         ],
+        16,
     )
     .await;
-    let s = ledgerstore_synth::Synth::new(ledgerstore_synth::SynthConfig::with_sizes(
-        5, 4, 600, 200_000,
-    ));
-    let reqs = (1..=16).map(|seq| req(s.batch(seq, 1))).collect();
-    assert!(ingest(&d, reqs).await.is_none());
-    let series =
-        |reason: &str| format!("ledgerstore_grpc_connections_refused_total{{reason=\"{reason}\"}}");
-    let timed_out0 = metric(&d, &series("send_timeout"));
+    let timed_out0 = d.refused("send_timeout");
 
-    let tcp = tokio::net::TcpStream::connect(d.grpc.trim_start_matches("http://"))
-        .await
-        .expect("connect");
+    let tcp = raw_tcp(&d).await;
     let (mut send, conn) = h2::client::Builder::new()
         .initial_window_size(0)
         .handshake::<_, bytes::Bytes>(tcp)
@@ -122,7 +134,7 @@ async fn answers_nobody_reads_are_bounded_and_their_connection_closed() {
     assert!((1..=10).contains(&waiting), "{waiting} answers wait unsent");
     assert_eq!(waiting + refused, 16);
     assert_eq!(
-        metric(&d, &series("send_timeout")) - timed_out0,
+        d.refused("send_timeout") - timed_out0,
         0.0,
         "the send deadline passed before the answers were counted (a slow machine?)"
     );
@@ -143,7 +155,7 @@ async fn answers_nobody_reads_are_bounded_and_their_connection_closed() {
         "a connection owing answers was kept past its send deadline"
     );
     drop(kept);
-    assert_eq!(metric(&d, &series("send_timeout")) - timed_out0, 1.0);
+    assert_eq!(d.refused("send_timeout") - timed_out0, 1.0);
     // The closed connection's answers go as its tasks wind down.
     let mut unsent = f64::NAN;
     for _ in 0..100 {
@@ -175,24 +187,10 @@ async fn answers_nobody_reads_are_bounded_and_their_connection_closed() {
 /// is closed at the deadline.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_reader_keeps_its_connection_and_a_stopped_one_loses_it() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let d = Daemon::start(
-        &tmp.path().join("data"),
-        &["--grpc.send-timeout-ms", "1500"],
-    )
-    .await;
-    let s = ledgerstore_synth::Synth::new(ledgerstore_synth::SynthConfig::with_sizes(
-        5, 4, 600, 200_000,
-    ));
-    let reqs = (1..=8).map(|seq| req(s.batch(seq, 1))).collect();
-    assert!(ingest(&d, reqs).await.is_none());
-    let series =
-        |reason: &str| format!("ledgerstore_grpc_connections_refused_total{{reason=\"{reason}\"}}");
-    let timed_out0 = metric(&d, &series("send_timeout"));
+    let (_tmp, d, s) = with_ledgers(&["--grpc.send-timeout-ms", "1500"], 8).await;
+    let timed_out0 = d.refused("send_timeout");
 
-    let tcp = tokio::net::TcpStream::connect(d.grpc.trim_start_matches("http://"))
-        .await
-        .expect("connect");
+    let tcp = raw_tcp(&d).await;
     let window = 16 << 10;
     let (mut send, conn) = h2::client::Builder::new()
         .initial_window_size(window)
@@ -235,7 +233,7 @@ async fn a_slow_reader_keeps_its_connection_and_a_stopped_one_loses_it() {
         started.elapsed() > Duration::from_millis(1500),
         "the slow read outlasted the send deadline"
     );
-    assert_eq!(metric(&d, &series("send_timeout")) - timed_out0, 0.0);
+    assert_eq!(d.refused("send_timeout") - timed_out0, 0.0);
 
     // The same connection stops reading a stream: closed at the deadline.
     // start 1, end 8.
@@ -243,5 +241,5 @@ async fn a_slow_reader_keeps_its_connection_and_a_stopped_one_loses_it() {
     let _stalled = answer.await.expect("the stream's headers");
     let closed = tokio::time::timeout(Duration::from_secs(20), driver).await;
     assert!(closed.is_ok(), "a connection that stopped reading was kept");
-    assert_eq!(metric(&d, &series("send_timeout")) - timed_out0, 1.0);
+    assert_eq!(d.refused("send_timeout") - timed_out0, 1.0);
 }

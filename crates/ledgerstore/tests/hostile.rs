@@ -293,22 +293,27 @@ fn self_signed(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     (cert, key)
 }
 
+/// A daemon in `dir`/data serving gRPC over TLS with a certificate made
+/// there, started with `extra` flags too; and the certificate.
+async fn tls_daemon(dir: &Path, extra: &[&str]) -> (Daemon, std::path::PathBuf) {
+    let (cert, key) = self_signed(dir);
+    let mut flags = vec![
+        "--grpc.tls-cert",
+        cert.to_str().expect("utf8"),
+        "--grpc.tls-key",
+        key.to_str().expect("utf8"),
+    ];
+    flags.extend_from_slice(extra);
+    let d = Daemon::start(&dir.join("data"), &flags).await;
+    (d, cert)
+}
+
 /// Plaintext against a TLS listener fails at the transport; TLS with the CA
 /// works, through tonic and through `ledgerstore health`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plaintext_against_tls_is_refused() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let (cert, key) = self_signed(tmp.path());
-    let d = Daemon::start(
-        &tmp.path().join("data"),
-        &[
-            "--grpc.tls-cert",
-            cert.to_str().expect("utf8"),
-            "--grpc.tls-key",
-            key.to_str().expect("utf8"),
-        ],
-    )
-    .await;
+    let (d, cert) = tls_daemon(tmp.path(), &[]).await;
     let https = d.grpc.clone();
     let plain = Channel::from_shared(https.replace("https://", "http://"))
         .expect("url")
@@ -416,12 +421,7 @@ async fn grpc_connections_are_limited_and_silent_ones_closed() {
     wait_open(&d, 0.0).await;
     // Counted from here: the daemon's start was polled over connections
     // of its own.
-    let series =
-        |reason: &str| format!("ledgerstore_grpc_connections_refused_total{{reason=\"{reason}\"}}");
-    let (timed_out0, limit0) = (
-        metric(&d, &series("handshake_timeout")),
-        metric(&d, &series("limit")),
-    );
+    let (timed_out0, limit0) = (d.refused("handshake_timeout"), d.refused("limit"));
     let connect = |addr: &str| std::net::TcpStream::connect(addr).expect("connect");
     let mut silent = connect(&addr);
     let mut half = connect(&addr);
@@ -440,8 +440,8 @@ async fn grpc_connections_are_limited_and_silent_ones_closed() {
         );
     }
     wait_open(&d, 0.0).await;
-    assert_eq!(metric(&d, &series("handshake_timeout")) - timed_out0, 2.0);
-    assert_eq!(metric(&d, &series("limit")), limit0);
+    assert_eq!(d.refused("handshake_timeout") - timed_out0, 2.0);
+    assert_eq!(d.refused("limit"), limit0);
 
     let mut kept = [d.query().await, d.query().await];
     for q in &mut kept {
@@ -452,7 +452,7 @@ async fn grpc_connections_are_limited_and_silent_ones_closed() {
     // tonic's channels would reconnect silently: the count says the
     // daemon closed nothing.
     assert_eq!(
-        metric(&d, &series("handshake_timeout")) - timed_out0,
+        d.refused("handshake_timeout") - timed_out0,
         2.0,
         "a served connection outlives the handshake deadline"
     );
@@ -511,7 +511,7 @@ async fn grpc_connections_are_limited_and_silent_ones_closed() {
     };
     println!("tonic past the limit: {e}");
     // The raw connection and at least one of tonic's.
-    assert!(metric(&d, &series("limit")) - limit0 >= 2.0);
+    assert!(d.refused("limit") - limit0 >= 2.0);
     let [one, mut two] = kept;
     drop(one);
     wait_open(&d, 1.0).await;
@@ -560,14 +560,9 @@ async fn s_client(addr: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_connections_are_limited_and_silent_ones_closed() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let (cert, key) = self_signed(tmp.path());
-    let d = Daemon::start(
-        &tmp.path().join("data"),
+    let (d, _) = tls_daemon(
+        tmp.path(),
         &[
-            "--grpc.tls-cert",
-            cert.to_str().expect("utf8"),
-            "--grpc.tls-key",
-            key.to_str().expect("utf8"),
             "--grpc.max-connections",
             "1",
             "--grpc.handshake-timeout-ms",
@@ -577,12 +572,7 @@ async fn tls_connections_are_limited_and_silent_ones_closed() {
     .await;
     wait_open(&d, 0.0).await;
     let addr = d.grpc.trim_start_matches("https://").to_string();
-    let series =
-        |reason: &str| format!("ledgerstore_grpc_connections_refused_total{{reason=\"{reason}\"}}");
-    let (timed_out0, limit0) = (
-        metric(&d, &series("handshake_timeout")),
-        metric(&d, &series("limit")),
-    );
+    let (timed_out0, limit0) = (d.refused("handshake_timeout"), d.refused("limit"));
 
     let mut held = d.query().await;
     held.get_status(pb::GetStatusRequest {})
@@ -594,7 +584,7 @@ async fn tls_connections_are_limited_and_silent_ones_closed() {
         !refused.contains("ALPN protocol: h2"),
         "a connection past the limit got a TLS handshake: {refused}"
     );
-    assert_eq!(metric(&d, &series("limit")) - limit0, 1.0);
+    assert_eq!(d.refused("limit") - limit0, 1.0);
     drop(held);
     wait_open(&d, 0.0).await;
 
@@ -603,7 +593,7 @@ async fn tls_connections_are_limited_and_silent_ones_closed() {
         silent.contains("ALPN protocol: h2"),
         "s_client did not finish its TLS handshake: {silent}"
     );
-    assert_eq!(metric(&d, &series("handshake_timeout")) - timed_out0, 1.0);
+    assert_eq!(d.refused("handshake_timeout") - timed_out0, 1.0);
     wait_open(&d, 0.0).await;
     d.query()
         .await

@@ -284,6 +284,14 @@ impl Daemon {
             .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
             .unwrap_or(0.0)
     }
+
+    /// gRPC connections refused or closed for `reason`
+    /// (`ledgerstore_grpc_connections_refused_total`).
+    pub fn refused(&self, reason: &str) -> f64 {
+        self.metric(&format!(
+            "ledgerstore_grpc_connections_refused_total{{reason=\"{reason}\"}}"
+        ))
+    }
 }
 
 impl Drop for Daemon {

@@ -187,6 +187,11 @@ pub struct GrpcConfig {
     /// Connections open at once; one more is refused (an HTTP/2 GOAWAY
     /// naming this setting, without TLS) and closed.
     pub max_connections: u32,
+    /// Connections open at once from one client address (an IPv6 address
+    /// counts with its /64); one more is refused as past
+    /// `max_connections`, naming this setting. 0: off, as behind a proxy,
+    /// whose connections all have its address.
+    pub max_connections_per_ip: u32,
     /// A new connection that has not finished its TLS handshake (with TLS)
     /// and sent the HTTP/2 preface within this many milliseconds is closed,
     /// so connections that say nothing cannot hold every place.
@@ -214,6 +219,7 @@ impl Default for GrpcConfig {
             max_message_bytes: 64 << 20,
             max_concurrent_streams: 256,
             max_connections: 1000,
+            max_connections_per_ip: 100,
             handshake_timeout_ms: 10_000,
             max_unsent_bytes: 256 << 20,
             send_timeout_ms: 30_000,
@@ -672,6 +678,15 @@ impl Config {
                 "grpc.max_connections",
                 self.grpc.max_connections,
                 "1 to 1000000",
+            ));
+        }
+        // At or above max_connections it is off in effect: allowed, so that
+        // lowering max_connections alone stays valid.
+        if self.grpc.max_connections_per_ip > 1_000_000 {
+            return Err(invalid(
+                "grpc.max_connections_per_ip",
+                self.grpc.max_connections_per_ip,
+                "0 (off) to 1000000",
             ));
         }
         // The largest answer, and the 1 MiB free a call needs to start.

@@ -212,6 +212,10 @@ fn bad_values_name_the_key_and_the_expected_range() {
             "grpc.max_unsent_bytes = 524288: grpc.max_message_bytes + 1 MiB (1114112) to 1099511627776",
         ),
         (
+            "[grpc]\nmax_connections_per_ip = 1000001\n",
+            "grpc.max_connections_per_ip = 1000001: 0 (off) to 1000000",
+        ),
+        (
             "[grpc]\nsend_timeout_ms = 100\n",
             "grpc.send_timeout_ms = 100: 1000 to 3600000",
         ),

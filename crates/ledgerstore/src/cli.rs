@@ -260,6 +260,11 @@ pub struct DaemonFlags {
     /// [grpc] max_connections: connections open at once (default 1000).
     #[arg(long = "grpc.max-connections", value_name = "N")]
     pub grpc_max_connections: Option<i64>,
+    /// [grpc] max_connections_per_ip: connections open at once from one
+    /// client address, an IPv6 address with its /64 (default 100; 0: off,
+    /// as behind a proxy).
+    #[arg(long = "grpc.max-connections-per-ip", value_name = "N")]
+    pub grpc_max_connections_per_ip: Option<i64>,
     /// [grpc] handshake_timeout_ms: a new connection's TLS handshake and
     /// HTTP/2 preface must arrive within this (default 10000).
     #[arg(long = "grpc.handshake-timeout-ms", value_name = "MS")]

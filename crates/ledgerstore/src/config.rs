@@ -265,6 +265,12 @@ pub fn daemon(f: &DaemonFlags) -> Result<Config> {
     );
     push(
         &mut o,
+        "grpc.max_connections_per_ip",
+        f.grpc_max_connections_per_ip.as_ref(),
+        int,
+    );
+    push(
+        &mut o,
         "grpc.handshake_timeout_ms",
         f.grpc_handshake_timeout_ms.as_ref(),
         int,

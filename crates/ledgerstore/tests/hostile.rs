@@ -394,6 +394,96 @@ fn until_closed(s: &mut std::net::TcpStream) -> Vec<u8> {
     }
 }
 
+/// What a refused plaintext connection is sent: an empty SETTINGS frame
+/// (the server preface) and a GOAWAY (last stream 0, ENHANCE_YOUR_CALM)
+/// whose debug data is `text`.
+fn goaway(text: &[u8]) -> Vec<u8> {
+    let mut want = vec![0, 0, 0, 4, 0, 0, 0, 0, 0];
+    want.extend_from_slice(&(8 + text.len() as u32).to_be_bytes()[1..]);
+    want.extend_from_slice(&[7, 0, 0, 0, 0, 0]);
+    want.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0xb]);
+    want.extend_from_slice(text);
+    want
+}
+
+/// A plaintext connection to `addr` from the loopback address `from`,
+/// which has sent the HTTP/2 client preface and an empty SETTINGS frame.
+async fn speaking_from(from: &str, addr: &str) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let sock = tokio::net::TcpSocket::new_v4().expect("socket");
+    sock.bind(format!("{from}:0").parse().expect("from"))
+        .expect("bind");
+    let mut s = sock
+        .connect(addr.parse().expect("addr"))
+        .await
+        .expect("connect");
+    s.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+        .await
+        .expect("preface");
+    s
+}
+
+/// `grpc.max_connections_per_ip` (2, under a limit of 5): two connections
+/// of 127.0.0.1 hold its places; a third of it is refused with a GOAWAY
+/// naming the address and the setting (exact bytes), while 127.0.0.2 is
+/// still served; once one of 127.0.0.1's closes, it connects again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_are_limited_per_client_address() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = Daemon::start(
+        &tmp.path().join("data"),
+        &[
+            "--grpc.max-connections",
+            "5",
+            "--grpc.max-connections-per-ip",
+            "2",
+        ],
+    )
+    .await;
+    let addr = d.grpc.trim_start_matches("http://").to_string();
+    wait_open(&d, 0.0).await;
+    let (per_ip0, limit0) = (d.refused("per_ip"), d.refused("limit"));
+    let mut kept = [d.query().await, d.query().await];
+    for q in &mut kept {
+        q.get_status(pb::GetStatusRequest {}).await.expect("served");
+    }
+    wait_open(&d, 2.0).await;
+    let refused = tokio::task::spawn_blocking({
+        let addr = addr.clone();
+        move || until_closed(&mut std::net::TcpStream::connect(&addr).expect("connect"))
+    })
+    .await
+    .expect("join");
+    assert_eq!(
+        String::from_utf8_lossy(&refused),
+        String::from_utf8_lossy(&goaway(
+            b"too many connections from 127.0.0.1: 2 are open (grpc.max_connections_per_ip)"
+        )),
+        "a connection past its address's limit is told why"
+    );
+    assert_eq!(d.refused("per_ip") - per_ip0, 1.0);
+    // Other addresses keep their places: two of 127.0.0.2 are held open.
+    let others = [
+        speaking_from("127.0.0.2", &addr).await,
+        speaking_from("127.0.0.2", &addr).await,
+    ];
+    wait_open(&d, 4.0).await;
+    let [one, mut two] = kept;
+    drop(one);
+    wait_open(&d, 3.0).await;
+    d.query()
+        .await
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .expect("a place of its address freed by a closed connection is taken again");
+    two.get_status(pb::GetStatusRequest {})
+        .await
+        .expect("still served");
+    assert_eq!(d.refused("per_ip") - per_ip0, 1.0, "nothing else refused");
+    assert_eq!(d.refused("limit"), limit0);
+    drop(others);
+}
+
 /// `grpc.max_connections` and `grpc.handshake_timeout_ms` on a plaintext
 /// listener (limit 2, deadline 1.5 s):
 /// - two connections that say nothing (one sends half the HTTP/2 preface)
@@ -467,32 +557,11 @@ async fn grpc_connections_are_limited_and_silent_ones_closed() {
     })
     .await
     .expect("join");
-    let text = b"too many connections: 2 are open (grpc.max_connections)";
-    let mut want = vec![
-        0,
-        0,
-        0,
-        4,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0,
-        8 + text.len() as u8,
-        7,
-        0,
-        0,
-        0,
-        0,
-        0,
-    ];
-    want.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0xb]);
-    want.extend_from_slice(text);
     assert_eq!(
         String::from_utf8_lossy(&refused),
-        String::from_utf8_lossy(&want),
+        String::from_utf8_lossy(&goaway(
+            b"too many connections: 2 are open (grpc.max_connections)"
+        )),
         "a connection past the limit is told why"
     );
     let e = match Channel::from_shared(d.grpc.clone())

@@ -29,6 +29,7 @@ pub mod follow;
 mod ingest;
 mod listener;
 pub mod metrics;
+mod peers;
 mod placement;
 mod publish;
 mod query;
@@ -209,6 +210,7 @@ where
         tls,
         listener::Limits {
             max_connections: cfg.grpc.max_connections,
+            max_connections_per_ip: cfg.grpc.max_connections_per_ip,
             handshake_timeout: Duration::from_millis(cfg.grpc.handshake_timeout_ms),
             send_timeout: Duration::from_millis(cfg.grpc.send_timeout_ms),
         },

@@ -1,5 +1,6 @@
-//! The gRPC listener: at most `grpc.max_connections` connections at once,
-//! and a deadline for each new connection's handshake.
+//! The gRPC listener: at most `grpc.max_connections` connections at once
+//! and `grpc.max_connections_per_ip` of one client address (peers.rs), and
+//! a deadline for each new connection's handshake.
 //!
 //! tonic serves the connections [`incoming`] yields. A connection takes a
 //! place when it is accepted and gives it back when it closes, so the
@@ -8,12 +9,13 @@
 //! places; the Query answers waiting for their clients are bounded across
 //! all connections by `grpc.max_unsent_bytes` (answers.rs).
 //!
-//! The limit bounds memory; it is no defence against a client that opens
-//! every place and keeps them: a connection that makes no calls but
-//! answers keepalive pings keeps its place. Per-client limits belong in a
-//! proxy in front (docs/operations.md).
+//! The limit bounds memory. A connection that makes no calls but answers
+//! keepalive pings keeps its place, so one client could hold every place:
+//! the per-address limit makes that take many addresses. Finer limits
+//! (per client, per request rate) belong in a proxy in front
+//! (docs/operations.md).
 //!
-//! - **Past the limit** a connection is closed at once. Without TLS it is
+//! - **Past a limit** a connection is closed at once. Without TLS it is
 //!   first told why: the HTTP/2 server preface and a GOAWAY
 //!   (ENHANCE_YOUR_CALM) whose debug data names the setting (curl -v
 //!   shows the GOAWAY; grpc-go's HTTP/2 debug log, `GODEBUG=http2debug=2`,
@@ -49,6 +51,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::Connected;
 
 use crate::answers::ConnClock;
+use crate::peers::{Peer, PeerPlace, PerPeer};
 
 /// The HTTP/2 client connection preface (RFC 9113 §3.4): a connection has
 /// shaken hands once it has sent this many bytes.
@@ -66,6 +69,8 @@ const REFUSAL_LINGER: Duration = Duration::from_secs(1);
 pub(crate) struct Limits {
     /// `grpc.max_connections`.
     pub max_connections: u32,
+    /// `grpc.max_connections_per_ip` (0: off).
+    pub max_connections_per_ip: u32,
     /// `grpc.handshake_timeout_ms`.
     pub handshake_timeout: Duration,
     /// `grpc.send_timeout_ms`.
@@ -79,6 +84,8 @@ pub(crate) struct ConnMetrics {
     pub open: IntGauge,
     /// Connections refused at the limit.
     pub refused: IntCounter,
+    /// Connections refused at their address's limit.
+    pub refused_per_ip: IntCounter,
     /// Connections closed at the handshake deadline.
     pub timed_out: IntCounter,
     /// Connections whose TLS handshake failed (or that closed before it
@@ -112,8 +119,13 @@ async fn accept_loop(
     tx: mpsc::Sender<io::Result<Conn>>,
 ) {
     let places = Arc::new(Semaphore::new(limits.max_connections as usize));
+    let per_peer = PerPeer::new(limits.max_connections_per_ip);
     let refusals = Arc::new(Semaphore::new(REFUSALS_AT_ONCE));
-    let (mut warned, mut accept_warned): (Option<Instant>, Option<Instant>) = (None, None);
+    let (mut warned, mut peer_warned, mut accept_warned): (
+        Option<Instant>,
+        Option<Instant>,
+        Option<Instant>,
+    ) = (None, None, None);
     loop {
         let accepted = tokio::select! {
             r = listener.accept() => r,
@@ -135,21 +147,52 @@ async fn accept_loop(
         // TCP_NODELAY: a small response must not wait for the client's
         // delayed ACK (it cost 40 ms per unary call under load before this).
         let _ = sock.set_nodelay(true);
-        let Ok(place) = places.clone().try_acquire_owned() else {
-            metrics.refused.inc();
-            if warned.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
-                tracing::warn!(
-                    %peer,
-                    max = limits.max_connections,
-                    "gRPC: refusing connections: grpc.max_connections are open \
-                     (counted in ledgerstore_grpc_connections_refused_total)"
-                );
-                warned = Some(Instant::now());
-            }
-            refuse(sock, tls.is_none(), limits.max_connections, &refusals);
-            continue;
+        // The address's place first: a connection refused there takes
+        // none of the others'.
+        let who = Peer::of(peer.ip());
+        let taken = match per_peer.take(who) {
+            None => Err(Past::PerIp),
+            Some(mine) => match places.clone().try_acquire_owned() {
+                Ok(place) => Ok((place, mine)),
+                Err(_) => Err(Past::Limit),
+            },
         };
-        let place = Place::take(place, metrics.open.clone());
+        let (place, peer_place) = match taken {
+            Ok(t) => t,
+            Err(past) => {
+                let (refused, last, max, setting, text) = match past {
+                    Past::PerIp => (
+                        &metrics.refused_per_ip,
+                        &mut peer_warned,
+                        limits.max_connections_per_ip,
+                        "grpc.max_connections_per_ip",
+                        format!("too many connections from {who}"),
+                    ),
+                    Past::Limit => (
+                        &metrics.refused,
+                        &mut warned,
+                        limits.max_connections,
+                        "grpc.max_connections",
+                        "too many connections".to_string(),
+                    ),
+                };
+                refused.inc();
+                if last.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
+                    tracing::warn!(
+                        %peer,
+                        max,
+                        setting,
+                        "gRPC: refusing connections: the setting's connections are open \
+                         (counted in ledgerstore_grpc_connections_refused_total)"
+                    );
+                    *last = Some(Instant::now());
+                }
+                let text = format!("{text}: {max} are open ({setting})");
+                refuse(sock, tls.is_none(), text, &refusals);
+                continue;
+            }
+        };
+        let place = Place::take(place, peer_place, metrics.open.clone());
         let deadline = Instant::now() + limits.handshake_timeout;
         let (tls, tx, metrics) = (tls.clone(), tx.clone(), metrics.clone());
         let send_timeout = limits.send_timeout;
@@ -199,19 +242,27 @@ async fn accept_loop(
     }
 }
 
+/// Which limit a connection was past.
+enum Past {
+    /// `grpc.max_connections_per_ip`.
+    PerIp,
+    /// `grpc.max_connections`.
+    Limit,
+}
+
 /// Closes a connection past the limit. Without TLS it first gets the
 /// HTTP/2 server preface and a GOAWAY saying why, then its own bytes are
 /// read and dropped for up to [`REFUSAL_LINGER`] (closing a socket with
 /// unread bytes resets it, and the reset can reach the client before the
 /// GOAWAY does).
-fn refuse(mut sock: TcpStream, plaintext: bool, max: u32, slots: &Arc<Semaphore>) {
+fn refuse(mut sock: TcpStream, plaintext: bool, why: String, slots: &Arc<Semaphore>) {
     let Ok(slot) = slots.clone().try_acquire_owned() else {
         return;
     };
     tokio::spawn(async move {
         let linger = async {
             if plaintext {
-                sock.write_all(&goaway(max)).await?;
+                sock.write_all(&goaway(&why)).await?;
             }
             sock.shutdown().await?;
             let mut buf = [0u8; 4096];
@@ -224,12 +275,11 @@ fn refuse(mut sock: TcpStream, plaintext: bool, max: u32, slots: &Arc<Semaphore>
 }
 
 /// An empty SETTINGS frame (the server preface) and a GOAWAY
-/// (ENHANCE_YOUR_CALM, last stream 0) whose debug data says why.
-pub(crate) fn goaway(max: u32) -> Vec<u8> {
+/// (ENHANCE_YOUR_CALM, last stream 0) whose debug data is `text`.
+pub(crate) fn goaway(text: &str) -> Vec<u8> {
     const SETTINGS: u8 = 0x4;
     const GOAWAY: u8 = 0x7;
     const ENHANCE_YOUR_CALM: u32 = 0xb;
-    let text = format!("too many connections: {max} are open (grpc.max_connections)");
     let mut out = Vec::with_capacity(9 + 9 + 8 + text.len());
     let frame_header = |out: &mut Vec<u8>, len: usize, kind: u8| {
         out.extend_from_slice(&(len as u32).to_be_bytes()[1..]);
@@ -243,17 +293,20 @@ pub(crate) fn goaway(max: u32) -> Vec<u8> {
     out
 }
 
-/// A place under `grpc.max_connections`, counted in the open gauge.
+/// A place under `grpc.max_connections` and its address's under
+/// `grpc.max_connections_per_ip`, counted in the open gauge.
 struct Place {
     _permit: OwnedSemaphorePermit,
+    _peer: PeerPlace,
     open: IntGauge,
 }
 
 impl Place {
-    fn take(permit: OwnedSemaphorePermit, open: IntGauge) -> Self {
+    fn take(permit: OwnedSemaphorePermit, peer: PeerPlace, open: IntGauge) -> Self {
         open.inc();
         Self {
             _permit: permit,
+            _peer: peer,
             open,
         }
     }
@@ -501,7 +554,7 @@ mod tests {
     /// GOAWAY whose length covers its debug text.
     #[test]
     fn the_refusal_is_two_whole_frames() {
-        let f = goaway(7);
+        let f = goaway("too many connections: 7 are open (grpc.max_connections)");
         assert_eq!(&f[..9], &[0, 0, 0, 4, 0, 0, 0, 0, 0]);
         let len = u32::from_be_bytes([0, f[9], f[10], f[11]]) as usize;
         assert_eq!((f[12], f.len()), (7, 18 + len));

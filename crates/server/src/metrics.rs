@@ -302,7 +302,7 @@ impl Metrics {
                 let closed = counter(
                     &r,
                     "ledgerstore_grpc_connections_refused_total",
-                    "gRPC connections refused or closed by the daemon: reason limit (grpc.max_connections were open), handshake_timeout (no TLS handshake and HTTP/2 preface within grpc.handshake_timeout_ms), tls (the TLS handshake failed), send_timeout (owed Query answers and wrote no piece of them within grpc.send_timeout_ms).",
+                    "gRPC connections refused or closed by the daemon: reason limit (grpc.max_connections were open), per_ip (grpc.max_connections_per_ip of the client's address were open), handshake_timeout (no TLS handshake and HTTP/2 preface within grpc.handshake_timeout_ms), tls (the TLS handshake failed), send_timeout (owed Query answers and wrote no piece of them within grpc.send_timeout_ms).",
                     &["reason"],
                 )?;
                 crate::listener::ConnMetrics {
@@ -311,6 +311,7 @@ impl Metrics {
                         "gRPC connections open (each holds one of grpc.max_connections places).",
                     )?,
                     refused: closed.with_label_values(&["limit"]),
+                    refused_per_ip: closed.with_label_values(&["per_ip"]),
                     timed_out: closed.with_label_values(&["handshake_timeout"]),
                     tls_failed: closed.with_label_values(&["tls"]),
                     send_timed_out: closed.with_label_values(&["send_timeout"]),

@@ -14,7 +14,7 @@ use crate::answers::{Account, check_room, reserve};
 use crate::convert::{hash, head_out, ledger_out, replica_status_out, status_out, tx_out};
 use crate::placement::ReadPlacer;
 use crate::state::AppState;
-use crate::status::{from_store, internal_join, internal_panic, unavailable};
+use crate::status::{from_store, internal_join, internal_panic, read_failed, unavailable};
 
 const SERVICE: &str = "ledgerstore.v1.Query";
 /// Ledgers read per blocking step of StreamLedgers.
@@ -96,12 +96,7 @@ impl QueryService {
         task: impl Future<Output = Result<Result<T, StoreError>, tokio::task::JoinError>>,
     ) -> Result<T, Status> {
         match tokio::time::timeout(self.timeout(), task).await {
-            // A read the deadline stopped inside the store answers as the
-            // timer does, naming what it waited for.
-            Ok(Ok(r)) => r.map_err(|e| match e {
-                StoreError::DeadlinePassed { what } => self.deadline_exceeded_in(&what),
-                e => from_store(&e),
-            }),
+            Ok(Ok(r)) => r.map_err(|e| read_failed(self.state.cfg.query.timeout_ms, Some(e))),
             Ok(Err(j)) => Err(internal_join(j)),
             Err(_) => Err(self.deadline_exceeded()),
         }
@@ -112,20 +107,7 @@ impl QueryService {
     }
 
     fn deadline_exceeded(&self) -> Status {
-        Status::deadline_exceeded(self.took_longer())
-    }
-
-    /// [`Self::deadline_exceeded`], for a read the deadline stopped while
-    /// it waited for `what`.
-    fn deadline_exceeded_in(&self, what: &str) -> Status {
-        Status::deadline_exceeded(format!("{} ({what})", self.took_longer()))
-    }
-
-    fn took_longer(&self) -> String {
-        format!(
-            "query took longer than query.timeout_ms = {}",
-            self.state.cfg.query.timeout_ms
-        )
+        read_failed(self.state.cfg.query.timeout_ms, None)
     }
 
     /// Runs a unary call; its answer takes its room in the answer budget
@@ -345,7 +327,8 @@ impl pb::query_server::Query for QueryService {
 }
 
 /// Sends ledgers `start..=end` (without their raw bytes when `omit_raw`)
-/// into `tx`, each taking its room in the answer budget through `account`.
+/// into `tx`, in chunks of [`STREAM_CHUNK`]: each chunk takes its room in
+/// the answer budget through `account` as soon as it is read.
 async fn stream_range(
     state: Arc<AppState>,
     store: Arc<dyn Reader>,

@@ -50,6 +50,21 @@ pub fn from_store(e: &StoreError) -> Status {
     Status::new(code, message)
 }
 
+/// A read past the query deadline, `query.timeout_ms`: the timer's
+/// DEADLINE_EXCEEDED, or a store error as [`from_store`] maps it. A read
+/// the deadline stopped inside the store (it waited on a published
+/// store's fetch) answers as the timer does, naming what it waited for.
+pub fn read_failed(timeout_ms: u64, e: Option<StoreError>) -> Status {
+    let took = format!("query took longer than query.timeout_ms = {timeout_ms}");
+    match e {
+        None => Status::deadline_exceeded(took),
+        Some(StoreError::DeadlinePassed { what }) => {
+            Status::deadline_exceeded(format!("{took} ({what})"))
+        }
+        Some(e) => from_store(&e),
+    }
+}
+
 /// Maps a failure to decode or extract a raw Stellar ledger; `field` names
 /// the request field (e.g. `stellar_ledgers[3]`).
 pub fn from_stellar(field: &str, e: &StellarError) -> Status {
@@ -186,5 +201,29 @@ mod tests {
             assert_eq!(s.code(), code, "{e}");
             assert!(s.message().contains(text), "{}", s.message());
         }
+    }
+
+    #[test]
+    fn reads_past_the_deadline_name_the_setting_and_what_they_waited_for() {
+        let timer = read_failed(250, None);
+        assert_eq!(timer.code(), Code::DeadlineExceeded);
+        assert_eq!(
+            timer.message(),
+            "query took longer than query.timeout_ms = 250"
+        );
+        let stopped = read_failed(
+            250,
+            Some(StoreError::DeadlinePassed {
+                what: "another read's fetch of segment 7".into(),
+            }),
+        );
+        assert_eq!(stopped.code(), Code::DeadlineExceeded);
+        assert_eq!(
+            stopped.message(),
+            "query took longer than query.timeout_ms = 250 \
+             (another read's fetch of segment 7)"
+        );
+        let other = read_failed(250, Some(StoreError::Corrupt("x".into())));
+        assert_eq!(other.code(), Code::Internal, "{other:?}");
     }
 }

@@ -1,0 +1,152 @@
+//! Connections counted per client address: `grpc.max_connections_per_ip`.
+//!
+//! `grpc.max_connections` bounds what all connections hold together; one
+//! client that opens every place keeps everyone else out. This bounds the
+//! places one address may hold, so that a lockout needs that many
+//! addresses. IPv4 addresses count one by one (an IPv4-mapped IPv6
+//! address as its IPv4 address); IPv6 addresses by their /64, the block
+//! one host or network usually gets, so that a client does not step around
+//! the limit with the next address of its own block.
+//!
+//! Behind a proxy every connection comes from the proxy's address: set 0
+//! (off) there, or at least the connections the proxy opens, and limit
+//! clients in the proxy (docs/operations.md).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Whose connections count together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Peer {
+    V4(Ipv4Addr),
+    /// The first 64 bits of an IPv6 address.
+    V6Net(u64),
+}
+
+impl Peer {
+    pub(crate) fn of(addr: IpAddr) -> Self {
+        match addr.to_canonical() {
+            IpAddr::V4(a) => Self::V4(a),
+            IpAddr::V6(a) => Self::V6Net((u128::from(a) >> 64) as u64),
+        }
+    }
+}
+
+impl fmt::Display for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::V4(a) => write!(f, "{a}"),
+            Self::V6Net(n) => write!(f, "{}/64", Ipv6Addr::from(u128::from(*n) << 64)),
+        }
+    }
+}
+
+/// The open connections of each peer, at most `max` each (0: not
+/// counted). Holds an entry only for a peer with connections open, so at
+/// most `grpc.max_connections` entries.
+#[derive(Debug)]
+pub(crate) struct PerPeer {
+    max: u32,
+    open: Mutex<HashMap<Peer, u32>>,
+}
+
+impl PerPeer {
+    pub(crate) fn new(max: u32) -> Arc<Self> {
+        Arc::new(Self {
+            max,
+            open: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// A place for one more connection of `peer`, or `None` when `max` of
+    /// its connections are open.
+    pub(crate) fn take(self: &Arc<Self>, peer: Peer) -> Option<PeerPlace> {
+        if self.max == 0 {
+            return Some(PeerPlace { held: None });
+        }
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let n = open.entry(peer).or_insert(0);
+        if *n >= self.max {
+            return None;
+        }
+        *n += 1;
+        Some(PeerPlace {
+            held: Some((self.clone(), peer)),
+        })
+    }
+
+    /// Peers with a connection open (tests).
+    #[cfg(test)]
+    fn peers(&self) -> usize {
+        self.open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+}
+
+/// One connection's place under its peer's limit, given back on drop.
+#[derive(Debug)]
+pub(crate) struct PeerPlace {
+    held: Option<(Arc<PerPeer>, Peer)>,
+}
+
+impl Drop for PeerPlace {
+    fn drop(&mut self) {
+        let Some((per, peer)) = self.held.take() else {
+            return;
+        };
+        let mut open = per.open.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = open.get_mut(&peer) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&peer);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peer(s: &str) -> Peer {
+        Peer::of(s.parse().expect("address"))
+    }
+
+    #[test]
+    fn addresses_count_alone_and_ipv6_by_its_64() {
+        assert_eq!(peer("192.0.2.7"), peer("::ffff:192.0.2.7"));
+        assert_ne!(peer("192.0.2.7"), peer("192.0.2.8"));
+        assert_eq!(peer("2001:db8:1:2::1"), peer("2001:db8:1:2:ffff::9"));
+        assert_ne!(peer("2001:db8:1:2::1"), peer("2001:db8:1:3::1"));
+        assert_eq!(peer("192.0.2.7").to_string(), "192.0.2.7");
+        assert_eq!(peer("2001:db8:1:2:3::1").to_string(), "2001:db8:1:2::/64");
+    }
+
+    #[test]
+    fn a_peer_holds_at_most_max_and_gets_places_back() {
+        let per = PerPeer::new(2);
+        let (a, b) = (peer("192.0.2.1"), peer("2001:db8::1"));
+        let a1 = per.take(a).expect("first");
+        let a2 = per.take(a).expect("second");
+        assert!(per.take(a).is_none(), "a third of the same address");
+        let b1 = per.take(b).expect("another peer");
+        drop(a1);
+        let a3 = per.take(a).expect("a place given back");
+        assert!(per.take(a).is_none());
+        drop((a2, a3, b1));
+        assert_eq!(per.peers(), 0, "no entry outlives its connections");
+    }
+
+    #[test]
+    fn zero_counts_nothing() {
+        let per = PerPeer::new(0);
+        let held: Vec<_> = (0..1000)
+            .map(|_| per.take(peer("192.0.2.1")).expect("unlimited"))
+            .collect();
+        assert_eq!((held.len(), per.peers()), (1000, 0));
+    }
+}

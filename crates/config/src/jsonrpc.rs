@@ -23,6 +23,12 @@ pub struct JsonRpcConfig {
     pub max_batch_calls: u32,
     /// Concurrent TCP connections; one more is answered 503 and closed.
     pub max_connections: u32,
+    /// Concurrent TCP connections of one client address (an IPv6 address
+    /// counts with its /64); one more is answered 503 naming this setting
+    /// and closed. An HTTP/1.1 client needs a connection for each request
+    /// it has in flight. 0: off, as behind a proxy, whose connections all
+    /// have its address.
+    pub max_connections_per_ip: u32,
     /// JSON bytes of one `getLedgers` or `getTransactions` page, counted
     /// as it is written: the page ends (partial, with a cursor) before the
     /// item that would pass it. The first item may take up to
@@ -111,6 +117,15 @@ impl JsonRpcConfig {
                 return Err(invalid(key, v, format!("1 to {most}")));
             }
         }
+        // At or above max_connections it is off in effect: allowed, so that
+        // lowering max_connections alone stays valid.
+        if self.max_connections_per_ip > 1_000_000 {
+            return Err(invalid(
+                "jsonrpc.max_connections_per_ip",
+                self.max_connections_per_ip,
+                "0 (off) to 1000000",
+            ));
+        }
         let least = self.max_page_bytes.max(self.max_batch_bytes) as u64;
         if !(least..=1 << 40).contains(&self.max_unsent_bytes) {
             return Err(invalid(
@@ -149,6 +164,7 @@ impl Default for JsonRpcConfig {
             max_response_bytes: 64 << 20,
             max_batch_calls: 100,
             max_connections: 1000,
+            max_connections_per_ip: 100,
             max_page_bytes: 8 << 20,
             max_batch_bytes: 16 << 20,
             max_page_ledgers: 100,

@@ -212,6 +212,10 @@ fn bad_values_name_the_key_and_the_expected_range() {
             "grpc.max_unsent_bytes = 524288: grpc.max_message_bytes + 1 MiB (1114112) to 1099511627776",
         ),
         (
+            "[jsonrpc]\nmax_connections_per_ip = 1000001\n",
+            "jsonrpc.max_connections_per_ip = 1000001: 0 (off) to 1000000",
+        ),
+        (
             "[grpc]\nmax_connections_per_ip = 1000001\n",
             "grpc.max_connections_per_ip = 1000001: 0 (off) to 1000000",
         ),

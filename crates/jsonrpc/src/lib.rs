@@ -11,7 +11,8 @@
 //!
 //! The transport is `jsonrpsee`'s server (HTTP only): named params, batch
 //! requests, a request size limit (HTTP 413 past it); the accept loop is
-//! ours, for a limit on TCP connections and a send deadline. Point lookups (`getTransaction`, and the calls that read only
+//! ours, for limits on TCP connections (all of them, and those of one client
+//! address: `ledgerstore_peers`) and a send deadline. Point lookups (`getTransaction`, and the calls that read only
 //! the held range) run inline on the async worker while the daemon's read
 //! placer, shared with the gRPC lookups, says reads are fast; everything
 //! else runs on the daemon's read threads, under the same deadline as the gRPC
@@ -34,6 +35,7 @@ use std::time::Duration;
 
 use jsonrpsee::server::middleware::rpc::RpcServiceBuilder;
 use jsonrpsee::server::{BatchRequestConfig, Server, ServerConfig, stop_channel};
+use ledgerstore_peers::{Peer, PerPeer};
 use ledgerstore_store::Reader;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
@@ -117,6 +119,9 @@ pub struct Settings {
     pub max_batch_calls: u32,
     /// Concurrent TCP connections; more are answered 503 and closed.
     pub max_connections: u32,
+    /// Concurrent TCP connections of one client address (an IPv6 address
+    /// with its /64); more are answered 503 and closed. 0: not counted.
+    pub max_connections_per_ip: u32,
     /// Bytes of answers built or waiting for their client, for the calls
     /// that read ledgers.
     pub max_unsent_bytes: u64,
@@ -233,6 +238,7 @@ pub async fn serve(
     let listener = TcpListener::bind(listen).await?;
     let addr = listener.local_addr()?;
     let (max_connections, send_timeout) = (settings.max_connections, settings.send_timeout);
+    let max_per_ip = settings.max_connections_per_ip;
     let ctx = Ctx {
         access: Box::new(access),
         settings,
@@ -244,6 +250,7 @@ pub async fn serve(
     let methods: jsonrpsee::server::Methods = methods::module(ctx).into();
     let (stop, handle) = stop_channel();
     let connections = Arc::new(Semaphore::new(max_connections as usize));
+    let per_peer = PerPeer::new(max_per_ip);
     tokio::spawn(async move {
         let stopped = stop.clone().shutdown();
         tokio::pin!(stopped);
@@ -252,8 +259,8 @@ pub async fn serve(
                 r = listener.accept() => r,
                 () = &mut stopped => break,
             };
-            let sock = match sock {
-                Ok((sock, _)) => sock,
+            let (sock, peer) = match sock {
+                Ok(accepted) => accepted,
                 Err(e) => {
                     // Out of descriptors, mostly: wait, do not spin.
                     tracing::warn!(error = %e, "Stellar RPC: accept failed");
@@ -261,8 +268,25 @@ pub async fn serve(
                     continue;
                 }
             };
+            // The address's place first: a connection refused there takes
+            // none of the others'.
+            let who = Peer::of(peer.ip());
+            let Some(peer_place) = per_peer.take(who) else {
+                too_many(
+                    &sock,
+                    &format!(
+                        "too many connections from {who}: {max_per_ip} are open (jsonrpc.max_connections_per_ip)"
+                    ),
+                );
+                continue;
+            };
             let Ok(permit) = connections.clone().try_acquire_owned() else {
-                too_many(&sock, max_connections);
+                too_many(
+                    &sock,
+                    &format!(
+                        "too many connections: {max_connections} are open (jsonrpc.max_connections)"
+                    ),
+                );
                 continue;
             };
             let _ = sock.set_nodelay(true);
@@ -277,7 +301,7 @@ pub async fn serve(
                 if let Err(e) = serve_http1(io, service, send_timeout, stopped).await {
                     tracing::debug!(error = %e, "Stellar RPC connection closed");
                 }
-                drop(permit);
+                drop((permit, peer_place));
             });
         }
     });
@@ -329,10 +353,11 @@ where
     }
 }
 
-/// The answer to a connection past `jsonrpc.max_connections`: written if
-/// the socket takes it at once, then the connection is closed.
-fn too_many(sock: &TcpStream, max: u32) {
-    let text = format!("too many connections: {max} are open (jsonrpc.max_connections)\n");
+/// The answer to a connection past `jsonrpc.max_connections` or
+/// `jsonrpc.max_connections_per_ip` (`why`): written if the socket takes it
+/// at once, then the connection is closed.
+fn too_many(sock: &TcpStream, why: &str) {
+    let text = format!("{why}\n");
     let answer = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\n\
          content-length: {}\r\nconnection: close\r\n\r\n{text}",

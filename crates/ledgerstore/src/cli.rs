@@ -85,7 +85,9 @@ pub struct BenchQueryArgs {
     #[arg(long, value_name = "N", default_value_t = 16,
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub concurrency: u32,
-    /// TCP connections (HTTP/2) the requests are spread over.
+    /// TCP connections (HTTP/2) the requests are spread over. Above 100,
+    /// raise the daemon's `grpc.max_connections_per_ip` (they all come
+    /// from this one address).
     #[arg(long, value_name = "N", default_value_t = 4,
           value_parser = clap::value_parser!(u32).range(1..=256))]
     pub connections: u32,

@@ -80,7 +80,8 @@ fn limit_malloc_arenas() {
 
 /// A CLI piped into `head` should end quietly when the pipe closes, as
 /// Unix tools do, instead of panicking in `println!`. (Rust ignores SIGPIPE
-/// by default; the daemon keeps that.)
+/// by default; the daemon keeps that.) The runtime's threads, which do the
+/// network I/O, block it ([`runtime_builder`]).
 #[allow(unsafe_code)]
 fn restore_sigpipe() {
     // SAFETY: called once at startup, before any thread exists; it only
@@ -91,9 +92,35 @@ fn restore_sigpipe() {
 }
 
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?)
+    Ok(runtime_builder().build()?)
+}
+
+/// A multi-threaded runtime whose threads block SIGPIPE. A CLI verb
+/// restores SIGPIPE's default (it ends the process) for its output
+/// ([`restore_sigpipe`]), but a socket whose peer has gone must fail its
+/// write with EPIPE, an error reported like any other: `writev` (what
+/// HTTP/2 writes with) sends SIGPIPE, which killed `bench-query` without a
+/// word when the daemon refused connections past its limits. A SIGPIPE a
+/// write raises goes to the thread that wrote, so blocking it there is
+/// enough.
+pub(crate) fn runtime_builder() -> tokio::runtime::Builder {
+    let mut b = tokio::runtime::Builder::new_multi_thread();
+    b.enable_all().on_thread_start(block_sigpipe);
+    b
+}
+
+/// Blocks SIGPIPE on the calling thread (a SIGPIPE raised by its own
+/// write stays pending, never delivered; the write fails with EPIPE).
+#[allow(unsafe_code)]
+fn block_sigpipe() {
+    // SAFETY: initializes a local signal set and changes only the calling
+    // thread's signal mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
 }
 
 /// Logs to stderr; RUST_LOG overrides `default_level`.

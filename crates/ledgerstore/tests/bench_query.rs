@@ -149,3 +149,41 @@ async fn bench_query_drives_every_call_and_counts_what_it_asked() {
         stderr(&o)
     );
 }
+
+/// Connections the daemon refuses (past `grpc.max_connections_per_ip`)
+/// are errors bench-query reports. Before, its write to a refused socket
+/// raised SIGPIPE, whose default the CLI restores for its output, and the
+/// process died without a word (exit 141, every run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_connections_are_reported_not_a_silent_death() {
+    use std::os::unix::process::ExitStatusExt;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = Daemon::start(
+        &tmp.path().join("data"),
+        &["--grpc.max-connections-per-ip", "2"],
+    )
+    .await;
+    let o = bin()
+        .args(["bench-query", "--endpoint", &d.grpc, "--json"])
+        .args([
+            "--seconds",
+            "1",
+            "--warmup-seconds",
+            "0",
+            "--call",
+            "health",
+        ])
+        .args(["--concurrency", "64", "--connections", "64"])
+        .output()
+        .expect("bench-query");
+    assert_eq!(
+        o.status.signal(),
+        None,
+        "bench-query was killed by a signal: {}",
+        stderr(&o)
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: Value = serde_json::from_str(&stdout(&o)).expect("JSON report");
+    let errors = r["errors"].as_object().expect("errors");
+    assert!(!errors.is_empty(), "62 of 64 connections were refused: {r}");
+}

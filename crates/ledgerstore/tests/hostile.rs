@@ -1,7 +1,8 @@
 //! Malformed and hostile requests over the wire, table-driven, against the
 //! real daemon on loopback: each gets the right status, the daemon keeps
 //! serving, nothing of a refused request becomes visible, and its memory
-//! stays bounded. (Token checks, oversize ledgers and messages, limits and
+//! stays bounded; connections past the listeners' limits (both gRPC's and
+//! Stellar RPC's per client address) are refused and told why. (Token checks, oversize ledgers and messages, limits and
 //! gaps are in daemon.rs; this covers the rest of the list.)
 
 mod common;
@@ -406,17 +407,22 @@ fn goaway(text: &[u8]) -> Vec<u8> {
     want
 }
 
+/// A connection to `addr` from the loopback address `from` (Linux routes
+/// all of 127.0.0.0/8 to `lo`).
+async fn connect_from(from: &str, addr: &str) -> tokio::net::TcpStream {
+    let sock = tokio::net::TcpSocket::new_v4().expect("socket");
+    sock.bind(format!("{from}:0").parse().expect("from"))
+        .unwrap_or_else(|e| panic!("bind {from} (a loopback address on Linux): {e}"));
+    sock.connect(addr.parse().expect("addr"))
+        .await
+        .expect("connect")
+}
+
 /// A plaintext connection to `addr` from the loopback address `from`,
 /// which has sent the HTTP/2 client preface and an empty SETTINGS frame.
 async fn speaking_from(from: &str, addr: &str) -> tokio::net::TcpStream {
     use tokio::io::AsyncWriteExt;
-    let sock = tokio::net::TcpSocket::new_v4().expect("socket");
-    sock.bind(format!("{from}:0").parse().expect("from"))
-        .expect("bind");
-    let mut s = sock
-        .connect(addr.parse().expect("addr"))
-        .await
-        .expect("connect");
+    let mut s = connect_from(from, addr).await;
     s.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
         .await
         .expect("preface");
@@ -482,6 +488,76 @@ async fn connections_are_limited_per_client_address() {
     assert_eq!(d.refused("per_ip") - per_ip0, 1.0, "nothing else refused");
     assert_eq!(d.refused("limit"), limit0);
     drop(others);
+}
+
+/// One Stellar RPC call (`getNetwork`) from the loopback address `from` on a new
+/// connection: all the daemon sent until it closed the connection.
+async fn rpc_from(from: &str, addr: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = connect_from(from, addr).await;
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"getNetwork"}"#;
+    let req = format!(
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    // A refused connection may be closed before the request is written.
+    let _ = s.write_all(req.as_bytes()).await;
+    let mut got = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut got)).await;
+    assert!(read.is_ok(), "the daemon kept the connection open for 20 s");
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// `jsonrpc.max_connections_per_ip` (2): two connections of 127.0.0.1 hold
+/// its places; a third is answered 503 naming the address and the
+/// setting, while 127.0.0.2 is served; once one of 127.0.0.1's closes, it
+/// is served again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stellar_rpc_connections_are_limited_per_client_address() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = Daemon::start_with_env(
+        &tmp.path().join("data"),
+        &[],
+        &[("LEDGERSTORE_JSONRPC__MAX_CONNECTIONS_PER_IP", "2")],
+    )
+    .await;
+    let addr = d
+        .jsonrpc
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    // Any JSON-RPC answer is served (an empty store answers an error).
+    let served = |got: &str| got.starts_with("HTTP/1.1 200 ") && got.contains("\"id\":1");
+    let got = rpc_from("127.0.0.1", &addr).await;
+    assert!(served(&got), "getNetwork: {got:?}");
+    let held = [
+        std::net::TcpStream::connect(&addr).expect("connect"),
+        std::net::TcpStream::connect(&addr).expect("connect"),
+    ];
+    let got = rpc_from("127.0.0.1", &addr).await;
+    assert!(
+        got.starts_with("HTTP/1.1 503 ")
+            && got.ends_with(
+                "too many connections from 127.0.0.1: 2 are open \
+                 (jsonrpc.max_connections_per_ip)\n"
+            ),
+        "a connection past its address's limit is told why: {got:?}"
+    );
+    let got = rpc_from("127.0.0.2", &addr).await;
+    assert!(served(&got), "another address is served: {got:?}");
+    let [one, _two] = held;
+    drop(one);
+    // The daemon gives the place back once it reads the close.
+    let mut got = String::new();
+    for _ in 0..200 {
+        got = rpc_from("127.0.0.1", &addr).await;
+        if served(&got) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("a place freed by a closed connection is not taken again: {got:?}");
 }
 
 /// `grpc.max_connections` and `grpc.handshake_timeout_ms` on a plaintext

@@ -29,7 +29,6 @@ pub mod follow;
 mod ingest;
 mod listener;
 pub mod metrics;
-mod peers;
 mod placement;
 mod publish;
 mod query;
@@ -552,6 +551,7 @@ async fn start_jsonrpc(
         max_queued_heavy_calls: j.max_queued_heavy_calls,
         max_batch_calls: j.max_batch_calls,
         max_connections: j.max_connections,
+        max_connections_per_ip: j.max_connections_per_ip,
         max_unsent_bytes: j.max_unsent_bytes,
         send_timeout: Duration::from_millis(j.send_timeout_ms),
         version: ledgerstore_jsonrpc::VersionInfo::current(),

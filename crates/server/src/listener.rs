@@ -1,5 +1,6 @@
 //! The gRPC listener: at most `grpc.max_connections` connections at once
-//! and `grpc.max_connections_per_ip` of one client address (peers.rs), and
+//! and `grpc.max_connections_per_ip` of one client address
+//! (`ledgerstore_peers`), and
 //! a deadline for each new connection's handshake.
 //!
 //! tonic serves the connections [`incoming`] yields. A connection takes a
@@ -40,6 +41,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use ledgerstore_peers::{Peer, PeerPlace, PerPeer};
 use prometheus::{IntCounter, IntGauge};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
@@ -51,14 +53,14 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::Connected;
 
 use crate::answers::ConnClock;
-use crate::peers::{Peer, PeerPlace, PerPeer};
 
 /// The HTTP/2 client connection preface (RFC 9113 §3.4): a connection has
 /// shaken hands once it has sent this many bytes.
 const PREFACE_BYTES: usize = 24;
 
-/// Refused connections being told why and drained at once; past this, one
-/// is closed without a word.
+/// Refused connections being told why and drained at once, for each limit
+/// (one client address past its own cannot take the others' turns); past
+/// this, one is closed without a word.
 const REFUSALS_AT_ONCE: usize = 64;
 
 /// How long a refused connection is given to read its GOAWAY.
@@ -121,6 +123,7 @@ async fn accept_loop(
     let places = Arc::new(Semaphore::new(limits.max_connections as usize));
     let per_peer = PerPeer::new(limits.max_connections_per_ip);
     let refusals = Arc::new(Semaphore::new(REFUSALS_AT_ONCE));
+    let peer_refusals = Arc::new(Semaphore::new(REFUSALS_AT_ONCE));
     let (mut warned, mut peer_warned, mut accept_warned): (
         Option<Instant>,
         Option<Instant>,
@@ -160,9 +163,10 @@ async fn accept_loop(
         let (place, peer_place) = match taken {
             Ok(t) => t,
             Err(past) => {
-                let (refused, last, max, setting, text) = match past {
+                let (refused, slots, last, max, setting, text) = match past {
                     Past::PerIp => (
                         &metrics.refused_per_ip,
+                        &peer_refusals,
                         &mut peer_warned,
                         limits.max_connections_per_ip,
                         "grpc.max_connections_per_ip",
@@ -170,6 +174,7 @@ async fn accept_loop(
                     ),
                     Past::Limit => (
                         &metrics.refused,
+                        &refusals,
                         &mut warned,
                         limits.max_connections,
                         "grpc.max_connections",
@@ -180,6 +185,7 @@ async fn accept_loop(
                 if last.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
                     tracing::warn!(
                         %peer,
+                        counted_as = %who,
                         max,
                         setting,
                         "gRPC: refusing connections: the setting's connections are open \
@@ -188,7 +194,7 @@ async fn accept_loop(
                     *last = Some(Instant::now());
                 }
                 let text = format!("{text}: {max} are open ({setting})");
-                refuse(sock, tls.is_none(), text, &refusals);
+                refuse(sock, tls.is_none(), text, slots);
                 continue;
             }
         };

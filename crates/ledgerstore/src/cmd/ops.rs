@@ -145,9 +145,9 @@ pub fn backup(a: BackupArgs) -> Result<()> {
     }
     let dest = std::path::absolute(&a.to)
         .with_context(|| format!("making --to {} absolute", a.to.display()))?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    // Multi-threaded: the connection's writes run on the runtime's threads,
+    // where SIGPIPE is blocked (crate::runtime_builder).
+    let rt = crate::runtime()?;
     let resp = rt.block_on(async {
         let ch = remote::channel(&RemoteArgs {
             endpoint,

@@ -27,9 +27,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
     );
     // Ranges the mark has closed get their segments first.
     store.wait_for_segments()?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let rt = crate::runtime()?;
     let work = cfg.db.path.join("publish");
     let events = if cfg.events.enabled && cfg.cold.publish_events {
         local_events(&cfg.db.path.join("events"))?

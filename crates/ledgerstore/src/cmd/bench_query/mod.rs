@@ -34,9 +34,8 @@ use report::{CpuClock, DiskClock, Report, Tally};
 const STREAM_LEDGERS: u32 = 16;
 
 pub fn run(a: BenchQueryArgs) -> Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    let rt = crate::runtime_builder()
         .worker_threads(a.client_threads as usize)
-        .enable_all()
         .build()?;
     let r = rt.block_on(load(&a))?;
     report::print(&r, a.json)

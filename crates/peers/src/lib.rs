@@ -1,16 +1,25 @@
-//! Connections counted per client address: `grpc.max_connections_per_ip`.
+//! Connections counted per client address, for the daemon's listeners:
+//! `grpc.max_connections_per_ip` and `jsonrpc.max_connections_per_ip`.
 //!
-//! `grpc.max_connections` bounds what all connections hold together; one
-//! client that opens every place keeps everyone else out. This bounds the
-//! places one address may hold, so that a lockout needs that many
-//! addresses. IPv4 addresses count one by one (an IPv4-mapped IPv6
-//! address as its IPv4 address); IPv6 addresses by their /64, the block
-//! one host or network usually gets, so that a client does not step around
-//! the limit with the next address of its own block.
+//! A listener's `max_connections` bounds what all its connections hold
+//! together; one client that opens every place keeps everyone else out.
+//! This bounds the places one address may hold, so that a lockout needs
+//! `max_connections` / `max_connections_per_ip` addresses.
+//!
+//! IPv4 addresses count one by one, and so do IPv4 clients seen through
+//! IPv6: an IPv4-mapped address (a dual-stack socket) and one in NAT64's
+//! well-known prefix `64:ff9b::/96` (RFC 6052) count as their IPv4
+//! address. Other IPv6 addresses count by their /64, the block one host
+//! or network usually gets, so that a client does not step around the
+//! limit with the next address of its own block; but loopback (`::1`) and
+//! link-local (`fe80::/10`) addresses, whose /64 unrelated hosts share,
+//! count one by one (without their interface: the same link-local
+//! address on two links counts once).
 //!
 //! Behind a proxy every connection comes from the proxy's address: set 0
 //! (off) there, or at least the connections the proxy opens, and limit
-//! clients in the proxy (docs/operations.md).
+//! clients in the proxy (docs/operations.md). No engine, no I/O: a map
+//! under a mutex, taken once per accepted connection.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -19,17 +28,33 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 /// Whose connections count together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Peer {
+pub enum Peer {
+    /// An IPv4 address (an IPv4-mapped or NAT64 IPv6 address too).
     V4(Ipv4Addr),
-    /// The first 64 bits of an IPv6 address.
+    /// An IPv6 loopback or link-local address, alone.
+    V6(Ipv6Addr),
+    /// The first 64 bits of any other IPv6 address.
     V6Net(u64),
 }
 
+/// NAT64's well-known prefix, `64:ff9b::/96` (RFC 6052): its top 96 bits.
+const NAT64_PREFIX: u128 = 0x0064_ff9b_0000_0000_0000_0000;
+
 impl Peer {
-    pub(crate) fn of(addr: IpAddr) -> Self {
+    /// Whose connections `addr`'s count with.
+    pub fn of(addr: IpAddr) -> Self {
         match addr.to_canonical() {
             IpAddr::V4(a) => Self::V4(a),
-            IpAddr::V6(a) => Self::V6Net((u128::from(a) >> 64) as u64),
+            IpAddr::V6(a) => {
+                let bits = u128::from(a);
+                if bits >> 32 == NAT64_PREFIX {
+                    Self::V4(Ipv4Addr::from(bits as u32))
+                } else if a.is_loopback() || a.is_unspecified() || a.is_unicast_link_local() {
+                    Self::V6(a)
+                } else {
+                    Self::V6Net((bits >> 64) as u64)
+                }
+            }
         }
     }
 }
@@ -38,6 +63,7 @@ impl fmt::Display for Peer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::V4(a) => write!(f, "{a}"),
+            Self::V6(a) => write!(f, "{a}"),
             Self::V6Net(n) => write!(f, "{}/64", Ipv6Addr::from(u128::from(*n) << 64)),
         }
     }
@@ -47,13 +73,14 @@ impl fmt::Display for Peer {
 /// counted). Holds an entry only for a peer with connections open, so at
 /// most `grpc.max_connections` entries.
 #[derive(Debug)]
-pub(crate) struct PerPeer {
+pub struct PerPeer {
     max: u32,
     open: Mutex<HashMap<Peer, u32>>,
 }
 
 impl PerPeer {
-    pub(crate) fn new(max: u32) -> Arc<Self> {
+    /// At most `max` connections a peer (0: not counted).
+    pub fn new(max: u32) -> Arc<Self> {
         Arc::new(Self {
             max,
             open: Mutex::new(HashMap::new()),
@@ -62,7 +89,7 @@ impl PerPeer {
 
     /// A place for one more connection of `peer`, or `None` when `max` of
     /// its connections are open.
-    pub(crate) fn take(self: &Arc<Self>, peer: Peer) -> Option<PeerPlace> {
+    pub fn take(self: &Arc<Self>, peer: Peer) -> Option<PeerPlace> {
         if self.max == 0 {
             return Some(PeerPlace { held: None });
         }
@@ -89,7 +116,7 @@ impl PerPeer {
 
 /// One connection's place under its peer's limit, given back on drop.
 #[derive(Debug)]
-pub(crate) struct PeerPlace {
+pub struct PeerPlace {
     held: Option<(Arc<PerPeer>, Peer)>,
 }
 
@@ -124,6 +151,14 @@ mod tests {
         assert_ne!(peer("2001:db8:1:2::1"), peer("2001:db8:1:3::1"));
         assert_eq!(peer("192.0.2.7").to_string(), "192.0.2.7");
         assert_eq!(peer("2001:db8:1:2:3::1").to_string(), "2001:db8:1:2::/64");
+        // IPv4 clients through NAT64 count as themselves.
+        assert_eq!(peer("64:ff9b::c000:207"), peer("192.0.2.7"));
+        assert_ne!(peer("64:ff9b::c000:207"), peer("64:ff9b::c000:208"));
+        // Loopback and link-local addresses share their /64 with others.
+        assert_eq!(peer("::1").to_string(), "::1");
+        assert_ne!(peer("::1"), peer("::2"));
+        assert_ne!(peer("fe80::1"), peer("fe80::2"));
+        assert_eq!(peer("fe80::1").to_string(), "fe80::1");
     }
 
     #[test]

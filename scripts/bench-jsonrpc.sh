@@ -23,7 +23,8 @@
 #   BJ_SECONDS=3 BJ_ROUNDS=1 BJ_LAYOUTS=indexed scripts/bench-jsonrpc.sh
 #
 # Env: BJ_SECONDS (10), BJ_CONCURRENCY (16: hey workers, each with its own
-# keep-alive HTTP/1.1 connection; ghz requests in flight), BJ_CONNECTIONS (4:
+# keep-alive HTTP/1.1 connection, all from 127.0.0.1, so the daemon runs
+# with jsonrpc.max_connections_per_ip off; ghz requests in flight), BJ_CONNECTIONS (4:
 # ghz's HTTP/2 connections), BJ_LAYOUTS (indexed,hybrid), BJ_ROUNDS (2),
 # BJ_OUT (./bench-jsonrpc-out), BJ_BIN (the daemon; default: a release build
 # of this checkout), BJ_EXTRA (more `serve` flags). Stores in BJ_OUT/<layout>
@@ -189,7 +190,9 @@ for layout in ${LAYOUTS//,/ }; do
   fi
 
   log="$OUT/daemon-$layout.log"
+  # Every client connection comes from 127.0.0.1: the per-address limit off.
   # shellcheck disable=SC2086
+  LEDGERSTORE_JSONRPC__MAX_CONNECTIONS_PER_IP=0 \
   "${ON_D[@]}" "$BIN" serve --data-dir "$data" --grpc.listen 127.0.0.1:0 --jsonrpc.listen 127.0.0.1:0 \
     --metrics.listen 127.0.0.1:0 ${BJ_EXTRA:-} > "$log" 2> "$OUT/daemon-$layout.err" &
   DAEMON=$!

@@ -35,10 +35,9 @@ use std::time::Duration;
 
 use jsonrpsee::server::middleware::rpc::RpcServiceBuilder;
 use jsonrpsee::server::{BatchRequestConfig, Server, ServerConfig, stop_channel};
-use ledgerstore_peers::{Peer, PerPeer};
+use ledgerstore_peers::{Past, Peer, Places, Warning};
 use ledgerstore_store::Reader;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
 
 mod batch;
 mod bounds;
@@ -237,8 +236,21 @@ pub async fn serve(
         .to_service_builder();
     let listener = TcpListener::bind(listen).await?;
     let addr = listener.local_addr()?;
-    let (max_connections, send_timeout) = (settings.max_connections, settings.send_timeout);
-    let max_per_ip = settings.max_connections_per_ip;
+    let send_timeout = settings.send_timeout;
+    // By `Past`: Limit, then PerIp.
+    let limits = [
+        (
+            metrics.refused("limit"),
+            settings.max_connections,
+            "jsonrpc.max_connections",
+        ),
+        (
+            metrics.refused("per_ip"),
+            settings.max_connections_per_ip,
+            "jsonrpc.max_connections_per_ip",
+        ),
+    ];
+    let places = Places::new(settings.max_connections, settings.max_connections_per_ip);
     let ctx = Ctx {
         access: Box::new(access),
         settings,
@@ -249,9 +261,8 @@ pub async fn serve(
     };
     let methods: jsonrpsee::server::Methods = methods::module(ctx).into();
     let (stop, handle) = stop_channel();
-    let connections = Arc::new(Semaphore::new(max_connections as usize));
-    let per_peer = PerPeer::new(max_per_ip);
     tokio::spawn(async move {
+        let mut warned = [Warning::default(), Warning::default()];
         let stopped = stop.clone().shutdown();
         tokio::pin!(stopped);
         loop {
@@ -268,26 +279,33 @@ pub async fn serve(
                     continue;
                 }
             };
-            // The address's place first: a connection refused there takes
-            // none of the others'.
             let who = Peer::of(peer.ip());
-            let Some(peer_place) = per_peer.take(who) else {
-                too_many(
-                    &sock,
-                    &format!(
-                        "too many connections from {who}: {max_per_ip} are open (jsonrpc.max_connections_per_ip)"
-                    ),
-                );
-                continue;
-            };
-            let Ok(permit) = connections.clone().try_acquire_owned() else {
-                too_many(
-                    &sock,
-                    &format!(
-                        "too many connections: {max_connections} are open (jsonrpc.max_connections)"
-                    ),
-                );
-                continue;
+            let held = match places.take(who) {
+                Ok(held) => held,
+                Err(past) => {
+                    let i = match past {
+                        Past::Limit => 0,
+                        Past::PerIp => 1,
+                    };
+                    let (refused, max, setting) = &limits[i];
+                    refused.inc();
+                    if warned[i].due() {
+                        tracing::warn!(
+                            %peer,
+                            counted_as = %who,
+                            max,
+                            setting,
+                            "Stellar RPC: refusing connections: the setting's connections are \
+                             open (counted in jsonrpc_connections_refused_total)"
+                        );
+                    }
+                    let text = match past {
+                        Past::PerIp => format!("too many connections from {who}"),
+                        Past::Limit => "too many connections".to_string(),
+                    };
+                    too_many(&sock, &format!("{text}: {max} are open ({setting})"));
+                    continue;
+                }
             };
             let _ = sock.set_nodelay(true);
             let clock = Arc::new(SendClock::new(send_timeout));
@@ -301,7 +319,7 @@ pub async fn serve(
                 if let Err(e) = serve_http1(io, service, send_timeout, stopped).await {
                     tracing::debug!(error = %e, "Stellar RPC connection closed");
                 }
-                drop((permit, peer_place));
+                drop(held);
             });
         }
     });

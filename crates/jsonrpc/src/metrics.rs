@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use prometheus::{
-    HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
 };
 
 use crate::error::RpcResult;
@@ -16,6 +16,7 @@ pub struct RpcMetrics {
     seconds: HistogramVec,
     heavy: IntGaugeVec,
     unsent: IntGauge,
+    refused: IntCounterVec,
 }
 
 impl RpcMetrics {
@@ -51,6 +52,16 @@ impl RpcMetrics {
             "Bytes of the jsonrpc.max_unsent_bytes budget taken: room reserved by the \
              ledger-reading calls being built, and answers not yet read by their clients.",
         )?;
+        let refused = IntCounterVec::new(
+            Opts::new(
+                "jsonrpc_connections_refused_total",
+                "Stellar RPC connections answered 503 and closed at accept, by reason: limit \
+                 (jsonrpc.max_connections were open) or per_ip (jsonrpc.max_connections_per_ip \
+                 of the client's address were open).",
+            ),
+            &["reason"],
+        )?;
+        r.register(Box::new(refused.clone()))?;
         r.register(Box::new(handled.clone()))?;
         r.register(Box::new(unsent.clone()))?;
         r.register(Box::new(seconds.clone()))?;
@@ -60,7 +71,14 @@ impl RpcMetrics {
             seconds,
             heavy,
             unsent,
+            refused,
         })
+    }
+
+    /// The counter of connections refused for `reason` (`limit`,
+    /// `per_ip`).
+    pub(crate) fn refused(&self, reason: &str) -> IntCounter {
+        self.refused.with_label_values(&[reason])
     }
 
     /// The gauge of heavy calls in `state` (`running`, `queued`).

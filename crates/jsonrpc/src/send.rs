@@ -22,9 +22,11 @@
 //!   being sent, or a request's headers arriving that slowly) is closed
 //!   the same way, and so is one whose request's body is not in whole
 //!   within as long from its headers ([`RecvBody`]).
-//! - **A connection limit**, `jsonrpc.max_connections`, counted on TCP
-//!   connections (see [`crate::serve`]): jsonrpsee's own permit is given
-//!   back when an answer is built, not when it is sent.
+//! - **Connection limits**, `jsonrpc.max_connections` and
+//!   `jsonrpc.max_connections_per_ip`, counted on TCP connections by the
+//!   accept loop (see [`crate::serve`], `ledgerstore_peers`): jsonrpsee's
+//!   own permit is given back when an answer is built, not when it is
+//!   sent.
 
 use std::io;
 use std::pin::Pin;

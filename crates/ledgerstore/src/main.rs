@@ -80,8 +80,8 @@ fn limit_malloc_arenas() {
 
 /// A CLI piped into `head` should end quietly when the pipe closes, as
 /// Unix tools do, instead of panicking in `println!`. (Rust ignores SIGPIPE
-/// by default; the daemon keeps that.) The runtime's threads, which do the
-/// network I/O, block it ([`runtime_builder`]).
+/// by default; the daemon keeps that.) The runtime's threads block it
+/// ([`runtime_builder`]).
 #[allow(unsafe_code)]
 fn restore_sigpipe() {
     // SAFETY: called once at startup, before any thread exists; it only
@@ -102,7 +102,13 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
 /// HTTP/2 writes with) sends SIGPIPE, which killed `bench-query` without a
 /// word when the daemon refused connections past its limits. A SIGPIPE a
 /// write raises goes to the thread that wrote, so blocking it there is
-/// enough.
+/// enough for what runs in spawned tasks: connections' I/O once set up
+/// (hyper's and h2's connection tasks, which the object-store clients use
+/// too) and `remote::channel`'s connect. A future given to `block_on` runs
+/// on the verb's own thread, so a connection it sets up itself (an
+/// object-store client's TLS handshake) writes there: a peer that reset it
+/// fails the next write with ECONNRESET, and only a write after that could
+/// raise SIGPIPE. New socket writes belong in a spawned task.
 pub(crate) fn runtime_builder() -> tokio::runtime::Builder {
     let mut b = tokio::runtime::Builder::new_multi_thread();
     b.enable_all().on_thread_start(block_sigpipe);

@@ -18,13 +18,20 @@
 //!
 //! Behind a proxy every connection comes from the proxy's address: set 0
 //! (off) there, or at least the connections the proxy opens, and limit
-//! clients in the proxy (docs/operations.md). No engine, no I/O: a map
-//! under a mutex, taken once per accepted connection.
+//! clients in the proxy (docs/operations.md).
+//!
+//! [`Places`] takes a new connection's two places, its peer's and one of
+//! the listener's `max_connections`, or says which limit it is past;
+//! [`Warning`] keeps a listener's warnings to one each 10 s. No I/O: a map
+//! under a mutex and a semaphore, taken once per accepted connection.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Whose connections count together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -71,7 +78,7 @@ impl fmt::Display for Peer {
 
 /// The open connections of each peer, at most `max` each (0: not
 /// counted). Holds an entry only for a peer with connections open, so at
-/// most `grpc.max_connections` entries.
+/// most its listener's `max_connections` entries.
 #[derive(Debug)]
 pub struct PerPeer {
     max: u32,
@@ -135,6 +142,75 @@ impl Drop for PeerPlace {
     }
 }
 
+/// Which limit a new connection is past.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Past {
+    /// `max_connections_per_ip` of its peer are open.
+    PerIp,
+    /// `max_connections` are open.
+    Limit,
+}
+
+/// A listener's two limits: `max_connections` in all and
+/// `max_connections_per_ip` of one peer.
+#[derive(Debug)]
+pub struct Places {
+    all: Arc<Semaphore>,
+    per_peer: Arc<PerPeer>,
+}
+
+/// A connection's places under both limits, given back on drop.
+#[derive(Debug)]
+pub struct Held {
+    _all: OwnedSemaphorePermit,
+    _peer: PeerPlace,
+}
+
+impl Places {
+    /// `max` connections in all, `max_per_ip` of one peer (0: not
+    /// counted).
+    pub fn new(max: u32, max_per_ip: u32) -> Self {
+        Self {
+            all: Arc::new(Semaphore::new(max as usize)),
+            per_peer: PerPeer::new(max_per_ip),
+        }
+    }
+
+    /// Both places for a connection of `peer`, or the limit it is past.
+    /// Its peer's place is taken first, so that a connection refused
+    /// there takes none of the others'.
+    pub fn take(&self, peer: Peer) -> Result<Held, Past> {
+        let mine = self.per_peer.take(peer).ok_or(Past::PerIp)?;
+        let all = self
+            .all
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| Past::Limit)?;
+        Ok(Held {
+            _all: all,
+            _peer: mine,
+        })
+    }
+}
+
+/// A warning logged at most once each 10 s.
+#[derive(Debug, Default)]
+pub struct Warning(Option<Instant>);
+
+impl Warning {
+    /// Whether to log now (and if so, not again for 10 s).
+    pub fn due(&mut self) -> bool {
+        if self
+            .0
+            .is_some_and(|t| t.elapsed() < Duration::from_secs(10))
+        {
+            return false;
+        }
+        self.0 = Some(Instant::now());
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +250,30 @@ mod tests {
         assert!(per.take(a).is_none());
         drop((a2, a3, b1));
         assert_eq!(per.peers(), 0, "no entry outlives its connections");
+    }
+
+    #[test]
+    fn places_take_the_peers_first_and_give_both_back() {
+        let places = Places::new(2, 1);
+        let (a, b, c) = (peer("192.0.2.1"), peer("192.0.2.2"), peer("192.0.2.3"));
+        let a1 = places.take(a).expect("first");
+        assert_eq!(places.take(a).err(), Some(Past::PerIp));
+        let b1 = places.take(b).expect("another peer");
+        assert_eq!(places.take(c).err(), Some(Past::Limit));
+        // Refused at the limit, `c` holds no place of its own.
+        assert_eq!(places.per_peer.peers(), 2);
+        drop(a1);
+        let c1 = places.take(c).expect("a place given back");
+        drop((b1, c1));
+        assert_eq!(places.per_peer.peers(), 0);
+        assert_eq!(places.all.available_permits(), 2);
+    }
+
+    #[test]
+    fn a_warning_waits_10_s() {
+        let mut w = Warning::default();
+        assert!(w.due());
+        assert!(!w.due());
     }
 
     #[test]

@@ -41,11 +41,11 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use ledgerstore_peers::{Peer, PeerPlace, PerPeer};
+use ledgerstore_peers::{Held, Past, Peer, Places, Warning};
 use prometheus::{IntCounter, IntGauge};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Semaphore, mpsc};
 use tokio::time::{Instant, Sleep};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
@@ -120,15 +120,11 @@ async fn accept_loop(
     metrics: ConnMetrics,
     tx: mpsc::Sender<io::Result<Conn>>,
 ) {
-    let places = Arc::new(Semaphore::new(limits.max_connections as usize));
-    let per_peer = PerPeer::new(limits.max_connections_per_ip);
+    let places = Places::new(limits.max_connections, limits.max_connections_per_ip);
     let refusals = Arc::new(Semaphore::new(REFUSALS_AT_ONCE));
     let peer_refusals = Arc::new(Semaphore::new(REFUSALS_AT_ONCE));
-    let (mut warned, mut peer_warned, mut accept_warned): (
-        Option<Instant>,
-        Option<Instant>,
-        Option<Instant>,
-    ) = (None, None, None);
+    let (mut warned, mut peer_warned, mut accept_warned) =
+        (Warning::default(), Warning::default(), Warning::default());
     loop {
         let accepted = tokio::select! {
             r = listener.accept() => r,
@@ -139,9 +135,8 @@ async fn accept_loop(
             Err(e) => {
                 // Out of descriptors, mostly: wait, do not spin, and say
                 // so once in 10 s.
-                if accept_warned.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
+                if accept_warned.due() {
                     tracing::warn!(error = %e, "gRPC: accept failed");
-                    accept_warned = Some(Instant::now());
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
@@ -150,18 +145,9 @@ async fn accept_loop(
         // TCP_NODELAY: a small response must not wait for the client's
         // delayed ACK (it cost 40 ms per unary call under load before this).
         let _ = sock.set_nodelay(true);
-        // The address's place first: a connection refused there takes
-        // none of the others'.
         let who = Peer::of(peer.ip());
-        let taken = match per_peer.take(who) {
-            None => Err(Past::PerIp),
-            Some(mine) => match places.clone().try_acquire_owned() {
-                Ok(place) => Ok((place, mine)),
-                Err(_) => Err(Past::Limit),
-            },
-        };
-        let (place, peer_place) = match taken {
-            Ok(t) => t,
+        let held = match places.take(who) {
+            Ok(held) => held,
             Err(past) => {
                 let (refused, slots, last, max, setting, text) = match past {
                     Past::PerIp => (
@@ -182,23 +168,23 @@ async fn accept_loop(
                     ),
                 };
                 refused.inc();
-                if last.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
+                if last.due() {
                     tracing::warn!(
                         %peer,
                         counted_as = %who,
                         max,
                         setting,
                         "gRPC: refusing connections: the setting's connections are open \
-                         (counted in ledgerstore_grpc_connections_refused_total)"
+                         (counted in ledgerstore_grpc_connections_refused_total, reason \
+                         limit or per_ip)"
                     );
-                    *last = Some(Instant::now());
                 }
                 let text = format!("{text}: {max} are open ({setting})");
                 refuse(sock, tls.is_none(), text, slots);
                 continue;
             }
         };
-        let place = Place::take(place, peer_place, metrics.open.clone());
+        let place = Place::take(held, metrics.open.clone());
         let deadline = Instant::now() + limits.handshake_timeout;
         let (tls, tx, metrics) = (tls.clone(), tx.clone(), metrics.clone());
         let send_timeout = limits.send_timeout;
@@ -248,14 +234,6 @@ async fn accept_loop(
     }
 }
 
-/// Which limit a connection was past.
-enum Past {
-    /// `grpc.max_connections_per_ip`.
-    PerIp,
-    /// `grpc.max_connections`.
-    Limit,
-}
-
 /// Closes a connection past the limit. Without TLS it first gets the
 /// HTTP/2 server preface and a GOAWAY saying why, then its own bytes are
 /// read and dropped for up to [`REFUSAL_LINGER`] (closing a socket with
@@ -302,19 +280,14 @@ pub(crate) fn goaway(text: &str) -> Vec<u8> {
 /// A place under `grpc.max_connections` and its address's under
 /// `grpc.max_connections_per_ip`, counted in the open gauge.
 struct Place {
-    _permit: OwnedSemaphorePermit,
-    _peer: PeerPlace,
+    _held: Held,
     open: IntGauge,
 }
 
 impl Place {
-    fn take(permit: OwnedSemaphorePermit, peer: PeerPlace, open: IntGauge) -> Self {
+    fn take(held: Held, open: IntGauge) -> Self {
         open.inc();
-        Self {
-            _permit: permit,
-            _peer: peer,
-            open,
-        }
+        Self { _held: held, open }
     }
 }
 

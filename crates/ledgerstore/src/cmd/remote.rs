@@ -17,8 +17,12 @@ pub async fn channel(r: &RemoteArgs) -> Result<Channel> {
             std::fs::read(ca).with_context(|| format!("reading --ca-cert {}", ca.display()))?;
         ep = ep.tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem)))?;
     }
-    ep.connect()
+    // On the runtime's threads, where SIGPIPE is blocked: the connect
+    // writes the HTTP/2 preface (and a TLS handshake), and a CLI verb's
+    // own thread keeps SIGPIPE's default (crate::runtime_builder).
+    tokio::spawn(async move { ep.connect().await })
         .await
+        .context("the connecting task failed")?
         .with_context(|| format!("connecting to {}", r.endpoint))
 }
 

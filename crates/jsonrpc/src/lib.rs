@@ -35,9 +35,9 @@ use std::time::Duration;
 
 use jsonrpsee::server::middleware::rpc::RpcServiceBuilder;
 use jsonrpsee::server::{BatchRequestConfig, Server, ServerConfig, stop_channel};
-use ledgerstore_peers::{Past, Peer, Places, Warning};
+use ledgerstore_peers::{Past, Peer, Places, Refusals, Warning};
 use ledgerstore_store::Reader;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
 mod batch;
 mod bounds;
@@ -263,6 +263,8 @@ pub async fn serve(
     let (stop, handle) = stop_channel();
     tokio::spawn(async move {
         let mut warned = [Warning::default(), Warning::default()];
+        let mut accept_warned = Warning::default();
+        let refusals = Refusals::default();
         let stopped = stop.clone().shutdown();
         tokio::pin!(stopped);
         loop {
@@ -273,8 +275,11 @@ pub async fn serve(
             let (sock, peer) = match sock {
                 Ok(accepted) => accepted,
                 Err(e) => {
-                    // Out of descriptors, mostly: wait, do not spin.
-                    tracing::warn!(error = %e, "Stellar RPC: accept failed");
+                    // Out of descriptors, mostly: wait, do not spin, and
+                    // say so once in 10 s.
+                    if accept_warned.due() {
+                        tracing::warn!(error = %e, "Stellar RPC: accept failed");
+                    }
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }
@@ -303,7 +308,8 @@ pub async fn serve(
                         Past::PerIp => format!("too many connections from {who}"),
                         Past::Limit => "too many connections".to_string(),
                     };
-                    too_many(&sock, &format!("{text}: {max} are open ({setting})"));
+                    let answer = too_many(&format!("{text}: {max} are open ({setting})"));
+                    refusals.refuse(past, sock, answer);
                     continue;
                 }
             };
@@ -372,14 +378,13 @@ where
 }
 
 /// The answer to a connection past `jsonrpc.max_connections` or
-/// `jsonrpc.max_connections_per_ip` (`why`): written if the socket takes it
-/// at once, then the connection is closed.
-fn too_many(sock: &TcpStream, why: &str) {
+/// `jsonrpc.max_connections_per_ip` (`why`): HTTP 503 and a close.
+fn too_many(why: &str) -> Vec<u8> {
     let text = format!("{why}\n");
-    let answer = format!(
+    format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\n\
          content-length: {}\r\nconnection: close\r\n\r\n{text}",
         text.len()
-    );
-    let _ = sock.try_write(answer.as_bytes());
+    )
+    .into_bytes()
 }

@@ -21,9 +21,10 @@
 //! clients in the proxy (docs/operations.md).
 //!
 //! [`Places`] takes a new connection's two places, its peer's and one of
-//! the listener's `max_connections`, or says which limit it is past;
-//! [`Warning`] keeps a listener's warnings to one each 10 s. No I/O: a map
-//! under a mutex and a semaphore, taken once per accepted connection.
+//! the listener's `max_connections`, or says which limit it is past (a map
+//! under a mutex and a semaphore, taken once per accepted connection);
+//! [`Refusals`] tells a refused connection why and closes it;
+//! [`Warning`] keeps a listener's warnings to one each 10 s.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -31,6 +32,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Whose connections count together.
@@ -190,6 +193,59 @@ impl Places {
             _all: all,
             _peer: mine,
         })
+    }
+}
+
+/// Refused connections being told why and drained at once, for each limit
+/// (so that one address past its own cannot take the turns of refusals
+/// at `max_connections`).
+const REFUSALS_AT_ONCE: usize = 64;
+
+/// How long a refused connection is given to read its answer.
+const REFUSAL_LINGER: Duration = Duration::from_secs(1);
+
+/// Connections being refused: each told why, then closed.
+#[derive(Debug)]
+pub struct Refusals {
+    /// By [`Past`]: PerIp, then Limit.
+    slots: [Arc<Semaphore>; 2],
+}
+
+impl Default for Refusals {
+    fn default() -> Self {
+        Self {
+            slots: [(); 2].map(|()| Arc::new(Semaphore::new(REFUSALS_AT_ONCE))),
+        }
+    }
+}
+
+impl Refusals {
+    /// Writes `answer` to `sock`, refused past `past`, then half-closes it
+    /// and reads and drops what the client sends, for up to 1 s: closing a
+    /// socket with unread bytes resets it, and the reset can reach the
+    /// client before the answer does. With 64 such refusals of `past`
+    /// already lingering, the answer is written only if the socket takes
+    /// it at once, and the socket is closed.
+    pub fn refuse(&self, past: Past, mut sock: TcpStream, answer: Vec<u8>) {
+        let i = match past {
+            Past::PerIp => 0,
+            Past::Limit => 1,
+        };
+        let Ok(slot) = self.slots[i].clone().try_acquire_owned() else {
+            let _ = sock.try_write(&answer);
+            return;
+        };
+        tokio::spawn(async move {
+            let linger = async {
+                sock.write_all(&answer).await?;
+                sock.shutdown().await?;
+                let mut buf = [0u8; 4096];
+                while sock.read(&mut buf).await? > 0 {}
+                std::io::Result::Ok(())
+            };
+            let _ = tokio::time::timeout(REFUSAL_LINGER, linger).await;
+            drop(slot);
+        });
     }
 }
 

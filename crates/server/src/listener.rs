@@ -41,11 +41,11 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use ledgerstore_peers::{Held, Past, Peer, Places, Warning};
+use ledgerstore_peers::{Held, Past, Peer, Places, Refusals, Warning};
 use prometheus::{IntCounter, IntGauge};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::mpsc;
 use tokio::time::{Instant, Sleep};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
@@ -57,14 +57,6 @@ use crate::answers::ConnClock;
 /// The HTTP/2 client connection preface (RFC 9113 §3.4): a connection has
 /// shaken hands once it has sent this many bytes.
 const PREFACE_BYTES: usize = 24;
-
-/// Refused connections being told why and drained at once, for each limit
-/// (one client address past its own cannot take the others' turns); past
-/// this, one is closed without a word.
-const REFUSALS_AT_ONCE: usize = 64;
-
-/// How long a refused connection is given to read its GOAWAY.
-const REFUSAL_LINGER: Duration = Duration::from_secs(1);
 
 /// What the listener allows.
 #[derive(Debug, Clone, Copy)]
@@ -121,8 +113,7 @@ async fn accept_loop(
     tx: mpsc::Sender<io::Result<Conn>>,
 ) {
     let places = Places::new(limits.max_connections, limits.max_connections_per_ip);
-    let refusals = Arc::new(Semaphore::new(REFUSALS_AT_ONCE));
-    let peer_refusals = Arc::new(Semaphore::new(REFUSALS_AT_ONCE));
+    let refusals = Refusals::default();
     let (mut warned, mut peer_warned, mut accept_warned) =
         (Warning::default(), Warning::default(), Warning::default());
     loop {
@@ -149,10 +140,9 @@ async fn accept_loop(
         let held = match places.take(who) {
             Ok(held) => held,
             Err(past) => {
-                let (refused, slots, last, max, setting, text) = match past {
+                let (refused, last, max, setting, text) = match past {
                     Past::PerIp => (
                         &metrics.refused_per_ip,
-                        &peer_refusals,
                         &mut peer_warned,
                         limits.max_connections_per_ip,
                         "grpc.max_connections_per_ip",
@@ -160,7 +150,6 @@ async fn accept_loop(
                     ),
                     Past::Limit => (
                         &metrics.refused,
-                        &refusals,
                         &mut warned,
                         limits.max_connections,
                         "grpc.max_connections",
@@ -179,8 +168,14 @@ async fn accept_loop(
                          limit or per_ip)"
                     );
                 }
-                let text = format!("{text}: {max} are open ({setting})");
-                refuse(sock, tls.is_none(), text, slots);
+                // With TLS nothing can be said before a handshake, which a
+                // refused connection is not given.
+                let answer = if tls.is_none() {
+                    goaway(&format!("{text}: {max} are open ({setting})"))
+                } else {
+                    Vec::new()
+                };
+                refusals.refuse(past, sock, answer);
                 continue;
             }
         };
@@ -234,30 +229,6 @@ async fn accept_loop(
     }
 }
 
-/// Closes a connection past the limit. Without TLS it first gets the
-/// HTTP/2 server preface and a GOAWAY saying why, then its own bytes are
-/// read and dropped for up to [`REFUSAL_LINGER`] (closing a socket with
-/// unread bytes resets it, and the reset can reach the client before the
-/// GOAWAY does).
-fn refuse(mut sock: TcpStream, plaintext: bool, why: String, slots: &Arc<Semaphore>) {
-    let Ok(slot) = slots.clone().try_acquire_owned() else {
-        return;
-    };
-    tokio::spawn(async move {
-        let linger = async {
-            if plaintext {
-                sock.write_all(&goaway(&why)).await?;
-            }
-            sock.shutdown().await?;
-            let mut buf = [0u8; 4096];
-            while sock.read(&mut buf).await? > 0 {}
-            io::Result::Ok(())
-        };
-        let _ = tokio::time::timeout(REFUSAL_LINGER, linger).await;
-        drop(slot);
-    });
-}
-
 /// An empty SETTINGS frame (the server preface) and a GOAWAY
 /// (ENHANCE_YOUR_CALM, last stream 0) whose debug data is `text`.
 pub(crate) fn goaway(text: &str) -> Vec<u8> {
@@ -280,19 +251,25 @@ pub(crate) fn goaway(text: &str) -> Vec<u8> {
 /// A place under `grpc.max_connections` and its address's under
 /// `grpc.max_connections_per_ip`, counted in the open gauge.
 struct Place {
-    _held: Held,
+    held: Option<Held>,
     open: IntGauge,
 }
 
 impl Place {
     fn take(held: Held, open: IntGauge) -> Self {
         open.inc();
-        Self { _held: held, open }
+        Self {
+            held: Some(held),
+            open,
+        }
     }
 }
 
 impl Drop for Place {
+    /// The places first: once the gauge says a connection closed, its
+    /// places can be taken.
     fn drop(&mut self) {
+        drop(self.held.take());
         self.open.dec();
     }
 }

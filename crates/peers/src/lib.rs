@@ -207,7 +207,7 @@ const REFUSAL_LINGER: Duration = Duration::from_secs(1);
 /// Connections being refused: each told why, then closed.
 #[derive(Debug)]
 pub struct Refusals {
-    /// By [`Past`]: PerIp, then Limit.
+    /// By [`Past`]: Limit, then PerIp.
     slots: [Arc<Semaphore>; 2],
 }
 
@@ -225,11 +225,17 @@ impl Refusals {
     /// socket with unread bytes resets it, and the reset can reach the
     /// client before the answer does. With 64 such refusals of `past`
     /// already lingering, the answer is written only if the socket takes
-    /// it at once, and the socket is closed.
+    /// it at once, and the socket is closed at once (a reset can then
+    /// overtake it). So refusals hold at most 128 descriptors, each for at
+    /// most 1 s.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime (it spawns the linger).
     pub fn refuse(&self, past: Past, mut sock: TcpStream, answer: Vec<u8>) {
         let i = match past {
-            Past::PerIp => 0,
-            Past::Limit => 1,
+            Past::Limit => 0,
+            Past::PerIp => 1,
         };
         let Ok(slot) = self.slots[i].clone().try_acquire_owned() else {
             let _ = sock.try_write(&answer);
@@ -323,6 +329,30 @@ mod tests {
         drop((b1, c1));
         assert_eq!(places.per_peer.peers(), 0);
         assert_eq!(places.all.available_permits(), 2);
+    }
+
+    /// A refused client reads its whole answer and then the end of the
+    /// stream, even with its own request unread by the server.
+    #[tokio::test]
+    async fn a_refusal_is_told_why_then_closed() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let client = tokio::spawn(async move {
+            let mut c = TcpStream::connect(addr).await.expect("connect");
+            c.write_all(&[7u8; 10_000]).await.expect("request");
+            let mut got = Vec::new();
+            c.read_to_end(&mut got).await.expect("read");
+            got
+        });
+        let (sock, _) = listener.accept().await.expect("accept");
+        Refusals::default().refuse(Past::PerIp, sock, b"too many".to_vec());
+        let got = tokio::time::timeout(Duration::from_secs(10), client)
+            .await
+            .expect("closed within the linger")
+            .expect("client");
+        assert_eq!(got, b"too many");
     }
 
     #[test]

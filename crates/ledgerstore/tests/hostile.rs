@@ -367,34 +367,6 @@ async fn wait_open(d: &Daemon, n: f64) {
     );
 }
 
-/// Reads a raw socket until the daemon closes it (EOF or reset); fails if
-/// it is still open after 20 s. Returns what it sent.
-fn until_closed(s: &mut std::net::TcpStream) -> Vec<u8> {
-    use std::io::Read;
-    s.set_read_timeout(Some(Duration::from_secs(20)))
-        .expect("timeout");
-    let (mut got, mut buf) = (Vec::new(), [0u8; 4096]);
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => return got,
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted
-                ) =>
-            {
-                return got;
-            }
-            Err(e) => panic!(
-                "the daemon kept a connection open ({e}) after sending {}",
-                String::from_utf8_lossy(&got)
-            ),
-        }
-        assert!(got.len() < 1 << 20, "bytes without end");
-    }
-}
-
 /// What a refused plaintext connection is sent: an empty SETTINGS frame
 /// (the server preface) and a GOAWAY (last stream 0, ENHANCE_YOUR_CALM)
 /// whose debug data is `text`.

@@ -789,36 +789,6 @@ fn answers_clients_do_not_read_are_bounded() {
     assert_eq!(page["ledgers"][0]["sequence"], FIRST, "a fresh getLedgers");
 }
 
-/// What a connection gets until the daemon closes it; a read that waits
-/// 20 s fails the test.
-fn until_closed(s: &mut std::net::TcpStream) -> String {
-    use std::io::Read;
-    s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
-        .expect("timeout");
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted
-                ) =>
-            {
-                break;
-            }
-            Err(e) => panic!(
-                "the daemon kept a slow request's connection open ({e}) after {:?}",
-                String::from_utf8_lossy(&got)
-            ),
-        }
-        assert!(got.len() < 1 << 20, "an answer without end");
-    }
-    String::from_utf8_lossy(&got).into_owned()
-}
-
 /// Issue 30: a client that sends its request slowly does not keep its
 /// connection. With `jsonrpc.send_timeout_ms` = 1.5 s and
 /// `jsonrpc.max_connections` = 3, three clients take every place: one
@@ -887,7 +857,7 @@ fn requests_sent_slowly_are_closed() {
         ("part of the headers", &mut part_head),
         ("a trickled body", &mut trickle),
     ] {
-        let got = until_closed(s);
+        let got = String::from_utf8_lossy(&common::until_closed(s)).into_owned();
         let timed_out = got.starts_with("HTTP/1.1 408 ")
             && got.contains("not sent whole within 1500 ms (jsonrpc.send_timeout_ms)");
         // A body cut short is told why (the client sends nothing more, so

@@ -10,7 +10,7 @@ use ledgerstore_db_api::{
 };
 pub use ledgerstore_engine_mdbx::{MdbxOptions, MdbxStore, MdbxSync};
 pub use ledgerstore_engine_rocks::{
-    BlockCompression, BulkBlocks, RocksOptions, RocksProfile, RocksStore,
+    BlockCompression, BulkBlocks, RocksOptions, RocksProfile, RocksStore, SEQ_SHARD_SHIFT,
 };
 
 /// Engine options for every table. The default uses 4 KiB MDBX pages for
@@ -69,6 +69,7 @@ impl Backends {
             bulk_block_bytes,
             bulk_level,
             bulk_min_bytes,
+            sharded,
         } = compression
         {
             RocksOptions {
@@ -77,6 +78,10 @@ impl Backends {
                     level: bulk_level,
                     min_bytes: bulk_min_bytes,
                 }),
+                // Keyed by ledger sequence first: a column family of
+                // 2^18 ledgers, so a backfill's commit does not slow with
+                // history's bulk files.
+                shard_shift: sharded.then_some(SEQ_SHARD_SHIFT),
                 ..RocksOptions::tuned_blocks(
                     block_bytes,
                     BlockCompression {

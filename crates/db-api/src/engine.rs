@@ -224,6 +224,12 @@ pub enum ValueCompression {
         /// chunk). A table whose batches are small but still history
         /// (ledger records: ~15 MB a backfill batch) sets it lower.
         bulk_min_bytes: Option<usize>,
+        /// Keys begin with a ledger sequence, and the table keeps ranges of
+        /// them apart where the engine can (RocksDB: a column family a
+        /// range), so a commit's cost does not grow with history. Fixed
+        /// when the table is made: a dir records it (its format), and an
+        /// engine refuses a table whose layout differs.
+        sharded: bool,
     },
 }
 

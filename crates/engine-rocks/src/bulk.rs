@@ -37,8 +37,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use ledgerstore_db_api::DbResult;
-use rocksdb::{DB, IngestExternalFileOptions, Options, SstFileWriter};
+use rocksdb::{IngestExternalFileOptions, Options, SstFileWriter};
 
+use crate::shards::{Cf, Db};
 use crate::{err, err_detail};
 
 /// Suffix of a bulk file not yet ingested.
@@ -154,9 +155,9 @@ impl BulkFiles {
         Ok(())
     }
 
-    /// Moves every finished file into `db` in one ingestion; they are
-    /// durable and visible when this returns. Returns their bytes.
-    pub(crate) fn ingest(&mut self, db: &DB) -> DbResult<u64> {
+    /// Moves every finished file into `cf` of `db` in one ingestion; they
+    /// are durable and visible when this returns. Returns their bytes.
+    pub(crate) fn ingest(&mut self, db: &Db, cf: &Cf<'_>) -> DbResult<u64> {
         if self.finished.is_empty() {
             return Ok(0);
         }
@@ -169,7 +170,7 @@ impl BulkFiles {
         // failed ingestion changes nothing, so the second try starts
         // clean.
         o.set_move_files(true);
-        let moved = db.ingest_external_file_opts(&o, self.finished.clone());
+        let moved = db.ingest_external_file_cf_opts(cf, &o, self.finished.clone());
         // RocksDB's message for a refused link (env/fs_posix.cc); any
         // other failure is returned as it is.
         if let Err(linked) = moved.as_ref().map_err(|e| e.to_string())
@@ -181,7 +182,7 @@ impl BulkFiles {
                 "moving bulk SST files into RocksDB failed; copying them"
             );
             o.set_move_files(false);
-            db.ingest_external_file_opts(&o, self.finished.clone())
+            db.ingest_external_file_cf_opts(cf, &o, self.finished.clone())
                 .map_err(|e| err(&self.table, e))?;
             for path in &self.finished {
                 let _ = std::fs::remove_file(path);

@@ -22,11 +22,21 @@ use ledgerstore_db_api::{
 use rocksdb::checkpoint::Checkpoint;
 use rocksdb::statistics::{StatsLevel, Ticker};
 use rocksdb::{
-    BlockBasedOptions, Cache, CompactOptions, DB, DBCompressionType, FlushOptions, LruCacheOptions,
-    Options, WaitForCompactOptions, WriteBatch, WriteOptions,
+    BlockBasedOptions, Cache, ColumnFamilyDescriptor, CompactOptions, DBCompressionType,
+    FlushOptions, LruCacheOptions, Options, WaitForCompactOptions, WriteBatch, WriteOptions,
 };
 
+use crate::shards::{Cf, Db, Shards};
+
 mod bulk;
+mod shards;
+
+pub use shards::MAX_SHIFT;
+
+/// The shift of tables keyed by ledger sequence first (`tx_bodies`
+/// positions, `ledgers`): 2^18 = 262,144 ledgers a column family, ~15 days
+/// of pubnet ([`RocksOptions::shard_shift`]).
+pub const SEQ_SHARD_SHIFT: u32 = 18;
 
 /// Which RocksDB setup a table uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +81,14 @@ pub struct RocksOptions {
     /// With block compression: the block size and zstd level of the SST
     /// files a bulk write makes ([`BulkBlocks`]; None: the table's own).
     pub bulk_blocks: Option<BulkBlocks>,
+    /// A table made with this keeps each range of keys in a column family
+    /// of its own: a key's first 4 bytes, big-endian, shifted right by it
+    /// (`shards.rs`), so a commit's cost is bounded by a shard's files,
+    /// not history's. Recorded in the table when it is made (None: one
+    /// column family). An existing table of the other layout is refused
+    /// (an empty one in `default` alone is made sharded); a sharded one
+    /// keeps the shift it recorded.
+    pub shard_shift: Option<u32>,
 }
 
 /// The blocks of SST files written whole from sorted pairs (`bulk.rs`: a
@@ -181,6 +199,7 @@ impl RocksOptions {
             partitioned_index: false,
             block_compression: None,
             bulk_blocks: None,
+            shard_shift: None,
         }
     }
 
@@ -204,6 +223,7 @@ impl RocksOptions {
             partitioned_index: false,
             block_compression: None,
             bulk_blocks: None,
+            shard_shift: None,
         }
     }
 
@@ -338,6 +358,22 @@ impl RocksOptions {
                     ))?;
                 }
             }
+            if self.shard_shift.is_some() {
+                // Column families share one WAL, and a WAL file goes only
+                // once every column family with data in it has flushed:
+                // the shard a live tail left keeps what it holds in its
+                // memtable, and RocksDB's default cap on the WAL grows
+                // with the column families. Past this, it flushes the
+                // column families holding the oldest WAL data.
+                o.set_max_total_wal_size(256 << 20);
+                // A shard the eviction emptied gets no other write: its
+                // deletes, once flushed (the cap above), would wait in L0
+                // for files that never come, and the files they cover
+                // would stay on disk. A file of deletes is marked for
+                // compaction instead, and goes down to the files it
+                // covers.
+                o.add_compact_on_deletion_collector_factory(128, 64, 0.5);
+            }
             let mut t = BlockBasedOptions::default();
             if let Some(bits) = self.bloom_bits_per_key {
                 t.set_bloom_filter(bits, false);
@@ -378,11 +414,13 @@ pub struct RocksStore {
     opts: RocksOptions,
     /// The options the DB was opened with; they own its statistics.
     rocks_opts: Options,
+    /// Column families by key range, or None: every key in `default`.
+    shards: Option<Shards>,
     /// The options bulk writes make SST files with, where
     /// [`RocksOptions::bulk_blocks`] differs from the table's blocks.
     bulk_opts: Option<Options>,
     access: Access,
-    db: DB,
+    db: Db,
     /// Bytes of SST files written by bulk writes and ingested since open
     /// (RocksDB's statistics count flushes, compactions and the WAL only).
     ingested_bytes: AtomicU64,
@@ -440,14 +478,85 @@ impl RocksStore {
     /// flushed, compacted or created).
     pub fn open(dir: &Path, table: &str, opts: &RocksOptions, access: Access) -> DbResult<Self> {
         let mut rocks_opts = opts.to_rocks().map_err(|e| err(table, e))?;
+        if access == Access::ReadOnly {
+            rocks_opts.create_if_missing(false);
+        }
+        // An existing table's column families say how it was made; a new
+        // one is made as `opts` asks.
+        let exists = dir.join("CURRENT").exists();
+        let names = if exists {
+            Db::list_cf(&rocks_opts, dir).map_err(|e| err(table, e))?
+        } else {
+            let mut n = vec![shards::DEFAULT.to_string()];
+            n.extend(opts.shard_shift.map(shards::marker_name));
+            n
+        };
+        let layout = if exists {
+            shards::layout_of(&names)
+                .map_err(|detail| err_detail(table, format!("{}: {detail}", dir.display())))?
+        } else {
+            opts.shard_shift.map(|s| Shards::new(s, Default::default()))
+        };
+        if let Some(s) = opts.shard_shift
+            && s > MAX_SHIFT
+        {
+            return Err(err_detail(
+                table,
+                format!("shard shift {s}: expected 0 to {MAX_SHIFT}"),
+            ));
+        }
+        let cfs = names
+            .iter()
+            .map(|n| ColumnFamilyDescriptor::new(n, rocks_opts.clone()));
         let db = match access {
-            Access::ReadWrite => DB::open(&rocks_opts, dir),
-            Access::ReadOnly => {
-                rocks_opts.create_if_missing(false);
-                DB::open_for_read_only(&rocks_opts, dir, false)
+            Access::ReadWrite => {
+                let mut o = rocks_opts.clone();
+                o.create_missing_column_families(true);
+                Db::open_cf_descriptors(&o, dir, cfs)
             }
+            Access::ReadOnly => Db::open_cf_descriptors_read_only(&rocks_opts, dir, cfs, false),
         }
         .map_err(|e| err(table, e))?;
+        // The table's layout must be the one its dir records (`shard_shift`
+        // follows the dir's format): an earlier build reads a sharded
+        // table's `default` alone, so a dir of a format it reads must not
+        // hold one.
+        let layout = match (layout, opts.shard_shift) {
+            (Some(_), None) => {
+                return Err(err_detail(
+                    table,
+                    format!(
+                        "{}: the table keeps its keys in column families by range \
+                         (shards), but its data dir's format does not record shards",
+                        dir.display()
+                    ),
+                ));
+            }
+            (None, Some(shift)) => {
+                // A creation killed between the DB and its marker: empty,
+                // so it is made sharded now. Data in `default` is refused.
+                let mut it = db.raw_iterator();
+                it.seek_to_first();
+                it.status().map_err(|e| err(table, e))?;
+                if it.valid() {
+                    return Err(err_detail(
+                        table,
+                        format!(
+                            "{}: the table holds its keys in one column family, but its data \
+                             dir's format records sharded tables",
+                            dir.display()
+                        ),
+                    ));
+                }
+                drop(it);
+                if access == Access::ReadWrite {
+                    db.create_cf(shards::marker_name(shift), &rocks_opts)
+                        .map_err(|e| err(table, e))?;
+                }
+                Some(Shards::new(shift, Default::default()))
+            }
+            (layout, _) => layout,
+        };
         if access == Access::ReadWrite {
             // After the open, which holds the DB's lock.
             bulk::remove_leftovers(dir).map_err(|e| DbError::Engine {
@@ -465,6 +574,7 @@ impl RocksStore {
             path: dir.to_path_buf(),
             opts: opts.clone(),
             rocks_opts,
+            shards: layout,
             bulk_opts,
             access,
             db,
@@ -491,7 +601,8 @@ impl RocksStore {
     /// or batches on either side of the bulk threshold) would flush as one
     /// file spanning the bulk files, and compacting that file into their
     /// level rewrites them in the table's blocks.
-    fn flush_memtable_before_bulk(&self) -> DbResult<()> {
+    /// (Per column family: the files go into `cf`'s.)
+    fn flush_memtable_before_bulk(&self, cf: &Cf<'_>) -> DbResult<()> {
         if self.bulk_opts.is_none() {
             return Ok(());
         }
@@ -500,29 +611,54 @@ impl RocksStore {
             "rocksdb.num-entries-imm-mem-tables",
         ]
         .iter()
-        .map(|p| self.int_property(p).unwrap_or(1))
+        .map(|p| self.cf_property(cf, p).unwrap_or(1))
         .sum::<u64>();
         if held > 0 {
             let mut f = FlushOptions::default();
             f.set_wait(true);
-            self.db.flush_opt(&f).map_err(|e| self.e(e))?;
+            self.db.flush_cf_opt(cf, &f).map_err(|e| self.e(e))?;
         }
         Ok(())
     }
 
-    /// The largest key stored (None: the table is empty), read without
-    /// filling the block cache.
-    fn last_key(&self) -> DbResult<Option<Vec<u8>>> {
-        let mut ro = rocksdb::ReadOptions::default();
-        ro.fill_cache(false);
-        let mut it = self.db.raw_iterator_opt(ro);
-        it.seek_to_last();
-        it.status().map_err(|e| self.e(e))?;
-        Ok(it.key().map(<[u8]>::to_vec))
+    /// Flushes the memtables of every column family holding data (an
+    /// empty memtable is left as it is).
+    fn flush_all(&self) -> DbResult<()> {
+        let cfs = self.data_cfs(None)?;
+        let cfs: Vec<&Cf<'_>> = cfs.iter().collect();
+        let mut f = FlushOptions::default();
+        f.set_wait(true);
+        self.db.flush_cfs_opt(&cfs, &f).map_err(|e| self.e(e))
     }
 
+    /// The largest key stored (None: the table is empty), read without
+    /// filling the block cache: the last key of the last shard holding
+    /// any.
+    fn last_key(&self) -> DbResult<Option<Vec<u8>>> {
+        for cf in self.data_cfs(None)?.iter().rev() {
+            let mut ro = rocksdb::ReadOptions::default();
+            ro.fill_cache(false);
+            let mut it = self.db.raw_iterator_cf_opt(cf, ro);
+            it.seek_to_last();
+            it.status().map_err(|e| self.e(e))?;
+            if let Some(k) = it.key() {
+                return Ok(Some(k.to_vec()));
+            }
+        }
+        Ok(None)
+    }
+
+    fn cf_property(&self, cf: &Cf<'_>, name: &str) -> Option<u64> {
+        self.db.property_int_value_cf(cf, name).ok().flatten()
+    }
+
+    /// A property summed over the column families holding data (None when
+    /// none has it).
     fn int_property(&self, name: &str) -> Option<u64> {
-        self.db.property_int_value(name).ok().flatten()
+        let cfs = self.data_cfs(None).ok()?;
+        cfs.iter()
+            .filter_map(|cf| self.cf_property(cf, name))
+            .reduce(u64::saturating_add)
     }
 }
 
@@ -533,8 +669,9 @@ struct RocksWrite<'a> {
     /// This write skipped the WAL (a bulk write with block compression):
     /// commit flushes the memtables instead of syncing the WAL.
     bypassed_wal: bool,
-    /// SST files of [`KvWrite::put_sorted`] waiting for commit ([`bulk`]).
-    bulk: Option<bulk::BulkFiles>,
+    /// SST files of [`KvWrite::put_sorted`] waiting for commit ([`bulk`]),
+    /// by shard, each with a key of its shard.
+    bulk: Vec<(Vec<u8>, bulk::BulkFiles)>,
 }
 
 impl RocksWrite<'_> {
@@ -566,11 +703,17 @@ impl RocksWrite<'_> {
     /// than everything this write put before them; they are durable and
     /// visible when this returns. Called before any later put, so nothing
     /// this write puts after them is older than they are.
+    /// A write spanning shards ingests each shard's files in one
+    /// ingestion of its own, in key order.
     fn ingest_bulk(&mut self) -> DbResult<()> {
-        if let Some(mut files) = self.bulk.take() {
-            self.apply(WriteBatch::default())?;
-            self.store.flush_memtable_before_bulk()?;
-            let bytes = files.ingest(&self.store.db)?;
+        if self.bulk.is_empty() {
+            return Ok(());
+        }
+        self.apply(WriteBatch::default())?;
+        for (key, mut files) in std::mem::take(&mut self.bulk) {
+            let cf = self.store.write_cf(&key)?;
+            self.store.flush_memtable_before_bulk(&cf)?;
+            let bytes = files.ingest(&self.store.db, &cf)?;
             self.store
                 .ingested_bytes
                 .fetch_add(bytes, Ordering::Relaxed);
@@ -582,7 +725,8 @@ impl RocksWrite<'_> {
 impl KvWrite for RocksWrite<'_> {
     fn put(&mut self, key: &[u8], value: &[u8]) -> DbResult<()> {
         self.ingest_bulk()?;
-        self.batch.put(key, value);
+        let cf = self.store.write_cf(key)?;
+        self.batch.put_cf(&cf, key, value);
         if self.batch.size_in_bytes() >= WRITE_CHUNK_BYTES {
             self.apply_chunk()?;
         }
@@ -591,7 +735,10 @@ impl KvWrite for RocksWrite<'_> {
 
     fn delete(&mut self, key: &[u8]) -> DbResult<()> {
         self.ingest_bulk()?;
-        self.batch.delete(key);
+        // A shard never written holds nothing to delete.
+        if let Some(cf) = self.store.read_cf(key)? {
+            self.batch.delete_cf(&cf, key);
+        }
         if self.batch.size_in_bytes() >= WRITE_CHUNK_BYTES {
             self.apply_chunk()?;
         }
@@ -646,20 +793,29 @@ impl KvWrite for RocksWrite<'_> {
         // overlap, and these may repeat its keys.
         self.ingest_bulk()?;
         let store = self.store;
-        let files = self
-            .bulk
-            .insert(bulk::BulkFiles::new(&store.table, &store.path));
-        let written = files.write_sorted(
-            store.bulk_opts.as_ref().unwrap_or(&store.rocks_opts),
-            pairs,
-            BLOCK_FILE_BYTES,
-            bulk::max_threads(),
-        );
-        if written.is_err() {
-            // Nothing of a failed call is ingested later: its files go.
-            self.bulk = None;
+        // One run of files a shard: an ingestion goes into one column
+        // family.
+        let mut rest = pairs;
+        while let Some((first, _)) = rest.first() {
+            let shard = store.shard_of(first);
+            let end = rest.partition_point(|(k, _)| store.shard_of(k) == shard);
+            let (run, after) = rest.split_at(end);
+            rest = after;
+            let mut files = bulk::BulkFiles::new(&store.table, &store.path);
+            let written = files.write_sorted(
+                store.bulk_opts.as_ref().unwrap_or(&store.rocks_opts),
+                run,
+                BLOCK_FILE_BYTES,
+                bulk::max_threads(),
+            );
+            if let Err(e) = written {
+                // Nothing of a failed call is ingested later: its files go.
+                self.bulk.clear();
+                return Err(e);
+            }
+            self.bulk.push((first.to_vec(), files));
         }
-        written
+        Ok(())
     }
 
     fn finish(&mut self) -> DbResult<()> {
@@ -673,14 +829,16 @@ impl KvWrite for RocksWrite<'_> {
         self.ingest_bulk()?;
         match store.opts.profile {
             RocksProfile::FieldStudy => {
-                let mut f = FlushOptions::default();
-                f.set_wait(true);
-                store.db.flush_opt(&f).map_err(|e| store.e(e))?;
+                store.flush_all()?;
                 let commit = start.elapsed();
                 let start = Instant::now();
                 let mut c = CompactOptions::default();
                 c.set_exclusive_manual_compaction(true);
-                store.db.compact_range_opt(None::<&[u8]>, None::<&[u8]>, &c);
+                for cf in store.data_cfs(None)? {
+                    store
+                        .db
+                        .compact_range_cf_opt(&cf, None::<&[u8]>, None::<&[u8]>, &c);
+                }
                 Ok(CommitTiming {
                     commit,
                     compact: start.elapsed(),
@@ -690,9 +848,7 @@ impl KvWrite for RocksWrite<'_> {
                 // Writes that skipped the WAL are durable once flushed (the
                 // SSTs and the MANIFEST are synced); earlier writes that
                 // went through the WAL were synced by their own commits.
-                let mut f = FlushOptions::default();
-                f.set_wait(true);
-                store.db.flush_opt(&f).map_err(|e| store.e(e))?;
+                store.flush_all()?;
                 Ok(CommitTiming {
                     commit: start.elapsed(),
                     compact: Default::default(),
@@ -728,33 +884,58 @@ impl KvStore for RocksStore {
             batch: chunk_batch(),
             wopts: self.write_options(),
             bypassed_wal: false,
-            bulk: None,
+            bulk: Vec::new(),
         }))
     }
 
     fn get(&self, key: &[u8]) -> DbResult<Option<Vec<u8>>> {
-        self.db.get(key).map_err(|e| self.e(e))
+        match self.read_cf(key)? {
+            Some(cf) => self.db.get_cf(&cf, key).map_err(|e| self.e(e)),
+            None => Ok(None),
+        }
     }
 
     fn multi_get(&self, keys: &[&[u8]]) -> DbResult<Vec<Option<Vec<u8>>>> {
-        self.db
-            .multi_get(keys)
-            .into_iter()
-            .map(|r| r.map_err(|e| self.e(e)))
-            .collect()
+        let mut out = vec![None; keys.len()];
+        let mut asked = Vec::with_capacity(keys.len());
+        let mut at = Vec::with_capacity(keys.len());
+        for (i, k) in keys.iter().enumerate() {
+            if let Some(cf) = self.read_cf(k)? {
+                asked.push((cf, *k));
+                at.push(i);
+            }
+        }
+        let got = self.db.multi_get_cf(asked.iter().map(|(cf, k)| (cf, *k)));
+        for (i, r) in at.into_iter().zip(got) {
+            out[i] = r.map_err(|e| self.e(e))?;
+        }
+        Ok(out)
     }
 
     fn scan(&self, from: &[u8], limit: usize) -> DbResult<Vec<(Vec<u8>, Vec<u8>)>> {
-        let mut it = self.db.raw_iterator();
-        it.seek(from);
         let mut out = Vec::new();
-        while it.valid() && out.len() < limit {
-            if let (Some(k), Some(v)) = (it.key(), it.value()) {
-                out.push((k.to_vec(), v.to_vec()));
+        // One point in time for every shard read.
+        let snapshot = self.db.snapshot();
+        for (n, cf) in self.data_cfs(Some(from))?.into_iter().enumerate() {
+            if out.len() >= limit {
+                break;
             }
-            it.next();
+            let mut ro = rocksdb::ReadOptions::default();
+            ro.set_snapshot(&snapshot);
+            let mut it = self.db.raw_iterator_cf_opt(&cf, ro);
+            if n == 0 {
+                it.seek(from);
+            } else {
+                it.seek_to_first();
+            }
+            while it.valid() && out.len() < limit {
+                if let (Some(k), Some(v)) = (it.key(), it.value()) {
+                    out.push((k.to_vec(), v.to_vec()));
+                }
+                it.next();
+            }
+            it.status().map_err(|e| self.e(e))?;
         }
-        it.status().map_err(|e| self.e(e))?;
         Ok(out)
     }
 
@@ -818,9 +999,7 @@ impl KvStore for RocksStore {
         if self.access == Access::ReadOnly {
             return Ok(()); // nothing to flush
         }
-        let mut f = FlushOptions::default();
-        f.set_wait(true);
-        self.db.flush_opt(&f).map_err(|e| self.e(e))?;
+        self.flush_all()?;
         if self.opts.profile == RocksProfile::Tuned {
             self.db.flush_wal(true).map_err(|e| self.e(e))?;
         }

@@ -620,7 +620,9 @@ fn bulk_files_are_cut_by_raw_size_and_a_refused_write_leaves_nothing() {
         .write_sorted(&store.rocks_opts, &pairs, 800 * 3004, 2)
         .expect("write");
     assert_eq!(parts(dir.path()).len(), 5, "a file a 800 pairs");
-    let bytes = files.ingest(&store.db).expect("ingest");
+    let bytes = files
+        .ingest(&store.db, &store.write_cf(b"").expect("cf"))
+        .expect("ingest");
     assert!(parts(dir.path()).is_empty());
     let on_disk = ssts(dir.path());
     assert_eq!(on_disk.len(), 5);
@@ -1024,4 +1026,214 @@ fn a_bulk_write_below_stored_keys_does_not_span_them() {
             "{i}"
         );
     }
+}
+
+/// [`bulk_table`] with small bulk writes, sharded by the key's first byte
+/// when `shift` is 24.
+fn sharded(shift: Option<u32>) -> RocksOptions {
+    let mut o = bulk_table(Some(BulkBlocks {
+        block_bytes: 64 << 10,
+        level: 3,
+        min_bytes: Some(1),
+    }));
+    o.shard_shift = shift;
+    o
+}
+
+/// A key in shard `shard` (shift 24: its first byte), `n` after it.
+fn sk(shard: u8, n: u32) -> Vec<u8> {
+    let mut k = vec![shard];
+    k.extend_from_slice(&n.to_be_bytes());
+    k
+}
+
+fn cf_names(dir: &std::path::Path) -> Vec<String> {
+    let mut n = Db::list_cf(&Options::default(), dir).expect("list");
+    n.sort();
+    n
+}
+
+#[test]
+fn a_sharded_table_keeps_key_ranges_apart_and_reads_across_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = RocksStore::open(dir.path(), "tx_data", &sharded(Some(24)), Access::ReadWrite)
+        .expect("open");
+    assert_eq!(cf_names(dir.path()), ["default", "ledgerstore-shards-24"]);
+    // Puts through the memtable in shards 1 and 3; a bulk write spanning
+    // shards 3, 5 and 9 (one ingestion a shard); a delete in shard 7,
+    // never written, makes nothing.
+    let mut w = store.begin_write().expect("begin");
+    for n in 0..10 {
+        w.put(&sk(1, n), &wordy(n, 100)).expect("put");
+        w.put(&sk(3, n), &wordy(n + 10, 100)).expect("put");
+    }
+    w.delete(&sk(7, 0)).expect("delete");
+    w.finish().expect("finish");
+    w.commit().expect("commit");
+    let bulk: Vec<(Vec<u8>, Vec<u8>)> = [(3u8, 100u32..110), (5, 0..10), (9, 0..10)]
+        .into_iter()
+        .flat_map(|(s, r)| r.map(move |n| (sk(s, n), wordy(n + u32::from(s) * 1000, 3000))))
+        .collect();
+    let pairs: Vec<(&[u8], &[u8])> = bulk.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+    let mut w = store.begin_write().expect("begin");
+    w.put_sorted(&pairs).expect("bulk");
+    w.finish().expect("finish");
+    w.commit().expect("commit");
+    assert_eq!(
+        cf_names(dir.path()),
+        [
+            "default",
+            "ledgerstore-shards-24",
+            "shard-00000001",
+            "shard-00000003",
+            "shard-00000005",
+            "shard-00000009"
+        ]
+    );
+    let check = |store: &RocksStore| {
+        assert_eq!(store.get(&sk(1, 4)).expect("get"), Some(wordy(4, 100)));
+        assert_eq!(
+            store.get(&sk(3, 104)).expect("get"),
+            Some(wordy(104 + 3000, 3000))
+        );
+        assert_eq!(
+            store.get(&sk(9, 9)).expect("get"),
+            Some(wordy(9 + 9000, 3000))
+        );
+        assert_eq!(store.get(&sk(7, 0)).expect("get"), None);
+        assert_eq!(store.get(&sk(2, 0)).expect("get"), None);
+        let keys = [sk(9, 1), sk(2, 0), sk(1, 0), sk(5, 11), sk(3, 2)];
+        let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        assert_eq!(
+            store.multi_get(&keys).expect("multi"),
+            vec![
+                Some(wordy(1 + 9000, 3000)),
+                None,
+                Some(wordy(0, 100)),
+                None,
+                Some(wordy(12, 100))
+            ]
+        );
+        // A scan goes from shard to shard in key order, from a key in a
+        // shard never written too.
+        let got = store.scan(&sk(3, 108), 5).expect("scan");
+        let want = [sk(3, 108), sk(3, 109), sk(5, 0), sk(5, 1), sk(5, 2)];
+        assert_eq!(got.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(), want);
+        let got = store.scan(&sk(6, 0), 100).expect("scan");
+        assert_eq!(got.len(), 10);
+        assert_eq!(got[0].0, sk(9, 0));
+        assert_eq!(store.scan(&[], 1000).expect("scan all").len(), 50);
+        assert_eq!(store.last_key().expect("last"), Some(sk(9, 9)));
+    };
+    check(&store);
+    drop(store);
+    // The shift is the table's: reopened asking for another, read-write
+    // and read-only, it keeps its own.
+    let store = RocksStore::open(dir.path(), "tx_data", &sharded(Some(20)), Access::ReadWrite)
+        .expect("reopen");
+    check(&store);
+    // Written again: a put in shard 1 stays in shard 1.
+    let mut w = store.begin_write().expect("begin");
+    w.put(&sk(1, 100), b"late").expect("put");
+    w.finish().expect("finish");
+    w.commit().expect("commit");
+    let backup = dir.path().join("backup");
+    store
+        .begin_backup(&backup)
+        .expect("backup")
+        .finish()
+        .expect("finish");
+    drop(store);
+    let ro = RocksStore::open(dir.path(), "tx_data", &sharded(Some(24)), Access::ReadOnly)
+        .expect("read-only");
+    assert_eq!(ro.get(&sk(1, 100)).expect("get"), Some(b"late".to_vec()));
+    assert_eq!(ro.scan(&[], 1000).expect("scan all").len(), 51);
+    drop(ro);
+    let restored = RocksStore::open(&backup, "tx_data", &sharded(Some(24)), Access::ReadOnly)
+        .expect("the backup opens");
+    assert_eq!(restored.scan(&[], 1000).expect("scan all").len(), 51);
+    assert_eq!(
+        restored.get(&sk(9, 9)).expect("get"),
+        Some(wordy(9 + 9000, 3000))
+    );
+}
+
+#[test]
+fn a_table_keeps_the_layout_its_dir_records() {
+    let put_one = |store: &RocksStore, k: &[u8]| {
+        let mut w = store.begin_write().expect("begin");
+        w.put(k, b"x").expect("put");
+        w.finish().expect("finish");
+        w.commit().expect("commit");
+    };
+    // Unsharded with data (made by an earlier build): asked for shards, it
+    // is refused; asked for none, it stays in `default`.
+    let dir = tempfile::tempdir().expect("tempdir");
+    put_one(
+        &RocksStore::open(dir.path(), "ledgers", &sharded(None), Access::ReadWrite).expect("open"),
+        &sk(4, 0),
+    );
+    let e = RocksStore::open(dir.path(), "ledgers", &sharded(Some(24)), Access::ReadWrite)
+        .expect_err("data in one column family");
+    assert!(
+        e.to_string()
+            .contains("holds its keys in one column family"),
+        "{e}"
+    );
+    let store =
+        RocksStore::open(dir.path(), "ledgers", &sharded(None), Access::ReadWrite).expect("reopen");
+    put_one(&store, &sk(5, 0));
+    drop(store);
+    assert_eq!(cf_names(dir.path()), ["default"]);
+    // Sharded: asked for none (a dir whose format says unsharded), refused.
+    let dir = tempfile::tempdir().expect("tempdir");
+    put_one(
+        &RocksStore::open(dir.path(), "ledgers", &sharded(Some(24)), Access::ReadWrite)
+            .expect("open"),
+        &sk(4, 0),
+    );
+    let e = RocksStore::open(dir.path(), "ledgers", &sharded(None), Access::ReadOnly)
+        .expect_err("shards not recorded");
+    assert!(e.to_string().contains("does not record shards"), "{e}");
+    // Empty in `default` alone (a creation killed before its marker): made
+    // sharded when asked.
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(RocksStore::open(dir.path(), "ledgers", &sharded(None), Access::ReadWrite).expect("open"));
+    let store = RocksStore::open(dir.path(), "ledgers", &sharded(Some(24)), Access::ReadWrite)
+        .expect("empty, made sharded");
+    put_one(&store, &sk(4, 0));
+    drop(store);
+    assert_eq!(
+        cf_names(dir.path()),
+        ["default", "ledgerstore-shards-24", "shard-00000004"]
+    );
+    // A column family this build does not know is refused by name.
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let mut o = Options::default();
+        o.create_if_missing(true);
+        o.create_missing_column_families(true);
+        let cfs = ["default", "events"].map(|n| ColumnFamilyDescriptor::new(n, Options::default()));
+        drop(Db::open_cf_descriptors(&o, dir.path(), cfs).expect("made"));
+    }
+    let e = RocksStore::open(dir.path(), "ledgers", &sharded(Some(24)), Access::ReadWrite)
+        .expect_err("unknown column family");
+    assert!(
+        e.to_string()
+            .contains("\"events\" is not one this build reads"),
+        "{e}"
+    );
+    let fresh = tempfile::tempdir().expect("tempdir");
+    let e = RocksStore::open(
+        fresh.path(),
+        "ledgers",
+        &sharded(Some(32)),
+        Access::ReadWrite,
+    )
+    .expect_err("shift 32");
+    assert!(
+        e.to_string().contains("shard shift 32: expected 0 to 31"),
+        "{e}"
+    );
+    assert!(!fresh.path().join("CURRENT").exists(), "nothing made");
 }

@@ -1,5 +1,5 @@
 //! Body forms on real engines: a new `indexed` dir stores raw bodies that
-//! RocksDB compresses in blocks (format 3, with its ledger records:
+//! RocksDB compresses in blocks (format 4, with its ledger records:
 //! `ledger_form_tests.rs`), a `records` dir keeps its
 //! per-record frames across reopens with any config, an explicit form
 //! that differs from the recorded one is refused before anything opens,
@@ -101,7 +101,7 @@ fn manifest(dir: &Path) -> serde_json::Value {
 }
 
 #[test]
-fn a_new_dir_stores_raw_bodies_in_format_3_and_keeps_the_form() {
+fn a_new_dir_stores_raw_bodies_in_format_4_and_keeps_the_form() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let ls = ledgers(1, 9);
     {
@@ -119,7 +119,7 @@ fn a_new_dir_stores_raw_bodies_in_format_3_and_keeps_the_form() {
     let m = manifest(tmp.path());
     assert_eq!(
         (m["format"].as_u64(), m["bodies"].as_str()),
-        (Some(3), Some("blocks"))
+        (Some(4), Some("blocks"))
     );
     // Asked for the other form explicitly: refused by name, nothing opened.
     let before = std::fs::read(tmp.path().join("MARK")).expect("mark");
@@ -203,6 +203,18 @@ fn a_manifest_whose_format_and_form_disagree_is_refused_by_name() {
     drop(open(tmp.path(), BodyForm::Blocks, None));
     let path = tmp.path().join("ledgerstore.json");
     let mut m = manifest(tmp.path());
+    // A new blocks dir is format 4, its block tables sharded: relabelled
+    // format 3, its tables are refused (an earlier build would read their
+    // `default` column family alone); a format-3 dir whose tables were
+    // made before shards opens.
+    assert_eq!(m["format"], 4);
+    m["format"] = 3.into();
+    std::fs::write(&path, serde_json::to_vec(&m).expect("json")).expect("write");
+    let e = refused(tmp.path(), options(BodyForm::Blocks, None));
+    assert!(e.to_string().contains("does not record shards"), "{e}");
+    std::fs::remove_dir_all(tmp.path().join("rocksdb")).expect("tables");
+    drop(open(tmp.path(), BodyForm::Blocks, None));
+    assert_eq!(manifest(tmp.path())["format"], 3);
     m["format"] = 1.into();
     std::fs::write(&path, serde_json::to_vec(&m).expect("json")).expect("write");
     let e = refused(tmp.path(), options(BodyForm::Blocks, None));
@@ -211,10 +223,10 @@ fn a_manifest_whose_format_and_form_disagree_is_refused_by_name() {
         msg.contains("format 1 with blocks bodies and blocks ledger records is not supported"),
         "{msg}"
     );
-    m["format"] = 4.into();
+    m["format"] = 5.into();
     std::fs::write(&path, serde_json::to_vec(&m).expect("json")).expect("write");
     let e = refused(tmp.path(), options(BodyForm::Blocks, None));
-    assert!(e.to_string().contains("on-disk format 4"), "{e}");
+    assert!(e.to_string().contains("on-disk format 5"), "{e}");
     // Ledger records in blocks without blocks bodies: no format has that.
     m["format"] = 3.into();
     m.as_object_mut().expect("object").remove("bodies");

@@ -39,8 +39,17 @@ pub const FORMAT_BLOCKS: u32 = 2;
 /// blocks of consecutive records, so skeletons share a frame's context
 /// across ledgers. Builds of formats 1 and 2 would read those records as
 /// zstd frames; they refuse the dir by this number. Every new `blocks` dir
-/// has this format.
+/// had this format until [`FORMAT_SHARDED`].
 pub const FORMAT_LEDGER_BLOCKS: u32 = 3;
+
+/// Format 3 whose block-compressed tables (`tx_bodies`, `ledgers`) were
+/// made sharded: each range of 2^18 ledgers in a RocksDB column family of
+/// its own (ARCHITECTURE.md invariant 23). Builds before it would open
+/// only the `default` column family of such a table read-only (RocksDB
+/// allows that) and see it empty; they refuse the dir by this number.
+/// Every new `blocks` dir has this format. The tables themselves record
+/// whether they are sharded, so this build reads formats 3 and 4 alike.
+pub const FORMAT_SHARDED: u32 = 4;
 
 const MANIFEST: &str = "ledgerstore.json";
 const MARK: &str = "MARK";
@@ -84,7 +93,7 @@ impl Manifest {
         let ledger_blocks = blocks && forms.ledgers == BodyForm::Blocks;
         Self {
             format: match (blocks, ledger_blocks) {
-                (true, true) => FORMAT_LEDGER_BLOCKS,
+                (true, true) => FORMAT_SHARDED,
                 (true, false) => FORMAT_BLOCKS,
                 _ => FORMAT_VERSION,
             },
@@ -115,13 +124,13 @@ impl Manifest {
         }
     }
 
-    /// The format a manifest with these forms must carry, or why the
+    /// The formats a manifest with these forms may carry, or why the
     /// combination is refused.
-    fn expected_format(&self) -> Result<u32, String> {
+    fn expected_formats(&self) -> Result<&'static [u32], String> {
         match (self.body_form(), self.ledger_form()) {
-            (BodyForm::Records, BodyForm::Records) => Ok(FORMAT_VERSION),
-            (BodyForm::Blocks, BodyForm::Records) => Ok(FORMAT_BLOCKS),
-            (BodyForm::Blocks, BodyForm::Blocks) => Ok(FORMAT_LEDGER_BLOCKS),
+            (BodyForm::Records, BodyForm::Records) => Ok(&[FORMAT_VERSION]),
+            (BodyForm::Blocks, BodyForm::Records) => Ok(&[FORMAT_BLOCKS]),
+            (BodyForm::Blocks, BodyForm::Blocks) => Ok(&[FORMAT_LEDGER_BLOCKS, FORMAT_SHARDED]),
             (BodyForm::Records, BodyForm::Blocks) => Err(format!(
                 "{MANIFEST} records \"ledgers\": \"blocks\" without \"bodies\": \"blocks\" \
                  (ledger records in blocks with per-record bodies); only a dir with blocks \
@@ -249,14 +258,15 @@ impl DataDir {
             )))?;
             let m: Manifest = serde_json::from_str(&text)
                 .map_err(|e| dir_err(format!("unreadable {MANIFEST}: {e}")))?;
-            let expected = m.expected_format().map_err(dir_err)?;
-            if m.format != expected {
+            let expected = m.expected_formats().map_err(dir_err)?;
+            if !expected.contains(&m.format) {
                 return Err(dir_err(format!(
                     "on-disk format {} with {} bodies and {} ledger records is not supported \
                      by this build (it reads format {FORMAT_VERSION}: per-record bodies and \
                      records, no \"bodies\" or \"ledgers\" in {MANIFEST}; {FORMAT_BLOCKS}: \
-                     \"bodies\": \"blocks\"; {FORMAT_LEDGER_BLOCKS}: \"bodies\" and \
-                     \"ledgers\": \"blocks\")",
+                     \"bodies\": \"blocks\"; {FORMAT_LEDGER_BLOCKS} and {FORMAT_SHARDED}: \
+                     \"bodies\" and \"ledgers\": \"blocks\", {FORMAT_SHARDED} with sharded \
+                     tables)",
                     m.format,
                     m.body_form(),
                     m.ledger_form()

@@ -1,4 +1,4 @@
-//! Ledger record forms on real engines: a new `blocks` dir (format 3)
+//! Ledger record forms on real engines: a new `blocks` dir (format 4)
 //! stores its ledger records raw and RocksDB compresses the `ledgers`
 //! table in blocks; a format-2 dir (blocks bodies, ledger records as zstd
 //! frames, as releases before it wrote) keeps its frames across reopens
@@ -127,7 +127,7 @@ fn a_new_dir_stores_raw_ledger_records_that_the_engine_compresses() {
     let m = manifest(tmp.path());
     assert_eq!(
         (m["format"].as_u64(), m["ledgers"].as_str()),
-        (Some(3), Some("blocks"))
+        (Some(4), Some("blocks"))
     );
     let opts = rocks_options(tmp.path());
     assert!(

@@ -268,6 +268,8 @@ impl Ledgerstore {
         // only), and written in bulk from a smaller batch: a backfill
         // batch's records (~15 MB) share 1 MiB blocks, ~9 skeletons a
         // block (docs/benchmarks.md, "Skeletons in blocks").
+        // Format 4 records that its block tables were made sharded.
+        let sharded = dir.manifest().format == datadir::FORMAT_SHARDED;
         let blocks = |dict_bytes: usize, bulk_min_bytes: Option<usize>| ValueCompression::Blocks {
             level: opts.compression_level,
             block_bytes: opts.indexed.block_bytes,
@@ -276,6 +278,7 @@ impl Ledgerstore {
             bulk_block_bytes: opts.indexed.bulk_block_bytes,
             bulk_level: opts.indexed.bulk_level.unwrap_or(opts.compression_level),
             bulk_min_bytes,
+            sharded,
         };
         let compression = |t: TableId| match (t, bodies, ledger_form) {
             (TableId::TxData, BodyForm::Blocks, _) => blocks(opts.indexed.block_dict_bytes, None),

@@ -425,7 +425,7 @@ pub struct SegmentsConfig {
     pub filter_mib: u64,
     /// How tx bodies are stored: `blocks` (raw bodies that RocksDB
     /// compresses in blocks of consecutive transactions, zstd at
-    /// `db.zstd_level`, a dictionary per file optional; data dir format 3,
+    /// `db.zstd_level`, a dictionary per file optional; data dir format 4,
     /// whose ledger records are raw in blocks too, without a dictionary) or
     /// `records` (each body its own zstd frame with a trained dictionary,
     /// as every dir before format 2). Recorded in the data dir at
@@ -433,7 +433,7 @@ pub struct SegmentsConfig {
     /// `blocks`; set, it must match an existing dir's, and is refused with
     /// any layout but `indexed` (offline readers ignore it).
     pub bodies: Option<BodyForm>,
-    /// `blocks` bodies (and a format-3 dir's ledger records): KiB of raw
+    /// `blocks` bodies (and a format-3 or 4 dir's ledger records): KiB of raw
     /// bodies per compressed block. Larger
     /// blocks compress better and cost a lookup more to decompress (it
     /// decompresses one block). Not recorded: it may change at every start
@@ -451,7 +451,7 @@ pub struct SegmentsConfig {
     /// block, 23% fewer bytes than a frame each (docs/benchmarks.md,
     /// "Skeletons in blocks"). Not recorded.
     pub bulk_block_kib: u32,
-    /// `blocks` bodies (and a format-3 dir's ledger records) written in
+    /// `blocks` bodies (and a format-3 or 4 dir's ledger records) written in
     /// bulk: their zstd level (unset:
     /// `db.zstd_level`). Level 7 with 4 MiB blocks stored the fixture's
     /// bodies in 0.92× the lake's bytes, for about twice the ingest CPU.

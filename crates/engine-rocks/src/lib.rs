@@ -505,6 +505,17 @@ impl RocksStore {
                 format!("shard shift {s}: expected 0 to {MAX_SHIFT}"),
             ));
         }
+        // Before the open, which (read-write) would write a new MANIFEST.
+        if layout.is_some() && opts.shard_shift.is_none() {
+            return Err(err_detail(
+                table,
+                format!(
+                    "{}: the table keeps its keys in column families by range (shards), \
+                     but its data dir's format does not record shards",
+                    dir.display()
+                ),
+            ));
+        }
         let cfs = names
             .iter()
             .map(|n| ColumnFamilyDescriptor::new(n, rocks_opts.clone()));
@@ -522,16 +533,6 @@ impl RocksStore {
         // table's `default` alone, so a dir of a format it reads must not
         // hold one.
         let layout = match (layout, opts.shard_shift) {
-            (Some(_), None) => {
-                return Err(err_detail(
-                    table,
-                    format!(
-                        "{}: the table keeps its keys in column families by range \
-                         (shards), but its data dir's format does not record shards",
-                        dir.display()
-                    ),
-                ));
-            }
             (None, Some(shift)) => {
                 // A creation killed between the DB and its marker: empty,
                 // so it is made sharded now. Data in `default` is refused.

@@ -399,11 +399,11 @@ pub struct EngineFlags {
     #[arg(long = "segments.bodies", value_name = "FORM")]
     pub segments_bodies: Option<String>,
     /// [segments] block_kib: KiB of raw bodies per compressed block ("blocks" bodies,
-    /// and a format-3 dir's ledger records).
+    /// and a format-3 or 4 dir's ledger records).
     #[arg(long = "segments.block-kib", value_name = "KIB")]
     pub segments_block_kib: Option<i64>,
     /// [segments] bulk_block_kib: KiB of raw bodies per compressed block for
-    /// bodies (and a format-3 dir's ledger records) written in bulk (a
+    /// bodies (and a format-3 or 4 dir's ledger records) written in bulk (a
     /// backfill's batches: history).
     #[arg(long = "segments.bulk-block-kib", value_name = "KIB")]
     pub segments_bulk_block_kib: Option<i64>,

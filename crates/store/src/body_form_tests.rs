@@ -213,8 +213,18 @@ fn a_manifest_whose_format_and_form_disagree_is_refused_by_name() {
     let e = refused(tmp.path(), options(BodyForm::Blocks, None));
     assert!(e.to_string().contains("does not record shards"), "{e}");
     std::fs::remove_dir_all(tmp.path().join("rocksdb")).expect("tables");
-    drop(open(tmp.path(), BodyForm::Blocks, None));
+    let store = open(tmp.path(), BodyForm::Blocks, None);
     assert_eq!(manifest(tmp.path())["format"], 3);
+    // Its backup is format 3 too (the tables are the source's, in one
+    // column family), and opens and reads.
+    let ls = ledgers(1, 4);
+    ingest(&store, &ls);
+    let copy = tempfile::tempdir().expect("tempdir");
+    let copy = copy.path().join("backup");
+    store.backup(&copy).expect("backup");
+    drop(store);
+    assert_eq!(manifest(&copy)["format"], 3);
+    assert_reads(&open(&copy, BodyForm::Blocks, None), &ls);
     m["format"] = 1.into();
     std::fs::write(&path, serde_json::to_vec(&m).expect("json")).expect("write");
     let e = refused(tmp.path(), options(BodyForm::Blocks, None));

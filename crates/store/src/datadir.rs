@@ -47,7 +47,8 @@ pub const FORMAT_LEDGER_BLOCKS: u32 = 3;
 /// its own (ARCHITECTURE.md invariant 23). Builds before it would open
 /// only the `default` column family of such a table read-only (RocksDB
 /// allows that) and see it empty; they refuse the dir by this number.
-/// Every new `blocks` dir has this format. The tables themselves record
+/// Every new dir with blocks bodies and ledger records has this format
+/// (with per-record ledger records: format 2). The tables themselves record
 /// whether they are sharded, so this build reads formats 3 and 4 alike.
 pub const FORMAT_SHARDED: u32 = 4;
 
@@ -93,6 +94,7 @@ impl Manifest {
         let ledger_blocks = blocks && forms.ledgers == BodyForm::Blocks;
         Self {
             format: match (blocks, ledger_blocks) {
+                (true, true) if forms.unsharded => FORMAT_LEDGER_BLOCKS,
                 (true, true) => FORMAT_SHARDED,
                 (true, false) => FORMAT_BLOCKS,
                 _ => FORMAT_VERSION,
@@ -121,6 +123,7 @@ impl Manifest {
         Forms {
             bodies: self.body_form(),
             ledgers: self.ledger_form(),
+            unsharded: self.format == FORMAT_LEDGER_BLOCKS,
         }
     }
 
@@ -150,6 +153,10 @@ pub struct Forms {
     pub bodies: BodyForm,
     /// `ledgers` (layout `indexed` with blocks bodies).
     pub ledgers: BodyForm,
+    /// Block tables made in one column family, as before shards: a copy
+    /// of a format-3 dir (a backup) keeps format 3, since its tables are
+    /// the source's. New dirs leave it false (format 4, sharded).
+    pub unsharded: bool,
 }
 
 /// Directory of `table` under the data dir: `<engine>/<table>`.

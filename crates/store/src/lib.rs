@@ -220,6 +220,7 @@ impl Ledgerstore {
                     .bodies
                     .unwrap_or(opts.indexed.bodies),
                 ledgers: opts.indexed.ledgers,
+                unsharded: false,
             },
         )?;
         let layout = dir.manifest().layout;
@@ -263,7 +264,7 @@ impl Ledgerstore {
             }
         }
         // A `blocks` dir's bodies are raw: RocksDB compresses them. So are
-        // a format-3 dir's ledger records, in blocks of the same sizes and
+        // a format-3 or 4 dir's ledger records, in blocks of the same sizes and
         // levels but without a per-file dictionary (measured for bodies
         // only), and written in bulk from a smaller batch: a backfill
         // batch's records (~15 MB) share 1 MiB blocks, ~9 skeletons a
@@ -394,7 +395,7 @@ impl Ledgerstore {
         self.bodies
     }
 
-    /// How the dir stores ledger records (`blocks` only in a format-3
+    /// How the dir stores ledger records (`blocks` only in a format-3 or 4
     /// `indexed` dir).
     pub fn ledger_form(&self) -> BodyForm {
         self.ledger_form

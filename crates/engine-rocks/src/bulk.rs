@@ -40,7 +40,7 @@ use ledgerstore_db_api::DbResult;
 use rocksdb::{IngestExternalFileOptions, Options, SstFileWriter};
 
 use crate::shards::{Cf, Db};
-use crate::{err, err_detail};
+use crate::table::{err, err_detail};
 
 /// Suffix of a bulk file not yet ingested.
 const PART_SUFFIX: &str = ".sst.part";

@@ -30,10 +30,7 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, RwLock};
 
-use ledgerstore_db_api::{DbError, DbResult};
 use rocksdb::{BoundColumnFamily, DBWithThreadMode, MultiThreaded};
-
-use crate::RocksStore;
 
 /// The RocksDB instance of a table: column families made while it is open.
 pub(crate) type Db = DBWithThreadMode<MultiThreaded>;
@@ -84,13 +81,18 @@ impl Shards {
         u32::from_be_bytes(b) >> self.shift
     }
 
-    fn known(&self) -> std::sync::RwLockReadGuard<'_, BTreeSet<u32>> {
+    pub(crate) fn known(&self) -> std::sync::RwLockReadGuard<'_, BTreeSet<u32>> {
         self.known
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn add(&self, shard: u32) {
+    /// How many shards have a column family.
+    pub(crate) fn count(&self) -> u64 {
+        self.known().len() as u64
+    }
+
+    pub(crate) fn add(&self, shard: u32) {
         self.known
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -141,72 +143,6 @@ pub(crate) fn layout_of(names: &[String]) -> Result<Option<Shards>, String> {
         }
         None if shards.is_empty() => Ok(None),
         None => Err("shard column families without the marker that records their shift".into()),
-    }
-}
-
-impl RocksStore {
-    fn default_cf(&self) -> DbResult<Cf<'_>> {
-        self.db.cf_handle(DEFAULT).ok_or_else(|| DbError::Engine {
-            engine: "rocksdb",
-            table: self.table.clone(),
-            detail: "no default column family".into(),
-        })
-    }
-
-    /// The column family `key` is read from; None when its shard has never
-    /// been written (so it holds nothing).
-    pub(crate) fn read_cf(&self, key: &[u8]) -> DbResult<Option<Cf<'_>>> {
-        match &self.shards {
-            None => self.default_cf().map(Some),
-            Some(s) => Ok(self.db.cf_handle(&shard_name(s.of(key)))),
-        }
-    }
-
-    /// The column family `key` is written to, made if it is new.
-    pub(crate) fn write_cf(&self, key: &[u8]) -> DbResult<Cf<'_>> {
-        let Some(s) = &self.shards else {
-            return self.default_cf();
-        };
-        let shard = s.of(key);
-        let name = shard_name(shard);
-        if let Some(cf) = self.db.cf_handle(&name) {
-            return Ok(cf);
-        }
-        let made = self.db.create_cf(&name, &self.rocks_opts);
-        // Another thread may have made it meanwhile; then it is there.
-        let cf = match (made, self.db.cf_handle(&name)) {
-            (_, Some(cf)) => cf,
-            (Err(e), None) => return Err(self.e(e)),
-            (Ok(()), None) => {
-                return Err(DbError::Engine {
-                    engine: "rocksdb",
-                    table: self.table.clone(),
-                    detail: format!("column family {name} made but not found"),
-                });
-            }
-        };
-        s.add(shard);
-        Ok(cf)
-    }
-
-    /// The column families holding data, in key order, from the one `from`
-    /// is in (the first when None).
-    pub(crate) fn data_cfs(&self, from: Option<&[u8]>) -> DbResult<Vec<Cf<'_>>> {
-        let Some(s) = &self.shards else {
-            return Ok(vec![self.default_cf()?]);
-        };
-        let first = from.map_or(0, |k| s.of(k));
-        let shards: Vec<u32> = s.known().range(first..).copied().collect();
-        Ok(shards
-            .into_iter()
-            .filter_map(|shard| self.db.cf_handle(&shard_name(shard)))
-            .collect())
-    }
-
-    /// The shard key `key` falls in, for grouping a write's pairs (0 in an
-    /// unsharded table).
-    pub(crate) fn shard_of(&self, key: &[u8]) -> u32 {
-        self.shards.as_ref().map_or(0, |s| s.of(key))
     }
 }
 

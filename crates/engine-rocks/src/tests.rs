@@ -1,4 +1,6 @@
 use super::*;
+use ledgerstore_db_api::BlockDict;
+use rocksdb::Options;
 
 fn small(profile: RocksProfile) -> RocksOptions {
     let mut o = match profile {
@@ -1124,6 +1126,7 @@ fn a_sharded_table_keeps_key_ranges_apart_and_reads_across_them() {
         assert_eq!(got[0].0, sk(9, 0));
         assert_eq!(store.scan(&[], 1000).expect("scan all").len(), 50);
         assert_eq!(store.last_key().expect("last"), Some(sk(9, 9)));
+        assert_eq!(store.stats().expect("stats").shards, Some(4));
     };
     check(&store);
     drop(store);

@@ -71,6 +71,10 @@ fn ingest_resume_get_and_stats_for_every_layout() {
         assert_eq!(v["layout"], layout);
         assert_eq!(v["ledgers"], 9);
         assert_eq!(v["txs"], 9 * TX_PER_LEDGER);
+        // Only a format-4 (`indexed`) dir's tables are sharded.
+        for t in v["tables"].as_array().expect("tables") {
+            assert!(t["engine_stats"].get("shards").is_none(), "{t}");
+        }
         let mut c = bin();
         c.args(["stats"]).arg("--data-dir").arg(&dir);
         let text = stdout(&run(c));
@@ -82,6 +86,7 @@ fn ingest_resume_get_and_stats_for_every_layout() {
             );
         } else {
             assert!(text.contains("files per level"), "{text}");
+            assert!(!text.contains("shards"), "{text}");
         }
     }
 }

@@ -188,6 +188,7 @@ async fn push_then_query_every_rpc_and_scrape_metrics() {
         "ledgerstore_store_written_bytes{engine=\"mdbx\",table=\"tx_data\"}",
         "ledgerstore_store_written_bytes{engine=\"rocksdb\",table=\"ledgers\"}",
         "ledgerstore_rocksdb_l0_files{table=\"ledgers\"}",
+        "ledgerstore_rocksdb_sst_files{table=\"ledgers\"}",
         "ledgerstore_rocksdb_pending_compaction_bytes{table=\"ledgers\"}",
         "ledgerstore_mdbx_pages{table=\"tx_data\"}",
         "ledgerstore_mdbx_free_pages{table=\"tx_data\"}",

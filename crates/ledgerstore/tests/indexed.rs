@@ -336,6 +336,22 @@ fn the_bulk_cli_builds_and_merges_segments_before_it_exits() {
     let v = stats_json(&dir);
     assert_eq!(v["segments"]["range_ledgers"], 10, "{v}");
     assert_eq!(v["segments"]["hot_from"], 50, "{v}");
+    // Both RocksDB tables of a format-4 dir are sharded by ledger range:
+    // ledgers 1 to 55 are all in the first shard.
+    let shards: Vec<(&str, &serde_json::Value)> = v["tables"]
+        .as_array()
+        .expect("tables")
+        .iter()
+        .filter(|t| t["engine"] == "rocksdb")
+        .map(|t| {
+            (
+                t["table"].as_str().expect("name"),
+                &t["engine_stats"]["shards"],
+            )
+        })
+        .collect();
+    assert_eq!(shards.len(), 2, "{v}");
+    assert!(shards.iter().all(|(_, n)| **n == 1), "{v}");
     assert_check_passes(&dir);
 }
 

@@ -39,6 +39,8 @@ pub struct Metrics {
     store_written: IntGaugeVec,
     rocks_pending: IntGaugeVec,
     rocks_l0: IntGaugeVec,
+    rocks_files: IntGaugeVec,
+    rocks_shards: IntGaugeVec,
     mdbx_pages: IntGaugeVec,
     mdbx_free_pages: IntGaugeVec,
     mdbx_reader_lag: IntGaugeVec,
@@ -201,6 +203,18 @@ impl Metrics {
                 &r,
                 "ledgerstore_rocksdb_l0_files",
                 "RocksDB SST files in level 0.",
+                &["table"],
+            )?,
+            rocks_files: gauge(
+                &r,
+                "ledgerstore_rocksdb_sst_files",
+                "RocksDB SST files of a table, every level and shard.",
+                &["table"],
+            )?,
+            rocks_shards: gauge(
+                &r,
+                "ledgerstore_rocksdb_shards",
+                "Column families (shards) a table sharded by ledger range keeps its keys in.",
                 &["table"],
             )?,
             mdbx_pages: gauge(
@@ -450,6 +464,15 @@ impl Metrics {
             }
             if let Some(l0) = e.files_per_level.first() {
                 self.rocks_l0.with_label_values(&[t.table]).set(v(*l0));
+                let files = e
+                    .files_per_level
+                    .iter()
+                    .copied()
+                    .fold(0, u64::saturating_add);
+                self.rocks_files.with_label_values(&[t.table]).set(v(files));
+            }
+            if let Some(n) = e.shards {
+                self.rocks_shards.with_label_values(&[t.table]).set(v(n));
             }
             if let Some(p) = e.pages {
                 self.mdbx_pages.with_label_values(&[t.table]).set(v(p));

@@ -114,6 +114,9 @@ fn render(s: &StoreStats) -> String {
             if let Some(b) = e.blob_bytes {
                 out.push_str(&format!("  blob files {}", mb(b)));
             }
+            if let Some(n) = e.shards {
+                out.push_str(&format!("  shards {n}"));
+            }
             out.push('\n');
         }
         if let (Some(depth), Some(pages)) = (e.tree_depth, e.pages) {

@@ -48,8 +48,9 @@ pub struct EngineStats {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub files_per_level: Vec<u64>,
     /// RocksDB, a table sharded by key range: the column families
-    /// (shards) its keys are in. Each costs memory whether or not it is
-    /// read (its memtable and table readers, ~0.7 MB measured).
+    /// (shards) it has made, one for each range it was written in (kept
+    /// when emptied). Each costs memory whether or not it is read (its
+    /// memtable and table readers, ~0.7 MB measured).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shards: Option<u64>,
     /// RocksDB: estimated bytes pending compaction.

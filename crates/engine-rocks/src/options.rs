@@ -87,7 +87,7 @@ pub struct BulkBlocks {
     /// zstd level.
     pub level: i32,
     /// The fewest bytes of sorted pairs, handed over in one
-    /// [`KvWrite::put_sorted`], that are written in bulk (None: one
+    /// [`KvWrite::put_sorted`](ledgerstore_db_api::KvWrite::put_sorted), that are written in bulk (None: one
     /// 32 MiB write chunk). Each bulk write makes at least one SST file.
     pub min_bytes: Option<usize>,
 }

@@ -140,9 +140,7 @@ impl RocksStore {
             .filter_map(|cf| self.cf_property(cf, name))
             .reduce(u64::saturating_add)
     }
-}
 
-impl RocksStore {
     pub(crate) fn default_cf(&self) -> DbResult<Cf<'_>> {
         self.db.cf_handle(DEFAULT).ok_or_else(|| DbError::Engine {
             engine: "rocksdb",

@@ -117,7 +117,7 @@ impl KvWrite for RocksWrite<'_> {
     }
 
     /// With block compression, sorted pairs of at least a chunk (or
-    /// [`BulkBlocks::min_bytes`]) become SST
+    /// [`BulkBlocks::min_bytes`](crate::BulkBlocks::min_bytes)) become SST
     /// files written from the caller's slices on up to 4 threads
     /// ([`bulk`]), ingested at commit: no WAL, no write batch, no
     /// memtable. Otherwise one put at a time. With bulk blocks of their

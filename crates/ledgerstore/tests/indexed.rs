@@ -355,6 +355,72 @@ fn the_bulk_cli_builds_and_merges_segments_before_it_exits() {
     assert_check_passes(&dir);
 }
 
+/// The daemon's RocksDB gauges are the dir's `stats`: a table's shards
+/// and its SST files at every level, read when it opens the dir.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_reports_each_table_s_shards_and_files() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    // The 20 real pubnet ledgers of 2026 in batches of 5, with 1 MiB
+    // memtables: each table has files in level 0 (flushes), and the
+    // bodies' also one in the last level (a write past a chunk).
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../stellar/testdata/FC3D4709--63092982-63093001.xdr.zst");
+    let mut c = bin();
+    c.args(["ingest", "--no-progress", "--data-dir"])
+        .arg(&dir)
+        .args(small_engine_flags())
+        .args(["--network", "pubnet", "--events.enabled", "false"])
+        .args(["--batch-ledgers", "5", "--stellar-file"])
+        .arg(fixture);
+    let o = run(c);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = stats_json(&dir);
+    let d = Daemon::start(&dir, &["--events.enabled", "false"]).await;
+    let m = d.metrics_text();
+    let gauge = |name: &str, table: &str| -> u64 {
+        let key = format!("ledgerstore_rocksdb_{name}{{table=\"{table}\"}} ");
+        m.lines()
+            .find_map(|l| l.strip_prefix(key.as_str()))
+            .unwrap_or_else(|| panic!("no {key}: {m}"))
+            .trim()
+            .parse()
+            .expect("a count")
+    };
+    let (mut tables, mut below_l0) = (0, 0);
+    for t in v["tables"].as_array().expect("tables") {
+        if t["engine"] != "rocksdb" {
+            continue;
+        }
+        tables += 1;
+        let name = t["table"].as_str().expect("name");
+        let levels: Vec<u64> = t["engine_stats"]["files_per_level"]
+            .as_array()
+            .expect("levels")
+            .iter()
+            .map(|n| n.as_u64().expect("count"))
+            .collect();
+        // Below the level-0 trigger (4), so opening the dir starts no
+        // compaction that could change the files between `stats` and the
+        // daemon's count (the CLI's close flushed every memtable).
+        assert!(levels[0] < 4, "{name}: {v}");
+        let files: u64 = levels.iter().sum();
+        below_l0 += files - levels[0];
+        assert_eq!(gauge("sst_files", name), files, "{name}");
+        // Ledgers 63,092,982 to 63,093,001 are in one shard (240); the
+        // bodies' table also keeps its dictionaries' keys, which sort
+        // below every position, in shard 0 when it has any.
+        let shards = t["engine_stats"]["shards"].as_u64().expect("sharded");
+        assert!((1..=2).contains(&shards), "{name}: {v}");
+        assert_eq!(gauge("shards", name), shards, "{name}");
+    }
+    assert_eq!(tables, 2, "{v}");
+    assert!(
+        below_l0 >= 1,
+        "every level is counted, not level 0 alone: {v}"
+    );
+}
+
 /// `ledgerstore stats --json` of the stopped data dir at `dir`.
 fn stats_json(dir: &std::path::Path) -> serde_json::Value {
     let mut c = bin();

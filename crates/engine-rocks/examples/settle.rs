@@ -1,5 +1,5 @@
 //! What merging a closed shard's bulk files would cost and save: a
-//! backfill leaves one `ledgers` file and one or more `tx_bodies` files a
+//! backfill leaves one `ledgers` file and one or more `tx_data` (bodies) files a
 //! batch, never merged (~1.4M files for all of pubnet, docs/benchmarks.md,
 //! "Files a table keeps open"). This study takes a copy of a table of a
 //! format-4 dir (`DIR/rocksdb/tx_data` or `DIR/rocksdb/ledgers`), opens
@@ -37,7 +37,8 @@ fn cpu_s() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat")
         .unwrap_or_else(|e| fail(format!("/proc/self/stat: {e}")));
     // Fields after the command's closing parenthesis; utime and stime
-    // are fields 14 and 15 of the whole line, in clock ticks (100 a second).
+    // are fields 14 and 15 of the whole line, in clock ticks (USER_HZ,
+    // 100 a second on Linux whatever the kernel's own tick).
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let f: Vec<&str> = rest.split_whitespace().collect();
     let tick = |i: usize| {

@@ -204,25 +204,13 @@ fn block_dictionary_flags_reach_the_engine() {
 fn bulk_block_flags_reach_the_engine() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("data");
-    let mut c = bin();
-    c.args([
-        "ingest",
-        "--synthetic",
-        "--no-progress",
-        "--layout",
-        "indexed",
-    ])
-    .arg("--data-dir")
-    .arg(&dir)
-    .args(["--ledgers", "40", "--batch-ledgers", "40"])
-    .args(["--tx-per-ledger", "100", "--tx-bytes", "10000"])
     // 40 ledger records of ~125 KB: one batch past the 4 MiB that makes
     // a format-3 dir's records a bulk write.
-    .args(["--ledger-bytes", "120000", "--seed", "3"])
-    .args(small_engine_flags())
-    .args(["--segments.bulk-block-kib", "512"])
-    .args(["--segments.bulk-zstd-level", "6"])
-    .args(["--segments.block-dict-kib", "16"]);
+    let mut c = bulk_ingest_cmd(&dir, 40, 100, 10_000, 120_000);
+    c.args(small_engine_flags())
+        .args(["--segments.bulk-block-kib", "512"])
+        .args(["--segments.bulk-zstd-level", "6"])
+        .args(["--segments.block-dict-kib", "16"]);
     let o = run(c);
     assert!(o.status.success(), "{}", stderr(&o));
     let table = dir.join("rocksdb/tx_data");

@@ -44,6 +44,36 @@ pub fn ingest_cmd(dir: &Path, layout: &str, ledgers: u32, batch: u32, seed: u64)
     c
 }
 
+/// `ledgerstore ingest --synthetic` into an `indexed` dir, in one batch
+/// of `ledgers` ledgers of `txs` transactions of `tx_bytes` each and
+/// `ledger_bytes` of their own, with no other engine flag: sizes chosen to
+/// make bulk writes.
+pub fn bulk_ingest_cmd(
+    dir: &Path,
+    ledgers: u32,
+    txs: u32,
+    tx_bytes: usize,
+    ledger_bytes: usize,
+) -> Command {
+    let mut c = bin();
+    c.args([
+        "ingest",
+        "--synthetic",
+        "--no-progress",
+        "--layout",
+        "indexed",
+    ])
+    .arg("--data-dir")
+    .arg(dir)
+    .args(["--ledgers", &ledgers.to_string()])
+    .args(["--batch-ledgers", &ledgers.to_string()])
+    .args(["--tx-per-ledger", &txs.to_string()])
+    .args(["--tx-bytes", &tx_bytes.to_string()])
+    .args(["--ledger-bytes", &ledger_bytes.to_string()])
+    .args(["--seed", "3"]);
+    c
+}
+
 pub fn small_engine_flags() -> [&'static str; 6] {
     [
         "--rocksdb.write-buffer-mb",

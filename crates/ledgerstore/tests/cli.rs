@@ -204,8 +204,9 @@ fn block_dictionary_flags_reach_the_engine() {
 fn bulk_block_flags_reach_the_engine() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("data");
-    // 40 ledger records of ~125 KB: one batch past the 4 MiB that makes
-    // a format-3 dir's records a bulk write.
+    // 40 ledger records of ~1.1 MB (a synthetic ledger's raw bytes hold
+    // its transactions): one batch past the 4 MiB that makes a format-3
+    // dir's records a bulk write.
     let mut c = bulk_ingest_cmd(&dir, 40, 100, 10_000, 120_000);
     c.args(small_engine_flags())
         .args(["--segments.bulk-block-kib", "512"])

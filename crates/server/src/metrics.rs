@@ -11,6 +11,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use ledgerstore_db_api::EngineStats;
 use ledgerstore_store::{BatchReport, Ledgerstore};
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
@@ -464,12 +465,9 @@ impl Metrics {
             }
             if let Some(l0) = e.files_per_level.first() {
                 self.rocks_l0.with_label_values(&[t.table]).set(v(*l0));
-                let files = e
-                    .files_per_level
-                    .iter()
-                    .copied()
-                    .fold(0, u64::saturating_add);
-                self.rocks_files.with_label_values(&[t.table]).set(v(files));
+                self.rocks_files
+                    .with_label_values(&[t.table])
+                    .set(v(sst_files(e)));
             }
             if let Some(n) = e.shards {
                 self.rocks_shards.with_label_values(&[t.table]).set(v(n));
@@ -608,4 +606,28 @@ pub async fn serve(
 /// Binds the metrics listener.
 pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     TcpListener::bind(addr).await
+}
+
+/// A RocksDB table's SST files: every level's (of every shard, which the
+/// engine sums per level).
+fn sst_files(e: &EngineStats) -> u64 {
+    e.files_per_level
+        .iter()
+        .copied()
+        .fold(0, u64::saturating_add)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_table_s_files_are_summed_over_every_level() {
+        let e = EngineStats {
+            files_per_level: vec![2, 0, 1, 0, 0, 0, 3],
+            ..Default::default()
+        };
+        assert_eq!(sst_files(&e), 6);
+        assert_eq!(sst_files(&EngineStats::default()), 0);
+    }
 }

@@ -215,7 +215,7 @@ impl Metrics {
             rocks_shards: gauge(
                 &r,
                 "ledgerstore_rocksdb_shards",
-                "Column families (shards) a table sharded by ledger range keeps its keys in.",
+                "Column families (shards) a table sharded by ledger range has made, one for each range of 2^18 ledgers written.",
                 &["table"],
             )?,
             mdbx_pages: gauge(

@@ -14,6 +14,7 @@
 #[cfg(test)]
 mod batch_tests;
 mod cache;
+mod choice;
 mod error;
 #[cfg(test)]
 mod events_tests;
@@ -33,6 +34,7 @@ mod tests_faults;
 mod tiered;
 
 pub use cache::{CacheFigures, DiskCache};
+pub use choice::PackChoice;
 pub use error::{ColdError, ColdResult};
 pub use ledgerstore_pack::PackForm;
 pub use publish::{

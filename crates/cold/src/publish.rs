@@ -29,6 +29,7 @@ use ledgerstore_pack::{
 };
 use ledgerstore_store::{ClosedRanges, Ledgerstore};
 
+use crate::choice::PackChoice;
 use crate::error::{ColdError, ColdResult, blocking};
 use crate::failpoint;
 use crate::publish_mark::check_mark;
@@ -43,6 +44,8 @@ pub struct PublishReport {
     pub mark: Option<u32>,
     /// Base ranges packed and published this round.
     pub packs: Vec<(u32, u32)>,
+    /// The form they were written in (None when no pack was written).
+    pub pack_form: Option<PackForm>,
     /// Objects uploaded, and their bytes.
     pub uploaded: u64,
     /// Bytes uploaded.
@@ -125,17 +128,19 @@ pub async fn publish_until(
 }
 
 /// [`publish_until`], writing new packs in `form` (`[cold] pack_version`,
-/// `pack_zstd_level` and `pack_dict_kib`; [`publish_until`] writes
-/// version 2). Packs already published stay as they are: a
-/// store's packs may mix versions.
+/// `pack_zstd_level` and `pack_dict_kib`: a [`PackForm`], or the store's
+/// own, [`PackChoice::StoresOwn`]; [`publish_until`] writes version 2).
+/// Packs already published stay as they are: a store's packs may mix
+/// versions.
 pub async fn publish_as(
     store: Arc<Ledgerstore>,
     remote: &Remote,
     work: &Path,
     events: Option<LocalEvents>,
     stop: Arc<AtomicBool>,
-    form: PackForm,
+    form: impl Into<PackChoice>,
 ) -> ColdResult<PublishReport> {
+    let choice = form.into();
     let t = Instant::now();
     let s = Arc::clone(&store);
     let closed = blocking(move || s.closed_ranges().map_err(ColdError::from)).await?;
@@ -175,6 +180,15 @@ pub async fn publish_as(
     std::fs::create_dir_all(work).map_err(ColdError::io(format!("create {}", work.display())))?;
 
     let mut packs: Vec<PackRef> = prev.as_ref().map(|m| m.packs.clone()).unwrap_or_default();
+    // The store's own version is read only when a pack is to be written
+    // (the form is not used otherwise).
+    let form = if closed.base.len() > packs.len() {
+        let form = choice.resolve(remote, prev.as_ref()).await?;
+        report.pack_form = Some(form);
+        form
+    } else {
+        PackForm::default()
+    };
     for &(first, end) in closed.base.iter().skip(packs.len()) {
         let s = Arc::clone(&store);
         let path = work.join(format!("pack-{first:010}-{end:010}.tmp"));

@@ -20,7 +20,7 @@ use ledgerstore_store::{IndexedOptions, Ledgerstore, StoreOptions};
 use ledgerstore_synth::{Synth, SynthConfig};
 
 use crate::tests::{assert_head, remote, replica};
-use crate::{ColdError, PackForm, Remote, publish_as};
+use crate::{ColdError, PackChoice, PackForm, Remote, publish_as};
 
 const FRAMES: PackForm = PackForm::Frames {
     level: 3,
@@ -269,4 +269,108 @@ fn damaged_mark_record(form: PackForm) {
                 .contains("cannot tell whether this data dir continues manifest"),
         "{e}"
     );
+}
+
+/// The versions of the newest manifest's packs, read from their headers.
+fn pack_versions(bucket: &Path, rt: &tokio::runtime::Runtime, r: &Remote) -> Vec<u32> {
+    let m = rt
+        .block_on(r.newest_manifest())
+        .expect("manifest")
+        .expect("published");
+    m.packs
+        .iter()
+        .map(|p| {
+            let pack = std::fs::read(bucket.join(&p.object.key)).expect("pack");
+            Header::parse(&pack).expect("header").version
+        })
+        .collect()
+}
+
+/// `[cold] pack_version` unset (the binary's default): a new store gets
+/// version 4, and a store goes on in its newest pack's version, at the
+/// settings' level (and, in version 4, budget), whatever wrote it.
+#[test]
+fn a_store_goes_on_in_its_own_pack_version() {
+    let own = PackChoice::StoresOwn {
+        level: 3,
+        dict_kib: 64,
+    };
+    for (first, want) in [
+        (own, 4),
+        (PackForm::Entries.into(), 2),
+        (FRAMES.into(), 3),
+        (FRAMES_DICT.into(), 4),
+    ] {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let bucket = tmp.path().join("bucket");
+        std::fs::create_dir_all(&bucket).expect("bucket");
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let r = remote(&bucket);
+        let store = open(&tmp.path().join("dir"), BodyForm::Blocks, 3);
+        let s = Synth::new(SynthConfig::small(53, 6));
+        ingest_cut(&store, &s, 1, 25, false);
+        let work = tmp.path().join("work");
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let rep = rt
+            .block_on(publish_as(
+                Arc::clone(&store),
+                &r,
+                &work,
+                None,
+                Arc::clone(&stop),
+                first,
+            ))
+            .expect("first round");
+        assert_eq!(rep.pack_form.map(PackForm::version), Some(want));
+        assert_eq!(pack_versions(&bucket, &rt, &r), [want; 2], "{first:?}");
+
+        // Nothing new: no pack written, no form read.
+        let rep = rt
+            .block_on(publish_as(
+                Arc::clone(&store),
+                &r,
+                &work,
+                None,
+                Arc::clone(&stop),
+                own,
+            ))
+            .expect("an idle round");
+        assert_eq!((rep.version, rep.pack_form), (None, None));
+
+        ingest_cut(&store, &s, 26, 45, false);
+        let rep = rt
+            .block_on(publish_as(Arc::clone(&store), &r, &work, None, stop, own))
+            .expect("the store's own");
+        assert_eq!(rep.pack_form.map(PackForm::version), Some(want));
+        assert_eq!(pack_versions(&bucket, &rt, &r), [want; 4], "{first:?}");
+        let mut last = 39;
+        if want == 2 {
+            // A store of mixed versions goes on in its newest pack's.
+            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            ingest_cut(&store, &s, 46, 55, false);
+            let w = publish_as(
+                Arc::clone(&store),
+                &r,
+                &work,
+                None,
+                Arc::clone(&stop),
+                FRAMES,
+            );
+            rt.block_on(w).expect("version 3 set");
+            ingest_cut(&store, &s, 56, 65, false);
+            let w = publish_as(Arc::clone(&store), &r, &work, None, stop, own);
+            let rep = rt.block_on(w).expect("the newest pack's");
+            assert_eq!(rep.pack_form, Some(FRAMES));
+            assert_eq!(pack_versions(&bucket, &rt, &r), [2, 2, 2, 2, 3, 3]);
+            last = 59;
+        }
+        let replica = replica(&rt, &r, &tmp.path().join("cache"), 1 << 30);
+        for seq in [1, 15, 29, 39, last] {
+            let stored = store.get_ledger(seq).expect("store").expect("stored");
+            let got = ledgerstore_store::Reader::get_ledger(replica.as_ref(), seq)
+                .expect("replica")
+                .unwrap_or_else(|| panic!("ledger {seq} after {first:?}: not published"));
+            assert_eq!(got.raw, stored.raw, "ledger {seq} after {first:?}");
+        }
+    }
 }

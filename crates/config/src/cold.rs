@@ -40,11 +40,15 @@ pub struct ColdConfig {
     /// and bodies one zstd frame (0.77× the bytes of 2 on 2026 pubnet
     /// ledgers; read by the builds since 5702fe7); or 4, those frames
     /// compressed with a dictionary sampled from the pack's own ledgers
-    /// (`pack_dict_kib`; read by this build and later). Packs already
-    /// published stay as they are. Turn 3 or 4 on once every replica (and
-    /// any build the writer may roll back to) reads it: older builds
-    /// answer DATA_LOSS for a pack of a version they do not know.
-    pub pack_version: u32,
+    /// (`pack_dict_kib`; 0.87–0.98× the bytes of 3, docs/benchmarks.md; read by the
+    /// builds since dac08fd). Unset (the default): the store's own, the
+    /// version of its newest pack, so a store keeps the version it was
+    /// created with, and 4 for a store with no pack yet. Packs already
+    /// published stay as they are. Set 3 or 4 for an existing store once
+    /// every replica (and any build the writer may roll back to) reads
+    /// it: older builds answer DATA_LOSS for a pack of a version they do
+    /// not know.
+    pub pack_version: Option<u32>,
     /// The zstd level of version-3 and 4 ledger frames (1 to 22): publish
     /// CPU against bytes in the bucket.
     pub pack_zstd_level: i32,
@@ -66,7 +70,7 @@ impl Default for ColdConfig {
             keep_local_ranges: 0,
             publish_events: false,
             publish_threads: 0,
-            pack_version: 2,
+            pack_version: None,
             pack_zstd_level: 3,
             pack_dict_kib: 1024,
         }
@@ -132,10 +136,12 @@ impl ColdConfig {
                 "at least 100",
             ));
         }
-        if !(2..=4).contains(&self.pack_version) {
+        if let Some(v) = self.pack_version
+            && !(2..=4).contains(&v)
+        {
             return Err(invalid(
                 "cold.pack_version",
-                self.pack_version,
+                v,
                 "2 (a frame a record or body), 3 (a frame a ledger) or 4 (a frame a ledger, with \
                  the pack's dictionary)",
             ));

@@ -96,7 +96,10 @@ fn bad_values_name_the_key_and_the_expected_range() {
     assert!(e.contains("cold.pack_version = 5: 2 (a frame"), "{e}");
     std::fs::write(&file, "[cold]\npack_version = 4\n").expect("write");
     let c = Config::load(Some(&file), &[]).expect("version 4");
-    assert_eq!((c.cold.pack_version, c.cold.pack_dict_kib), (4, 1024));
+    assert_eq!((c.cold.pack_version, c.cold.pack_dict_kib), (Some(4), 1024));
+    std::fs::write(&file, "[cold]\n").expect("write");
+    let c = Config::load(Some(&file), &[]).expect("unset");
+    assert_eq!(c.cold.pack_version, None, "unset: the store's own");
     for kib in [0, 63, 16385] {
         let e = refused(&file, &format!("[cold]\npack_dict_kib = {kib}\n"));
         assert!(

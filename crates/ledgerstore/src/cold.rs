@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use ledgerstore_cold::{DiskCache, HeldMemory, Remote, Replica};
+use ledgerstore_cold::{DiskCache, HeldMemory, PackChoice, PackForm, Remote, Replica};
 use ledgerstore_config::Config;
 use ledgerstore_server::Publish;
 
@@ -40,21 +40,18 @@ pub fn publisher(cfg: &Config, rt: tokio::runtime::Handle) -> Result<Option<Publ
     }))
 }
 
-/// The form new packs are written in (`[cold] pack_version`, validated
-/// to 2, 3 or 4, `pack_zstd_level` and `pack_dict_kib`).
-pub fn pack_form(cfg: &Config) -> ledgerstore_cold::PackForm {
+/// The form new packs are written in: `[cold] pack_version` (validated to
+/// 2, 3 or 4) with `pack_zstd_level` and `pack_dict_kib`, or, unset, the
+/// store's own (its newest pack's version; 4 for a store with none).
+pub fn pack_form(cfg: &Config) -> PackChoice {
     let c = &cfg.cold;
-    match c.pack_version {
-        2 => ledgerstore_cold::PackForm::Entries,
-        3 => ledgerstore_cold::PackForm::Frames {
-            level: c.pack_zstd_level,
-            dict_kib: 0,
-        },
-        _ => ledgerstore_cold::PackForm::Frames {
-            level: c.pack_zstd_level,
-            dict_kib: c.pack_dict_kib,
-        },
-    }
+    let (level, dict_kib) = (c.pack_zstd_level, c.pack_dict_kib);
+    PackChoice::Fixed(match c.pack_version {
+        None => return PackChoice::StoresOwn { level, dict_kib },
+        Some(2) => PackForm::Entries,
+        Some(3) => PackForm::Frames { level, dict_kib: 0 },
+        Some(_) => PackForm::Frames { level, dict_kib },
+    })
 }
 
 /// A read replica of `[replica] store`, its cache opened (emptied); its
@@ -69,7 +66,7 @@ pub fn replica(cfg: &Config, rt: tokio::runtime::Handle) -> Result<Arc<Replica>>
 
 /// What a replica keeps decompressed in memory (`[replica]
 /// frame_memory_mb`, `dict_memory_mb`).
-fn held_memory(cfg: &Config) -> HeldMemory {
+pub fn held_memory(cfg: &Config) -> HeldMemory {
     HeldMemory {
         frames: cfg.replica.frame_memory_bytes(),
         dicts: cfg.replica.dict_memory_bytes(),
@@ -104,22 +101,32 @@ mod tests {
         );
         c.cold.pack_dict_kib += 1;
         assert!(c.validate().is_err(), "past what a reader allows");
-        c.cold.pack_version = 4;
         c.cold.pack_dict_kib = 2048;
         assert_eq!(
             pack_form(&c),
-            ledgerstore_cold::PackForm::Frames {
+            PackChoice::StoresOwn {
                 level: 3,
                 dict_kib: 2048
-            }
+            },
+            "unset: the store's own"
         );
-        c.cold.pack_version = 3;
+        c.cold.pack_version = Some(4);
         assert_eq!(
             pack_form(&c),
-            ledgerstore_cold::PackForm::Frames {
+            PackChoice::Fixed(PackForm::Frames {
+                level: 3,
+                dict_kib: 2048
+            })
+        );
+        c.cold.pack_version = Some(3);
+        assert_eq!(
+            pack_form(&c),
+            PackChoice::Fixed(PackForm::Frames {
                 level: 3,
                 dict_kib: 0
-            }
+            })
         );
+        c.cold.pack_version = Some(2);
+        assert_eq!(pack_form(&c), PackChoice::Fixed(PackForm::Entries));
     }
 }

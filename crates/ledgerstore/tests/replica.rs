@@ -42,14 +42,17 @@ fn s3_flags(endpoint: &str) -> Vec<String> {
 }
 
 /// `ledgerstore publish` in pack `version` (3: ledger frames; 4: with the
-/// pack's dictionary; the daemon tests below publish in the default
-/// version 2).
+/// pack's dictionary; "": unset, the store's own version, as in the
+/// daemon tests below, so version 4 into a new store).
 fn publish(dir: &Path, store: &str, endpoint: &str, version: &str) -> std::process::Output {
     let mut c = bin();
     c.args(["publish", "--data-dir"])
         .arg(dir)
-        .args(["--cold.store", store, "--cold.pack-version", version])
-        .args(s3_flags(endpoint))
+        .args(["--cold.store", store]);
+    if !version.is_empty() {
+        c.args(["--cold.pack-version", version]);
+    }
+    c.args(s3_flags(endpoint))
         .args(common::small_engine_flags())
         .envs(S3_ENV);
     run(c)
@@ -182,9 +185,10 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
     let server = s3(&versitygw, &tmp.path().join("s3"));
     let (endpoint, store) = (server.url(), "s3://cold/pubnet");
 
-    let o = publish(&dir, store, &endpoint, "4");
+    let o = publish(&dir, store, &endpoint, "");
     assert!(o.status.success(), "publish: {}", stderr(&o));
-    // Packs of version 4: ledger frames with the pack's own dictionary.
+    // Packs of version 4, a new store's default: ledger frames with the
+    // pack's own dictionary.
     let packs = tmp.path().join("s3/cold/pubnet/packs");
     let versions: Vec<[u8; 4]> = std::fs::read_dir(&packs)
         .expect("packs")
@@ -200,7 +204,7 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
     assert!(
         stdout(&o).contains(&format!(
             "published manifest 1 to {store}: ledgers up to {PUBLISHED}, 4 new range(s)"
-        )),
+        )) && stdout(&o).contains("in version-4 packs"),
         "{}",
         stdout(&o)
     );

@@ -68,9 +68,21 @@ pub enum PackForm {
     },
 }
 
-/// Version 2, which every build reads (`[cold] pack_version`'s default,
-/// as `publish_events`: a writer turns version 3 on once its replicas
-/// read it).
+impl PackForm {
+    /// The pack format version this form writes: 2, 3 or 4.
+    pub fn version(self) -> u32 {
+        match self {
+            Self::Entries => crate::format::VERSION,
+            Self::Frames { dict_kib: 0, .. } => crate::format::VERSION_3,
+            Self::Frames { .. } => crate::format::VERSION_4,
+        }
+    }
+}
+
+/// Version 2, which every build reads: what the cold crate's publish
+/// functions write unless given a form. (The binary's default, `[cold]
+/// pack_version` unset, goes on in the version of a store's newest pack,
+/// and writes version 4 into a store with none.)
 impl Default for PackForm {
     fn default() -> Self {
         Self::Entries

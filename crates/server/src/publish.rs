@@ -35,8 +35,9 @@ pub struct Publish {
     pub cold: Arc<Replica>,
     /// Published base ranges kept locally (0: all).
     pub keep_local_ranges: u32,
-    /// The form new packs are written in (`[cold] pack_version`).
-    pub form: ledgerstore_cold::PackForm,
+    /// The form new packs are written in (`[cold] pack_version`, or the
+    /// store's own).
+    pub form: ledgerstore_cold::PackChoice,
 }
 
 impl Publish {
@@ -76,6 +77,7 @@ impl Publish {
                     version = ?rep.version,
                     mark = ?rep.mark,
                     packs = rep.packs.len(),
+                    pack_version = ?rep.pack_form.map(|f| f.version()),
                     uploaded_bytes = rep.uploaded_bytes,
                     seconds = rep.took.as_secs_f64(),
                     "published closed ranges to {}",

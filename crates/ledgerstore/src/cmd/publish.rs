@@ -46,8 +46,12 @@ pub fn run(a: ServeArgs) -> Result<()> {
         (Ok(_), keep) if keep > 0 => {
             let dir = cfg.db.path.join("cold-cache");
             let cache = ledgerstore_cold::DiskCache::open(&dir, cfg.replica.cache_mb << 20)?;
-            let cold =
-                ledgerstore_cold::Replica::new(Arc::clone(&remote), cache, rt.handle().clone());
+            let cold = ledgerstore_cold::Replica::with_memory(
+                Arc::clone(&remote),
+                cache,
+                rt.handle().clone(),
+                crate::cold::held_memory(&cfg),
+            );
             Some(rt.block_on(ledgerstore_cold::evict(Arc::clone(&store), &cold, keep)))
         }
         _ => None,
@@ -57,10 +61,13 @@ pub fn run(a: ServeArgs) -> Result<()> {
     let location = &cfg.cold.store;
     match (r.version, r.mark) {
         (Some(v), Some(mark)) => println!(
-            "published manifest {v} to {location}: ledgers up to {mark}, {} new range(s) {:?}, \
+            "published manifest {v} to {location}: ledgers up to {mark}, {} new range(s) {:?}{}, \
              {} object(s) uploaded ({:.1} MiB), {} already there, in {:.1} s",
             r.packs.len(),
             r.packs,
+            r.pack_form
+                .map(|f| format!(" in version-{} packs", f.version()))
+                .unwrap_or_default(),
             r.uploaded,
             r.uploaded_bytes as f64 / (1 << 20) as f64,
             r.skipped,

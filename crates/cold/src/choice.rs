@@ -1,0 +1,91 @@
+//! Which form a publish round writes new packs in: one the operator set
+//! (`[cold] pack_version`), or the store's own, so a store keeps the
+//! version it was created with and a new store gets the smallest.
+
+use ledgerstore_pack::format::HEADER;
+use ledgerstore_pack::{Header, Manifest, PackForm};
+
+use crate::error::{ColdError, ColdResult};
+use crate::remote::Remote;
+
+/// What a publisher writes new packs as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PackChoice {
+    /// Every new pack in this form (`[cold] pack_version` set).
+    Fixed(PackForm),
+    /// The version of the store's newest pack, read from its header, in
+    /// version 4 for a store with no pack yet. `level` and `dict_kib`
+    /// (`pack_zstd_level`, `pack_dict_kib`) are used where the version
+    /// has them.
+    StoresOwn {
+        /// The zstd level of version-3 and 4 frames.
+        level: i32,
+        /// Version 4's dictionary budget, KiB.
+        dict_kib: u32,
+    },
+}
+
+impl From<PackForm> for PackChoice {
+    fn from(form: PackForm) -> Self {
+        Self::Fixed(form)
+    }
+}
+
+impl PackChoice {
+    /// The form this round writes in, after `prev`, the store's newest
+    /// manifest. A store's own version costs one read of its newest
+    /// pack's header (64 bytes).
+    pub(crate) async fn resolve(
+        self,
+        remote: &Remote,
+        prev: Option<&Manifest>,
+    ) -> ColdResult<PackForm> {
+        let (level, dict_kib) = match self {
+            Self::Fixed(form) => return Ok(form),
+            Self::StoresOwn { level, dict_kib } => (level, dict_kib),
+        };
+        let Some(newest) = prev.and_then(|m| m.packs.last()) else {
+            return Ok(PackForm::Frames { level, dict_kib });
+        };
+        let key = &newest.object.key;
+        let bytes = remote.get_range(key, 0..HEADER).await?;
+        let header = Header::parse(&bytes).map_err(|e| ColdError::damaged(key, e.to_string()))?;
+        Ok(Self::form_of(header.version, level, dict_kib))
+    }
+
+    /// The form that goes on writing packs of `version` (version 1, the
+    /// first, goes on as version 2, which every build that reads 1 reads).
+    fn form_of(version: u32, level: i32, dict_kib: u32) -> PackForm {
+        match version {
+            3 => PackForm::Frames { level, dict_kib: 0 },
+            4 => PackForm::Frames { level, dict_kib },
+            _ => PackForm::Entries,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_version_goes_on_as_itself() {
+        let f = |v| PackChoice::form_of(v, 7, 512);
+        assert_eq!(f(1), PackForm::Entries);
+        assert_eq!(f(2), PackForm::Entries);
+        assert_eq!(
+            f(3),
+            PackForm::Frames {
+                level: 7,
+                dict_kib: 0
+            }
+        );
+        assert_eq!(
+            f(4),
+            PackForm::Frames {
+                level: 7,
+                dict_kib: 512
+            }
+        );
+    }
+}

@@ -11,7 +11,10 @@
 #             E2E_FANOUT, E2E_LEVELS merge levels): ledgers/s, CPU, peak RSS
 #   bytes     the data dir (every file) and each table (`stats`), against
 #             the lake's bytes for the same ledgers
-#   publish   `publish` of every closed range to a second bucket
+#   publish   `publish` of every closed range to a second bucket (in the
+#             default pack version, 4 into a new bucket since 2026-12-02;
+#             the run in docs/benchmarks.md published version 2:
+#             LEDGERSTORE_COLD__PACK_VERSION=2 for that form)
 #             (s3://cold/pubnet): time and the bucket's bytes
 #   serve     the writer daemon, then a replica of the bucket with an empty
 #             cache, each loaded with Stellar RPC getTransaction by vegeta

@@ -12,9 +12,12 @@
 #   cold     a fresh replica, the hashes of BR_SAMPLE ledgers for
 #            BR_COLD_SECONDS: first sight of almost every hash (the cache
 #            hit ratio says how many): the segment is fetched whole on the
-#            first probe, then each lookup fetches its body table page and
-#            its body by ranged GET (pack version 2, the default; in
-#            version 3 its ledger table page and its ledger's frame)
+#            first probe, then each lookup fetches by ranged GET its
+#            ledger table page and its ledger's frame (pack versions 3 and
+#            4; 4 is what `publish` writes into a new bucket), or its body
+#            table page and its body (version 2, which the runs in
+#            docs/benchmarks.md before 2026-12-02 measured:
+#            LEDGERSTORE_COLD__PACK_VERSION=2 for that form)
 #   warm     the same replica, the BR_WARM_SAMPLE ledgers' hashes, primed
 #            by an unmeasured pass of BR_COLD_SECONDS first (all cached)
 #   1 vs 2   aggregate lookups/s of one warm replica, then of two warm

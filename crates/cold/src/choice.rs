@@ -2,7 +2,7 @@
 //! (`[cold] pack_version`), or the store's own, so a store keeps the
 //! version it was created with and a new store gets the smallest.
 
-use ledgerstore_pack::format::HEADER;
+use ledgerstore_pack::format::{HEADER, MAGIC, VERSION_4};
 use ledgerstore_pack::{Header, Manifest, PackForm};
 
 use crate::error::{ColdError, ColdResult};
@@ -48,19 +48,55 @@ impl PackChoice {
             return Ok(PackForm::Frames { level, dict_kib });
         };
         let key = &newest.object.key;
-        let bytes = remote.get_range(key, 0..HEADER).await?;
-        let header = Header::parse(&bytes).map_err(|e| ColdError::damaged(key, e.to_string()))?;
+        let bytes = remote.get_range(key, 0..HEADER).await.map_err(why)?;
+        if bytes.starts_with(MAGIC)
+            && let Some(v) = bytes.get(8..12).and_then(|b| <[u8; 4]>::try_from(b).ok())
+            && u32::from_be_bytes(v) > VERSION_4
+        {
+            return Err(ColdError::NotReady(format!(
+                "the store's newest pack {key} is version {}, which a newer build wrote, and \
+                 this build writes versions 2 to 4: set cold.pack_version to 2, 3 or 4 (one \
+                 that every replica reads) to go on publishing",
+                u32::from_be_bytes(v)
+            )));
+        }
+        let header =
+            Header::parse(&bytes).map_err(|e| why(ColdError::damaged(key, e.to_string())))?;
         Ok(Self::form_of(header.version, level, dict_kib))
     }
 
     /// The form that goes on writing packs of `version` (version 1, the
-    /// first, goes on as version 2, which every build that reads 1 reads).
+    /// first, goes on as version 2).
     fn form_of(version: u32, level: i32, dict_kib: u32) -> PackForm {
         match version {
             3 => PackForm::Frames { level, dict_kib: 0 },
             4 => PackForm::Frames { level, dict_kib },
             _ => PackForm::Entries,
         }
+    }
+}
+
+/// `e`, from reading the newest pack's header, saying why it was read and
+/// how to publish without it.
+fn why(e: ColdError) -> ColdError {
+    const WHY: &str = "read because cold.pack_version is unset, so new packs go on in the \
+                       version of the store's newest pack; set cold.pack_version to 2, 3 or 4 \
+                       to publish without reading it";
+    match e {
+        ColdError::Remote {
+            object,
+            detail,
+            cause,
+        } => ColdError::Remote {
+            object,
+            detail: format!("{detail} ({WHY})"),
+            cause,
+        },
+        ColdError::Damaged { object, detail } => ColdError::Damaged {
+            object,
+            detail: format!("{detail} ({WHY})"),
+        },
+        other => other,
     }
 }
 

@@ -292,14 +292,22 @@ fn pack_versions(bucket: &Path, rt: &tokio::runtime::Runtime, r: &Remote) -> Vec
 #[test]
 fn a_store_goes_on_in_its_own_pack_version() {
     let own = PackChoice::StoresOwn {
-        level: 3,
-        dict_kib: 64,
+        level: 5,
+        dict_kib: 128,
+    };
+    let own_frames = PackForm::Frames {
+        level: 5,
+        dict_kib: 0,
+    };
+    let own_dict = PackForm::Frames {
+        level: 5,
+        dict_kib: 128,
     };
     for (first, want) in [
-        (own, 4),
-        (PackForm::Entries.into(), 2),
-        (FRAMES.into(), 3),
-        (FRAMES_DICT.into(), 4),
+        (own, own_dict),
+        (PackForm::Entries.into(), PackForm::Entries),
+        (FRAMES.into(), own_frames),
+        (FRAMES_DICT.into(), own_dict),
     ] {
         let tmp = tempfile::tempdir().expect("tmp");
         let bucket = tmp.path().join("bucket");
@@ -321,30 +329,38 @@ fn a_store_goes_on_in_its_own_pack_version() {
                 first,
             ))
             .expect("first round");
-        assert_eq!(rep.pack_form.map(PackForm::version), Some(want));
-        assert_eq!(pack_versions(&bucket, &rt, &r), [want; 2], "{first:?}");
+        let v = want.version();
+        assert_eq!(rep.pack_form.map(PackForm::version), Some(v));
+        assert_eq!(pack_versions(&bucket, &rt, &r), [v; 2], "{first:?}");
 
-        // Nothing new: no pack written, no form read.
-        let rep = rt
-            .block_on(publish_as(
-                Arc::clone(&store),
-                &r,
-                &work,
-                None,
-                Arc::clone(&stop),
-                own,
-            ))
-            .expect("an idle round");
-        assert_eq!((rep.version, rep.pack_form), (None, None));
+        // Nothing new: no pack written, and no more reads than a round of
+        // a fixed form makes (no header read).
+        let mut gets = Vec::new();
+        for form in [own, PackForm::Entries.into()] {
+            let before = r.reads().0;
+            let rep = rt
+                .block_on(publish_as(
+                    Arc::clone(&store),
+                    &r,
+                    &work,
+                    None,
+                    Arc::clone(&stop),
+                    form,
+                ))
+                .expect("an idle round");
+            assert_eq!((rep.version, rep.pack_form), (None, None));
+            gets.push(r.reads().0 - before);
+        }
+        assert_eq!(gets[0], gets[1], "an idle round reads no pack header");
 
         ingest_cut(&store, &s, 26, 45, false);
         let rep = rt
             .block_on(publish_as(Arc::clone(&store), &r, &work, None, stop, own))
             .expect("the store's own");
-        assert_eq!(rep.pack_form.map(PackForm::version), Some(want));
-        assert_eq!(pack_versions(&bucket, &rt, &r), [want; 4], "{first:?}");
+        assert_eq!(rep.pack_form, Some(want), "{first:?}");
+        assert_eq!(pack_versions(&bucket, &rt, &r), [v; 4], "{first:?}");
         let mut last = 39;
-        if want == 2 {
+        if want == PackForm::Entries {
             // A store of mixed versions goes on in its newest pack's.
             let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
             ingest_cut(&store, &s, 46, 55, false);
@@ -360,7 +376,7 @@ fn a_store_goes_on_in_its_own_pack_version() {
             ingest_cut(&store, &s, 56, 65, false);
             let w = publish_as(Arc::clone(&store), &r, &work, None, stop, own);
             let rep = rt.block_on(w).expect("the newest pack's");
-            assert_eq!(rep.pack_form, Some(FRAMES));
+            assert_eq!(rep.pack_form, Some(own_frames));
             assert_eq!(pack_versions(&bucket, &rt, &r), [2, 2, 2, 2, 3, 3]);
             last = 59;
         }
@@ -372,5 +388,68 @@ fn a_store_goes_on_in_its_own_pack_version() {
                 .unwrap_or_else(|| panic!("ledger {seq} after {first:?}: not published"));
             assert_eq!(got.raw, stored.raw, "ledger {seq} after {first:?}");
         }
+    }
+}
+
+/// A newest pack whose header cannot be read fails a round of the store's
+/// own version, naming the pack and the setting that avoids the read
+/// (deleted, damaged, or of a version a newer build wrote), and a set
+/// version publishes past it.
+#[test]
+fn a_newest_pack_that_cannot_be_read_fails_the_round_by_name() {
+    let own = PackChoice::StoresOwn {
+        level: 3,
+        dict_kib: 64,
+    };
+    let tmp = tempfile::tempdir().expect("tmp");
+    let bucket = tmp.path().join("bucket");
+    std::fs::create_dir_all(&bucket).expect("bucket");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let r = remote(&bucket);
+    let store = open(&tmp.path().join("dir"), BodyForm::Blocks, 3);
+    let s = Synth::new(SynthConfig::small(59, 6));
+    ingest_cut(&store, &s, 1, 25, false);
+    let work = tmp.path().join("work");
+    round(&rt, &store, &r, &work, PackForm::Entries).expect("first round");
+    let mut next = 26;
+    for (damage, want) in [
+        ("deleted", "cold.pack_version is unset"),
+        (
+            "CRC",
+            "CRC-32 mismatch (read because cold.pack_version is unset",
+        ),
+        ("newer", "is version 5, which a newer build wrote"),
+    ] {
+        let m = rt
+            .block_on(r.newest_manifest())
+            .expect("manifest")
+            .expect("published");
+        let key = m.packs.last().expect("a pack").object.key.clone();
+        let path = bucket.join(&key);
+        match damage {
+            "deleted" => std::fs::remove_file(&path).expect("delete"),
+            _ => {
+                let mut pack = std::fs::read(&path).expect("pack");
+                match damage {
+                    "CRC" => pack[20] ^= 1,
+                    _ => pack[8..12].copy_from_slice(&5u32.to_be_bytes()),
+                }
+                std::fs::write(&path, &pack).expect("damage");
+            }
+        }
+        ingest_cut(&store, &s, next, next + 9, false);
+        next += 10;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let w = publish_as(Arc::clone(&store), &r, &work, None, stop, own);
+        let e = rt.block_on(w).expect_err(damage).to_string();
+        assert!(e.contains(&key) && e.contains(want), "{damage}: {e}");
+        assert!(e.contains("set cold.pack_version to"), "{damage}: {e}");
+        let before = m.packs.len();
+        round(&rt, &store, &r, &work, FRAMES).expect("a set version publishes");
+        let m = rt
+            .block_on(r.newest_manifest())
+            .expect("manifest")
+            .expect("published");
+        assert_eq!(m.packs.len(), before + 1, "{damage}");
     }
 }

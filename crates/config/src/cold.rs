@@ -41,13 +41,14 @@ pub struct ColdConfig {
     /// ledgers; read by the builds since 5702fe7); or 4, those frames
     /// compressed with a dictionary sampled from the pack's own ledgers
     /// (`pack_dict_kib`; 0.87–0.98× the bytes of 3, docs/benchmarks.md; read by the
-    /// builds since dac08fd). Unset (the default): the store's own, the
-    /// version of its newest pack, so a store keeps the version it was
-    /// created with, and 4 for a store with no pack yet. Packs already
-    /// published stay as they are. Set 3 or 4 for an existing store once
-    /// every replica (and any build the writer may roll back to) reads
-    /// it: older builds answer DATA_LOSS for a pack of a version they do
-    /// not know.
+    /// builds since dac08fd). Unset or 0 (the default): the store's own,
+    /// the version of its newest pack, so a store keeps the version it was
+    /// created with, and 4 for a store with no pack yet (set 2 if its
+    /// replicas, or a build the writer may roll back to, predate
+    /// dac08fd). Packs already published stay as they are. Set 3 or 4 for
+    /// an existing store once every replica (and any build the writer may
+    /// roll back to) reads it: older builds answer DATA_LOSS for a pack of
+    /// a version they do not know.
     pub pack_version: Option<u32>,
     /// The zstd level of version-3 and 4 ledger frames (1 to 22): publish
     /// CPU against bytes in the bucket.
@@ -137,13 +138,14 @@ impl ColdConfig {
             ));
         }
         if let Some(v) = self.pack_version
-            && !(2..=4).contains(&v)
+            && !matches!(v, 0 | 2..=4)
         {
             return Err(invalid(
                 "cold.pack_version",
                 v,
-                "2 (a frame a record or body), 3 (a frame a ledger) or 4 (a frame a ledger, with \
-                 the pack's dictionary)",
+                "2 (a frame a record or body), 3 (a frame a ledger), 4 (a frame a ledger, with \
+                 the pack's dictionary), or 0 or unset (the store's own: its newest pack's \
+                 version, 4 for a new store)",
             ));
         }
         // 16384: the pack crate's MAX_DICT, what a reader allows.

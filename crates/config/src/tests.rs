@@ -100,6 +100,11 @@ fn bad_values_name_the_key_and_the_expected_range() {
     std::fs::write(&file, "[cold]\n").expect("write");
     let c = Config::load(Some(&file), &[]).expect("unset");
     assert_eq!(c.cold.pack_version, None, "unset: the store's own");
+    std::fs::write(&file, "[cold]\npack_version = 0\n").expect("write");
+    let c = Config::load(Some(&file), &[]).expect("0: the store's own");
+    assert_eq!(c.cold.pack_version, Some(0));
+    let e = refused(&file, "[cold]\npack_version = 1\n");
+    assert!(e.contains("or 0 or unset (the store's own"), "{e}");
     for kib in [0, 63, 16385] {
         let e = refused(&file, &format!("[cold]\npack_dict_kib = {kib}\n"));
         assert!(

@@ -137,9 +137,9 @@ pub struct ColdFlags {
     pub cold_publish_threads: Option<i64>,
     /// [cold] pack_version: the format of new packs, 2 (a frame a record
     /// or body, read by every build), 3 (a zstd frame a ledger) or 4 (a
-    /// zstd frame a ledger with the pack's dictionary). Unset: the
+    /// zstd frame a ledger with the pack's dictionary). 0 or unset: the
     /// store's own (its newest pack's version; 4 for a new store).
-    #[arg(long = "cold.pack-version", value_name = "2|3|4")]
+    #[arg(long = "cold.pack-version", value_name = "0|2|3|4")]
     pub cold_pack_version: Option<i64>,
     /// [cold] pack_zstd_level: the zstd level of version-3 and 4 ledger
     /// frames.

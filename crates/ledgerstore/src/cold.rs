@@ -41,13 +41,14 @@ pub fn publisher(cfg: &Config, rt: tokio::runtime::Handle) -> Result<Option<Publ
 }
 
 /// The form new packs are written in: `[cold] pack_version` (validated to
-/// 2, 3 or 4) with `pack_zstd_level` and `pack_dict_kib`, or, unset, the
-/// store's own (its newest pack's version; 4 for a store with none).
+/// 0, 2, 3 or 4) with `pack_zstd_level` and `pack_dict_kib`, or, 0 or
+/// unset, the store's own (its newest pack's version; 4 for a store with
+/// none).
 pub fn pack_form(cfg: &Config) -> PackChoice {
     let c = &cfg.cold;
     let (level, dict_kib) = (c.pack_zstd_level, c.pack_dict_kib);
     PackChoice::Fixed(match c.pack_version {
-        None => return PackChoice::StoresOwn { level, dict_kib },
+        None | Some(0) => return PackChoice::StoresOwn { level, dict_kib },
         Some(2) => PackForm::Entries,
         Some(3) => PackForm::Frames { level, dict_kib: 0 },
         Some(_) => PackForm::Frames { level, dict_kib },
@@ -128,5 +129,7 @@ mod tests {
         );
         c.cold.pack_version = Some(2);
         assert_eq!(pack_form(&c), PackChoice::Fixed(PackForm::Entries));
+        c.cold.pack_version = Some(0);
+        assert!(matches!(pack_form(&c), PackChoice::StoresOwn { .. }));
     }
 }

@@ -541,7 +541,10 @@ async fn a_writer_killed_mid_publish_leaves_the_last_manifest_serving_and_finish
     let hash = |seq: u32| s.ledger(seq).txs[3].hash.clone();
 
     ingest_synth(&dir, 25);
-    let o = publish(&dir, "s3://cold/crash", &endpoint, "3");
+    // A store made in version 2 (as builds before version 4 became a new
+    // store's default made them): the daemon below, its pack version
+    // unset, goes on in it.
+    let o = publish(&dir, "s3://cold/crash", &endpoint, "2");
     assert!(
         stdout(&o).contains("published manifest 1"),
         "{}{}",
@@ -569,12 +572,16 @@ async fn a_writer_killed_mid_publish_leaves_the_last_manifest_serving_and_finish
     ));
     w.kill();
     assert_eq!(manifests(&root), vec!["00000000000000000001.json"]);
-    let packs = std::fs::read_dir(root.join("cold/crash/packs"))
+    let versions: Vec<u32> = std::fs::read_dir(root.join("cold/crash/packs"))
         .expect("packs")
-        .count();
+        .map(|e| {
+            let b = std::fs::read(e.expect("entry").path()).expect("pack");
+            ledgerstore_pack::Header::parse(&b).expect("header").version
+        })
+        .collect();
     assert_eq!(
-        packs, 4,
-        "the round uploaded 20..=29 and 30..=39 before it died"
+        versions, [2; 4],
+        "the round uploaded 20..=29 and 30..=39 before it died, in the store's version"
     );
     let e = get_tx(&rep, &hash(25)).await.expect_err("not published");
     assert!(

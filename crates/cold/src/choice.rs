@@ -54,14 +54,26 @@ impl PackChoice {
             && u32::from_be_bytes(v) > VERSION_4
         {
             return Err(ColdError::NotReady(format!(
-                "the store's newest pack {key} is version {}, which a newer build wrote, and \
-                 this build writes versions 2 to 4: set cold.pack_version to 2, 3 or 4 (one \
-                 that every replica reads) to go on publishing",
+                "the store's newest pack {key} is version {}, which this build does not know (a \
+                 newer build's pack, or a damaged header); it writes versions 2 to 4: set \
+                 cold.pack_version to 2, 3 or 4 (one that every replica reads) to go on \
+                 publishing",
                 u32::from_be_bytes(v)
             )));
         }
         let header =
             Header::parse(&bytes).map_err(|e| why(ColdError::damaged(key, e.to_string())))?;
+        let listed = (newest.first, newest.last, newest.object.size);
+        if (header.first, header.last, header.size) != listed {
+            return Err(why(ColdError::damaged(
+                key,
+                format!(
+                    "its header says ledgers {}..={} in {} bytes, the manifest ledgers {}..={} in \
+                     {} bytes",
+                    header.first, header.last, header.size, listed.0, listed.1, listed.2
+                ),
+            )));
+        }
         Ok(Self::form_of(header.version, level, dict_kib))
     }
 
@@ -79,25 +91,13 @@ impl PackChoice {
 /// `e`, from reading the newest pack's header, saying why it was read and
 /// how to publish without it.
 fn why(e: ColdError) -> ColdError {
-    const WHY: &str = "read because cold.pack_version is unset, so new packs go on in the \
-                       version of the store's newest pack; set cold.pack_version to 2, 3 or 4 \
-                       to publish without reading it";
-    match e {
-        ColdError::Remote {
-            object,
-            detail,
-            cause,
-        } => ColdError::Remote {
-            object,
-            detail: format!("{detail} ({WHY})"),
-            cause,
-        },
-        ColdError::Damaged { object, detail } => ColdError::Damaged {
-            object,
-            detail: format!("{detail} ({WHY})"),
-        },
-        other => other,
-    }
+    e.map_detail(|d| {
+        format!(
+            "{d} (read because cold.pack_version is unset or 0, so new packs go on in the version of \
+             the store's newest pack; set cold.pack_version to 2, 3 or 4 to publish without \
+             reading it)"
+        )
+    })
 }
 
 #[cfg(test)]

@@ -117,6 +117,12 @@ impl ColdError {
     /// Names the ledgers an object read was for (what a client can act
     /// on), for the errors a read answers with.
     pub(crate) fn for_ledgers(self, first: u32, last: u32) -> Self {
+        self.map_detail(|d| format!("ledgers {first}..={last}: {d}"))
+    }
+
+    /// An object read's error with its detail (what a client may be told)
+    /// rewritten by `f`; any other error as it is.
+    pub(crate) fn map_detail(self, f: impl FnOnce(String) -> String) -> Self {
         match self {
             Self::Remote {
                 object,
@@ -124,12 +130,12 @@ impl ColdError {
                 cause,
             } => Self::Remote {
                 object,
-                detail: format!("ledgers {first}..={last}: {detail}"),
+                detail: f(detail),
                 cause,
             },
             Self::Damaged { object, detail } => Self::Damaged {
                 object,
-                detail: format!("ledgers {first}..={last}: {detail}"),
+                detail: f(detail),
             },
             other => other,
         }

@@ -4,7 +4,9 @@
 //! round without the writer's index keeps the previous list; an index
 //! that catches up after the packs were published makes a new manifest.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use ledgerstore_event_index::EventIndexBuilder;
 use ledgerstore_pack::EventsGeometry;
@@ -12,7 +14,7 @@ use ledgerstore_pack::manifest::events_key;
 use ledgerstore_synth::{Synth, SynthConfig};
 
 use crate::tests::{ingest, open, remote, replica};
-use crate::{LocalEventFile, LocalEvents, publish, publish_with};
+use crate::{LocalEventFile, LocalEvents, PackChoice, publish, publish_as, publish_with};
 
 /// An (empty) event index file of `first..=last` in `dir`.
 fn event_file(dir: &Path, first: u32, last: u32) -> LocalEventFile {
@@ -39,20 +41,24 @@ fn local(files: &[&LocalEventFile]) -> Option<LocalEvents> {
     })
 }
 
+/// A temp dir and in it a data dir's path, a bucket and an events dir
+/// (both made).
+fn dirs() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let at = |name: &str| tmp.path().join(name);
+    let (data, bucket, ev) = (at("data"), at("bucket"), at("events"));
+    std::fs::create_dir_all(&bucket).expect("bucket");
+    std::fs::create_dir_all(&ev).expect("events");
+    (tmp, data, bucket, ev)
+}
+
 fn listed(m: &ledgerstore_pack::Manifest) -> Vec<(u32, u32)> {
     m.events.iter().map(|e| (e.first, e.last)).collect()
 }
 
 #[test]
 fn event_files_inside_the_published_range_are_listed_once_and_kept() {
-    let tmp = tempfile::tempdir().expect("tmp");
-    let (data, bucket, ev) = (
-        tmp.path().join("data"),
-        tmp.path().join("bucket"),
-        tmp.path().join("events"),
-    );
-    std::fs::create_dir_all(&bucket).expect("bucket");
-    std::fs::create_dir_all(&ev).expect("events");
+    let (tmp, data, bucket, ev) = dirs();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let s = Synth::new(SynthConfig::small(11, 8));
     let store = open(&data);
@@ -186,4 +192,55 @@ fn event_files_inside_the_published_range_are_listed_once_and_kept() {
     assert_eq!(six.version, Some(6));
     rt.block_on(rep.refresh()).expect("refresh");
     assert_eq!(rep.manifest().expect("manifest").events, m3.events);
+}
+
+/// A round that publishes only event files writes no pack, so it reads no
+/// pack header to choose a pack version: with the store's own version
+/// and its newest pack gone, it still publishes them.
+#[test]
+fn a_round_of_event_files_alone_reads_no_pack_header() {
+    let (_tmp, data, bucket, ev) = dirs();
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let store = open(&data);
+    ingest(&store, &Synth::new(SynthConfig::small(13, 8)), 1, 45);
+    let r = remote(&bucket);
+    let work = data.join("publish");
+    let w: Vec<LocalEventFile> = [(1, 3), (4, 7), (8, 15)]
+        .into_iter()
+        .map(|(a, b)| event_file(&ev, a, b))
+        .collect();
+    let all: Vec<&LocalEventFile> = w.iter().collect();
+    let own = PackChoice::StoresOwn {
+        level: 3,
+        dict_kib: 64,
+    };
+    let round = |files: &[&LocalEventFile]| {
+        let stop = Arc::new(AtomicBool::new(false));
+        rt.block_on(publish_as(
+            store.clone(),
+            &r,
+            &work,
+            local(files),
+            stop,
+            own,
+        ))
+    };
+    let one = round(&all[..2]).expect("packs and two files");
+    assert!(!one.packs.is_empty() && one.pack_form.is_some(), "{one:?}");
+    let m = rt
+        .block_on(r.newest_manifest())
+        .expect("read")
+        .expect("one");
+    let newest = &m.packs.last().expect("a pack").object.key;
+    std::fs::remove_file(bucket.join(newest)).expect("delete the newest pack");
+    let two = round(&all).expect("event files alone");
+    assert_eq!(
+        (two.version, two.packs.len(), two.pack_form),
+        (Some(2), 0, None)
+    );
+    let m = rt
+        .block_on(r.newest_manifest())
+        .expect("read")
+        .expect("two");
+    assert_eq!(listed(&m), vec![(1, 3), (4, 7), (8, 15)]);
 }

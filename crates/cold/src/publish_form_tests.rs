@@ -56,11 +56,21 @@ fn round(
     store: &Arc<Ledgerstore>,
     r: &Remote,
     work: &Path,
-    form: PackForm,
+    form: impl Into<PackChoice>,
 ) -> Result<(), ColdError> {
+    publish_round(rt, store, r, work, form).map(|_| ())
+}
+
+/// [`round`], returning its report.
+fn publish_round(
+    rt: &tokio::runtime::Runtime,
+    store: &Arc<Ledgerstore>,
+    r: &Remote,
+    work: &Path,
+    form: impl Into<PackChoice>,
+) -> Result<crate::PublishReport, ColdError> {
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     rt.block_on(publish_as(Arc::clone(store), r, work, None, stop, form))
-        .map(|_| ())
 }
 
 /// Ledger `seq`'s record bytes as the newest manifest's pack holds them
@@ -271,19 +281,63 @@ fn damaged_mark_record(form: PackForm) {
     );
 }
 
+/// The newest manifest.
+fn newest(rt: &tokio::runtime::Runtime, r: &Remote) -> ledgerstore_pack::Manifest {
+    rt.block_on(r.newest_manifest())
+        .expect("manifest")
+        .expect("published")
+}
+
 /// The versions of the newest manifest's packs, read from their headers.
 fn pack_versions(bucket: &Path, rt: &tokio::runtime::Runtime, r: &Remote) -> Vec<u32> {
-    let m = rt
-        .block_on(r.newest_manifest())
-        .expect("manifest")
-        .expect("published");
-    m.packs
-        .iter()
-        .map(|p| {
-            let pack = std::fs::read(bucket.join(&p.object.key)).expect("pack");
-            Header::parse(&pack).expect("header").version
-        })
-        .collect()
+    let read = |key: &str| std::fs::read(bucket.join(key)).expect("pack");
+    let m = newest(rt, r);
+    let header =
+        |p: &ledgerstore_pack::PackRef| Header::parse(&read(&p.object.key)).expect("header");
+    m.packs.iter().map(|p| header(p).version).collect()
+}
+
+/// A bucket (a directory store) and a new format-3 store of synthetic
+/// ledgers 1..=25 of `seed` (two closed ranges), with 10-ledger ranges.
+struct Fixture {
+    tmp: tempfile::TempDir,
+    bucket: std::path::PathBuf,
+    rt: tokio::runtime::Runtime,
+    r: Arc<Remote>,
+    store: Arc<Ledgerstore>,
+    synth: Synth,
+}
+
+impl Fixture {
+    fn new(seed: u64) -> Self {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let bucket = tmp.path().join("bucket");
+        std::fs::create_dir_all(&bucket).expect("bucket");
+        let store = open(&tmp.path().join("dir"), BodyForm::Blocks, 3);
+        let synth = Synth::new(SynthConfig::small(seed, 6));
+        ingest_cut(&store, &synth, 1, 25, false);
+        Self {
+            r: remote(&bucket),
+            rt: tokio::runtime::Runtime::new().expect("runtime"),
+            tmp,
+            bucket,
+            store,
+            synth,
+        }
+    }
+
+    fn ingest(&self, first: u32, last: u32) {
+        ingest_cut(&self.store, &self.synth, first, last, false);
+    }
+
+    fn publish(&self, form: impl Into<PackChoice>) -> Result<crate::PublishReport, ColdError> {
+        let work = self.tmp.path().join("work");
+        publish_round(&self.rt, &self.store, &self.r, &work, form)
+    }
+
+    fn versions(&self) -> Vec<u32> {
+        pack_versions(&self.bucket, &self.rt, &self.r)
+    }
 }
 
 /// `[cold] pack_version` unset (the binary's default): a new store gets
@@ -295,94 +349,42 @@ fn a_store_goes_on_in_its_own_pack_version() {
         level: 5,
         dict_kib: 128,
     };
-    let own_frames = PackForm::Frames {
-        level: 5,
-        dict_kib: 0,
-    };
-    let own_dict = PackForm::Frames {
-        level: 5,
-        dict_kib: 128,
-    };
+    let frames = |dict_kib| PackForm::Frames { level: 5, dict_kib };
     for (first, want) in [
-        (own, own_dict),
+        (own, frames(128)),
         (PackForm::Entries.into(), PackForm::Entries),
-        (FRAMES.into(), own_frames),
-        (FRAMES_DICT.into(), own_dict),
+        (FRAMES.into(), frames(0)),
+        (FRAMES_DICT.into(), frames(128)),
     ] {
-        let tmp = tempfile::tempdir().expect("tmp");
-        let bucket = tmp.path().join("bucket");
-        std::fs::create_dir_all(&bucket).expect("bucket");
-        let rt = tokio::runtime::Runtime::new().expect("runtime");
-        let r = remote(&bucket);
-        let store = open(&tmp.path().join("dir"), BodyForm::Blocks, 3);
-        let s = Synth::new(SynthConfig::small(53, 6));
-        ingest_cut(&store, &s, 1, 25, false);
-        let work = tmp.path().join("work");
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let rep = rt
-            .block_on(publish_as(
-                Arc::clone(&store),
-                &r,
-                &work,
-                None,
-                Arc::clone(&stop),
-                first,
-            ))
-            .expect("first round");
+        let f = Fixture::new(53);
+        let rep = f.publish(first).expect("first round");
         let v = want.version();
         assert_eq!(rep.pack_form.map(PackForm::version), Some(v));
-        assert_eq!(pack_versions(&bucket, &rt, &r), [v; 2], "{first:?}");
+        assert_eq!(f.versions(), [v; 2], "{first:?}");
 
-        // Nothing new: no pack written, and no more reads than a round of
-        // a fixed form makes (no header read).
-        let mut gets = Vec::new();
-        for form in [own, PackForm::Entries.into()] {
-            let before = r.reads().0;
-            let rep = rt
-                .block_on(publish_as(
-                    Arc::clone(&store),
-                    &r,
-                    &work,
-                    None,
-                    Arc::clone(&stop),
-                    form,
-                ))
-                .expect("an idle round");
-            assert_eq!((rep.version, rep.pack_form), (None, None));
-            gets.push(r.reads().0 - before);
-        }
-        assert_eq!(gets[0], gets[1], "an idle round reads no pack header");
+        // Nothing new: no pack written (a round of event files alone reads
+        // no header either: events_tests.rs).
+        let rep = f.publish(own).expect("an idle round");
+        assert_eq!((rep.version, rep.pack_form), (None, None));
 
-        ingest_cut(&store, &s, 26, 45, false);
-        let rep = rt
-            .block_on(publish_as(Arc::clone(&store), &r, &work, None, stop, own))
-            .expect("the store's own");
+        f.ingest(26, 45);
+        let rep = f.publish(own).expect("the store's own");
         assert_eq!(rep.pack_form, Some(want), "{first:?}");
-        assert_eq!(pack_versions(&bucket, &rt, &r), [v; 4], "{first:?}");
+        assert_eq!(f.versions(), [v; 4], "{first:?}");
         let mut last = 39;
         if want == PackForm::Entries {
             // A store of mixed versions goes on in its newest pack's.
-            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-            ingest_cut(&store, &s, 46, 55, false);
-            let w = publish_as(
-                Arc::clone(&store),
-                &r,
-                &work,
-                None,
-                Arc::clone(&stop),
-                FRAMES,
-            );
-            rt.block_on(w).expect("version 3 set");
-            ingest_cut(&store, &s, 56, 65, false);
-            let w = publish_as(Arc::clone(&store), &r, &work, None, stop, own);
-            let rep = rt.block_on(w).expect("the newest pack's");
-            assert_eq!(rep.pack_form, Some(own_frames));
-            assert_eq!(pack_versions(&bucket, &rt, &r), [2, 2, 2, 2, 3, 3]);
+            f.ingest(46, 55);
+            f.publish(FRAMES).expect("version 3 set");
+            f.ingest(56, 65);
+            let rep = f.publish(own).expect("the newest pack's");
+            assert_eq!(rep.pack_form, Some(frames(0)));
+            assert_eq!(f.versions(), [2, 2, 2, 2, 3, 3]);
             last = 59;
         }
-        let replica = replica(&rt, &r, &tmp.path().join("cache"), 1 << 30);
+        let replica = replica(&f.rt, &f.r, &f.tmp.path().join("cache"), 1 << 30);
         for seq in [1, 15, 29, 39, last] {
-            let stored = store.get_ledger(seq).expect("store").expect("stored");
+            let stored = f.store.get_ledger(seq).expect("store").expect("stored");
             let got = ledgerstore_store::Reader::get_ledger(replica.as_ref(), seq)
                 .expect("replica")
                 .unwrap_or_else(|| panic!("ledger {seq} after {first:?}: not published"));
@@ -391,9 +393,10 @@ fn a_store_goes_on_in_its_own_pack_version() {
     }
 }
 
-/// A newest pack whose header cannot be read fails a round of the store's
-/// own version, naming the pack and the setting that avoids the read
-/// (deleted, damaged, or of a version a newer build wrote), and a set
+/// A newest pack whose header cannot be read or does not match the
+/// manifest fails a round of the store's own version, naming the pack and
+/// the setting that avoids the read (another pack's bytes under its key,
+/// deleted, damaged, or of a version this build does not know), and a set
 /// version publishes past it.
 #[test]
 fn a_newest_pack_that_cannot_be_read_fails_the_round_by_name() {
@@ -401,55 +404,38 @@ fn a_newest_pack_that_cannot_be_read_fails_the_round_by_name() {
         level: 3,
         dict_kib: 64,
     };
-    let tmp = tempfile::tempdir().expect("tmp");
-    let bucket = tmp.path().join("bucket");
-    std::fs::create_dir_all(&bucket).expect("bucket");
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let r = remote(&bucket);
-    let store = open(&tmp.path().join("dir"), BodyForm::Blocks, 3);
-    let s = Synth::new(SynthConfig::small(59, 6));
-    ingest_cut(&store, &s, 1, 25, false);
-    let work = tmp.path().join("work");
-    round(&rt, &store, &r, &work, PackForm::Entries).expect("first round");
+    let f = Fixture::new(59);
+    f.publish(PackForm::Entries).expect("first round");
     let mut next = 26;
     for (damage, want) in [
-        ("deleted", "cold.pack_version is unset"),
-        (
-            "CRC",
-            "CRC-32 mismatch (read because cold.pack_version is unset",
-        ),
-        ("newer", "is version 5, which a newer build wrote"),
+        ("swapped", "its header says ledgers 1..=9 in"),
+        ("deleted", "not found in the published store (read because"),
+        ("CRC", "CRC-32 mismatch (read because"),
+        ("newer", "is version 5, which this build does not know"),
     ] {
-        let m = rt
-            .block_on(r.newest_manifest())
-            .expect("manifest")
-            .expect("published");
-        let key = m.packs.last().expect("a pack").object.key.clone();
-        let path = bucket.join(&key);
+        let before = newest(&f.rt, &f.r).packs;
+        let key = before.last().expect("a pack").object.key.clone();
+        let path = f.bucket.join(&key);
+        let mut pack = std::fs::read(&path).expect("pack");
         match damage {
+            "swapped" => pack = std::fs::read(f.bucket.join(&before[0].object.key)).expect("pack"),
             "deleted" => std::fs::remove_file(&path).expect("delete"),
-            _ => {
-                let mut pack = std::fs::read(&path).expect("pack");
-                match damage {
-                    "CRC" => pack[20] ^= 1,
-                    _ => pack[8..12].copy_from_slice(&5u32.to_be_bytes()),
-                }
-                std::fs::write(&path, &pack).expect("damage");
-            }
+            "CRC" => pack[20] ^= 1,
+            _ => pack[8..12].copy_from_slice(&5u32.to_be_bytes()),
         }
-        ingest_cut(&store, &s, next, next + 9, false);
+        if damage != "deleted" {
+            std::fs::write(&path, &pack).expect("damage");
+        }
+        f.ingest(next, next + 9);
         next += 10;
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let w = publish_as(Arc::clone(&store), &r, &work, None, stop, own);
-        let e = rt.block_on(w).expect_err(damage).to_string();
+        let e = f.publish(own).expect_err(damage).to_string();
         assert!(e.contains(&key) && e.contains(want), "{damage}: {e}");
         assert!(e.contains("set cold.pack_version to"), "{damage}: {e}");
-        let before = m.packs.len();
-        round(&rt, &store, &r, &work, FRAMES).expect("a set version publishes");
-        let m = rt
-            .block_on(r.newest_manifest())
-            .expect("manifest")
-            .expect("published");
-        assert_eq!(m.packs.len(), before + 1, "{damage}");
+        f.publish(FRAMES).expect("a set version publishes");
+        assert_eq!(
+            newest(&f.rt, &f.r).packs.len(),
+            before.len() + 1,
+            "{damage}"
+        );
     }
 }

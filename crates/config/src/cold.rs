@@ -40,12 +40,13 @@ pub struct ColdConfig {
     /// and bodies one zstd frame (0.77× the bytes of 2 on 2026 pubnet
     /// ledgers; read by the builds since 5702fe7); or 4, those frames
     /// compressed with a dictionary sampled from the pack's own ledgers
-    /// (`pack_dict_kib`; 0.87–0.98× the bytes of 3, docs/benchmarks.md; read by the
-    /// builds since dac08fd). Unset or 0 (the default): the store's own,
-    /// the version of its newest pack, so a store keeps the version it was
-    /// created with, and 4 for a store with no pack yet (set 2 if its
-    /// replicas, or a build the writer may roll back to, predate
-    /// dac08fd). Packs already published stay as they are. Set 3 or 4 for
+    /// (`pack_dict_kib`; 0.87–0.98× the bytes of 3, docs/benchmarks.md;
+    /// read by the builds since dac08fd). Unset or 0 (the default): the
+    /// store's own, the version of its newest pack (so a store keeps the
+    /// version it was created with until one is set), and 4 for a store
+    /// with no pack yet (set 2 if its replicas, or a build the writer may
+    /// roll back to, predate dac08fd). Packs already published stay as
+    /// they are. Set 3 or 4 for
     /// an existing store once every replica (and any build the writer may
     /// roll back to) reads it: older builds answer DATA_LOSS for a pack of
     /// a version they do not know.

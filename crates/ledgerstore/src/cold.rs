@@ -51,6 +51,7 @@ pub fn pack_form(cfg: &Config) -> PackChoice {
         None | Some(0) => return PackChoice::StoresOwn { level, dict_kib },
         Some(2) => PackForm::Entries,
         Some(3) => PackForm::Frames { level, dict_kib: 0 },
+        // 4: `ColdConfig::validate` refuses any other version.
         Some(_) => PackForm::Frames { level, dict_kib },
     })
 }

@@ -77,7 +77,7 @@ impl Publish {
                     version = ?rep.version,
                     mark = ?rep.mark,
                     packs = rep.packs.len(),
-                    pack_version = rep.pack_form.map_or(0, |f| f.version()),
+                    pack_version = %rep.pack_form.map_or("none".into(), |f| f.version().to_string()),
                     uploaded_bytes = rep.uploaded_bytes,
                     seconds = rep.took.as_secs_f64(),
                     "published closed ranges to {}",

@@ -14,8 +14,8 @@
 #            hit ratio says how many): the segment is fetched whole on the
 #            first probe, then each lookup fetches by ranged GET its
 #            ledger table page and its ledger's frame (pack versions 3 and
-#            4; 4 is what `publish` writes into a new bucket, and reads
-#            each pack's dictionary once), or its body
+#            4; 4 is what `publish` writes into a new bucket, and a
+#            version-4 lookup also reads its pack's dictionary once), or its body
 #            table page and its body (version 2, which the runs in
 #            docs/benchmarks.md before 2026-12-02 measured:
 #            LEDGERSTORE_COLD__PACK_VERSION=2 for that form)

@@ -3,7 +3,7 @@
 //! version it was created with and a new store gets the smallest.
 
 use ledgerstore_pack::format::{HEADER, MAGIC, VERSION_4};
-use ledgerstore_pack::{Header, Manifest, PackForm};
+use ledgerstore_pack::{Manifest, PackForm};
 
 use crate::error::{ColdError, ColdResult};
 use crate::remote::Remote;
@@ -61,19 +61,9 @@ impl PackChoice {
                 u32::from_be_bytes(v)
             )));
         }
-        let header =
-            Header::parse(&bytes).map_err(|e| why(ColdError::damaged(key, e.to_string())))?;
-        let listed = (newest.first, newest.last, newest.object.size);
-        if (header.first, header.last, header.size) != listed {
-            return Err(why(ColdError::damaged(
-                key,
-                format!(
-                    "its header says ledgers {}..={} in {} bytes, the manifest ledgers {}..={} in \
-                     {} bytes",
-                    header.first, header.last, header.size, listed.0, listed.1, listed.2
-                ),
-            )));
-        }
+        let header = newest
+            .header(&bytes)
+            .map_err(|e| why(ColdError::damaged(key, e)))?;
         Ok(Self::form_of(header.version, level, dict_kib))
     }
 

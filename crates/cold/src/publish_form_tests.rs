@@ -396,8 +396,8 @@ fn a_store_goes_on_in_its_own_pack_version() {
 /// A newest pack whose header cannot be read or does not match the
 /// manifest fails a round of the store's own version, naming the pack and
 /// the setting that avoids the read (another pack's bytes under its key,
-/// deleted, damaged, or of a version this build does not know), and a set
-/// version publishes past it.
+/// deleted, listing other bodies, damaged, or of a version this build does
+/// not know), and a set version publishes past it.
 #[test]
 fn a_newest_pack_that_cannot_be_read_fails_the_round_by_name() {
     let own = PackChoice::StoresOwn {
@@ -408,8 +408,9 @@ fn a_newest_pack_that_cannot_be_read_fails_the_round_by_name() {
     f.publish(PackForm::Entries).expect("first round");
     let mut next = 26;
     for (damage, want) in [
-        ("swapped", "its header says ledgers 1..=9 in"),
+        ("swapped", "its header says ledgers 1..=9, "),
         ("deleted", "not found in the published store (read because"),
+        ("bodies", " bodies, "),
         ("CRC", "CRC-32 mismatch (read because"),
         ("newer", "is version 5, which this build does not know"),
     ] {
@@ -420,6 +421,14 @@ fn a_newest_pack_that_cannot_be_read_fails_the_round_by_name() {
         match damage {
             "swapped" => pack = std::fs::read(f.bucket.join(&before[0].object.key)).expect("pack"),
             "deleted" => std::fs::remove_file(&path).expect("delete"),
+            "bodies" => {
+                // A valid header (a frames pack's bodies shape no table)
+                // that lists one body more than the manifest.
+                let mut h = Header::parse(&pack).expect("header");
+                assert!(h.frames(), "the pack the last round wrote");
+                h.bodies += 1;
+                pack[..64].copy_from_slice(&h.encode());
+            }
             "CRC" => pack[20] ^= 1,
             _ => pack[8..12].copy_from_slice(&5u32.to_be_bytes()),
         }

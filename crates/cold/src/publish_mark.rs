@@ -22,7 +22,7 @@ use ledgerstore_db_api::{
     Alias, LedgerContent, StoredLedger, TxHash, ledger_record_bytes, sha256 as digest,
 };
 use ledgerstore_pack::format::HEADER;
-use ledgerstore_pack::{FrameDict, Header, LedgerFrame, Manifest, PackRef, sha256};
+use ledgerstore_pack::{FrameDict, LedgerFrame, Manifest, PackRef, sha256};
 use ledgerstore_store::{Ledgerstore, StoreError};
 
 use crate::error::{ColdError, ColdResult, blocking};
@@ -153,14 +153,7 @@ async fn published_identity(remote: &Remote, m: &Manifest, p: &PackRef) -> ColdR
     let key = p.object.key.clone();
     let damaged = |e: String| ColdError::damaged(&key, e);
     let head = remote.get_range(&key, 0..HEADER).await?;
-    let h = Header::parse(&head).map_err(|e| damaged(e.to_string()))?;
-    if (h.first, h.last, h.size, h.bodies) != (p.first, p.last, p.object.size, p.bodies) {
-        return Err(damaged(format!(
-            "its header says ledgers {}..={}, {} bodies, {} bytes; the manifest says {}..={}, \
-             {} bodies, {} bytes",
-            h.first, h.last, h.bodies, h.size, p.first, p.last, p.bodies, p.object.size
-        )));
-    }
+    let h = p.header(&head).map_err(damaged)?;
     let (page, _) = h.ledger_page_of(at).map_err(|e| damaged(e.to_string()))?;
     let range = h.ledger_page(page).map_err(|e| damaged(e.to_string()))?;
     let page = remote.get_range(&key, range).await?;

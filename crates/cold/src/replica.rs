@@ -643,17 +643,7 @@ impl Replica {
     /// the manifest, and remembered.
     fn parsed_header(&self, p: &PackRef, bytes: &[u8]) -> ColdResult<Header> {
         let key = &p.object.key;
-        let h = Header::parse(bytes).map_err(|e| ColdError::damaged(key, e.to_string()))?;
-        if (h.first, h.last, h.size, h.bodies) != (p.first, p.last, p.object.size, p.bodies) {
-            return Err(ColdError::damaged(
-                key,
-                format!(
-                    "its header says ledgers {}..={}, {} bodies, {} bytes; the manifest says \
-                     {}..={}, {} bodies, {} bytes",
-                    h.first, h.last, h.bodies, h.size, p.first, p.last, p.bodies, p.object.size
-                ),
-            ));
-        }
+        let h = p.header(bytes).map_err(|e| ColdError::damaged(key, e))?;
         self.headers
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -42,9 +42,8 @@ pub struct ColdConfig {
     /// compressed with a dictionary sampled from the pack's own ledgers
     /// (`pack_dict_kib`; 0.87–0.98× the bytes of 3, docs/benchmarks.md;
     /// read by the builds since dac08fd). Unset or 0 (the default): the
-    /// store's own, the version of its newest pack (so a store keeps the
-    /// version it was created with until one is set), and 4 for a store
-    /// with no pack yet (set 2 if its replicas, or a build the writer may
+    /// store's own, the version of its newest pack (version 1 goes on as
+    /// 2), and 4 for a store with no pack yet (set 2 if its replicas, or a build the writer may
     /// roll back to, predate dac08fd). Packs already published stay as
     /// they are. Set 3 or 4 for
     /// an existing store once every replica (and any build the writer may

@@ -12,6 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{PackError, PackResult};
+use crate::format::Header;
 
 /// The format written.
 pub const FORMAT: u32 = 1;
@@ -79,6 +80,24 @@ pub struct PackRef {
     /// The object.
     #[serde(flatten)]
     pub object: Object,
+}
+
+impl PackRef {
+    /// The pack's header from its first [`crate::format::HEADER`] bytes,
+    /// checked against this entry: ledgers, bodies and size. The error
+    /// says what differs, for the caller to name the object.
+    pub fn header(&self, bytes: &[u8]) -> Result<Header, String> {
+        let h = Header::parse(bytes).map_err(|e| e.to_string())?;
+        let listed = (self.first, self.last, self.bodies, self.object.size);
+        if (h.first, h.last, h.bodies, h.size) != listed {
+            return Err(format!(
+                "its header says ledgers {}..={}, {} bodies, {} bytes; the manifest says \
+                 {}..={}, {} bodies, {} bytes",
+                h.first, h.last, h.bodies, h.size, listed.0, listed.1, listed.2, listed.3
+            ));
+        }
+        Ok(h)
+    }
 }
 
 /// A published segment: a base range or a merged window.

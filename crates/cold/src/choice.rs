@@ -1,6 +1,7 @@
 //! Which form a publish round writes new packs in: one the operator set
-//! (`[cold] pack_version`), or the store's own, so a store keeps the
-//! version it was created with and a new store gets the smallest.
+//! (`[cold] pack_version`), or the store's own (its newest pack's
+//! version), so a store keeps its version across an upgrade and a new
+//! store gets the smallest.
 
 use ledgerstore_pack::format::{HEADER, MAGIC, VERSION_4};
 use ledgerstore_pack::{Manifest, PackForm};
@@ -13,7 +14,7 @@ use crate::remote::Remote;
 pub enum PackChoice {
     /// Every new pack in this form (`[cold] pack_version` set).
     Fixed(PackForm),
-    /// The version of the store's newest pack, read from its header, in
+    /// The version of the store's newest pack, read from its header;
     /// version 4 for a store with no pack yet. `level` and `dict_kib`
     /// (`pack_zstd_level`, `pack_dict_kib`) are used where the version
     /// has them.
@@ -83,9 +84,9 @@ impl PackChoice {
 fn why(e: ColdError) -> ColdError {
     e.map_detail(|d| {
         format!(
-            "{d} (read because cold.pack_version is unset or 0, so new packs go on in the version of \
-             the store's newest pack; set cold.pack_version to 2, 3 or 4 to publish without \
-             reading it)"
+            "{d} (read because cold.pack_version is unset or 0, so new packs go on in the \
+             version of the store's newest pack; set cold.pack_version to 2, 3 or 4 to publish \
+             without reading it)"
         )
     })
 }

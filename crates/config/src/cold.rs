@@ -43,12 +43,12 @@ pub struct ColdConfig {
     /// (`pack_dict_kib`; 0.87–0.98× the bytes of 3, docs/benchmarks.md;
     /// read by the builds since dac08fd). Unset or 0 (the default): the
     /// store's own, the version of its newest pack (version 1 goes on as
-    /// 2), and 4 for a store with no pack yet (set 2 if its replicas, or a build the writer may
-    /// roll back to, predate dac08fd). Packs already published stay as
-    /// they are. Set 3 or 4 for
-    /// an existing store once every replica (and any build the writer may
-    /// roll back to) reads it: older builds answer DATA_LOSS for a pack of
-    /// a version they do not know.
+    /// 2), and 4 for a store with no pack yet (set 2 if its replicas, or a
+    /// build the writer may roll back to, predate dac08fd). Packs already
+    /// published stay as they are. Set 3 or 4 for an existing store once
+    /// every replica (and any build the writer may roll back to) reads it:
+    /// older builds answer DATA_LOSS for a pack of a version they do not
+    /// know.
     pub pack_version: Option<u32>,
     /// The zstd level of version-3 and 4 ledger frames (1 to 22): publish
     /// CPU against bytes in the bucket.

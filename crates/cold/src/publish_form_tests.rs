@@ -51,18 +51,8 @@ fn open(dir: &Path, ledgers: BodyForm, level: i32) -> Arc<Ledgerstore> {
     Arc::new(Ledgerstore::open(dir, opts, &Backends::for_tests()).expect("open store"))
 }
 
+/// One publish round of `store` to `r` in `form`.
 fn round(
-    rt: &tokio::runtime::Runtime,
-    store: &Arc<Ledgerstore>,
-    r: &Remote,
-    work: &Path,
-    form: impl Into<PackChoice>,
-) -> Result<(), ColdError> {
-    publish_round(rt, store, r, work, form).map(|_| ())
-}
-
-/// [`round`], returning its report.
-fn publish_round(
     rt: &tokio::runtime::Runtime,
     store: &Arc<Ledgerstore>,
     r: &Remote,
@@ -332,7 +322,7 @@ impl Fixture {
 
     fn publish(&self, form: impl Into<PackChoice>) -> Result<crate::PublishReport, ColdError> {
         let work = self.tmp.path().join("work");
-        publish_round(&self.rt, &self.store, &self.r, &work, form)
+        round(&self.rt, &self.store, &self.r, &work, form)
     }
 
     fn versions(&self) -> Vec<u32> {

@@ -83,7 +83,7 @@ fn pack_record(bucket: &Path, rt: &tokio::runtime::Runtime, r: &Remote, seq: u32
     if h.frames() {
         let dict = h
             .dict_range()
-            .map(|r| ledgerstore_pack::FrameDict::open(&h, at(r)).expect("dictionary"));
+            .map(|r| ledgerstore_pack::DictReader::open(&h, at(r)).expect("dictionary"));
         let f = ledgerstore_pack::LedgerFrame::open(&h, &le, bytes, dict.as_ref()).expect("frame");
         return f.record().to_vec();
     }

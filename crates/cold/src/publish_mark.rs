@@ -22,7 +22,7 @@ use ledgerstore_db_api::{
     Alias, LedgerContent, StoredLedger, TxHash, ledger_record_bytes, sha256 as digest,
 };
 use ledgerstore_pack::format::HEADER;
-use ledgerstore_pack::{FrameDict, LedgerFrame, Manifest, PackRef, sha256};
+use ledgerstore_pack::{DictReader, LedgerFrame, Manifest, PackRef, sha256};
 use ledgerstore_store::{Ledgerstore, StoreError};
 
 use crate::error::{ColdError, ColdResult, blocking};
@@ -185,7 +185,7 @@ async fn published_identity(remote: &Remote, m: &Manifest, p: &PackRef) -> ColdR
         // ledger's frame.
         let bytes = if h.frames() {
             let dict = dict
-                .map(|d| FrameDict::open(&h, &d))
+                .map(|d| DictReader::open(&h, &d))
                 .transpose()
                 .map_err(|e| damaged(e.to_string()))?;
             let f = LedgerFrame::open(&h, &le, &bytes, dict.as_ref())

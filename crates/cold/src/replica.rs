@@ -96,7 +96,7 @@ fn segment_name(key: &str) -> String {
 
 /// Readers of one dictionary at once: the first opens it and leaves it
 /// here for the others.
-type DictGate = Arc<parking_lot::Mutex<Option<Arc<ledgerstore_pack::FrameDict>>>>;
+type DictGate = Arc<parking_lot::Mutex<Option<Arc<ledgerstore_pack::DictReader>>>>;
 
 /// A read replica.
 pub struct Replica {
@@ -124,6 +124,8 @@ pub struct Replica {
     /// name (`d/<key>`), with their backoff.
     damaged: Mutex<HashMap<String, Damage>>,
     lookups: AtomicU64,
+    /// Pack dictionaries opened (read and decoded) since start.
+    dict_opens: AtomicU64,
     /// Names downloads in progress apart (two lookups may fetch the same
     /// segment at once).
     downloads: AtomicU64,
@@ -186,6 +188,7 @@ impl Replica {
             fetching: parking_lot::Mutex::new(()),
             damaged: Mutex::new(HashMap::new()),
             lookups: AtomicU64::new(0),
+            dict_opens: AtomicU64::new(0),
             downloads: AtomicU64::new(0),
             follow_error: Mutex::new(None),
         })
@@ -826,6 +829,9 @@ impl Replica {
             object_gets: gets,
             object_get_bytes: get_bytes,
             lookups: self.lookups.load(Ordering::Relaxed),
+            dict_bytes: self.dicts.bytes() as u64,
+            dict_limit_bytes: self.dicts.cap() as u64,
+            dict_opens: self.dict_opens.load(Ordering::Relaxed),
             follow_error: self
                 .follow_error
                 .lock()

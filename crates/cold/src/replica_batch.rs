@@ -28,7 +28,7 @@ use futures::StreamExt;
 use ledgerstore_db_api::{ALIAS_BODY, Decompress, TxBody, TxHash, TxPos, TxRecord};
 use ledgerstore_pack::format::HEADER;
 use ledgerstore_pack::{
-    Entry, FrameDict, Header, LedgerEntry, LedgerFrame, Manifest, PackRef, SegmentRef,
+    DictReader, Entry, Header, LedgerEntry, LedgerFrame, Manifest, PackRef, SegmentRef,
 };
 use ledgerstore_segment::Segment;
 use ledgerstore_store::{StoreError, StoreResult};
@@ -97,7 +97,7 @@ struct Want {
 /// A version-4 pack's dictionary as a batch finds it.
 enum DictState {
     /// In memory, kept in hand for the batch.
-    Held(Arc<FrameDict>),
+    Held(Arc<DictReader>),
     /// Fetched with the frames: its index among the dictionary wants.
     Wanted(usize),
     /// Found damaged, in its backoff: the pack's reads fail without a GET.
@@ -579,7 +579,7 @@ impl Replica {
         items.sort_by(|a, b| {
             (a.0.p.object.key.as_str(), a.0.pos.seq).cmp(&(b.0.p.object.key.as_str(), b.0.pos.seq))
         });
-        let mut dict: Option<(&str, ColdResult<Option<Arc<FrameDict>>>)> = None;
+        let mut dict: Option<(&str, ColdResult<Option<Arc<DictReader>>>)> = None;
         let mut frame: Option<(&str, u32, ColdResult<Arc<LedgerFrame>>)> = None;
         for (r, name, got) in items {
             let (h, le) = (r.h.expect("a header"), r.le.expect("an entry"));

@@ -12,12 +12,13 @@
 //! costing more than its bound is not kept. The disk cache holds the
 //! compressed frames and dictionaries, as it holds any other piece.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use ledgerstore_db_api::{
     Decompress, DictSet, LedgerRecord, TxBody, TxPos, TxRecord, ledger_record_seq,
 };
-use ledgerstore_pack::{FrameDict, Header, LedgerEntry, LedgerFrame, PackRef};
+use ledgerstore_pack::{DictReader, Header, LedgerEntry, LedgerFrame, PackRef};
 use ledgerstore_store::StoreError;
 
 use super::Replica;
@@ -29,8 +30,8 @@ use crate::error::{ColdError, ColdResult};
 pub const FRAME_MEMORY: usize = 32 << 20;
 
 /// Bytes of pack dictionaries (version 4) a replica keeps in memory by
-/// default (`replica.dict_memory_mb`; [`FrameDict::memory`]): ~30 packs'
-/// at the default 1 MiB budget, one at the largest (16 MiB).
+/// default (`replica.dict_memory_mb`; [`DictReader::memory`]): ~60 packs'
+/// at the default 1 MiB budget, three at the largest (16 MiB).
 pub const DICT_MEMORY: usize = 64 << 20;
 
 /// What keeping a frame costs beyond its bytes: its name, the part table
@@ -41,7 +42,7 @@ fn frame_cost(name: &str, f: &LedgerFrame) -> usize {
 }
 
 /// What keeping a dictionary costs: its bytes, its name and the entry.
-fn dict_cost(name: &str, d: &FrameDict) -> usize {
+fn dict_cost(name: &str, d: &DictReader) -> usize {
     const ENTRY: usize = 128;
     d.memory() + name.len() + ENTRY
 }
@@ -63,6 +64,16 @@ impl<T> Held<T> {
             cap,
             held: Mutex::new((lru::LruCache::unbounded(), 0)),
         }
+    }
+
+    /// The bound on what it holds, bytes.
+    pub(super) fn cap(&self) -> usize {
+        self.cap
+    }
+
+    /// The bytes held now (the costs of the values kept).
+    pub(super) fn bytes(&self) -> usize {
+        self.held.lock().unwrap_or_else(|e| e.into_inner()).1
     }
 
     pub(super) fn get(&self, name: &str) -> Option<Arc<T>> {
@@ -93,7 +104,7 @@ impl<T> Held<T> {
 pub(super) type Frames = Held<LedgerFrame>;
 
 /// Pack dictionaries, up to `replica.dict_memory_mb` ([`dict_cost`]).
-pub(super) type Dicts = Held<FrameDict>;
+pub(super) type Dicts = Held<DictReader>;
 
 /// The cache name of pack `key`'s dictionary.
 pub(super) fn dict_name(key: &str) -> String {
@@ -143,7 +154,7 @@ impl Replica {
         seq: u32,
         name: String,
         bytes: &[u8],
-        dict: Option<Arc<FrameDict>>,
+        dict: Option<Arc<DictReader>>,
     ) -> ColdResult<Arc<LedgerFrame>> {
         if let Some(f) = self.frames.get(&name) {
             return Ok(f);
@@ -174,7 +185,11 @@ impl Replica {
     /// miss the same dictionary at once wait for one read of it (others
     /// do not wait); one found damaged is not read again for the
     /// segments' backoff, its error answered meanwhile.
-    pub(super) fn frame_dict(&self, p: &PackRef, h: &Header) -> ColdResult<Option<Arc<FrameDict>>> {
+    pub(super) fn frame_dict(
+        &self,
+        p: &PackRef,
+        h: &Header,
+    ) -> ColdResult<Option<Arc<DictReader>>> {
         let Some(range) = h.dict_range() else {
             return Ok(None);
         };
@@ -250,7 +265,7 @@ impl Replica {
         name: &str,
         h: &Header,
         range: std::ops::Range<u64>,
-    ) -> ColdResult<Arc<FrameDict>> {
+    ) -> ColdResult<Arc<DictReader>> {
         if let Some(d) = self.dicts.get(name) {
             return Ok(d);
         }
@@ -269,14 +284,15 @@ impl Replica {
         name: &str,
         h: &Header,
         bytes: &[u8],
-    ) -> ColdResult<Arc<FrameDict>> {
+    ) -> ColdResult<Arc<DictReader>> {
         let d = self.checked(name, || {
-            FrameDict::open(h, bytes)
+            DictReader::open(h, bytes)
                 .map(Arc::new)
                 .map_err(|e| ColdError::damaged(key, e.to_string()))
         });
         match d {
             Ok(d) => {
+                self.dict_opens.fetch_add(1, Ordering::Relaxed);
                 self.dicts
                     .put(name.to_string(), Arc::clone(&d), dict_cost(name, &d));
                 self.clear_damage(name);
@@ -294,7 +310,7 @@ impl Replica {
     /// Pack `key`'s dictionary (piece `name`) if memory holds it, `None`
     /// if not, or the error it was found damaged with while its backoff
     /// runs.
-    pub(super) fn dict_held(&self, key: &str, name: &str) -> ColdResult<Option<Arc<FrameDict>>> {
+    pub(super) fn dict_held(&self, key: &str, name: &str) -> ColdResult<Option<Arc<DictReader>>> {
         if let Some(d) = self.dicts.get(name) {
             return Ok(Some(d));
         }

@@ -97,8 +97,8 @@ pub struct ReplicaConfig {
     /// frame's size). Also the writer's, for the ranges it evicted.
     pub frame_memory_mb: u64,
     /// Pack dictionaries (version 4) kept decompressed in memory, MiB, the
-    /// most recently used (each counts about twice its size plus zstd's
-    /// tables, ~2.2 MiB at the default `cold.pack_dict_kib`). A lookup in
+    /// most recently used (each counts its size plus zstd's tables, ~1.03
+    /// MiB at the default `cold.pack_dict_kib`). A lookup in
     /// a pack whose dictionary is not held reads it from the disk cache
     /// and decodes it again (~0.4 ms of CPU). 0 keeps none (nor does a bound below
     /// one dictionary's cost). Also the writer's, for the ranges it

@@ -4,7 +4,7 @@
 //! opened, in version 4 with the pack's dictionary once it opens).
 //! Odd: a manifest.
 
-use ledgerstore_pack::{FrameDict, Header, LedgerEntry, LedgerFrame, Manifest};
+use ledgerstore_pack::{DictReader, Header, LedgerEntry, LedgerFrame, Manifest};
 
 /// Runs one input.
 pub fn run(data: &[u8]) {
@@ -43,13 +43,13 @@ fn pack(bytes: &[u8]) {
                 "a dictionary outside its section: {h:?}"
             );
             let stored = get(bytes, r).expect("a dictionary inside the pack");
-            let Ok(d) = FrameDict::open(&h, stored) else {
+            let Ok(d) = DictReader::open(&h, stored) else {
                 return;
             };
             assert!(
-                !d.raw().is_empty() && d.raw().len() as u64 <= ledgerstore_pack::MAX_DICT,
+                d.raw_len() > 0 && d.raw_len() as u64 <= ledgerstore_pack::MAX_DICT,
                 "an accepted dictionary of {} bytes",
-                d.raw().len()
+                d.raw_len()
             );
             Some(d)
         }
@@ -100,7 +100,7 @@ fn pack(bytes: &[u8]) {
 /// A version-3 or 4 ledger frame, opened as a replica opens it: an
 /// accepted frame holds the record and exactly the ledger's bodies, each
 /// inside what it decompressed to, no more than the header's largest.
-fn frame(h: &Header, le: &LedgerEntry, bytes: Option<&[u8]>, dict: Option<&FrameDict>) {
+fn frame(h: &Header, le: &LedgerEntry, bytes: Option<&[u8]>, dict: Option<&DictReader>) {
     assert!(
         h.body_page(0).is_err(),
         "a pack of frames with a body table page"

@@ -87,7 +87,7 @@ fn seeds_are_accepted_inputs() {
             // checks of an opened frame run on its mutations.
             let pack = &bytes[1..];
             let dict = h.dict_range().map(|r| {
-                ledgerstore_pack::FrameDict::open(&h, &pack[r.start as usize..r.end as usize])
+                ledgerstore_pack::DictReader::open(&h, &pack[r.start as usize..r.end as usize])
                     .unwrap_or_else(|e| panic!("{name}: {e}"))
             });
             for seq in (h.first..=h.last).filter(|_| h.frames()) {

@@ -397,7 +397,21 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
         rs.gets_per_lookup > 0.0 && rs.bytes_per_lookup > 0.0,
         "{rs:?}"
     );
+    // Version 4: each pack's dictionary opened once and held (1 MiB of
+    // raw bytes each, held once: not twice, as before 2026-12-02);
+    // with none held, opened on every read.
+    assert_eq!(
+        (rs.dict_opens, rs.dict_limit_bytes),
+        (4, 64 << 20),
+        "{rs:?}"
+    );
+    assert!(
+        (4 << 20..4 * ((1 << 20) + (64 << 10))).contains(&rs.dict_bytes),
+        "{rs:?}"
+    );
     let small = tiny.status().await.replica.expect("replica status");
+    assert_eq!((small.dict_bytes, small.dict_limit_bytes), (0, 0));
+    assert!(small.dict_opens >= 64, "{small:?}");
     assert!(
         small.cache_evictions > 0 && small.cache_bytes <= 1 << 20,
         "{small:?}"
@@ -405,6 +419,11 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
     let m = big.metrics_text();
     assert!(m.contains("ledgerstore_replica_manifest_version 1"), "{m}");
     assert!(m.contains("ledgerstore_replica_object_gets_total"), "{m}");
+    assert!(m.contains("ledgerstore_replica_dict_opens_total"), "{m}");
+    assert!(
+        m.contains("ledgerstore_replica_dict_limit_bytes 67108864"),
+        "{m}"
+    );
 
     // A corrupt and a missing pack: a fresh replica names each object;
     // the other ranges keep serving.

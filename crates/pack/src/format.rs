@@ -11,7 +11,7 @@
 //!   not); a body is read by reading its ledger's frame. No body table.
 //! - **Ledger frames with the pack's dictionary** (version 4): as version
 //!   3, each frame compressed with a dictionary of whole ledger frames
-//!   sampled from the pack itself ([`crate::frame::FrameDict`]), stored
+//!   sampled from the pack itself ([`crate::dict::FrameDict`]), stored
 //!   after the ledger table, so a ledger compresses like several of its
 //!   neighbours at once while a read still decompresses one ledger.
 //!
@@ -74,7 +74,7 @@ pub const VERSION: u32 = 2;
 /// The format version of packs of ledger frames ([`crate::frame`]).
 pub const VERSION_3: u32 = 3;
 /// The format version of packs of ledger frames compressed with the
-/// pack's own dictionary ([`crate::frame::FrameDict`]).
+/// pack's own dictionary ([`crate::dict::FrameDict`]).
 pub const VERSION_4: u32 = 4;
 /// The oldest format version read (no table page CRCs).
 pub const VERSION_1: u32 = 1;
@@ -93,7 +93,7 @@ pub const PAGE_CRC: u64 = 4;
 /// Bytes of the dictionary's CRC (version 4).
 pub const DICT_CRC: u64 = 4;
 /// The most a version-4 pack's stored dictionary (its zstd frame) may be:
-/// what [`crate::frame::MAX_DICT`] raw bytes compress to at worst, with
+/// what [`MAX_DICT`] raw bytes compress to at worst, with
 /// room to spare.
 pub const MAX_DICT_STORED: u64 = MAX_DICT + (1 << 20);
 /// The most a version-4 pack's dictionary may decompress to (16 MiB):
@@ -222,7 +222,7 @@ impl Header {
     }
 
     /// Version 4: where the pack's dictionary is (its zstd frame, then its
-    /// CRC-32: [`crate::frame::FrameDict::open`] takes these bytes).
+    /// CRC-32: [`crate::dict::DictReader::open`] takes these bytes).
     pub fn dict_range(&self) -> Option<Range<u64>> {
         (self.version == VERSION_4).then_some(self.body_table..self.size)
     }

@@ -2,7 +2,7 @@
 //! bodies in one zstd frame, so that they compress together as the lake's
 //! per-ledger objects do. In version 4 every frame of a pack is compressed
 //! with the pack's dictionary ([`FrameDict`]): the raw contents of a few of
-//! its own ledgers' frames, spread across its range ([`dict_samples`]), so
+//! its own ledgers' frames, spread across its range ([`crate::dict_samples`]), so
 //! a ledger compresses against its neighbours' structure, accounts and
 //! contracts, and a read still decompresses one ledger.
 //!
@@ -23,11 +23,10 @@
 //! and that there are as many bodies as the ledger table says.
 
 use std::ops::Range;
-use std::sync::OnceLock;
 
-use sha2::{Digest, Sha256};
-use zstd::dict::{DecoderDictionary, EncoderDictionary};
+use zstd::dict::EncoderDictionary;
 
+use crate::dict::{DictReader, FrameDict};
 use crate::error::{PackError, PackResult};
 use crate::format::{Header, LedgerEntry};
 
@@ -41,15 +40,9 @@ pub const DEFAULT_FRAME_LEVEL: i32 = 3;
 /// reader allocate more.
 pub const MAX_FRAME_RAW: u64 = 1 << 30;
 
-pub use crate::format::MAX_DICT;
-
 /// The dictionary budget unless configured (`[cold] pack_dict_kib`)
 /// (docs/benchmarks.md, "Packs with their own dictionary").
 pub const DEFAULT_DICT_KIB: u32 = 1024;
-
-/// Slots of a range a dictionary's samples are taken from (31 of them,
-/// the odd ones last).
-const DICT_SLOTS: u64 = 32;
 
 /// The form a publisher writes packs in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,7 +154,7 @@ impl FrameEncoder {
     pub fn new(level: i32, dict: Option<&FrameDict>) -> Self {
         Self {
             level,
-            dict: dict.map(|d| EncoderDictionary::copy(&d.raw, level)),
+            dict: dict.map(|d| EncoderDictionary::copy(d.raw(), level)),
             dict_id: dict.map(FrameDict::fingerprint),
         }
     }
@@ -197,225 +190,6 @@ impl FrameEncoder {
     }
 }
 
-/// The ledgers of `first..=last` a pack's dictionary is sampled from, in
-/// the order they are taken: the middle of the range first, then its
-/// quarters, then its eighths, sixteenths and thirty-seconds, so that
-/// whatever the budget holds is spread across the range. At most 31, each
-/// once.
-pub fn dict_samples(first: u32, last: u32) -> Vec<u32> {
-    let n = u64::from(last.saturating_sub(first)) + 1;
-    let mut out: Vec<u32> = Vec::new();
-    // Slot j of DICT_SLOTS: the middle is slot 16, the quarters 8 and 24,
-    // and so on (odd slots last).
-    for step in [16u64, 8, 4, 2, 1] {
-        let mut j = step;
-        while j < DICT_SLOTS {
-            if (j / step) % 2 == 1 {
-                let seq = u64::from(first) + n * j / DICT_SLOTS;
-                let seq = u32::try_from(seq.min(u64::from(last))).unwrap_or(last);
-                if !out.contains(&seq) {
-                    out.push(seq);
-                }
-            }
-            j += step;
-        }
-    }
-    out
-}
-
-/// The first bytes of a zstd-format dictionary (0xEC30A437, little
-/// endian). zstd would parse raw bytes that begin so as its own format,
-/// so a raw dictionary must not (a frame's content begins with its part
-/// count, which is never this large).
-const ZSTD_DICT_MAGIC: [u8; 4] = [0x37, 0xa4, 0x30, 0xec];
-
-/// What zstd's dictionary objects cost beyond the bytes (their tables).
-const ZSTD_DICT_OVERHEAD: usize = 64 << 10;
-
-/// A version-4 pack's dictionary: raw bytes that every frame of the pack
-/// was compressed against, as zstd's "raw content" dictionary (sampled
-/// frames' contents, [`FrameDict::sampled`]).
-pub struct FrameDict {
-    raw: Vec<u8>,
-    /// The stored form (a writer's; empty once read back).
-    stored: Vec<u8>,
-    decoder: DecoderDictionary<'static>,
-    /// [`FrameDict::fingerprint`], made when first asked (a writer asks; a
-    /// replica opening a dictionary does not).
-    fingerprint: OnceLock<u64>,
-}
-
-impl std::fmt::Debug for FrameDict {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FrameDict")
-            .field("raw", &self.raw.len())
-            .field("stored", &self.stored.len())
-            .finish()
-    }
-}
-
-impl FrameDict {
-    /// The dictionary of the frame contents `samples` ([`frame_content`]
-    /// of the ledgers of [`dict_samples`], in that order of priority), up
-    /// to `budget` bytes (at most [`MAX_DICT`]): each whole while it fits,
-    /// the beginning of the one that does not, laid out with the first
-    /// sample **last**, since zstd's compressor indexes only a
-    /// dictionary's last `1 << max(hashLog + 3, chainLog + 1)` bytes (128
-    /// KiB at level 1, 512 KiB at 2, 1 MiB at 3, 2 MiB at 4, 4 MiB at 6)
-    /// and finds those nearest cheapest.
-    /// It is stored compressed at zstd `level`.
-    pub fn sampled<I: IntoIterator<Item = Vec<u8>>>(
-        samples: I,
-        budget: usize,
-        level: i32,
-    ) -> PackResult<Self> {
-        let budget = budget.min(MAX_DICT as usize);
-        let mut taken: Vec<Vec<u8>> = Vec::new();
-        let mut len = 0;
-        for mut s in samples {
-            s.truncate(budget - len);
-            len += s.len();
-            taken.push(s);
-            if len == budget {
-                break;
-            }
-        }
-        let raw: Vec<u8> = taken.into_iter().rev().flatten().collect();
-        if raw.is_empty() {
-            return Err(PackError::Format("a dictionary of no bytes".into()));
-        }
-        if raw.starts_with(&ZSTD_DICT_MAGIC) {
-            return Err(PackError::Format(
-                "a dictionary that begins with zstd's dictionary magic".into(),
-            ));
-        }
-        let stored = zstd::bulk::compress(&raw, level)
-            .map_err(|e| PackError::Format(format!("compressing a dictionary: {e}")))?;
-        let decoder = DecoderDictionary::copy(&raw);
-        Ok(Self {
-            raw,
-            stored,
-            decoder,
-            fingerprint: OnceLock::new(),
-        })
-    }
-
-    /// Pack `first..=last`'s dictionary from its own ledgers: the frame
-    /// contents ([`frame_content`]) `content` gives for the ledgers of
-    /// [`dict_samples`], in that order, read no further than `budget`
-    /// bytes hold (a ledger it gives none for, one not stored, is
-    /// skipped), made into [`FrameDict::sampled`]; `None` if it gives
-    /// none.
-    pub fn of_ledgers<E: From<PackError>>(
-        first: u32,
-        last: u32,
-        budget: usize,
-        level: i32,
-        mut content: impl FnMut(u32) -> Result<Option<Vec<u8>>, E>,
-    ) -> Result<Option<Self>, E> {
-        let mut samples = Vec::new();
-        let mut bytes = 0;
-        for seq in dict_samples(first, last) {
-            if bytes >= budget {
-                break;
-            }
-            let Some(c) = content(seq)? else {
-                continue;
-            };
-            bytes += c.len();
-            samples.push(c);
-        }
-        if samples.is_empty() {
-            return Ok(None);
-        }
-        Ok(Some(Self::sampled(samples, budget, level)?))
-    }
-
-    /// The first 8 bytes of the SHA-256 of its bytes: what tells it from
-    /// another dictionary. A pack writer checks with it that each frame
-    /// was compressed with the pack's own dictionary. Made once, when
-    /// first asked (~1 ms for 1 MiB, once a pack).
-    pub fn fingerprint(&self) -> u64 {
-        *self.fingerprint.get_or_init(|| {
-            let digest = Sha256::digest(&self.raw);
-            let mut first = [0u8; 8];
-            first.copy_from_slice(&digest[..8]);
-            u64::from_be_bytes(first)
-        })
-    }
-
-    /// The dictionary read back from a version-4 pack's bytes at
-    /// [`Header::dict_range`]: its CRC-32, a zstd frame declaring at most
-    /// [`MAX_DICT`] bytes, only that much allocated.
-    pub fn open(h: &Header, bytes: &[u8]) -> PackResult<Self> {
-        let bad = |what: String| PackError::Format(format!("the pack's dictionary: {what}"));
-        let want = h
-            .dict_range()
-            .ok_or_else(|| bad(format!("asked of a version-{} pack", h.version)))?;
-        if bytes.len() as u64 != want.end - want.start || bytes.len() < 5 {
-            return Err(bad(format!(
-                "{} bytes, expected {}",
-                bytes.len(),
-                want.end - want.start
-            )));
-        }
-        let (stored, crc) = bytes.split_at(bytes.len() - 4);
-        let (got, crc) = (
-            crc32fast::hash(stored),
-            u32::from_be_bytes([crc[0], crc[1], crc[2], crc[3]]),
-        );
-        if got != crc {
-            return Err(bad(format!(
-                "fails its CRC-32 ({got:08x}, expected {crc:08x})"
-            )));
-        }
-        let declared = match zstd::zstd_safe::get_frame_content_size(stored) {
-            Ok(Some(n)) if (1..=MAX_DICT).contains(&n) => n as usize,
-            Ok(Some(n)) => return Err(bad(format!("declares {n} bytes, not 1..={MAX_DICT}"))),
-            Ok(None) => return Err(bad("declares no size".into())),
-            Err(e) => return Err(bad(format!("is not a zstd frame: {e:?}"))),
-        };
-        let raw = zstd::bulk::decompress(stored, declared)
-            .map_err(|e| bad(format!("does not decompress: {e}")))?;
-        if raw.len() != declared {
-            return Err(bad(format!(
-                "decompresses to {} bytes; it declares {declared}",
-                raw.len()
-            )));
-        }
-        // zstd would parse it as its own format (and refuse it with a
-        // null, which its Rust binding does not survive).
-        if raw.starts_with(&ZSTD_DICT_MAGIC) {
-            return Err(bad("begins with zstd's dictionary magic".into()));
-        }
-        let decoder = DecoderDictionary::copy(&raw);
-        Ok(Self {
-            raw,
-            stored: Vec::new(),
-            decoder,
-            fingerprint: OnceLock::new(),
-        })
-    }
-
-    /// The dictionary's raw bytes.
-    pub fn raw(&self) -> &[u8] {
-        &self.raw
-    }
-
-    /// The dictionary as the pack stores it (a zstd frame; its CRC-32
-    /// follows it in the pack): a writer's ([`FrameDict::sampled`]); empty
-    /// for one read back.
-    pub fn stored(&self) -> &[u8] {
-        &self.stored
-    }
-
-    /// What holding it costs in memory: its raw bytes twice (ours and
-    /// zstd's copy), zstd's tables and the stored form if kept.
-    pub fn memory(&self) -> usize {
-        2 * self.raw.len() + ZSTD_DICT_OVERHEAD + self.stored.len()
-    }
-}
-
 /// A ledger frame read back and checked.
 #[derive(Debug, Clone)]
 pub struct LedgerFrame {
@@ -433,7 +207,7 @@ impl LedgerFrame {
         h: &Header,
         le: &LedgerEntry,
         bytes: &[u8],
-        dict: Option<&FrameDict>,
+        dict: Option<&DictReader>,
     ) -> PackResult<Self> {
         if !h.frames() {
             return Err(PackError::Format(format!(
@@ -466,7 +240,7 @@ impl LedgerFrame {
         };
         let raw = match dict {
             None => zstd::bulk::decompress(bytes, declared),
-            Some(d) => zstd::bulk::Decompressor::with_prepared_dictionary(&d.decoder)
+            Some(d) => zstd::bulk::Decompressor::with_prepared_dictionary(d.decoder())
                 .and_then(|mut z| z.decompress(bytes, declared)),
         }
         .map_err(|e| bad(format!("does not decompress: {e}")))?;

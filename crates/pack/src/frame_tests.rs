@@ -21,7 +21,7 @@ fn write_frames(path: &std::path::Path, first: u32, last: u32, level: i32) -> Pa
 fn read_frames(bytes: &[u8]) -> PackResult<Vec<Ledger>> {
     let h = Header::parse(bytes)?;
     let dict = match h.dict_range() {
-        Some(r) => Some(FrameDict::open(&h, piece(bytes, r)?)?),
+        Some(r) => Some(DictReader::open(&h, piece(bytes, r)?)?),
         None => None,
     };
     let mut out = Vec::new();
@@ -354,8 +354,15 @@ fn a_pack_with_its_dictionary_reads_back_and_compresses_against_it() {
     let lt = ledgers * LEDGER_ENTRY + ledgers.div_ceil(LEDGER_PAGE) * PAGE_CRC;
     let dr = h.dict_range().expect("a dictionary");
     assert_eq!((h.ledger_table + lt, dr.end), (dr.start, h.size));
-    let dict = FrameDict::open(&h, piece(&bytes, dr.clone()).expect("dict")).expect("open");
-    assert_eq!(dict.raw().len(), 64 << 10);
+    let dict = DictReader::open(&h, piece(&bytes, dr.clone()).expect("dict")).expect("open");
+    assert_eq!(dict.raw_len(), 64 << 10);
+    // A reader holds the bytes once, in zstd's dictionary (with its
+    // tables, tens of KiB), not a copy of its own beside it.
+    let held = dict.memory();
+    assert!(
+        (64 << 10..2 * (64 << 10)).contains(&held),
+        "a 64 KiB dictionary held in {held} bytes"
+    );
     // The same ledgers in version 3: each frame holds its vocabulary
     // slice (random bytes), while version 4's refer to the dictionary.
     let mut w = PackWriter::create_frames(&dir.path().join("v3"), first, last).expect("v3");
@@ -384,9 +391,9 @@ fn a_pack_dictionary_is_checked_and_frames_need_exactly_theirs() {
     let h = v4.header;
     let dr = h.dict_range().expect("dict");
     let stored = piece(&bytes, dr.clone()).expect("dict");
-    let dict = FrameDict::open(&h, stored).expect("dict");
+    let dict = DictReader::open(&h, stored).expect("dict");
     let other_bytes = fs::read(&other.path).expect("read");
-    let other_dict = FrameDict::open(
+    let other_dict = DictReader::open(
         &other.header,
         piece(&other_bytes, other.header.dict_range().expect("dict")).expect("dict"),
     )
@@ -420,15 +427,15 @@ fn a_pack_dictionary_is_checked_and_frames_need_exactly_theirs() {
         .expect_err("v3 with a dictionary")
         .to_string();
     assert!(e.contains("version-3 pack opened with a dictionary"), "{e}");
-    let e = FrameDict::open(&v3, stored).expect_err("v3").to_string();
+    let e = DictReader::open(&v3, stored).expect_err("v3").to_string();
     assert!(e.contains("asked of a version-3 pack"), "{e}");
 
     // A flipped byte: its CRC. Short: its length.
     let mut bad = stored.to_vec();
     bad[stored.len() / 2] ^= 0x20;
-    let e = FrameDict::open(&h, &bad).expect_err("crc").to_string();
+    let e = DictReader::open(&h, &bad).expect_err("crc").to_string();
     assert!(e.contains("the pack's dictionary: fails its CRC-32"), "{e}");
-    let e = FrameDict::open(&h, &stored[1..])
+    let e = DictReader::open(&h, &stored[1..])
         .expect_err("short")
         .to_string();
     assert!(e.contains("bytes, expected"), "{e}");
@@ -440,7 +447,7 @@ fn a_pack_dictionary_is_checked_and_frames_need_exactly_theirs() {
         size: h.body_table + huge.len() as u64,
         ..h
     };
-    let e = FrameDict::open(&lying, &huge)
+    let e = DictReader::open(&lying, &huge)
         .expect_err("huge")
         .to_string();
     assert!(

@@ -6,12 +6,13 @@ use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use crate::dict::FrameDict;
 use crate::error::{PackError, PackResult};
 use crate::format::{
     Entry, HEADER, Header, MAX_DICT_STORED, Table, VERSION, VERSION_3, VERSION_4, is_frames,
     page_crc, sha256_file,
 };
-use crate::frame::{FrameDict, Framed, MAX_FRAME_RAW};
+use crate::frame::{Framed, MAX_FRAME_RAW};
 
 /// What [`PackWriter::finish`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -49,7 +49,7 @@ pub struct ColdConfig {
     /// every replica (and any build the writer may roll back to) reads it:
     /// older builds answer DATA_LOSS for a pack of a version they do not
     /// know.
-    pub pack_version: Option<u32>,
+    pub pack_version: u32,
     /// The zstd level of version-3 and 4 ledger frames (1 to 22): publish
     /// CPU against bytes in the bucket.
     pub pack_zstd_level: i32,
@@ -71,7 +71,7 @@ impl Default for ColdConfig {
             keep_local_ranges: 0,
             publish_events: false,
             publish_threads: 0,
-            pack_version: None,
+            pack_version: 0,
             pack_zstd_level: 3,
             pack_dict_kib: 1024,
         }
@@ -137,12 +137,10 @@ impl ColdConfig {
                 "at least 100",
             ));
         }
-        if let Some(v) = self.pack_version
-            && !matches!(v, 0 | 2..=4)
-        {
+        if !matches!(self.pack_version, 0 | 2..=4) {
             return Err(invalid(
                 "cold.pack_version",
-                v,
+                self.pack_version,
                 "2 (a frame a record or body), 3 (a frame a ledger), 4 (a frame a ledger, with \
                  the pack's dictionary), or 0 or unset (the store's own: its newest pack's \
                  version, 4 for a new store)",

@@ -96,13 +96,18 @@ fn bad_values_name_the_key_and_the_expected_range() {
     assert!(e.contains("cold.pack_version = 5: 2 (a frame"), "{e}");
     std::fs::write(&file, "[cold]\npack_version = 4\n").expect("write");
     let c = Config::load(Some(&file), &[]).expect("version 4");
-    assert_eq!((c.cold.pack_version, c.cold.pack_dict_kib), (Some(4), 1024));
+    assert_eq!((c.cold.pack_version, c.cold.pack_dict_kib), (4, 1024));
     std::fs::write(&file, "[cold]\n").expect("write");
     let c = Config::load(Some(&file), &[]).expect("unset");
-    assert_eq!(c.cold.pack_version, None, "unset: the store's own");
+    assert_eq!(c.cold.pack_version, 0, "unset: 0, the store's own");
+    // `config show` prints it (0), and what it prints reads back.
+    let shown = c.to_toml();
+    assert!(shown.contains("\npack_version = 0\n"), "{shown}");
+    std::fs::write(&file, &shown).expect("write");
+    assert_eq!(Config::load(Some(&file), &[]).expect("shown"), c);
     std::fs::write(&file, "[cold]\npack_version = 0\n").expect("write");
     let c = Config::load(Some(&file), &[]).expect("0: the store's own");
-    assert_eq!(c.cold.pack_version, Some(0));
+    assert_eq!(c.cold.pack_version, 0);
     let e = refused(&file, "[cold]\npack_version = 1\n");
     assert!(e.contains("or 0 or unset (the store's own"), "{e}");
     for kib in [0, 63, 16385] {

@@ -48,11 +48,11 @@ pub fn pack_form(cfg: &Config) -> PackChoice {
     let c = &cfg.cold;
     let (level, dict_kib) = (c.pack_zstd_level, c.pack_dict_kib);
     PackChoice::Fixed(match c.pack_version {
-        None | Some(0) => return PackChoice::StoresOwn { level, dict_kib },
-        Some(2) => PackForm::Entries,
-        Some(3) => PackForm::Frames { level, dict_kib: 0 },
+        0 => return PackChoice::StoresOwn { level, dict_kib },
+        2 => PackForm::Entries,
+        3 => PackForm::Frames { level, dict_kib: 0 },
         // 4: `ColdConfig::validate` refuses any other version.
-        Some(_) => PackForm::Frames { level, dict_kib },
+        _ => PackForm::Frames { level, dict_kib },
     })
 }
 
@@ -112,7 +112,7 @@ mod tests {
             },
             "unset: the store's own"
         );
-        c.cold.pack_version = Some(4);
+        c.cold.pack_version = 4;
         assert_eq!(
             pack_form(&c),
             PackChoice::Fixed(PackForm::Frames {
@@ -120,7 +120,7 @@ mod tests {
                 dict_kib: 2048
             })
         );
-        c.cold.pack_version = Some(3);
+        c.cold.pack_version = 3;
         assert_eq!(
             pack_form(&c),
             PackChoice::Fixed(PackForm::Frames {
@@ -128,9 +128,9 @@ mod tests {
                 dict_kib: 0
             })
         );
-        c.cold.pack_version = Some(2);
+        c.cold.pack_version = 2;
         assert_eq!(pack_form(&c), PackChoice::Fixed(PackForm::Entries));
-        c.cold.pack_version = Some(0);
+        c.cold.pack_version = 0;
         assert!(matches!(pack_form(&c), PackChoice::StoresOwn { .. }));
     }
 }

@@ -39,7 +39,7 @@ def pack_frames(path):
 
 
 def dict_samples(first, last):
-    """crates/pack/src/frame.rs `dict_samples`: the middle first, then the
+    """crates/pack/src/dict.rs `dict_samples`: the middle first, then the
     quarters, eighths, and so on."""
     n, out = last - first + 1, []
     for step in (16, 8, 4, 2, 1):

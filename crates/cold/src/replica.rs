@@ -125,7 +125,7 @@ pub struct Replica {
     damaged: Mutex<HashMap<String, Damage>>,
     lookups: AtomicU64,
     /// Pack dictionaries opened (read and decoded) since start.
-    dict_opens: AtomicU64,
+    pack_dict_opens: AtomicU64,
     /// Names downloads in progress apart (two lookups may fetch the same
     /// segment at once).
     downloads: AtomicU64,
@@ -188,7 +188,7 @@ impl Replica {
             fetching: parking_lot::Mutex::new(()),
             damaged: Mutex::new(HashMap::new()),
             lookups: AtomicU64::new(0),
-            dict_opens: AtomicU64::new(0),
+            pack_dict_opens: AtomicU64::new(0),
             downloads: AtomicU64::new(0),
             follow_error: Mutex::new(None),
         })
@@ -829,9 +829,9 @@ impl Replica {
             object_gets: gets,
             object_get_bytes: get_bytes,
             lookups: self.lookups.load(Ordering::Relaxed),
-            dict_bytes: self.dicts.bytes() as u64,
-            dict_limit_bytes: self.dicts.cap() as u64,
-            dict_opens: self.dict_opens.load(Ordering::Relaxed),
+            pack_dict_bytes: self.dicts.bytes() as u64,
+            pack_dict_limit_bytes: self.dicts.cap() as u64,
+            pack_dict_opens: self.pack_dict_opens.load(Ordering::Relaxed),
             follow_error: self
                 .follow_error
                 .lock()

@@ -292,7 +292,7 @@ impl Replica {
         });
         match d {
             Ok(d) => {
-                self.dict_opens.fetch_add(1, Ordering::Relaxed);
+                self.pack_dict_opens.fetch_add(1, Ordering::Relaxed);
                 self.dicts
                     .put(name.to_string(), Arc::clone(&d), dict_cost(name, &d));
                 self.clear_damage(name);

@@ -58,8 +58,9 @@ pub struct ColdConfig {
     /// only a dictionary's last 1 MiB at level 3 (128 KiB at 1, 512 KiB
     /// at 2, 2 MiB at 4, 4 MiB at 6), so more than that helps only higher
     /// levels. A replica reads it once per pack and keeps the most
-    /// recently used in memory: 64 MiB of them, each ~2× its budget (~30
-    /// at 1 MiB, one at 16 MiB).
+    /// recently used in memory (`replica.dict_memory_mb`, 64 MiB by
+    /// default), each its budget and ~27 KiB (~60 at 1 MiB, three at 16
+    /// MiB).
     pub pack_dict_kib: u32,
 }
 

@@ -11,7 +11,7 @@
 //!
 //! - `reader`: a [`DictReader`], what a replica holds: zstd's dictionary
 //!   alone, which keeps the only copy of the bytes.
-//! - `copy`: the form replicas held before 2026-12-02, the raw bytes
+//! - `copy`: the form replicas held before 8cc46fe, the raw bytes
 //!   beside zstd's dictionary (its own copy of them).
 //!
 //! Run each form in a process of its own: memory a form frees may stay

@@ -356,12 +356,19 @@ fn a_pack_with_its_dictionary_reads_back_and_compresses_against_it() {
     assert_eq!((h.ledger_table + lt, dr.end), (dr.start, h.size));
     let dict = DictReader::open(&h, piece(&bytes, dr.clone()).expect("dict")).expect("open");
     assert_eq!(dict.raw_len(), 64 << 10);
-    // A reader holds the bytes once, in zstd's dictionary (with its
-    // tables, tens of KiB), not a copy of its own beside it.
+    // A reader's memory is zstd's dictionary: the bytes once, and its
+    // tables (tens of KiB).
     let held = dict.memory();
     assert!(
         (64 << 10..2 * (64 << 10)).contains(&held),
         "a 64 KiB dictionary held in {held} bytes"
+    );
+    // `memory` counts zstd's dictionary alone, so a reader must hold
+    // nothing else of size: zstd's handle and the length, no buffer.
+    assert_eq!(
+        std::mem::size_of::<DictReader>(),
+        std::mem::size_of::<zstd::dict::DecoderDictionary<'static>>()
+            + std::mem::size_of::<usize>()
     );
     // The same ledgers in version 3: each frame holds its vocabulary
     // slice (random bytes), while version 4's refer to the dictionary.
@@ -457,6 +464,21 @@ fn a_pack_dictionary_is_checked_and_frames_need_exactly_theirs() {
         )),
         "{e}"
     );
+    // A well-formed frame whose bytes begin as zstd's own dictionary
+    // format does: zstd would parse them as one (and its binding panics
+    // on the null it returns), so the reader refuses them first.
+    let mut magic = [0x37u8, 0xa4, 0x30, 0xec].to_vec();
+    magic.extend_from_slice(&[7u8; 1000]);
+    let mut framed = zstd::bulk::compress(&magic, 3).expect("compress");
+    framed.extend_from_slice(&crc32fast::hash(&framed).to_be_bytes());
+    let posing = Header {
+        size: h.body_table + framed.len() as u64,
+        ..h
+    };
+    let e = DictReader::open(&posing, &framed)
+        .expect_err("zstd's magic")
+        .to_string();
+    assert!(e.contains("begins with zstd's dictionary magic"), "{e}");
     // A header whose dictionary section could not hold a dictionary, or
     // holds more than any: refused.
     for size in [

@@ -29,8 +29,8 @@ pub struct ReplicaMetrics {
     mark: IntGauge,
     cache_bytes: IntGauge,
     cache_limit: IntGauge,
-    dict_bytes: IntGauge,
-    dict_limit: IntGauge,
+    pack_dict_bytes: IntGauge,
+    pack_dict_limit: IntGauge,
     following: IntGauge,
     /// Counters and the totals they were last brought to.
     counters: Vec<Tracked>,
@@ -97,11 +97,11 @@ impl ReplicaMetrics {
             (
                 counter(
                     r,
-                    "ledgerstore_replica_dict_opens_total",
-                    "Pack dictionaries (version 4) read and decoded; each costs a lookup ~0.4 ms \
-                     of CPU.",
+                    "ledgerstore_replica_pack_dict_opens_total",
+                    "Pack dictionaries (version 4) opened: read, decoded and checked, ~0.4 ms of \
+                     CPU each.",
                 )?,
-                |s| s.dict_opens,
+                |s| s.pack_dict_opens,
             ),
         ];
         let n = counters.len();
@@ -127,14 +127,14 @@ impl ReplicaMetrics {
                 "ledgerstore_replica_cache_limit_bytes",
                 "The disk cache's bound (replica.cache_mb).",
             )?,
-            dict_bytes: gauge(
+            pack_dict_bytes: gauge(
                 r,
-                "ledgerstore_replica_dict_bytes",
+                "ledgerstore_replica_pack_dict_bytes",
                 "Memory the pack dictionaries (version 4) held take.",
             )?,
-            dict_limit: gauge(
+            pack_dict_limit: gauge(
                 r,
-                "ledgerstore_replica_dict_limit_bytes",
+                "ledgerstore_replica_pack_dict_limit_bytes",
                 "The bound on the pack dictionaries held (replica.dict_memory_mb).",
             )?,
             following: gauge(
@@ -155,8 +155,8 @@ impl ReplicaMetrics {
         self.mark.set(i64::from(s.published_mark.unwrap_or(0)));
         self.cache_bytes.set(v(s.cache_bytes));
         self.cache_limit.set(v(s.cache_limit_bytes));
-        self.dict_bytes.set(v(s.dict_bytes));
-        self.dict_limit.set(v(s.dict_limit_bytes));
+        self.pack_dict_bytes.set(v(s.pack_dict_bytes));
+        self.pack_dict_limit.set(v(s.pack_dict_limit_bytes));
         self.following.set(i64::from(s.follow_error.is_none()));
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
         for ((c, get), last) in self.counters.iter().zip(seen.iter_mut()) {
@@ -233,6 +233,65 @@ impl PublishMetrics {
                 self.seconds.set(rep.took.as_secs_f64());
             }
             Err(()) => self.rounds.with_label_values(&["failed"]).inc(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use prometheus::{Encoder, Registry, TextEncoder};
+
+    use super::*;
+
+    /// Every series carries its own field of the status: each field a
+    /// distinct value, and a counter follows its total across refreshes.
+    #[test]
+    fn each_replica_series_follows_its_own_field() {
+        let r = Registry::new();
+        let m = ReplicaMetrics::new(&r).expect("register");
+        let mut s = ReplicaStatus {
+            manifest_version: 3,
+            manifest_age_s: 2.5,
+            published_mark: Some(17),
+            cache_bytes: 101,
+            cache_limit_bytes: 102,
+            cache_hits: 103,
+            cache_misses: 104,
+            cache_evictions: 105,
+            object_gets: 106,
+            object_get_bytes: 107,
+            lookups: 108,
+            pack_dict_bytes: 109,
+            pack_dict_limit_bytes: 110,
+            pack_dict_opens: 111,
+            ..ReplicaStatus::default()
+        };
+        m.refresh(&s);
+        s.pack_dict_opens = 120;
+        m.refresh(&s);
+        let mut out = Vec::new();
+        TextEncoder::new()
+            .encode(&r.gather(), &mut out)
+            .expect("encode");
+        let text = String::from_utf8(out).expect("utf-8");
+        for line in [
+            "ledgerstore_replica_manifest_version 3",
+            "ledgerstore_replica_manifest_age_seconds 2.5",
+            "ledgerstore_replica_published_mark 17",
+            "ledgerstore_replica_cache_bytes 101",
+            "ledgerstore_replica_cache_limit_bytes 102",
+            "ledgerstore_replica_cache_hits_total 103",
+            "ledgerstore_replica_cache_misses_total 104",
+            "ledgerstore_replica_cache_evictions_total 105",
+            "ledgerstore_replica_object_gets_total 106",
+            "ledgerstore_replica_object_get_bytes_total 107",
+            "ledgerstore_replica_lookups_total 108",
+            "ledgerstore_replica_pack_dict_bytes 109",
+            "ledgerstore_replica_pack_dict_limit_bytes 110",
+            "ledgerstore_replica_pack_dict_opens_total 120",
+            "ledgerstore_replica_following 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line}: {text}");
         }
     }
 }

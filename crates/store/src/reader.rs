@@ -165,15 +165,16 @@ pub struct ReplicaStatus {
     pub object_get_bytes: u64,
     /// Lookups answered (transactions, ledgers).
     pub lookups: u64,
-    /// Memory the pack dictionaries held take (version 4; what zstd
-    /// counts for each).
-    pub dict_bytes: u64,
+    /// Memory the pack dictionaries held take (version 4): what zstd
+    /// counts for each, and ~150 bytes of bookkeeping.
+    pub pack_dict_bytes: u64,
     /// Their bound (`replica.dict_memory_mb`).
-    pub dict_limit_bytes: u64,
-    /// Pack dictionaries read and decoded since start: once per pack
-    /// while memory holds them all, about once per lookup when it holds
-    /// too few for the packs looked up.
-    pub dict_opens: u64,
+    pub pack_dict_limit_bytes: u64,
+    /// Pack dictionaries opened (read, decoded and checked) since start:
+    /// about once a pack while memory holds them all (reads that miss the
+    /// same one at once may each open it), about once a lookup when it
+    /// holds too few for the packs looked up.
+    pub pack_dict_opens: u64,
     /// Why the latest poll of the manifest failed, if it did, in words a
     /// client may see: never the store's location or endpoint (the
     /// server's log has the cause).

@@ -401,6 +401,45 @@ fn batch_answers_as_lookups(form: PackForm) {
     assert!(text(&got).contains(&gone), "{}", text(&got));
 }
 
+/// A batch keeps no dictionary alive past `replica.dict_memory_mb`: one
+/// memory held when the batch began, and let go while the batch opened
+/// another pack's, is read again, not kept in the batch's hand.
+#[test]
+fn a_batch_keeps_no_dictionary_past_the_memory_bound() {
+    let w = World::publishing(PackForm::Frames {
+        level: 3,
+        dict_kib: 64,
+    });
+    // Room for one dictionary (~91 KiB each here), and no frame.
+    let cap = 150 << 10;
+    let rep = w.replica_holding(
+        "one",
+        HeldMemory {
+            frames: 0,
+            dicts: cap,
+        },
+    );
+    let (early, late) = (w.tx(12, 0), w.tx(55, 0));
+    let want: Vec<_> = [late, early]
+        .iter()
+        .map(|h| Some(w.store.get_tx(h).expect("store").expect("stored")))
+        .collect();
+    // The later pack's dictionary is in memory when the batch begins.
+    assert_eq!(Reader::get_tx(&*rep, &late).expect("late"), want[0]);
+    assert_eq!(rep.figures().pack_dict_opens, 1);
+    assert!(Reader::batch_get_txs(&*rep, &[late, early]).expect("batch") == want);
+    // The batch opens its packs in key order: the earlier pack's
+    // dictionary (fetched) takes the room of the later one's, which is
+    // then read and opened again. Kept in hand from the start, it would
+    // have been opened once, and two dictionaries held past the bound.
+    let f = rep.figures();
+    assert_eq!(f.pack_dict_opens, 3, "{f:?}");
+    assert!(
+        f.pack_dict_bytes > 0 && f.pack_dict_bytes <= cap as u64,
+        "{f:?}"
+    );
+}
+
 #[test]
 fn a_batch_stops_reading_at_its_deadline() {
     let w = World::new();

@@ -9,8 +9,8 @@
 //!   3 and 4, the frames instead of the last two, with each version-4
 //!   pack's dictionary not in memory), each piece once however many
 //!   candidates need it, each phase's GETs in flight together
-//!   ([`FETCHES_IN_FLIGHT`]) and nearby ranges of one object merged into
-//!   one GET ([`MERGE_GAP`], [`MERGE_MAX`]). A merged GET that fails is
+//!   ([`fetch::FETCHES_IN_FLIGHT`]) and nearby ranges of one object merged into
+//!   one GET ([`fetch::MERGE_GAP`], [`fetch::MERGE_MAX`]). A merged GET that fails is
 //!   retried as its parts, so each piece fails with its own error.
 //! - A candidate that does not confirm its hash (or a failure) moves the
 //!   hash to its next segment, as in [`Replica::find`]; an alias moves it
@@ -19,12 +19,9 @@
 //!   no new phase starts, and the batch fails (its caller has answered).
 
 use std::collections::HashMap;
-use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::Bytes;
-use futures::StreamExt;
 use ledgerstore_db_api::{ALIAS_BODY, Decompress, TxBody, TxHash, TxPos, TxRecord};
 use ledgerstore_pack::format::HEADER;
 use ledgerstore_pack::{
@@ -36,13 +33,10 @@ use ledgerstore_store::{StoreError, StoreResult};
 use super::Replica;
 use super::frames::{body_of, dict_name, frame_name};
 use crate::error::{ColdError, ColdResult};
+use fetch::{Want, in_time};
 
-/// Object-store GETs one batch keeps in flight.
-pub const FETCHES_IN_FLIGHT: usize = 32;
-/// Ranges of one object at most this far apart are read by one GET.
-pub const MERGE_GAP: u64 = 8 << 10;
-/// The longest range one merged GET reads.
-pub const MERGE_MAX: u64 = 1 << 20;
+#[path = "replica_fetch.rs"]
+mod fetch;
 
 /// A failure shared by every lookup that needed the same read, as each
 /// of them would have met it.
@@ -72,76 +66,17 @@ fn dup(e: &ColdError) -> ColdError {
     }
 }
 
-/// The answer of a batch whose deadline passed: DEADLINE_EXCEEDED, not a
-/// store failure a client would retry at once.
-fn deadline_passed() -> ColdError {
-    ColdError::Store(StoreError::DeadlinePassed {
-        what: "a batch of transactions".into(),
-    })
-}
-
-fn in_time(deadline: Option<Instant>) -> ColdResult<()> {
-    match deadline {
-        Some(d) if Instant::now() >= d => Err(deadline_passed()),
-        _ => Ok(()),
-    }
-}
-
-/// A piece of an object to read, cached as `name` (None: not cached).
-struct Want {
-    name: Option<String>,
-    key: String,
-    range: Range<u64>,
-}
-
 /// A version-4 pack's dictionary as a batch finds it.
 enum DictState {
-    /// In memory, kept in hand for the batch.
-    Held(Arc<DictReader>),
+    /// In memory when the batch began: taken from memory again when the
+    /// pack's frames are opened (read again, as a lookup reads it, if
+    /// memory let it go meanwhile), so a batch keeps no dictionary alive
+    /// past `replica.dict_memory_mb` but the pack it is opening.
+    Held,
     /// Fetched with the frames: its index among the dictionary wants.
     Wanted(usize),
     /// Found damaged, in its backoff: the pack's reads fail without a GET.
     Failed(ColdError),
-}
-
-/// One GET: a range of `key` covering the wants `members`.
-struct Span {
-    key: String,
-    range: Range<u64>,
-    members: Vec<(usize, Range<u64>)>,
-}
-
-/// Groups ranges of one object that lie close into one GET each.
-fn spans(reqs: &[(String, Range<u64>)]) -> Vec<Span> {
-    let mut order: Vec<usize> = (0..reqs.len()).collect();
-    order.sort_by(|&a, &b| {
-        (&reqs[a].0, reqs[a].1.start, reqs[a].1.end).cmp(&(
-            &reqs[b].0,
-            reqs[b].1.start,
-            reqs[b].1.end,
-        ))
-    });
-    let mut out: Vec<Span> = Vec::new();
-    for i in order {
-        let (key, r) = &reqs[i];
-        if let Some(s) = out.last_mut() {
-            let end = s.range.end.max(r.end);
-            if s.key == *key
-                && r.start <= s.range.end.saturating_add(MERGE_GAP)
-                && end - s.range.start <= MERGE_MAX
-            {
-                s.range.end = end;
-                s.members.push((i, r.clone()));
-                continue;
-            }
-        }
-        out.push(Span {
-            key: key.clone(),
-            range: r.clone(),
-            members: vec![(i, r.clone())],
-        });
-    }
-    out
 }
 
 /// Where a candidate's read stands.
@@ -154,119 +89,6 @@ struct Read<'m> {
 }
 
 impl Replica {
-    /// Bytes of `reqs` (object, range), in order: one wait on the object
-    /// store for them all, their GETs in flight together and nearby
-    /// ranges merged. Fails as a whole only when `deadline` passes (or
-    /// the runtime fails).
-    fn fetch_all(
-        &self,
-        reqs: Vec<(String, Range<u64>)>,
-        deadline: Option<Instant>,
-    ) -> ColdResult<Vec<ColdResult<Bytes>>> {
-        if reqs.is_empty() {
-            return Ok(Vec::new());
-        }
-        in_time(deadline)?;
-        let n = reqs.len();
-        let spans = spans(&reqs);
-        let remote = Arc::clone(&self.remote);
-        let work = async move {
-            futures::stream::iter(spans)
-                .map(|s| {
-                    let remote = Arc::clone(&remote);
-                    async move {
-                        let got = remote.get_range(&s.key, s.range.clone()).await;
-                        match got {
-                            Ok(b) => s
-                                .members
-                                .into_iter()
-                                .map(|(i, r)| {
-                                    let at = (r.start - s.range.start) as usize;
-                                    (i, Ok(b.slice(at..at + (r.end - r.start) as usize)))
-                                })
-                                .collect::<Vec<_>>(),
-                            Err(e) if s.members.len() == 1 => vec![(s.members[0].0, Err(e))],
-                            // Each part fails (or not) on its own.
-                            // One at a time: the span held one of the
-                            // slots, and a store that failed it may be
-                            // throttling.
-                            Err(_) => {
-                                let mut out = Vec::with_capacity(s.members.len());
-                                for (i, r) in s.members {
-                                    out.push((i, remote.get_range(&s.key, r).await));
-                                }
-                                out
-                            }
-                        }
-                    }
-                })
-                .buffer_unordered(FETCHES_IN_FLIGHT)
-                .flat_map(futures::stream::iter)
-                .collect::<Vec<_>>()
-                .await
-        };
-        let got = self.block(async move {
-            match deadline {
-                Some(d) => tokio::time::timeout_at(tokio::time::Instant::from_std(d), work)
-                    .await
-                    .map_err(|_| deadline_passed()),
-                None => Ok(work.await),
-            }
-        })?;
-        let mut out: Vec<Option<ColdResult<Bytes>>> = (0..n).map(|_| None).collect();
-        for (i, r) in got {
-            out[i] = Some(r);
-        }
-        Ok(out
-            .into_iter()
-            .map(|r| r.unwrap_or_else(|| Err(ColdError::Task("a read was lost".into()))))
-            .collect())
-    }
-
-    /// Pieces `wants`, by index: from the cache, else fetched together
-    /// (and cached; a failed cache write is logged, the bytes served).
-    fn pieces(
-        &self,
-        wants: &[Want],
-        deadline: Option<Instant>,
-    ) -> ColdResult<Vec<Arc<ColdResult<Bytes>>>> {
-        let mut out: Vec<Option<Arc<ColdResult<Bytes>>>> = vec![None; wants.len()];
-        let mut seen: HashMap<(&str, u64, u64), usize> = HashMap::new();
-        let mut missing: Vec<usize> = Vec::new();
-        let mut same: Vec<(usize, usize)> = Vec::new();
-        for (i, w) in wants.iter().enumerate() {
-            let k = (w.key.as_str(), w.range.start, w.range.end);
-            if let Some(&first) = seen.get(&k) {
-                same.push((i, first));
-                continue;
-            }
-            seen.insert(k, i);
-            match w.name.as_deref().and_then(|n| self.cache.get(n)) {
-                Some(b) => out[i] = Some(Arc::new(Ok(Bytes::from(b)))),
-                None => missing.push(i),
-            }
-        }
-        let reqs = missing
-            .iter()
-            .map(|&i| (wants[i].key.clone(), wants[i].range.clone()))
-            .collect();
-        for (&i, got) in missing.iter().zip(self.fetch_all(reqs, deadline)?) {
-            if let (Ok(bytes), Some(name)) = (&got, &wants[i].name)
-                && let Err(e) = self.cache.put(name, bytes)
-            {
-                tracing::warn!(entry = %name, error = %e, "caching a piece failed; serving it uncached");
-            }
-            out[i] = Some(Arc::new(got));
-        }
-        for (i, first) in same {
-            out[i] = out[first].clone();
-        }
-        Ok(out
-            .into_iter()
-            .map(|r| r.unwrap_or_else(|| Arc::new(Err(ColdError::Task("a read was lost".into())))))
-            .collect())
-    }
-
     /// The headers of packs `ps` (known ones without a request).
     fn headers_of(
         &self,
@@ -535,7 +357,7 @@ impl Replica {
             }
             let name = dict_name(key);
             let state = match self.dict_held(key, &name) {
-                Ok(Some(d)) => DictState::Held(d),
+                Ok(Some(_)) => DictState::Held,
                 Ok(None) => {
                     dict_wants.push(Want {
                         name: Some(name),
@@ -587,7 +409,7 @@ impl Replica {
             if dict.as_ref().is_none_or(|(k, _)| *k != key) {
                 let d = match dicts.remove(key) {
                     None => Ok(None),
-                    Some((_, DictState::Held(d))) => Ok(Some(d)),
+                    Some((h, DictState::Held)) => self.frame_dict(r.p, &h),
                     Some((h, DictState::Wanted(i))) => match &*fetched[i] {
                         Ok(bytes) => self.opened_dict(key, &dict_name(key), &h, bytes).map(Some),
                         Err(e) => Err(dup(e)),

@@ -17,7 +17,9 @@
 # Reports lookups/s, the daemon's CPU a lookup, p50/p99, its peak RSS
 # (VmHWM) and, from builds that count them
 # (ledgerstore_replica_pack_dict_opens_total), dictionaries opened a
-# lookup. Every answer must be found, or the script fails.
+# lookup (over the run's lookups, which include the DD_SAMPLE GetLedger
+# calls bench-query samples its hashes with). Every answer must be found,
+# or the script fails.
 #
 #   DD_BINS="/path/ls-before /path/ls-after" scripts/bench-replica-dicts.sh
 #
@@ -32,7 +34,7 @@ cd "$(dirname "$0")/.."
 . scripts/env.sh
 
 BINS="${DD_BINS:?DD_BINS: the ledgerstore binaries to compare}"
-FIXTURE="${DD_FIXTURE:-$CARGO_TARGET_DIR/release/lake-fixture}"
+FIXTURE="${DD_FIXTURE:-${CARGO_TARGET_DIR:-$HOME/.cache/ledgerstore/target}/release/lake-fixture}"
 COPIES="${DD_COPIES:-50}"
 RANGE="${DD_RANGE:-10}"
 DICT_MB="${DD_DICT_MB:-64}"
@@ -45,18 +47,22 @@ OUT="${DD_OUT:-$PWD/bench-replica-dicts-out}"
 CMDLINE="DD_COPIES=$COPIES DD_RANGE=$RANGE DD_DICT_MB=\"$DICT_MB\" DD_ROUNDS=$ROUNDS DD_SAMPLE=$SAMPLE DD_SECONDS=$SECS DD_PRIME_SECONDS=$PRIME DD_CONCURRENCY=$CONC scripts/bench-replica-dicts.sh"
 for b in $BINS; do [ -x "$b" ] || { echo "bench-replica-dicts: $b is not an executable" >&2; exit 1; }; done
 [ -x "$FIXTURE" ] || { echo "bench-replica-dicts: $FIXTURE is not an executable (DD_FIXTURE)" >&2; exit 1; }
-FIRST_BIN="${BINS%% *}"
+# shellcheck disable=SC2086 # the list splits on whitespace
+set -- $BINS
+FIRST_BIN=$1
+[ "$(nproc)" -ge 2 ] || { echo "bench-replica-dicts: needs 2 CPUs (the replica on 0, the client on 1)" >&2; exit 1; }
 
 mkdir -p "$OUT"
 SHAPE="$COPIES $RANGE"
-if [ "$(cat "$OUT/shape" 2> /dev/null)" != "$SHAPE" ]; then
+if [ "$(cat "$OUT/shape" 2> /dev/null)" != "$SHAPE" ] || [ ! -d "$OUT/bucket" ]; then
   rm -rf "$OUT/lake" "$OUT/data" "$OUT/bucket"
   echo "bench-replica-dicts: a lake of $((COPIES * 20)) ledgers" >&2
   "$FIXTURE" "$OUT/lake" "$COPIES" 1 64000 3 > /dev/null
   "$FIRST_BIN" ingest --no-progress --data-dir "$OUT/data" --stellar-datalake "$OUT/lake" \
     --segments.range-ledgers "$RANGE" --segments.merge-fanout 2 --segments.merge-levels 1 > /dev/null
   mkdir -p "$OUT/bucket"
-  "$FIRST_BIN" publish --data-dir "$OUT/data" --cold.store "$OUT/bucket" | tee "$OUT/publish.txt" >&2
+  "$FIRST_BIN" publish --data-dir "$OUT/data" --cold.store "$OUT/bucket" --cold.pack-version 4 \
+    | tee "$OUT/publish.txt" >&2
   echo "$SHAPE" > "$OUT/shape"
 fi
 PACKS=$(find "$OUT/bucket" -name '*.pack' | wc -l)
@@ -68,7 +74,8 @@ cat > "$OUT/serve.toml" << 'EOF'
 [metrics]
 refresh_secs = 1
 EOF
-metric() { curl -s "$1" | awk -v m="$2" '$1 == m {print $2}'; }
+# metric URL NAME: a metric's value, empty if the build has none.
+metric() { curl -s --max-time 5 "$1" | awk -v m="$2" '$1 == m {print $2}' || true; }
 
 : > "$OUT/runs.tsv"
 for round in $(seq "$ROUNDS"); do
@@ -97,8 +104,9 @@ for round in $(seq "$ROUNDS"); do
       opens1=$(metric "$metrics" ledgerstore_replica_pack_dict_opens_total)
       lookups1=$(metric "$metrics" ledgerstore_replica_lookups_total)
       held=$(metric "$metrics" ledgerstore_replica_pack_dict_bytes)
-      hwm=$(awk '/VmHWM/ {print $2}' "/proc/$PID/status")
-      kill "$PID"
+      hwm=$(awk '/VmHWM/ {print $2}' "/proc/$PID/status" 2> /dev/null || true)
+      [ -n "$hwm" ] || { echo "bench-replica-dicts: the replica exited during the run (see $OUT/serve.err)" >&2; exit 1; }
+      kill "$PID" 2> /dev/null || true
       wait "$PID" 2> /dev/null || true
       PID=""
       python3 - "$OUT/run.json" "$round" "$mb" "$bin" "${opens0:-}" "${opens1:-}" "${lookups0:-}" "${lookups1:-}" "${held:-}" "$hwm" >> "$OUT/runs.tsv" << 'EOF'

@@ -11,7 +11,9 @@
 //!   candidates need it, each phase's GETs in flight together
 //!   ([`fetch::FETCHES_IN_FLIGHT`]) and nearby ranges of one object merged into
 //!   one GET ([`fetch::MERGE_GAP`], [`fetch::MERGE_MAX`]). A merged GET that fails is
-//!   retried as its parts, so each piece fails with its own error.
+//!   retried as its parts, so each piece fails with its own error. A
+//!   dictionary memory held when the batch began, and another reader's
+//!   let go of since, is read again on its own, as a lookup reads it.
 //! - A candidate that does not confirm its hash (or a failure) moves the
 //!   hash to its next segment, as in [`Replica::find`]; an alias moves it
 //!   to the body it names.
@@ -68,10 +70,10 @@ fn dup(e: &ColdError) -> ColdError {
 
 /// A version-4 pack's dictionary as a batch finds it.
 enum DictState {
-    /// In memory when the batch began: taken from memory again when the
-    /// pack's frames are opened (read again, as a lookup reads it, if
-    /// memory let it go meanwhile), so a batch keeps no dictionary alive
-    /// past `replica.dict_memory_mb` but the pack it is opening.
+    /// In memory when the batch began: its packs are opened first, each
+    /// taking it from memory again then (read again, as a lookup reads
+    /// it, if another reader's let it go meanwhile), so a batch keeps in
+    /// hand no dictionary but the one of the pack it is opening.
     Held,
     /// Fetched with the frames: its index among the dictionary wants.
     Wanted(usize),
@@ -386,20 +388,29 @@ impl Replica {
         }
         let frame_wants = wants.len();
         wants.extend(dict_wants);
-        let got = self.pieces(&wants, deadline)?;
-        let (frames, fetched) = got.split_at(frame_wants);
+        let mut frames = self.pieces(&wants, deadline)?;
+        // Each fetched dictionary's bytes, let go of once it is opened.
+        let mut fetched: Vec<Option<_>> = frames
+            .split_off(frame_wants)
+            .into_iter()
+            .map(Some)
+            .collect();
         // A pack at a time and a ledger at a time: each dictionary and each
-        // frame is opened once in this pass and held no longer than the
-        // reads that need it, whatever `replica.dict_memory_mb` and
-        // `frame_memory_mb` keep.
+        // frame is opened once in this pass and held (with its fetched
+        // bytes) no longer than the reads that need it, whatever
+        // `replica.dict_memory_mb` and `frame_memory_mb` keep. The packs
+        // whose dictionary memory held first, so that the ones this batch
+        // fetched do not push them out before they are used.
         let mut items: Vec<_> = waiting
             .into_iter()
             .zip(wants)
             .zip(frames)
             .map(|((r, w), got)| (r, w.name.unwrap_or_default(), got))
             .collect();
-        items.sort_by(|a, b| {
-            (a.0.p.object.key.as_str(), a.0.pos.seq).cmp(&(b.0.p.object.key.as_str(), b.0.pos.seq))
+        let held = |key: &str| matches!(dicts.get(key), Some((_, DictState::Held)));
+        items.sort_by(|(a, _, _), (b, _, _)| {
+            let (ka, kb) = (a.p.object.key.as_str(), b.p.object.key.as_str());
+            (!held(ka), ka, a.pos.seq).cmp(&(!held(kb), kb, b.pos.seq))
         });
         let mut dict: Option<(&str, ColdResult<Option<Arc<DictReader>>>)> = None;
         let mut frame: Option<(&str, u32, ColdResult<Arc<LedgerFrame>>)> = None;
@@ -407,12 +418,29 @@ impl Replica {
             let (h, le) = (r.h.expect("a header"), r.le.expect("an entry"));
             let (key, seq) = (r.p.object.key.as_str(), r.pos.seq);
             if dict.as_ref().is_none_or(|(k, _)| *k != key) {
+                // The last pack's let go of before this one's is opened.
+                drop(dict.take());
                 let d = match dicts.remove(key) {
                     None => Ok(None),
-                    Some((h, DictState::Held)) => self.frame_dict(r.p, &h),
-                    Some((h, DictState::Wanted(i))) => match &*fetched[i] {
-                        Ok(bytes) => self.opened_dict(key, &dict_name(key), &h, bytes).map(Some),
-                        Err(e) => Err(dup(e)),
+                    // From memory again; read as a lookup reads it if memory
+                    // let it go meanwhile (another reader's), not past the
+                    // batch's deadline, which fails the whole batch as
+                    // its phases do.
+                    Some((h, DictState::Held)) => {
+                        in_time(deadline)?;
+                        match self.frame_dict(r.p, &h) {
+                            Err(e @ ColdError::Store(StoreError::DeadlinePassed { .. })) => {
+                                return Err(e);
+                            }
+                            d => d,
+                        }
+                    }
+                    Some((h, DictState::Wanted(i))) => match fetched[i].take().as_deref() {
+                        Some(Ok(bytes)) => {
+                            self.opened_dict(key, &dict_name(key), &h, bytes).map(Some)
+                        }
+                        Some(Err(e)) => Err(dup(e)),
+                        None => Err(ColdError::Task("a dictionary was read twice".into())),
                     },
                     Some((_, DictState::Failed(e))) => Err(e),
                 };
@@ -423,7 +451,7 @@ impl Replica {
                 .is_none_or(|(k, s, _)| *k != key || *s != seq)
             {
                 let d = &dict.as_ref().expect("this pack's, set above").1;
-                let f = match (d, &**got) {
+                let f = match (d, &*got) {
                     (Err(e), _) | (Ok(_), Err(e)) => Err(dup(e)),
                     (Ok(d), Ok(bytes)) => {
                         self.opened_frame(r.p, &h, &le, seq, name, bytes, d.clone())

@@ -53,7 +53,7 @@ FIRST_BIN=$1
 [ "$(nproc)" -ge 2 ] || { echo "bench-replica-dicts: needs 2 CPUs (the replica on 0, the client on 1)" >&2; exit 1; }
 
 mkdir -p "$OUT"
-SHAPE="$COPIES $RANGE"
+SHAPE="$COPIES $RANGE v4"
 if [ "$(cat "$OUT/shape" 2> /dev/null)" != "$SHAPE" ] || [ ! -d "$OUT/bucket" ]; then
   rm -rf "$OUT/lake" "$OUT/data" "$OUT/bucket"
   echo "bench-replica-dicts: a lake of $((COPIES * 20)) ledgers" >&2
@@ -63,6 +63,8 @@ if [ "$(cat "$OUT/shape" 2> /dev/null)" != "$SHAPE" ] || [ ! -d "$OUT/bucket" ];
   mkdir -p "$OUT/bucket"
   "$FIRST_BIN" publish --data-dir "$OUT/data" --cold.store "$OUT/bucket" --cold.pack-version 4 \
     | tee "$OUT/publish.txt" >&2
+  grep -q "in version-4 packs" "$OUT/publish.txt" \
+    || { echo "bench-replica-dicts: $FIRST_BIN did not publish version-4 packs" >&2; exit 1; }
   echo "$SHAPE" > "$OUT/shape"
 fi
 PACKS=$(find "$OUT/bucket" -name '*.pack' | wc -l)

@@ -144,6 +144,18 @@ impl World {
         h(&alias_of(&self.s.ledger(seq).txs[i].hash))
     }
 
+    /// Whether a GET waits on a hold ([`Faulty::hold_range`]) within 10
+    /// s.
+    fn a_get_waits(&self) -> bool {
+        for _ in 0..2000 {
+            if self.faulty.held() > 0 {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        false
+    }
+
     /// `n` published transactions, spread over the packs out of order.
     fn spread(&self, n: usize) -> Vec<TxHash> {
         let all = PUBLISHED as usize * TXS;
@@ -401,17 +413,15 @@ fn batch_answers_as_lookups(form: PackForm) {
     assert!(text(&got).contains(&gone), "{}", text(&got));
 }
 
-/// A batch opens the packs whose dictionary memory holds first, from
-/// memory, and only then the ones whose dictionary it fetched: those
-/// would otherwise take the room of the held ones before their packs are
-/// reached, and have them read and opened again.
-#[test]
-fn a_batch_uses_the_dictionaries_memory_holds_before_it_opens_others() {
+/// A world of version-4 packs and a replica with room for one dictionary
+/// (~91 KiB each here) and no frame, holding the dictionary of the pack
+/// of `late` (ledger 55); `early` lies in ledger 12's, and `want` is what
+/// a batch of `[late, early]` answers.
+fn one_dictionary_of_room() -> (World, Arc<Replica>, [TxHash; 2], Vec<Option<TxRecord>>) {
     let w = World::publishing(PackForm::Frames {
         level: 3,
         dict_kib: 64,
     });
-    // Room for one dictionary (~91 KiB each here), and no frame.
     let rep = w.replica_holding(
         "one",
         HeldMemory {
@@ -424,9 +434,54 @@ fn a_batch_uses_the_dictionaries_memory_holds_before_it_opens_others() {
         .iter()
         .map(|h| Some(w.store.get_tx(h).expect("store").expect("stored")))
         .collect();
-    // The later pack's dictionary is in memory when the batch begins.
     assert_eq!(Reader::get_tx(&*rep, &late).expect("late"), want[0]);
     assert_eq!(rep.figures().pack_dict_opens, 1);
+    (w, rep, [early, late], want)
+}
+
+/// A batch keeps in hand no dictionary memory held when it began: one
+/// that another reader's pushed out while the batch waited on its
+/// fetches is read and opened again when the batch reaches its pack,
+/// rather than kept alive past `replica.dict_memory_mb` for the batch.
+#[test]
+fn a_batch_keeps_no_held_dictionary_in_hand_while_it_waits() {
+    let (w, rep, [early, late], want) = one_dictionary_of_room();
+    let other = w.tx(33, 0);
+    // The batch fetches the earlier pack's dictionary; that GET waits.
+    let m = rep.manifest().expect("a manifest");
+    let p = m.pack_of(12).expect("a pack").clone();
+    let pack = std::fs::read(w.bucket.join(&p.object.key)).expect("pack");
+    let dict = ledgerstore_pack::Header::parse(&pack)
+        .expect("header")
+        .dict_range()
+        .expect("a dictionary");
+    w.faulty.hold_range(Some((&p.object.key, dict.start)));
+    let batch = {
+        let rep = Arc::clone(&rep);
+        std::thread::spawn(move || Reader::batch_get_txs(&*rep, &[late, early]))
+    };
+    let holding = w.a_get_waits();
+    // Meanwhile a lookup in a third pack takes the only room.
+    let third = holding.then(|| Reader::get_tx(&*rep, &other));
+    w.faulty.hold_range(None);
+    assert!(holding, "the batch's dictionary GET never started");
+    assert!(third.expect("held").expect("third").is_some());
+    let got = batch.join().expect("the batch's thread").expect("batch");
+    assert!(got == want);
+    // The later pack's dictionary was opened again (4: late, third,
+    // late again, early); kept in hand since the batch began, it would
+    // not have been (3).
+    let f = rep.figures();
+    assert_eq!(f.pack_dict_opens, 4, "{f:?}");
+}
+
+/// A batch opens the packs whose dictionary memory holds first, from
+/// memory, and only then the ones whose dictionary it fetched: those
+/// would otherwise take the room of the held ones before their packs are
+/// reached, and have them read and opened again.
+#[test]
+fn a_batch_uses_the_dictionaries_memory_holds_before_it_opens_others() {
+    let (_w, rep, [early, late], want) = one_dictionary_of_room();
     assert!(Reader::batch_get_txs(&*rep, &[late, early]).expect("batch") == want);
     // One more: the earlier pack's, fetched. In key order the earlier
     // pack's would be opened first, take the only room, and the later
@@ -660,14 +715,7 @@ fn a_lookup_does_not_wait_past_its_read_deadline_for_anothers_dictionary_read() 
         let (rep, hash) = (Arc::clone(&rep), w.tx(p.first, 0));
         std::thread::spawn(move || Reader::get_tx(&*rep, &hash))
     };
-    let mut holding = false;
-    for _ in 0..2000 {
-        if w.faulty.held() > 0 {
-            holding = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let holding = w.a_get_waits();
     assert!(holding, "the lookup's dictionary GET never started");
     assert_eq!(rep.dicts_loading(), 1, "the first reader's gate");
     let (tx, rx) = std::sync::mpsc::channel();

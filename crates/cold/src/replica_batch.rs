@@ -423,12 +423,19 @@ impl Replica {
                 let d = match dicts.remove(key) {
                     None => Ok(None),
                     // From memory again; read as a lookup reads it if memory
-                    // let it go meanwhile (another reader's), not past the
-                    // batch's deadline, which fails the whole batch as
-                    // its phases do.
+                    // let it go meanwhile (another reader's). Not started
+                    // past the batch's deadline, nor waited for past it at
+                    // the gate of another reader's read (a GET this starts
+                    // runs to its end, as a lookup's does); a deadline
+                    // passed fails the whole batch, as in its phases.
                     Some((h, DictState::Held)) => {
                         in_time(deadline)?;
-                        match self.frame_dict(r.p, &h) {
+                        let read = || self.frame_dict(r.p, &h);
+                        let d = match deadline {
+                            Some(at) => ledgerstore_store::with_read_deadline(at, read),
+                            None => read(),
+                        };
+                        match d {
                             Err(e @ ColdError::Store(StoreError::DeadlinePassed { .. })) => {
                                 return Err(e);
                             }

@@ -10,11 +10,13 @@
 #   dictionary budget of DD_DICT_MB: a fresh replica of the bucket (its
 #   disk cache primed first by an unmeasured pass of DD_PRIME_SECONDS) on
 #   CPU 0 with `--replica.dict-memory-mb`, driven by
-#   `ledgerstore bench-query --call get` on CPU 1 (DD_CONCURRENCY in
+#   `ledgerstore bench-query --call DD_CALL` on CPU 1 (DD_CONCURRENCY in
 #   flight, each request a random hash of DD_SAMPLE ledgers spread over
-#   every pack) for DD_SECONDS.
+#   every pack, or with DD_CALL=batch DD_BATCH such hashes) for
+#   DD_SECONDS, with `--replica.batch-memory-mb DD_BATCH_MB` when set (a
+#   build from before that setting refuses it).
 #
-# Reports lookups/s, the daemon's CPU a lookup, p50/p99, its peak RSS
+# Reports requests/s, the daemon's CPU a request, p50/p99, its peak RSS
 # (VmHWM) and, from builds that count them
 # (ledgerstore_replica_pack_dict_opens_total), dictionaries opened a
 # lookup (over the run's lookups, which include the DD_SAMPLE GetLedger
@@ -26,7 +28,8 @@
 # Env: DD_BINS (required: release `ledgerstore` binaries), DD_FIXTURE (a
 # `lake-fixture` binary; default: the release build's), DD_COPIES (50),
 # DD_RANGE (10), DD_DICT_MB ("64"), DD_ROUNDS (2), DD_SAMPLE (1000),
-# DD_SECONDS (10), DD_PRIME_SECONDS (10), DD_CONCURRENCY (16), DD_OUT
+# DD_SECONDS (10), DD_PRIME_SECONDS (10), DD_CONCURRENCY (16), DD_CALL
+# (get), DD_BATCH (1000), DD_BATCH_MB (unset: the build's default), DD_OUT
 # (./bench-replica-dicts-out; the store and bucket are reused by runs
 # with the same shape). Writes DD_OUT/summary.md.
 set -euo pipefail
@@ -43,8 +46,14 @@ SAMPLE="${DD_SAMPLE:-1000}"
 SECS="${DD_SECONDS:-10}"
 PRIME="${DD_PRIME_SECONDS:-10}"
 CONC="${DD_CONCURRENCY:-16}"
+CALL="${DD_CALL:-get}"
+BATCH="${DD_BATCH:-1000}"
+BATCH_MB="${DD_BATCH_MB:-}"
+case "$CALL" in get | batch) ;; *) echo "bench-replica-dicts: DD_CALL is get or batch, not $CALL" >&2; exit 1 ;; esac
+BATCH_FLAG=()
+[ -n "$BATCH_MB" ] && BATCH_FLAG=(--replica.batch-memory-mb "$BATCH_MB")
 OUT="${DD_OUT:-$PWD/bench-replica-dicts-out}"
-CMDLINE="DD_COPIES=$COPIES DD_RANGE=$RANGE DD_DICT_MB=\"$DICT_MB\" DD_ROUNDS=$ROUNDS DD_SAMPLE=$SAMPLE DD_SECONDS=$SECS DD_PRIME_SECONDS=$PRIME DD_CONCURRENCY=$CONC scripts/bench-replica-dicts.sh"
+CMDLINE="DD_COPIES=$COPIES DD_RANGE=$RANGE DD_DICT_MB=\"$DICT_MB\" DD_ROUNDS=$ROUNDS DD_SAMPLE=$SAMPLE DD_SECONDS=$SECS DD_PRIME_SECONDS=$PRIME DD_CONCURRENCY=$CONC DD_CALL=$CALL DD_BATCH=$BATCH DD_BATCH_MB=$BATCH_MB scripts/bench-replica-dicts.sh"
 for b in $BINS; do [ -x "$b" ] || { echo "bench-replica-dicts: $b is not an executable" >&2; exit 1; }; done
 [ -x "$FIXTURE" ] || { echo "bench-replica-dicts: $FIXTURE is not an executable (DD_FIXTURE)" >&2; exit 1; }
 # shellcheck disable=SC2086 # the list splits on whitespace
@@ -87,20 +96,20 @@ for round in $(seq "$ROUNDS"); do
       taskset -c 0 "$bin" serve --config "$OUT/serve.toml" --grpc.listen 127.0.0.1:0 \
         --metrics.listen 127.0.0.1:0 --jsonrpc.enabled false --replica "$OUT/bucket" \
         --replica.cache-dir "$OUT/cache" --replica.cache-mb 8192 \
-        --replica.dict-memory-mb "$mb" > "$OUT/serve.out" 2> "$OUT/serve.err" &
+        --replica.dict-memory-mb "$mb" ${BATCH_FLAG[@]+"${BATCH_FLAG[@]}"} > "$OUT/serve.out" 2> "$OUT/serve.err" &
       PID=$!
       for _ in $(seq 600); do grep -q "serving gRPC" "$OUT/serve.out" && break; sleep 0.1; done
       line=$(grep "serving gRPC" "$OUT/serve.out") || { echo "bench-replica-dicts: the replica did not start (see $OUT/serve.err)" >&2; exit 1; }
       grpc=$(sed -E 's/.*gRPC on ([^ ]+).*/\1/' <<< "$line")
       metrics=$(sed -E 's#.*metrics on (http://[^)]+)\).*#\1#' <<< "$line")
       for _ in $(seq 300); do "$bin" health --endpoint "http://$grpc" > /dev/null 2>&1 && break; sleep 0.2; done
-      taskset -c 1 "$bin" bench-query --endpoint "http://$grpc" --call get --concurrency "$CONC" \
-        --sample-ledgers "$SAMPLE" --seconds "$PRIME" --warmup-seconds 0 --json > "$OUT/prime.json"
+      taskset -c 1 "$bin" bench-query --endpoint "http://$grpc" --call "$CALL" --batch-hashes "$BATCH" \
+        --concurrency "$CONC" --sample-ledgers "$SAMPLE" --seconds "$PRIME" --warmup-seconds 0 --json > "$OUT/prime.json"
       sleep 1.5
       opens0=$(metric "$metrics" ledgerstore_replica_pack_dict_opens_total)
       lookups0=$(metric "$metrics" ledgerstore_replica_lookups_total)
-      taskset -c 1 "$bin" bench-query --endpoint "http://$grpc" --pid "$PID" --call get \
-        --concurrency "$CONC" --sample-ledgers "$SAMPLE" --seconds "$SECS" --warmup-seconds 0 \
+      taskset -c 1 "$bin" bench-query --endpoint "http://$grpc" --pid "$PID" --call "$CALL" \
+        --batch-hashes "$BATCH" --concurrency "$CONC" --sample-ledgers "$SAMPLE" --seconds "$SECS" --warmup-seconds 0 \
         --json > "$OUT/run.json"
       sleep 1.5
       opens1=$(metric "$metrics" ledgerstore_replica_pack_dict_opens_total)
@@ -134,7 +143,7 @@ done
 {
   echo "\`$CMDLINE\` ($PACKS packs of $RANGE ledgers; builds: $BINS)"
   echo
-  echo "| round | dict MiB | build | lookups/s | daemon CPU µs a lookup | p50 / p99 ms | peak RSS MiB | dictionaries opened a lookup | held MiB |"
+  echo "| round | dict MiB | build | $CALL requests/s | daemon CPU µs a request | p50 / p99 ms | peak RSS MiB | dictionaries opened a lookup | held MiB |"
   echo "|---|---|---|---|---|---|---|---|---|"
   awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s / %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10}' "$OUT/runs.tsv"
 } | tee "$OUT/summary.md"

@@ -311,6 +311,7 @@ fn batch_answers_as_lookups(form: PackForm) {
     let none = HeldMemory {
         frames: 0,
         dicts: 0,
+        ..HeldMemory::default()
     };
     let bare = w.replica_holding("bare", none);
     assert_eq!(Reader::batch_get_txs(&*bare, &hashes).expect("bare"), want);
@@ -334,6 +335,20 @@ fn batch_answers_as_lookups(form: PackForm) {
     assert!(held.pack_dict_bytes <= opens * (128 << 10), "{held:?}");
     assert_eq!((none.pack_dict_bytes, none.pack_dict_limit_bytes), (0, 0));
     assert_eq!(none.pack_dict_opens > 2 * opens, dicts, "{none:?}");
+    // Reading a ledger a round changes no answer either, cold or warm.
+    let rounds = HeldMemory {
+        batch: 1,
+        ..HeldMemory::default()
+    };
+    let small = w.replica_holding("small", rounds);
+    assert_eq!(
+        Reader::batch_get_txs(&*small, &hashes).expect("small"),
+        want
+    );
+    assert_eq!(
+        Reader::batch_get_txs(&*small, &hashes).expect("small"),
+        want
+    );
 
     // Damage one body (ledger 12's fifth) in the pack of 10..=19 (in a
     // pack of frames, ledger 12's frame, so all its bodies): a batch that
@@ -382,6 +397,8 @@ fn batch_answers_as_lookups(form: PackForm) {
     }
     let lookups = w.replica("d");
     assert_eq!(text(&got), text(&one_by_one(&lookups, &hashes)));
+    let small = w.replica_holding("small-damaged", rounds);
+    assert_eq!(text(&Reader::batch_get_txs(&*small, &hashes)), text(&got));
     // Warm replicas (the damaged piece is not kept): the same.
     assert_eq!(text(&Reader::batch_get_txs(&*lookups, &hashes)), text(&got));
     assert_eq!(text(&one_by_one(&cold, &hashes)), text(&got));
@@ -427,6 +444,7 @@ fn one_dictionary_of_room() -> (World, Arc<Replica>, [TxHash; 2], Vec<Option<TxR
         HeldMemory {
             frames: 0,
             dicts: 150 << 10,
+            ..HeldMemory::default()
         },
     );
     let (early, late) = (w.tx(12, 0), w.tx(55, 0));
@@ -488,6 +506,78 @@ fn a_batch_uses_the_dictionaries_memory_holds_before_it_opens_others() {
     // one's be read and opened again (3).
     let f = rep.figures();
     assert_eq!(f.pack_dict_opens, 2, "{f:?}");
+}
+
+/// A batch holds at most `replica.batch_memory_mb` of frames and
+/// dictionaries fetched and not yet opened (a ledger's at least): past
+/// it, it reads them in rounds of whole ledgers, each opened and let go
+/// of before the next round's GETs, and answers the same.
+#[test]
+fn a_batch_holds_at_most_its_memory_of_fetched_frames_and_dictionaries() {
+    let w = World::publishing(PackForm::Frames {
+        level: 3,
+        dict_kib: 64,
+    });
+    let hashes = w.spread(300);
+    let ledgers = {
+        let mut seqs: Vec<u32> = hashes
+            .iter()
+            .map(|h| {
+                w.store
+                    .get_tx(h)
+                    .expect("store")
+                    .expect("stored")
+                    .ledger_seq
+            })
+            .collect();
+        seqs.sort_unstable();
+        seqs.dedup();
+        seqs.len() as u64
+    };
+    let want: Vec<_> = hashes
+        .iter()
+        .map(|h| Some(w.store.get_tx(h).expect("store").expect("stored")))
+        .collect();
+    let batch = |name: &str, batch: usize| {
+        let rep = w.replica_holding(
+            name,
+            HeldMemory {
+                batch,
+                ..HeldMemory::default()
+            },
+        );
+        w.faulty.reset_flights();
+        assert!(Reader::batch_get_txs(&*rep, &hashes).expect("batch") == want);
+        let (in_flight, _, rounds) = w.faulty.flights();
+        assert_eq!(in_flight, 0);
+        let (peak, total) = rep.batch_bytes();
+        (peak, total, rounds)
+    };
+    let (all, all_total, all_rounds) = batch("all", usize::MAX);
+    // A ledger a round: the most one ledger's frame and its pack's
+    // dictionary take, and a round trip a ledger at least; each piece
+    // still read once (a pack's dictionary in the round of its first
+    // ledger only).
+    let (one, one_total, one_rounds) = batch("one", 1);
+    assert_eq!(one_total, all_total);
+    eprintln!(
+        "held at once: {all} bytes in {all_rounds} round trips unbounded, {one} in \
+         {one_rounds} a ledger a round ({ledgers} ledgers)"
+    );
+    assert!(one > 0 && one * 8 < all, "{one} and {all} bytes held");
+    assert!(
+        one_rounds >= ledgers && all_rounds < ledgers,
+        "{one_rounds} and {all_rounds} round trips for {ledgers} ledgers"
+    );
+    // A bound between: held within it, in a few rounds.
+    let bound = all / 4;
+    let (some, some_total, some_rounds) = batch("some", bound as usize);
+    assert_eq!(some_total, all_total);
+    eprintln!("held at once within {bound}: {some} bytes in {some_rounds} round trips");
+    assert!(
+        some <= bound.max(one) && some > one,
+        "{some} held, bound {bound}"
+    );
 }
 
 #[test]

@@ -128,6 +128,13 @@ pub struct Replica {
     lookups: AtomicU64,
     /// Pack dictionaries opened (read and decoded) since start.
     pack_dict_opens: AtomicU64,
+    /// [`HeldMemory::batch`].
+    batch_memory: usize,
+    /// The most any batch held fetched at once, bytes.
+    batch_peak: AtomicU64,
+    /// What batches fetched in all, bytes (a piece counted each time it is
+    /// fetched or read from the disk cache).
+    batch_fetched: AtomicU64,
     /// Names downloads in progress apart (two lookups may fetch the same
     /// segment at once).
     downloads: AtomicU64,
@@ -143,14 +150,20 @@ impl std::fmt::Debug for Replica {
     }
 }
 
-/// What a replica keeps decompressed in memory, in bytes (`[replica]
-/// frame_memory_mb` and `dict_memory_mb`): opened ledger frames (pack
-/// versions 3 and 4) and pack dictionaries (version 4), each the most
-/// recently used. 0 keeps none: every read opens its frame again.
+/// What a replica keeps in memory, in bytes (`[replica]
+/// frame_memory_mb`, `dict_memory_mb` and `batch_memory_mb`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HeldMemory {
+    /// Opened ledger frames (pack versions 3 and 4), decompressed, the
+    /// most recently used. 0 keeps none: every read opens its frame again.
     pub frames: usize,
+    /// Pack dictionaries (version 4), decoded, the most recently used. 0
+    /// keeps none.
     pub dicts: usize,
+    /// What one batch holds fetched and not yet opened (frames and
+    /// dictionaries of packs of ledger frames): a batch needing more reads
+    /// them in rounds, a ledger at least a round.
+    pub batch: usize,
 }
 
 impl Default for HeldMemory {
@@ -158,9 +171,15 @@ impl Default for HeldMemory {
         Self {
             frames: frames::FRAME_MEMORY,
             dicts: frames::DICT_MEMORY,
+            batch: BATCH_MEMORY,
         }
     }
 }
+
+/// What one batch holds fetched at once by default (`replica.
+/// batch_memory_mb`): as much as its GETs in flight can bring at once
+/// (32 merged GETs of up to 1 MiB).
+pub const BATCH_MEMORY: usize = 32 << 20;
 
 impl Replica {
     /// A replica of `remote` with `cache` and the default [`HeldMemory`].
@@ -185,6 +204,9 @@ impl Replica {
             headers: Mutex::new(HashMap::new()),
             frames: frames::Frames::new(held.frames),
             dicts: frames::Dicts::new(held.dicts),
+            batch_memory: held.batch,
+            batch_peak: AtomicU64::new(0),
+            batch_fetched: AtomicU64::new(0),
             dict_loading: Mutex::new(HashMap::new()),
             segments: Mutex::new(HashMap::new()),
             fetching: parking_lot::Mutex::new(()),
@@ -615,6 +637,17 @@ impl Replica {
             seq += 1;
         }
         Ok(out)
+    }
+
+    /// The most any batch held fetched and not yet opened at once
+    /// ([`HeldMemory::batch`] bounds it), and what batches fetched in
+    /// all, bytes.
+    #[cfg(test)]
+    pub(crate) fn batch_bytes(&self) -> (u64, u64) {
+        (
+            self.batch_peak.load(Ordering::Relaxed),
+            self.batch_fetched.load(Ordering::Relaxed),
+        )
     }
 
     /// Figures for GetStatus and `/metrics`.

@@ -22,7 +22,10 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
+
+use bytes::Bytes;
 
 use ledgerstore_db_api::{ALIAS_BODY, Decompress, TxBody, TxHash, TxPos, TxRecord};
 use ledgerstore_pack::format::HEADER;
@@ -75,10 +78,28 @@ enum DictState {
     /// it, if another reader's let it go meanwhile), so a batch keeps in
     /// hand no dictionary but the one of the pack it is opening.
     Held,
-    /// Fetched with the frames: its index among the dictionary wants.
-    Wanted(usize),
+    /// Fetched with the frames of the round its pack's first ledger is
+    /// read in.
+    Wanted(Want),
     /// Found damaged, in its backoff: the pack's reads fail without a GET.
     Failed(ColdError),
+}
+
+/// The dictionary and the frame a batch last opened (by pack key, and
+/// key and ledger), kept while the next reads need them.
+#[derive(Default)]
+struct Opening<'k> {
+    dict: Option<(&'k str, ColdResult<Option<Arc<DictReader>>>)>,
+    frame: Option<(&'k str, u32, ColdResult<Arc<LedgerFrame>>)>,
+}
+
+/// The bytes `got` holds (a piece asked twice counted once).
+fn held_bytes(got: &[Arc<ColdResult<Bytes>>]) -> u64 {
+    let mut seen = std::collections::HashSet::new();
+    got.iter()
+        .filter(|g| seen.insert(Arc::as_ptr(g)))
+        .map(|g| g.as_ref().as_ref().map_or(0, |b| b.len() as u64))
+        .sum()
 }
 
 /// Where a candidate's read stands.
@@ -348,7 +369,6 @@ impl Replica {
         }
         // Each pack's dictionary, once, with its header.
         let mut dicts: HashMap<&str, (Header, DictState)> = HashMap::new();
-        let mut dict_wants = Vec::new();
         for (r, _, _) in &missing {
             let (key, h) = (r.p.object.key.as_str(), r.h.expect("a header"));
             let Some(range) = h.dict_range() else {
@@ -360,120 +380,179 @@ impl Replica {
             let name = dict_name(key);
             let state = match self.dict_held(key, &name) {
                 Ok(Some(_)) => DictState::Held,
-                Ok(None) => {
-                    dict_wants.push(Want {
-                        name: Some(name),
-                        key: key.to_string(),
-                        range,
-                    });
-                    DictState::Wanted(dict_wants.len() - 1)
-                }
+                Ok(None) => DictState::Wanted(Want {
+                    name: Some(name),
+                    key: key.to_string(),
+                    range,
+                }),
                 Err(e) => DictState::Failed(e),
             };
             dicts.insert(key, (h, state));
         }
-        let mut wants = Vec::new();
-        let mut waiting = Vec::new();
+        let mut items = Vec::new();
         for (r, name, range) in missing {
             if let Some((_, DictState::Failed(e))) = dicts.get(r.p.object.key.as_str()) {
                 out.insert(r.pos, Err(dup(e).for_ledgers(r.p.first, r.p.last)));
                 continue;
             }
-            wants.push(Want {
-                name: Some(name),
-                key: r.p.object.key.clone(),
-                range,
-            });
-            waiting.push(r);
+            items.push((r, name, range));
         }
-        let frame_wants = wants.len();
-        wants.extend(dict_wants);
-        let mut frames = self.pieces(&wants, deadline)?;
-        // Each fetched dictionary's bytes, let go of once it is opened.
-        let mut fetched: Vec<Option<_>> = frames
-            .split_off(frame_wants)
-            .into_iter()
-            .map(Some)
-            .collect();
         // A pack at a time and a ledger at a time: each dictionary and each
         // frame is opened once in this pass and held (with its fetched
         // bytes) no longer than the reads that need it, whatever
         // `replica.dict_memory_mb` and `frame_memory_mb` keep. The packs
         // whose dictionary memory held first, so that the ones this batch
         // fetched do not push them out before they are used.
-        let mut items: Vec<_> = waiting
-            .into_iter()
-            .zip(wants)
-            .zip(frames)
-            .map(|((r, w), got)| (r, w.name.unwrap_or_default(), got))
-            .collect();
         let held = |key: &str| matches!(dicts.get(key), Some((_, DictState::Held)));
         items.sort_by(|(a, _, _), (b, _, _)| {
             let (ka, kb) = (a.p.object.key.as_str(), b.p.object.key.as_str());
             (!held(ka), ka, a.pos.seq).cmp(&(!held(kb), kb, b.pos.seq))
         });
-        let mut dict: Option<(&str, ColdResult<Option<Arc<DictReader>>>)> = None;
-        let mut frame: Option<(&str, u32, ColdResult<Arc<LedgerFrame>>)> = None;
-        for (r, name, got) in items {
-            let (h, le) = (r.h.expect("a header"), r.le.expect("an entry"));
-            let (key, seq) = (r.p.object.key.as_str(), r.pos.seq);
-            if dict.as_ref().is_none_or(|(k, _)| *k != key) {
-                // The last pack's let go of before this one's is opened.
-                drop(dict.take());
-                let d = match dicts.remove(key) {
-                    None => Ok(None),
-                    // From memory again; read as a lookup reads it if memory
-                    // let it go meanwhile (another reader's). Not started
-                    // past the batch's deadline, nor waited for past it at
-                    // the gate of another reader's read (a GET this starts
-                    // runs to its end, as a lookup's does); a deadline
-                    // passed fails the whole batch, as in its phases.
-                    Some((h, DictState::Held)) => {
-                        in_time(deadline)?;
-                        let read = || self.frame_dict(r.p, &h);
-                        let d = match deadline {
-                            Some(at) => ledgerstore_store::with_read_deadline(at, read),
-                            None => read(),
-                        };
-                        match d {
-                            Err(e @ ColdError::Store(StoreError::DeadlinePassed { .. })) => {
-                                return Err(e);
-                            }
-                            d => d,
-                        }
+        let mut open = Opening::default();
+        // The pack key and ledger of the last item taken into a round.
+        let mut prev: Option<(&str, u32)> = None;
+        let mut items = items.into_iter().peekable();
+        while items.peek().is_some() {
+            // A round: whole ledgers, as many as `replica.batch_memory_mb`
+            // holds fetched (frames, and the dictionaries of the packs
+            // first met), one at least; fetched together, opened, then let
+            // go of before the next round's GETs.
+            let mut round = Vec::new();
+            let mut wants = Vec::new();
+            let mut dict_wants = Vec::new();
+            let mut bytes = 0u64;
+            while let Some((r, _, range)) = items.peek() {
+                let (key, seq) = (r.p.object.key.as_str(), r.pos.seq);
+                if prev != Some((key, seq)) {
+                    let new_pack = prev.is_none_or(|(k, _)| k != key);
+                    let dict = match dicts.get(key) {
+                        Some((_, DictState::Wanted(w))) if new_pack => Some(w),
+                        _ => None,
+                    };
+                    let cost =
+                        (range.end - range.start) + dict.map_or(0, |w| w.range.end - w.range.start);
+                    if !round.is_empty() && bytes.saturating_add(cost) > self.batch_memory as u64 {
+                        break;
                     }
-                    Some((h, DictState::Wanted(i))) => match fetched[i].take().as_deref() {
-                        Some(Ok(bytes)) => {
-                            self.opened_dict(key, &dict_name(key), &h, bytes).map(Some)
-                        }
-                        Some(Err(e)) => Err(dup(e)),
-                        None => Err(ColdError::Task("a dictionary was read twice".into())),
-                    },
-                    Some((_, DictState::Failed(e))) => Err(e),
-                };
-                dict = Some((key, d));
-            }
-            if frame
-                .as_ref()
-                .is_none_or(|(k, s, _)| *k != key || *s != seq)
-            {
-                let d = &dict.as_ref().expect("this pack's, set above").1;
-                let f = match (d, &*got) {
-                    (Err(e), _) | (Ok(_), Err(e)) => Err(dup(e)),
-                    (Ok(d), Ok(bytes)) => {
-                        self.opened_frame(r.p, &h, &le, seq, name, bytes, d.clone())
+                    bytes = bytes.saturating_add(cost);
+                    if let Some(w) = dict {
+                        dict_wants.push((
+                            key,
+                            Want {
+                                name: w.name.clone(),
+                                key: w.key.clone(),
+                                range: w.range.clone(),
+                            },
+                        ));
                     }
-                };
-                frame = Some((key, seq, f));
+                }
+                prev = Some((key, seq));
+                let (r, name, range) = items.next().expect("peeked");
+                wants.push(Want {
+                    name: Some(name.clone()),
+                    key: r.p.object.key.clone(),
+                    range,
+                });
+                round.push((r, name));
             }
-            let body = match &frame.as_ref().expect("this ledger's, set above").2 {
-                Ok(f) => body_of(r.p, f, r.pos),
-                Err(e) => Err(dup(e)),
-            };
-            let body = body.map_err(|e| e.for_ledgers(r.p.first, r.p.last));
-            out.insert(r.pos, body.map(Some));
+            let frame_wants = wants.len();
+            let dict_keys: Vec<&str> = dict_wants.iter().map(|(k, _)| *k).collect();
+            wants.extend(dict_wants.into_iter().map(|(_, w)| w));
+            let mut got = self.pieces(&wants, deadline)?;
+            let held = held_bytes(&got);
+            self.batch_peak.fetch_max(held, Ordering::Relaxed);
+            self.batch_fetched.fetch_add(held, Ordering::Relaxed);
+            // Each fetched dictionary's bytes, let go of once it is opened.
+            let mut fetched: HashMap<&str, Arc<ColdResult<Bytes>>> = dict_keys
+                .into_iter()
+                .zip(got.split_off(frame_wants))
+                .collect();
+            for ((r, name), got) in round.into_iter().zip(got) {
+                let body = self.open_and_read(
+                    r,
+                    name,
+                    &got,
+                    &mut dicts,
+                    &mut fetched,
+                    &mut open,
+                    deadline,
+                )?;
+                out.insert(r.pos, body.map(Some));
+            }
         }
         Ok(())
+    }
+
+    /// The body of `r` from its ledger's frame (`got`, fetched), opening
+    /// the frame, and its pack's dictionary, unless `open` holds them (the
+    /// last ones opened; each let go of once another is opened). Fails as
+    /// a whole only when the batch's deadline passes.
+    #[allow(clippy::too_many_arguments)]
+    fn open_and_read<'k>(
+        &self,
+        r: &'k Read<'_>,
+        name: String,
+        got: &ColdResult<Bytes>,
+        dicts: &mut HashMap<&'k str, (Header, DictState)>,
+        fetched: &mut HashMap<&'k str, Arc<ColdResult<Bytes>>>,
+        open: &mut Opening<'k>,
+        deadline: Option<Instant>,
+    ) -> ColdResult<ColdResult<TxBody>> {
+        let (h, le) = (r.h.expect("a header"), r.le.expect("an entry"));
+        let (key, seq) = (r.p.object.key.as_str(), r.pos.seq);
+        if open.dict.as_ref().is_none_or(|(k, _)| *k != key) {
+            // The last pack's let go of before this one's is opened.
+            drop(open.dict.take());
+            let d = match dicts.remove(key) {
+                None => Ok(None),
+                // From memory again; read as a lookup reads it if memory
+                // let it go meanwhile (another reader's). Not started past
+                // the batch's deadline, nor waited for past it at the gate
+                // of another reader's read (a GET this starts runs to its
+                // end, as a lookup's does); a deadline passed fails the
+                // whole batch, as in its phases.
+                Some((h, DictState::Held)) => {
+                    in_time(deadline)?;
+                    let read = || self.frame_dict(r.p, &h);
+                    let d = match deadline {
+                        Some(at) => ledgerstore_store::with_read_deadline(at, read),
+                        None => read(),
+                    };
+                    match d {
+                        Err(e @ ColdError::Store(StoreError::DeadlinePassed { .. })) => {
+                            return Err(e);
+                        }
+                        d => d,
+                    }
+                }
+                Some((h, DictState::Wanted(_))) => match fetched.remove(key).as_deref() {
+                    Some(Ok(bytes)) => self.opened_dict(key, &dict_name(key), &h, bytes).map(Some),
+                    Some(Err(e)) => Err(dup(e)),
+                    None => Err(ColdError::Task("a dictionary was not fetched".into())),
+                },
+                Some((_, DictState::Failed(e))) => Err(e),
+            };
+            open.dict = Some((key, d));
+        }
+        if open
+            .frame
+            .as_ref()
+            .is_none_or(|(k, s, _)| *k != key || *s != seq)
+        {
+            // The last ledger's let go of before this one's is opened.
+            drop(open.frame.take());
+            let d = &open.dict.as_ref().expect("this pack's, set above").1;
+            let f = match (d, got) {
+                (Err(e), _) | (Ok(_), Err(e)) => Err(dup(e)),
+                (Ok(d), Ok(bytes)) => self.opened_frame(r.p, &h, &le, seq, name, bytes, d.clone()),
+            };
+            open.frame = Some((key, seq, f));
+        }
+        let body = match &open.frame.as_ref().expect("this ledger's, set above").2 {
+            Ok(f) => body_of(r.p, f, r.pos),
+            Err(e) => Err(dup(e)),
+        };
+        Ok(body.map_err(|e| e.for_ledgers(r.p.first, r.p.last)))
     }
 
     /// What [`Replica::confirm`] answers for each of `wants` (hash,

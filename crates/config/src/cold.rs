@@ -105,6 +105,14 @@ pub struct ReplicaConfig {
     /// one dictionary's cost). Also the writer's, for the ranges it
     /// evicted.
     pub dict_memory_mb: u64,
+    /// What one batch of lookups (BatchGetTransactions, getTransactions)
+    /// holds fetched and not yet opened, MiB: the ledger frames and pack
+    /// dictionaries (versions 3 and 4) it reads from the disk cache or the
+    /// store. A batch needing more reads them in rounds, a ledger at least
+    /// a round, so a replica's batches hold at most `query.read_threads`
+    /// times this. 1 to 1048576. Also the writer's, for the ranges it
+    /// evicted.
+    pub batch_memory_mb: u64,
     /// Time between looks for a newer manifest, ms.
     pub poll_ms: u64,
     /// The replica's contract-event index for getEvents (with
@@ -123,6 +131,7 @@ impl Default for ReplicaConfig {
             cache_mb: 10_240,
             frame_memory_mb: 32,
             dict_memory_mb: 64,
+            batch_memory_mb: 32,
             poll_ms: 5_000,
             events_dir: PathBuf::from("./ledgerstore-replica-events"),
         }
@@ -187,7 +196,8 @@ impl ColdConfig {
     }
 }
 
-/// The largest `replica.frame_memory_mb` and `dict_memory_mb`: 1 TiB.
+/// The largest `replica.frame_memory_mb`, `dict_memory_mb` and
+/// `batch_memory_mb`: 1 TiB.
 const MAX_HELD_MB: u64 = 1 << 20;
 
 impl ReplicaConfig {
@@ -201,12 +211,24 @@ impl ReplicaConfig {
         usize::try_from(self.dict_memory_mb << 20).unwrap_or(usize::MAX)
     }
 
+    /// `batch_memory_mb` in bytes (at most the address space).
+    pub fn batch_memory_bytes(&self) -> usize {
+        usize::try_from(self.batch_memory_mb << 20).unwrap_or(usize::MAX)
+    }
+
     pub(crate) fn validate(&self, cold: &ColdConfig) -> Result<(), ConfigError> {
         if self.cache_mb == 0 {
             return Err(invalid("replica.cache_mb", 0, "at least 1"));
         }
         if self.poll_ms < 100 {
             return Err(invalid("replica.poll_ms", self.poll_ms, "at least 100"));
+        }
+        if !(1..=MAX_HELD_MB).contains(&self.batch_memory_mb) {
+            return Err(invalid(
+                "replica.batch_memory_mb",
+                self.batch_memory_mb,
+                "1 to 1048576 (MiB)",
+            ));
         }
         for (field, mb) in [
             ("replica.frame_memory_mb", self.frame_memory_mb),

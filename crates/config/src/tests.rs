@@ -158,14 +158,24 @@ fn bad_values_name_the_key_and_the_expected_range() {
         e.contains("replica.dict_memory_mb = 1048577: 0 to 1048576 (MiB)"),
         "{e}"
     );
+    for mb in [0, 1048577] {
+        let e = refused(&file, &format!("[replica]\nbatch_memory_mb = {mb}\n"));
+        assert!(
+            e.contains(&format!(
+                "replica.batch_memory_mb = {mb}: 1 to 1048576 (MiB)"
+            )),
+            "{e}"
+        );
+    }
     std::fs::write(
         &file,
-        "[replica]\nframe_memory_mb = 0\ndict_memory_mb = 512\n",
+        "[replica]\nframe_memory_mb = 0\ndict_memory_mb = 512\nbatch_memory_mb = 1\n",
     )
     .expect("write");
     let c = Config::load(Some(&file), &[]).expect("no frames kept, 512 MiB of dictionaries");
     assert_eq!(c.replica.frame_memory_bytes(), 0);
     assert_eq!(c.replica.dict_memory_bytes(), 512 << 20);
+    assert_eq!(c.replica.batch_memory_bytes(), 1 << 20);
 
     let e = Config::load(Some(&dir.path().join("missing.toml")), &[]).expect_err("missing");
     assert!(e.to_string().contains("an existing TOML file"), "{e}");

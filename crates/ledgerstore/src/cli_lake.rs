@@ -164,6 +164,9 @@ pub struct ColdFlags {
     /// [replica] dict_memory_mb: pack dictionaries kept in memory.
     #[arg(long = "replica.dict-memory-mb", value_name = "MiB")]
     pub replica_dict_memory_mb: Option<i64>,
+    /// [replica] batch_memory_mb: what one batch of lookups holds fetched.
+    #[arg(long = "replica.batch-memory-mb", value_name = "MiB")]
+    pub replica_batch_memory_mb: Option<i64>,
     /// [replica] poll_ms: time between looks for a newer manifest.
     #[arg(long = "replica.poll-ms", value_name = "MS")]
     pub replica_poll_ms: Option<i64>,

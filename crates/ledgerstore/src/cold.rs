@@ -66,12 +66,13 @@ pub fn replica(cfg: &Config, rt: tokio::runtime::Handle) -> Result<Arc<Replica>>
     Ok(Replica::with_memory(remote, cache, rt, held_memory(cfg)))
 }
 
-/// What a replica keeps decompressed in memory (`[replica]
-/// frame_memory_mb`, `dict_memory_mb`).
+/// What a replica keeps in memory (`[replica] frame_memory_mb`,
+/// `dict_memory_mb`, `batch_memory_mb`).
 pub fn held_memory(cfg: &Config) -> HeldMemory {
     HeldMemory {
         frames: cfg.replica.frame_memory_bytes(),
         dicts: cfg.replica.dict_memory_bytes(),
+        batch: cfg.replica.batch_memory_bytes(),
     }
 }
 

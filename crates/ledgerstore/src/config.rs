@@ -231,6 +231,12 @@ fn cold_overrides(c: &ColdFlags, o: &mut Overrides) {
         c.replica_dict_memory_mb.as_ref(),
         int,
     );
+    push(
+        o,
+        "replica.batch_memory_mb",
+        c.replica_batch_memory_mb.as_ref(),
+        int,
+    );
     push(o, "replica.poll_ms", c.replica_poll_ms.as_ref(), int);
     push(
         o,

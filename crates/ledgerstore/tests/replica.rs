@@ -220,8 +220,9 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
     let writer = Daemon::start(&dir, &[]).await;
     let big = replica(store, &endpoint, &tmp.path().join("cache-a"), 256).await;
     // A 1 MiB disk cache, no frame or dictionary kept in memory (every
-    // read opens its pack's dictionary and its frame again), and two read
-    // threads.
+    // read opens its pack's dictionary and its frame again), batches that
+    // hold 1 MiB fetched (real ledgers' frames and stored dictionaries are
+    // ~0.1–0.2 MB each: rounds of a few ledgers), and two read threads.
     let tiny = replica_with(
         store,
         &endpoint,
@@ -232,6 +233,8 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
             "0",
             "--replica.dict-memory-mb",
             "0",
+            "--replica.batch-memory-mb",
+            "1",
             "--query.read-threads",
             "2",
         ],

@@ -511,7 +511,8 @@ fn a_batch_uses_the_dictionaries_memory_holds_before_it_opens_others() {
 /// A batch holds at most `replica.batch_memory_mb` of frames and
 /// dictionaries fetched and not yet opened (a ledger's at least): past
 /// it, it reads them in rounds of whole ledgers, each opened and let go
-/// of before the next round's GETs, and answers the same.
+/// of before the next round's GETs (but the dictionary of a pack the next
+/// round goes on in), and answers the same.
 #[test]
 fn a_batch_holds_at_most_its_memory_of_fetched_frames_and_dictionaries() {
     let w = World::publishing(PackForm::Frames {
@@ -551,6 +552,9 @@ fn a_batch_holds_at_most_its_memory_of_fetched_frames_and_dictionaries() {
         let (in_flight, _, rounds) = w.faulty.flights();
         assert_eq!(in_flight, 0);
         let (peak, total) = rep.batch_bytes();
+        // Nothing opened in one round is kept through the next one's GETs
+        // unless that round reads it (its pack's dictionary).
+        assert_eq!(rep.batch_carried(), 0, "{name}: kept in hand through GETs");
         (peak, total, rounds)
     };
     let (all, all_total, all_rounds) = batch("all", usize::MAX);

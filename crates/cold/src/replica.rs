@@ -135,6 +135,10 @@ pub struct Replica {
     /// What batches fetched in all, bytes (a piece counted each time it is
     /// fetched or read from the disk cache).
     batch_fetched: AtomicU64,
+    /// The most opened frames and dictionaries a batch kept in hand, while
+    /// a round's GETs ran, that the round does not read (none: each is
+    /// let go of before). Counted in this crate's tests only.
+    batch_carried: AtomicU64,
     /// Names downloads in progress apart (two lookups may fetch the same
     /// segment at once).
     downloads: AtomicU64,
@@ -207,6 +211,7 @@ impl Replica {
             batch_memory: held.batch,
             batch_peak: AtomicU64::new(0),
             batch_fetched: AtomicU64::new(0),
+            batch_carried: AtomicU64::new(0),
             dict_loading: Mutex::new(HashMap::new()),
             segments: Mutex::new(HashMap::new()),
             fetching: parking_lot::Mutex::new(()),
@@ -648,6 +653,13 @@ impl Replica {
             self.batch_peak.load(Ordering::Relaxed),
             self.batch_fetched.load(Ordering::Relaxed),
         )
+    }
+
+    /// The most opened frames and dictionaries any batch kept in hand
+    /// through a round's GETs that the round did not read.
+    #[cfg(test)]
+    pub(crate) fn batch_carried(&self) -> u64 {
+        self.batch_carried.load(Ordering::Relaxed)
     }
 
     /// Figures for GetStatus and `/metrics`.

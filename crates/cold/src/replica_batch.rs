@@ -93,6 +93,37 @@ struct Opening<'k> {
     frame: Option<(&'k str, u32, ColdResult<Arc<LedgerFrame>>)>,
 }
 
+impl<'k> Opening<'k> {
+    /// Lets go of what the reads of `round` (the next round) do not need
+    /// before its GETs: the last frame (a round holds whole ledgers, so
+    /// the next one never reads it again), and the last dictionary unless
+    /// the round goes on in its pack (`frame_bodies` sorts a pack's reads
+    /// together, so a dictionary of another pack is done with).
+    fn let_go_before(&mut self, round: &[(&Read<'_>, String)]) {
+        self.frame = None;
+        let first = round.first().map(|(r, _)| r.p.object.key.as_str());
+        if self.dict.as_ref().is_some_and(|(k, _)| Some(*k) != first) {
+            self.dict = None;
+        }
+    }
+
+    /// How many of the opened frame and dictionary no read of `round`
+    /// needs (kept in hand while its GETs run).
+    fn unneeded_by(&self, round: &[(&Read<'_>, String)]) -> u64 {
+        let reads = |key: &str, seq: Option<u32>| {
+            round
+                .iter()
+                .any(|(r, _)| r.p.object.key == key && seq.is_none_or(|s| s == r.pos.seq))
+        };
+        let frame = self
+            .frame
+            .as_ref()
+            .is_some_and(|(k, s, _)| !reads(k, Some(*s)));
+        let dict = self.dict.as_ref().is_some_and(|(k, _)| !reads(k, None));
+        u64::from(frame) + u64::from(dict)
+    }
+}
+
 /// The bytes `got` holds (a piece asked twice counted once).
 fn held_bytes(got: &[Arc<ColdResult<Bytes>>]) -> u64 {
     let mut seen = std::collections::HashSet::new();
@@ -458,6 +489,11 @@ impl Replica {
             let frame_wants = wants.len();
             let dict_keys: Vec<&str> = dict_wants.iter().map(|(k, _)| *k).collect();
             wants.extend(dict_wants.into_iter().map(|(_, w)| w));
+            open.let_go_before(&round);
+            if cfg!(test) {
+                self.batch_carried
+                    .fetch_max(open.unneeded_by(&round), Ordering::Relaxed);
+            }
             let mut got = self.pieces(&wants, deadline)?;
             let held = held_bytes(&got);
             self.batch_peak.fetch_max(held, Ordering::Relaxed);
@@ -485,8 +521,9 @@ impl Replica {
 
     /// The body of `r` from its ledger's frame (`got`, fetched), opening
     /// the frame, and its pack's dictionary, unless `open` holds them (the
-    /// last ones opened; each let go of once another is opened). Fails as
-    /// a whole only when the batch's deadline passes.
+    /// last ones opened; each let go of once another is opened, or before
+    /// a round that does not read it: [`Opening::let_go_before`]). Fails
+    /// as a whole only when the batch's deadline passes.
     #[allow(clippy::too_many_arguments)]
     fn open_and_read<'k>(
         &self,
@@ -504,7 +541,12 @@ impl Replica {
             // The last pack's let go of before this one's is opened.
             drop(open.dict.take());
             let d = match dicts.remove(key) {
-                None => Ok(None),
+                None if h.dict_range().is_none() => Ok(None),
+                // Taken already and let go of: its pack's reads were not
+                // one after another (see the sort in `frame_bodies`).
+                None => Err(ColdError::Task(format!(
+                    "the dictionary of {key} was let go of before its last read"
+                ))),
                 // From memory again; read as a lookup reads it if memory
                 // let it go meanwhile (another reader's). Not started past
                 // the batch's deadline, nor waited for past it at the gate

@@ -131,7 +131,8 @@ if o0 and o1 and l0 and l1 and float(l1) > float(l0):
     opens = f"{(float(o1) - float(o0)) / (float(l1) - float(l0)):.3f}"
 held = f"{float(held) / 2**20:.1f}" if held else "-"
 lat = r["latency"]
-print("\t".join([rnd, mb, b, f"{r['requests_per_s']:.0f}", f"{r['daemon_cpu_us_per_request'] or 0:.0f}",
+rps = r["requests_per_s"]
+print("\t".join([rnd, mb, b, f"{rps:.1f}" if rps < 100 else f"{rps:.0f}", f"{r['daemon_cpu_us_per_request'] or 0:.0f}",
                  f"{lat['p50_us'] / 1000:.2f}", f"{lat['p99_us'] / 1000:.2f}", f"{int(hwm) / 1024:.0f}",
                  opens, held]))
 EOF

@@ -162,6 +162,40 @@ impl From<ColdError> for StoreError {
     }
 }
 
+/// A failure shared by every lookup that needed the same read, as each
+/// of them would have met it.
+pub(crate) fn dup(e: &ColdError) -> ColdError {
+    match e {
+        ColdError::Remote {
+            object,
+            detail,
+            cause,
+        } => ColdError::Remote {
+            object: object.clone(),
+            detail: detail.clone(),
+            cause: cause.clone(),
+        },
+        ColdError::Damaged { object, detail } => ColdError::Damaged {
+            object: object.clone(),
+            detail: detail.clone(),
+        },
+        ColdError::Io { context, source } => ColdError::Io {
+            context: context.clone(),
+            source: std::io::Error::new(source.kind(), source.to_string()),
+        },
+        ColdError::Store(StoreError::DeadlinePassed { what }) => {
+            ColdError::Store(StoreError::DeadlinePassed { what: what.clone() })
+        }
+        ColdError::Store(StoreError::Corrupt(detail)) => {
+            ColdError::Store(StoreError::Corrupt(detail.clone()))
+        }
+        // Already a task's failure: shared again as it is, not wrapped in
+        // a second "task failed:".
+        ColdError::Task(detail) => ColdError::Task(detail.clone()),
+        other => ColdError::Task(other.to_string()),
+    }
+}
+
 /// Result alias.
 pub type ColdResult<T> = Result<T, ColdError>;
 
@@ -173,4 +207,35 @@ pub(crate) async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| ColdError::Task(e.to_string()))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A failure shared again (a batch shares a piece's failure with
+    /// each lookup that needed it, at each step) reads as it did the
+    /// first time, not wrapped in a second "task failed:".
+    #[test]
+    fn a_failure_shared_again_reads_as_it_did() {
+        let failures = [
+            ColdError::Task("a read was lost".into()),
+            ColdError::damaged("packs/p.pack", "ledger 3: bad frame"),
+            ColdError::Store(StoreError::Corrupt("a bad record".into())),
+        ];
+        for e in failures {
+            let once = dup(&e);
+            let thrice = dup(&dup(&once));
+            assert_eq!(thrice.to_string(), once.to_string(), "{e:?}");
+            assert!(
+                !once.to_string().contains("task failed: task failed"),
+                "{once}"
+            );
+            assert_eq!(
+                StoreError::from(thrice).to_string(),
+                StoreError::from(e).to_string(),
+                "as the lookup met it"
+            );
+        }
+    }
 }

@@ -37,39 +37,11 @@ use ledgerstore_store::{StoreError, StoreResult};
 
 use super::Replica;
 use super::frames::{body_of, dict_name, frame_name};
-use crate::error::{ColdError, ColdResult};
+use crate::error::{ColdError, ColdResult, dup};
 use fetch::{Want, in_time};
 
 #[path = "replica_fetch.rs"]
 mod fetch;
-
-/// A failure shared by every lookup that needed the same read, as each
-/// of them would have met it.
-fn dup(e: &ColdError) -> ColdError {
-    match e {
-        ColdError::Remote {
-            object,
-            detail,
-            cause,
-        } => ColdError::Remote {
-            object: object.clone(),
-            detail: detail.clone(),
-            cause: cause.clone(),
-        },
-        ColdError::Damaged { object, detail } => ColdError::Damaged {
-            object: object.clone(),
-            detail: detail.clone(),
-        },
-        ColdError::Io { context, source } => ColdError::Io {
-            context: context.clone(),
-            source: std::io::Error::new(source.kind(), source.to_string()),
-        },
-        ColdError::Store(StoreError::DeadlinePassed { what }) => {
-            ColdError::Store(StoreError::DeadlinePassed { what: what.clone() })
-        }
-        other => ColdError::Task(other.to_string()),
-    }
-}
 
 /// A version-4 pack's dictionary as a batch finds it.
 enum DictState {

@@ -515,7 +515,8 @@ impl Replica {
             let d = match dicts.remove(key) {
                 None if h.dict_range().is_none() => Ok(None),
                 // Taken already and let go of: its pack's reads were not
-                // one after another (see the sort in `frame_bodies`).
+                // one after another (see the sort in `frame_bodies`). Its
+                // remaining reads fail rather than read without it.
                 None => Err(ColdError::Task(format!(
                     "the dictionary of {key} was let go of before its last read"
                 ))),

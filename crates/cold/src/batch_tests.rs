@@ -584,6 +584,116 @@ fn a_batch_holds_at_most_its_memory_of_fetched_frames_and_dictionaries() {
     );
 }
 
+/// A replica holding no dictionary and no frame in memory, over packs
+/// of ledger frames with their own dictionaries.
+fn a_bare_replica_of_dictionary_packs(name: &str) -> (World, Arc<Replica>) {
+    let w = World::publishing(PackForm::Frames {
+        level: 3,
+        dict_kib: 64,
+    });
+    let bare = HeldMemory {
+        frames: 0,
+        dicts: 0,
+        ..HeldMemory::default()
+    };
+    let rep = w.replica_holding(name, bare);
+    (w, rep)
+}
+
+/// Pack `key`'s dictionary: its header, and its bytes as stored.
+fn stored_dict(w: &World, key: &str) -> (ledgerstore_pack::Header, Vec<u8>) {
+    let pack = std::fs::read(w.bucket.join(key)).expect("pack");
+    let h = ledgerstore_pack::Header::parse(&pack).expect("header");
+    let r = h.dict_range().expect("a dictionary");
+    (h, pack[r.start as usize..r.end as usize].to_vec())
+}
+
+/// A dictionary memory let go of is opened again from the disk cache,
+/// where it is kept unpacked (raw: opening it decompresses nothing), with
+/// no GET; a cached copy that fails its check is fetched again from the
+/// pack, which is not damaged for it.
+#[test]
+fn a_dictionary_let_go_of_opens_again_from_its_unpacked_copy_on_disk() {
+    let (w, rep) = a_bare_replica_of_dictionary_packs("bare");
+    let key = rep
+        .manifest()
+        .expect("a manifest")
+        .pack_of(15)
+        .expect("a pack")
+        .object
+        .key
+        .clone();
+    let (h, stored) = stored_dict(&w, &key);
+    let raw = ledgerstore_pack::DictReader::raw_of(&h, &stored).expect("raw");
+    // The cache's file of the dictionary's entry (`d/KEY`, '/' as '~').
+    let entry = w
+        .tmp
+        .path()
+        .join("bare")
+        .join(format!("d/{key}").replace('/', "~"));
+    let get = |i: usize| Reader::get_tx(&*rep, &w.tx(15, i)).expect("lookup");
+    let want = |i: usize| w.store.get_tx(&w.tx(15, i)).expect("store");
+
+    assert_eq!(get(0), want(0));
+    let unpacked = ledgerstore_pack::DictReader::unpacked(&raw);
+    assert!(std::fs::read(&entry).expect("cached") == unpacked);
+    let gets = w.faulty.gets(&key);
+    assert_eq!(get(1), want(1));
+    assert_eq!(w.faulty.gets(&key), gets, "its frame and dictionary cached");
+    assert_eq!(rep.figures().pack_dict_opens, 2);
+
+    let mut bad = unpacked.clone();
+    bad[raw.len() / 3] ^= 0x10;
+    std::fs::write(&entry, &bad).expect("damage the cached copy");
+    assert_eq!(get(2), want(2));
+    assert_eq!(
+        w.faulty.gets(&key),
+        gets + 1,
+        "the dictionary fetched again"
+    );
+    assert!(std::fs::read(&entry).expect("cached again") == unpacked);
+    assert_eq!(get(3), want(3));
+    let f = rep.figures();
+    assert_eq!(f.pack_dict_opens, 4, "{f:?}");
+    assert_eq!(w.faulty.gets(&key), gets + 1);
+}
+
+/// A batch opens each dictionary the disk cache holds from there when
+/// it reaches the dictionary's pack, one at a time, instead of reading
+/// it in with its round's frames: a warm batch holds its frames alone.
+#[test]
+fn a_batch_opens_the_dictionaries_the_disk_cache_holds_without_holding_them() {
+    let (w, rep) = a_bare_replica_of_dictionary_packs("bare");
+    let hashes = w.spread(120);
+    let want: Vec<_> = hashes
+        .iter()
+        .map(|h| Some(w.store.get_tx(h).expect("store").expect("stored")))
+        .collect();
+    let m = rep.manifest().expect("a manifest");
+    let mut keys: Vec<String> = want
+        .iter()
+        .flatten()
+        .map(|r| m.pack_of(r.ledger_seq).expect("a pack").object.key.clone())
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let dicts: u64 = keys.iter().map(|k| stored_dict(&w, k).1.len() as u64).sum();
+
+    assert!(Reader::batch_get_txs(&*rep, &hashes).expect("cold") == want);
+    let (_, cold) = rep.batch_bytes();
+    let gets = w.faulty.gets("");
+    assert!(Reader::batch_get_txs(&*rep, &hashes).expect("warm") == want);
+    let (_, both) = rep.batch_bytes();
+    assert_eq!(w.faulty.gets(""), gets, "all of it from the disk cache");
+    assert_eq!(
+        both - cold,
+        cold - dicts,
+        "the warm batch read its frames, and no dictionary with them"
+    );
+    let f = rep.figures();
+    assert_eq!(f.pack_dict_opens, 2 * keys.len() as u64, "{f:?}");
+}
+
 #[test]
 fn a_batch_stops_reading_at_its_deadline() {
     let w = World::new();

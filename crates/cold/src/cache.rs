@@ -182,6 +182,12 @@ impl DiskCache {
         got
     }
 
+    /// True if piece `name` is held. Neither marks it used nor counts a
+    /// hit: [`Self::get`] does, when it is read.
+    pub fn holds(&self, name: &str) -> bool {
+        self.lock().pieces.lru.contains(name)
+    }
+
     /// True if the segment entry is held (marks it recently used, and
     /// counts a hit or a miss): segments are used through their file.
     pub fn touch(&self, name: &str) -> bool {

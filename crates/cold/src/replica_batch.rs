@@ -50,6 +50,11 @@ enum DictState {
     /// it, if another reader's let it go meanwhile), so a batch keeps in
     /// hand no dictionary but the one of the pack it is opening.
     Held,
+    /// In the disk cache, unpacked, when the batch began: opened from
+    /// there when its pack is reached (fetched then, as a lookup fetches
+    /// it, if the cache let it go meanwhile). Its packs come after those
+    /// of `Held` dictionaries, which opening it could push out.
+    Cached,
     /// Fetched with the frames of the round its pack's first ledger is
     /// read in.
     Wanted(Want),
@@ -383,8 +388,10 @@ impl Replica {
             let name = dict_name(key);
             let state = match self.dict_held(key, &name) {
                 Ok(Some(_)) => DictState::Held,
+                Ok(None) if self.cache.holds(&name) => DictState::Cached,
+                // Not cached as fetched: `opened_dict` caches it unpacked.
                 Ok(None) => DictState::Wanted(Want {
-                    name: Some(name),
+                    name: None,
                     key: key.to_string(),
                     range,
                 }),
@@ -404,12 +411,17 @@ impl Replica {
         // frame is opened once in this pass and held (with its fetched
         // bytes) no longer than the reads that need it, whatever
         // `replica.dict_memory_mb` and `frame_memory_mb` keep. The packs
-        // whose dictionary memory held first, so that the ones this batch
-        // fetched do not push them out before they are used.
-        let held = |key: &str| matches!(dicts.get(key), Some((_, DictState::Held)));
+        // whose dictionary memory held first, then those whose dictionary
+        // the disk cache held, so that the ones this batch opens do not
+        // push the held ones out before they are used.
+        let rank = |key: &str| match dicts.get(key) {
+            Some((_, DictState::Held)) => 0,
+            Some((_, DictState::Cached)) => 1,
+            _ => 2,
+        };
         items.sort_by(|(a, _, _), (b, _, _)| {
             let (ka, kb) = (a.p.object.key.as_str(), b.p.object.key.as_str());
-            (!held(ka), ka, a.pos.seq).cmp(&(!held(kb), kb, b.pos.seq))
+            (rank(ka), ka, a.pos.seq).cmp(&(rank(kb), kb, b.pos.seq))
         });
         let mut open = Opening::default();
         // The pack key and ledger of the last item taken into a round.
@@ -520,13 +532,14 @@ impl Replica {
                 None => Err(ColdError::Task(format!(
                     "the dictionary of {key} was let go of before its last read"
                 ))),
-                // From memory again; read as a lookup reads it if memory
-                // let it go meanwhile (another reader's). Not started past
+                // From memory again, or the disk cache; read as a lookup
+                // reads it if they let it go meanwhile (another reader's,
+                // or this batch's own). Not started past
                 // the batch's deadline, nor waited for past it at the gate
                 // of another reader's read (a GET this starts runs to its
                 // end, as a lookup's does); a deadline passed fails the
                 // whole batch, as in its phases.
-                Some((h, DictState::Held)) => {
+                Some((h, DictState::Held | DictState::Cached)) => {
                     in_time(deadline)?;
                     let read = || self.frame_dict(r.p, &h);
                     let d = match deadline {

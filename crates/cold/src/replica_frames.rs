@@ -10,7 +10,9 @@
 //! the body it names, or lookups of one busy ledger, decompress its frame
 //! once; so are dictionaries, by default up to [`DICT_MEMORY`]. A value
 //! costing more than its bound is not kept. The disk cache holds the
-//! compressed frames and dictionaries, as it holds any other piece.
+//! compressed frames, as it holds any other piece, and the dictionaries
+//! unpacked ([`DictReader::unpacked`]): one memory let go of is opened
+//! again from there without being decompressed.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -22,6 +24,7 @@ use ledgerstore_pack::{DictReader, Header, LedgerEntry, LedgerFrame, PackRef};
 use ledgerstore_store::StoreError;
 
 use super::Replica;
+use crate::cache::Kind;
 use crate::error::{ColdError, ColdResult};
 
 /// Bytes of opened frames a replica keeps in memory by default
@@ -258,7 +261,7 @@ impl Replica {
     }
 
     /// [`Self::frame_dict`]'s read, under its gate: from memory if another
-    /// reader got it meanwhile.
+    /// reader got it meanwhile, else from the disk cache, else fetched.
     fn load_dict(
         &self,
         key: &str,
@@ -270,14 +273,45 @@ impl Replica {
             return Ok(d);
         }
         self.dict_still_damaged(key, name)?;
-        let bytes = self.piece(name.to_string(), key, range)?;
+        if let Some(d) = self.unpacked_dict(name) {
+            return Ok(d);
+        }
+        let (remote, k) = (Arc::clone(&self.remote), key.to_string());
+        let bytes = self.block(async move { remote.get_range(&k, range).await })?;
         self.opened_dict(key, name, h, &bytes)
     }
 
-    /// Pack `key`'s fetched dictionary `bytes` (piece `name`) opened and
-    /// checked, and kept in memory; one that fails leaves the disk cache
-    /// and is remembered as damaged (its backoff), one that opens clears
-    /// that.
+    /// Pack dictionary `name` opened from the disk cache, where it is kept
+    /// unpacked ([`DictReader::unpacked`]: raw, so opening it decompresses
+    /// nothing), and kept in memory; `None` if the cache does not hold it.
+    /// An entry that fails its check leaves the cache (`None`: the pack's
+    /// own copy is fetched again; the pack is not damaged for it).
+    pub(super) fn unpacked_dict(&self, name: &str) -> Option<Arc<DictReader>> {
+        let bytes = self.cache.get(name)?;
+        match DictReader::of_unpacked(&bytes) {
+            Ok(d) => Some(self.keep_dict(name, d)),
+            Err(e) => {
+                tracing::warn!(entry = %name, error = %e, "a cached dictionary is damaged; fetching it again");
+                self.cache.remove(Kind::Piece, name);
+                None
+            }
+        }
+    }
+
+    /// An opened dictionary counted and kept in memory, room allowing.
+    fn keep_dict(&self, name: &str, d: DictReader) -> Arc<DictReader> {
+        let d = Arc::new(d);
+        self.pack_dict_opens.fetch_add(1, Ordering::Relaxed);
+        self.dicts
+            .put(name.to_string(), Arc::clone(&d), dict_cost(name, &d));
+        d
+    }
+
+    /// Pack `key`'s fetched dictionary `bytes` (its stored form, piece
+    /// `name`) opened and checked, kept in memory, and kept unpacked in
+    /// the disk cache (a failed cache write is logged, the dictionary
+    /// served); one that fails is remembered as damaged (its backoff),
+    /// one that opens clears that.
     pub(super) fn opened_dict(
         &self,
         key: &str,
@@ -285,18 +319,17 @@ impl Replica {
         h: &Header,
         bytes: &[u8],
     ) -> ColdResult<Arc<DictReader>> {
-        let d = self.checked(name, || {
-            DictReader::open(h, bytes)
-                .map(Arc::new)
-                .map_err(|e| ColdError::damaged(key, e.to_string()))
-        });
-        match d {
-            Ok(d) => {
-                self.pack_dict_opens.fetch_add(1, Ordering::Relaxed);
-                self.dicts
-                    .put(name.to_string(), Arc::clone(&d), dict_cost(name, &d));
+        let opened = DictReader::raw_of(h, bytes)
+            .and_then(|raw| DictReader::of_raw(&raw).map(|d| (d, raw)))
+            .map_err(|e| ColdError::damaged(key, e.to_string()));
+        match opened {
+            Ok((d, raw)) => {
+                if let Err(e) = self.cache.put(name, &DictReader::unpacked(&raw)) {
+                    tracing::warn!(entry = %name, error = %e, "caching a dictionary failed; serving it uncached");
+                }
+                drop(raw);
                 self.clear_damage(name);
-                Ok(d)
+                Ok(self.keep_dict(name, d))
             }
             Err(e) => {
                 if let ColdError::Damaged { detail, .. } = &e {

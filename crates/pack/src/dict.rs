@@ -7,6 +7,9 @@
 //! and their stored form. A reader opens a [`DictReader`] from the stored
 //! form: zstd's decompression dictionary alone, which holds its own copy
 //! of the bytes, so a reader that keeps many (a replica) keeps each once.
+//! A reader that opens one again and again keeps it on its own disk
+//! [`DictReader::unpacked`] (raw, with a CRC-32), which opens without
+//! decompressing.
 
 use std::sync::OnceLock;
 
@@ -190,11 +193,34 @@ impl FrameDict {
     }
 }
 
+/// `bytes` (at least 4) without their last 4, a big-endian CRC-32 of the
+/// rest, which is checked.
+fn without_crc(bytes: &[u8]) -> Result<&[u8], String> {
+    let (body, crc) = bytes.split_at(bytes.len().saturating_sub(4));
+    let got = crc32fast::hash(body);
+    let want = crc
+        .try_into()
+        .map(u32::from_be_bytes)
+        .map_err(|_| format!("{} bytes, fewer than its CRC-32's 4", bytes.len()))?;
+    if got != want {
+        return Err(format!("fails its CRC-32 ({got:08x}, expected {want:08x})"));
+    }
+    Ok(body)
+}
+
 impl DictReader {
     /// The dictionary read back from a version-4 pack's bytes at
     /// [`Header::dict_range`]: its CRC-32, a zstd frame declaring at most
     /// [`MAX_DICT`] bytes, only that much allocated.
     pub fn open(h: &Header, bytes: &[u8]) -> PackResult<Self> {
+        Self::of_raw(&Self::raw_of(h, bytes)?)
+    }
+
+    /// The raw bytes of the dictionary a version-4 pack stores at
+    /// [`Header::dict_range`] (`bytes`), checked as [`Self::open`] checks
+    /// them: what a reader keeps to open it again without decompressing
+    /// ([`Self::unpacked`]).
+    pub fn raw_of(h: &Header, bytes: &[u8]) -> PackResult<Vec<u8>> {
         let bad = |what: String| PackError::Format(format!("the pack's dictionary: {what}"));
         let want = h
             .dict_range()
@@ -206,16 +232,7 @@ impl DictReader {
                 want.end - want.start
             )));
         }
-        let (stored, crc) = bytes.split_at(bytes.len() - 4);
-        let (got, crc) = (
-            crc32fast::hash(stored),
-            u32::from_be_bytes([crc[0], crc[1], crc[2], crc[3]]),
-        );
-        if got != crc {
-            return Err(bad(format!(
-                "fails its CRC-32 ({got:08x}, expected {crc:08x})"
-            )));
-        }
+        let stored = without_crc(bytes).map_err(bad)?;
         let declared = match zstd::zstd_safe::get_frame_content_size(stored) {
             Ok(Some(n)) if (1..=MAX_DICT).contains(&n) => n as usize,
             Ok(Some(n)) => return Err(bad(format!("declares {n} bytes, not 1..={MAX_DICT}"))),
@@ -230,6 +247,16 @@ impl DictReader {
                 raw.len()
             )));
         }
+        Ok(raw)
+    }
+
+    /// zstd's dictionary of `raw` ([`Self::raw_of`]): 1..=[`MAX_DICT`]
+    /// bytes, not beginning with zstd's own dictionary magic.
+    pub fn of_raw(raw: &[u8]) -> PackResult<Self> {
+        let bad = |what: String| PackError::Format(format!("the pack's dictionary: {what}"));
+        if raw.is_empty() || raw.len() as u64 > MAX_DICT {
+            return Err(bad(format!("{} bytes raw, not 1..={MAX_DICT}", raw.len())));
+        }
         // zstd would parse it as its own format (and refuse it with a
         // null, which its Rust binding does not survive).
         if raw.starts_with(&ZSTD_DICT_MAGIC) {
@@ -237,9 +264,28 @@ impl DictReader {
         }
         // zstd copies the bytes into its dictionary; `raw` is not kept.
         Ok(Self {
-            decoder: DecoderDictionary::copy(&raw),
+            decoder: DecoderDictionary::copy(raw),
             raw_len: raw.len(),
         })
+    }
+
+    /// The form a reader keeps a dictionary in on its own disk, to open it
+    /// again without decompressing it ([`Self::of_unpacked`]): `raw`, then
+    /// its CRC-32 (big-endian), which is all a read of it checks. About 6×
+    /// the stored form's bytes (~1 MiB at the default budget, against
+    /// ~160 KB), for ~0.3 ms less CPU an open.
+    pub fn unpacked(raw: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(raw.len() + 4);
+        out.extend_from_slice(raw);
+        out.extend_from_slice(&crc32fast::hash(raw).to_be_bytes());
+        out
+    }
+
+    /// The dictionary from its [`Self::unpacked`] form, its CRC-32 checked.
+    pub fn of_unpacked(bytes: &[u8]) -> PackResult<Self> {
+        let raw = without_crc(bytes)
+            .map_err(|e| PackError::Format(format!("an unpacked dictionary: {e}")))?;
+        Self::of_raw(raw)
     }
 
     /// The dictionary's length in bytes, raw.

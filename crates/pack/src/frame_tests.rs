@@ -491,6 +491,64 @@ fn a_pack_dictionary_is_checked_and_frames_need_exactly_theirs() {
     }
 }
 
+/// A dictionary kept unpacked (raw and its CRC-32: what a replica keeps
+/// on its disk) opens to one that reads the pack's frames, and one whose
+/// bytes changed, or that is cut short, or whose raw bytes a reader must
+/// refuse, is refused.
+#[test]
+fn a_dictionary_kept_unpacked_opens_without_its_pack_and_is_checked() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let v4 = write_dict(&dir.path().join("a"), 1, 40, 16 << 10, shared_ledger);
+    let bytes = fs::read(&v4.path).expect("read");
+    let h = v4.header;
+    let stored = piece(&bytes, h.dict_range().expect("dict")).expect("dict");
+    let raw = DictReader::raw_of(&h, stored).expect("raw");
+    assert!(raw.len() > 1000, "{} bytes raw", raw.len());
+    let kept = DictReader::unpacked(&raw);
+    assert_eq!(kept.len(), raw.len() + 4);
+    assert_eq!(&kept[..raw.len()], &raw[..]);
+    let dict = DictReader::of_unpacked(&kept).expect("unpacked");
+    assert_eq!(dict.raw_len(), raw.len());
+    let le = h
+        .ledger_entry(
+            piece(&bytes, h.ledger_page(0).expect("page")).expect("lt"),
+            9,
+        )
+        .expect("entry");
+    let frame = piece(&bytes, h.data_range(&le.record).expect("range")).expect("frame");
+    let f = LedgerFrame::open(&h, &le, frame, Some(&dict)).expect("its frame");
+    assert_eq!(f.record(), &shared_ledger(9).0[..]);
+
+    for at in [0, raw.len() / 2, raw.len() + 2] {
+        let mut bad = kept.clone();
+        bad[at] ^= 0x04;
+        let e = DictReader::of_unpacked(&bad)
+            .expect_err("flipped")
+            .to_string();
+        assert!(
+            e.contains("an unpacked dictionary: fails its CRC-32"),
+            "{at}: {e}"
+        );
+    }
+    let e = DictReader::of_unpacked(&kept[..3])
+        .expect_err("short")
+        .to_string();
+    assert!(e.contains("3 bytes, fewer than its CRC-32's 4"), "{e}");
+    // Checked, but nothing a pack could hold: none, or zstd's own format.
+    let e = DictReader::of_unpacked(&DictReader::unpacked(&[]))
+        .expect_err("empty")
+        .to_string();
+    assert!(
+        e.contains(&format!("0 bytes raw, not 1..={MAX_DICT}")),
+        "{e}"
+    );
+    let magic = [0x37, 0xa4, 0x30, 0xec, 1, 2, 3, 4];
+    let e = DictReader::of_unpacked(&DictReader::unpacked(&magic))
+        .expect_err("magic")
+        .to_string();
+    assert!(e.contains("begins with zstd's dictionary magic"), "{e}");
+}
+
 #[test]
 fn dictionary_samples_spread_across_the_range_middle_first() {
     assert_eq!(dict_samples(5, 5), vec![5]);

@@ -435,11 +435,7 @@ fn batch_answers_as_lookups(form: PackForm) {
 /// of `late` (ledger 55); `early` lies in ledger 12's, and `want` is what
 /// a batch of `[late, early]` answers.
 fn one_dictionary_of_room() -> (World, Arc<Replica>, [TxHash; 2], Vec<Option<TxRecord>>) {
-    let w = World::publishing(PackForm::Frames {
-        level: 3,
-        dict_kib: 64,
-    });
-    let rep = w.replica_holding(
+    let (w, rep) = a_replica_of_dictionary_packs(
         "one",
         HeldMemory {
             frames: 0,
@@ -584,20 +580,26 @@ fn a_batch_holds_at_most_its_memory_of_fetched_frames_and_dictionaries() {
     );
 }
 
-/// A replica holding no dictionary and no frame in memory, over packs
-/// of ledger frames with their own dictionaries.
-fn a_bare_replica_of_dictionary_packs(name: &str) -> (World, Arc<Replica>) {
+/// A world of packs of ledger frames with their own dictionaries, and a
+/// replica of them keeping `held` in memory.
+fn a_replica_of_dictionary_packs(name: &str, held: HeldMemory) -> (World, Arc<Replica>) {
     let w = World::publishing(PackForm::Frames {
         level: 3,
         dict_kib: 64,
     });
+    let rep = w.replica_holding(name, held);
+    (w, rep)
+}
+
+/// A replica holding no dictionary and no frame in memory, over packs
+/// of ledger frames with their own dictionaries.
+fn a_bare_replica_of_dictionary_packs(name: &str) -> (World, Arc<Replica>) {
     let bare = HeldMemory {
         frames: 0,
         dicts: 0,
         ..HeldMemory::default()
     };
-    let rep = w.replica_holding(name, bare);
-    (w, rep)
+    a_replica_of_dictionary_packs(name, bare)
 }
 
 /// Pack `key`'s dictionary: its header, and its bytes as stored.
@@ -692,6 +694,73 @@ fn a_batch_opens_the_dictionaries_the_disk_cache_holds_without_holding_them() {
     );
     let f = rep.figures();
     assert_eq!(f.pack_dict_opens, 2 * keys.len() as u64, "{f:?}");
+}
+
+/// A dictionary the disk cache held when a batch began, and let go of
+/// before the round that first meets its pack, is fetched with that
+/// round's frames (counted among what the round holds), not alone when
+/// its pack is opened.
+#[test]
+fn a_batch_fetches_a_cached_dictionary_let_go_of_since_it_began_with_its_round() {
+    // A ledger a round.
+    let one = HeldMemory {
+        frames: 0,
+        dicts: 0,
+        batch: 1,
+    };
+    let (w, rep) = a_replica_of_dictionary_packs("one", one);
+    let m = rep.manifest().expect("a manifest");
+    let key = |seq: u32| m.pack_of(seq).expect("a pack").object.key.clone();
+    let (a, b) = (key(15), key(25));
+    assert!(a < b, "{a} is opened first");
+    let want = |hashes: &[TxHash]| -> Vec<Option<TxRecord>> {
+        hashes
+            .iter()
+            .map(|h| Some(w.store.get_tx(h).expect("store").expect("stored")))
+            .collect()
+    };
+    // Both dictionaries cached, and ledgers 15's and 25's frames.
+    let first = [w.tx(15, 0), w.tx(25, 0)];
+    assert!(Reader::batch_get_txs(&*rep, &first).expect("first") == want(&first));
+    let (h, stored_b) = stored_dict(&w, &b);
+    assert!(h.dict_range().is_some());
+    // Ledger 16's frame (not cached) is the first round's only GET: held
+    // there while the cache lets the other pack's dictionary go.
+    let pack = std::fs::read(w.bucket.join(&a)).expect("pack");
+    let ha = ledgerstore_pack::Header::parse(&pack).expect("header");
+    let (page, _) = ha.ledger_page_of(16).expect("page");
+    let r = ha.ledger_page(page).expect("page range");
+    let le = ha
+        .ledger_entry(&pack[r.start as usize..r.end as usize], 16)
+        .expect("entry");
+    let frame = ha.data_range(&le.record).expect("frame");
+    let second = [w.tx(16, 0), w.tx(25, 1)];
+    let (_, before) = rep.batch_bytes();
+    let gets_b = w.faulty.gets(&b);
+    w.faulty.hold_range(Some((&a, frame.start)));
+    let batch = {
+        let rep = Arc::clone(&rep);
+        std::thread::spawn(move || Reader::batch_get_txs(&*rep, &second))
+    };
+    let holding = w.a_get_waits();
+    rep.disk_cache()
+        .remove(crate::cache::Kind::Piece, &format!("d/{b}"));
+    w.faulty.hold_range(None);
+    assert!(holding, "the first round's GET never started");
+    let got = batch.join().expect("the batch's thread").expect("batch");
+    assert!(got == want(&second));
+    assert_eq!(w.faulty.gets(&b), gets_b + 1, "the dictionary, once");
+    // What the batch held: ledger 16's frame, ledger 25's (from the
+    // cache) and the dictionary it fetched with it. The same batch again,
+    // everything cached, holds the frames alone.
+    let (_, held) = rep.batch_bytes();
+    assert!(Reader::batch_get_txs(&*rep, &second).expect("again") == want(&second));
+    let (_, again) = rep.batch_bytes();
+    assert_eq!(
+        (held - before) - (again - held),
+        stored_b.len() as u64,
+        "fetched with its round"
+    );
 }
 
 #[test]

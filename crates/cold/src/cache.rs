@@ -113,6 +113,16 @@ impl std::fmt::Debug for DiskCache {
     }
 }
 
+/// A new file at `path` of the bytes of `parts`, one after another.
+fn write_parts(path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = fs::File::create(path)?;
+    for p in parts {
+        f.write_all(p)?;
+    }
+    Ok(())
+}
+
 impl DiskCache {
     /// A cache in `dir` (emptied: created if missing) of at most `limit`
     /// bytes.
@@ -182,10 +192,11 @@ impl DiskCache {
         got
     }
 
-    /// True if piece `name` is held. Neither marks it used nor counts a
-    /// hit: [`Self::get`] does, when it is read.
+    /// True if piece `name` is held, marking it recently used (so that
+    /// what is put next evicts it last); counts no hit: [`Self::get`]
+    /// does, when it is read.
     pub fn holds(&self, name: &str) -> bool {
-        self.lock().pieces.lru.contains(name)
+        self.lock().pieces.lru.get(name).is_some()
     }
 
     /// True if the segment entry is held (marks it recently used, and
@@ -200,10 +211,21 @@ impl DiskCache {
     /// Stores a piece's bytes, then evicts pieces down to their budget. A
     /// failed write leaves no file behind.
     pub fn put(&self, name: &str, bytes: &[u8]) -> ColdResult<()> {
+        self.put_parts(name, &[bytes])
+    }
+
+    /// [`Self::put`] of the bytes of `parts`, one after another. A piece
+    /// larger than the pieces' whole budget is not kept (it would evict
+    /// every other piece, then itself): Ok, and nothing is written.
+    pub fn put_parts(&self, name: &str, parts: &[&[u8]]) -> ColdResult<()> {
+        let size: u64 = parts.iter().map(|p| p.len() as u64).sum();
+        if size > self.lock().pieces.limit {
+            return Ok(());
+        }
         let path = self.path(name);
         let n = self.writes.fetch_add(1, Ordering::Relaxed);
         let tmp = self.dir.join(format!(".tmp{n}-{}", name.replace('/', "~")));
-        let written = fs::write(&tmp, bytes)
+        let written = write_parts(&tmp, parts)
             .map_err(ColdError::io(format!("write {}", tmp.display())))
             .and_then(|()| {
                 fs::rename(&tmp, &path).map_err(ColdError::io(format!("rename {}", path.display())))
@@ -212,7 +234,7 @@ impl DiskCache {
             let _ = fs::remove_file(&tmp);
             return Err(e);
         }
-        self.adopt(Kind::Piece, name, bytes.len() as u64);
+        self.adopt(Kind::Piece, name, size);
         Ok(())
     }
 
@@ -286,13 +308,22 @@ mod tests {
         assert_eq!((f.bytes, f.entries, f.evictions), (200, 2, 1));
         assert_eq!((f.hits, f.misses), (1, 1));
         assert_eq!((f.segment_limit, f.limit), (750, 1000));
-        c.put("huge", &[4; 1000]).expect("huge"); // bigger than the budget
+        // Bigger than the budget: not kept, and nothing else evicted.
+        c.put_parts("huge", &[&[4; 200], &[5; 51]]).expect("huge");
+        assert_eq!(c.get("huge"), None);
         let f = c.figures();
-        assert_eq!((f.bytes, f.entries), (0, 0));
+        assert_eq!((f.bytes, f.entries, f.evictions), (200, 2, 1));
         assert_eq!(
             std::fs::read_dir(dir.path().join("c")).expect("ls").count(),
-            1
-        ); // the marker
+            3
+        ); // a/1, c and the marker
+        // Just the budget, in parts: kept whole, and the rest evicted.
+        c.put_parts("full", &[&[6; 200], &[7; 50]]).expect("full");
+        let mut want = vec![6; 200];
+        want.extend([7; 50]);
+        assert_eq!(c.get("full"), Some(want));
+        let f = c.figures();
+        assert_eq!((f.bytes, f.entries, f.evictions), (250, 1, 3));
     }
 
     #[test]

@@ -655,6 +655,12 @@ impl Replica {
         )
     }
 
+    /// Its disk cache, for tests.
+    #[cfg(test)]
+    pub(crate) fn disk_cache(&self) -> &DiskCache {
+        &self.cache
+    }
+
     /// The most opened frames and dictionaries any batch kept in hand
     /// through a round's GETs that the round did not read.
     #[cfg(test)]

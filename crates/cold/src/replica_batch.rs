@@ -7,13 +7,17 @@
 //! - The candidates' bodies are read in phases (pack headers, ledger table
 //!   pages, body table pages, bodies; in packs of ledger frames, versions
 //!   3 and 4, the frames instead of the last two, with each version-4
-//!   pack's dictionary not in memory), each piece once however many
+//!   pack's dictionary neither memory nor the disk cache holds), each
+//!   piece once however many
 //!   candidates need it, each phase's GETs in flight together
 //!   ([`fetch::FETCHES_IN_FLIGHT`]) and nearby ranges of one object merged into
 //!   one GET ([`fetch::MERGE_GAP`], [`fetch::MERGE_MAX`]). A merged GET that fails is
 //!   retried as its parts, so each piece fails with its own error. A
-//!   dictionary memory held when the batch began, and another reader's
-//!   let go of since, is read again on its own, as a lookup reads it.
+//!   dictionary memory or the disk cache held when the batch began is
+//!   taken from there when its pack is reached; one memory let go of
+//!   since is read again on its own, as a lookup reads it, and one the
+//!   disk cache let go of before its pack's first round is fetched with
+//!   that round.
 //! - A candidate that does not confirm its hash (or a failure) moves the
 //!   hash to its next segment, as in [`Replica::find`]; an alias moves it
 //!   to the body it names.
@@ -347,7 +351,8 @@ impl Replica {
     /// The bodies of `reads` (in packs of ledger frames, their ledger
     /// entries read) into `out`: each ledger's frame once, from memory,
     /// the disk cache, or fetched together with the others, and in the
-    /// same phase each version-4 pack's dictionary not in memory. A pack
+    /// same phase each version-4 pack's dictionary neither memory nor the
+    /// disk cache holds (those it holds are opened from there). A pack
     /// whose dictionary was found damaged fails its reads during its
     /// backoff without fetching their frames.
     fn frame_bodies(
@@ -440,6 +445,9 @@ impl Replica {
                 let (key, seq) = (r.p.object.key.as_str(), r.pos.seq);
                 if prev != Some((key, seq)) {
                     let new_pack = prev.is_none_or(|(k, _)| k != key);
+                    if new_pack {
+                        self.still_cached(key, &mut dicts);
+                    }
                     let dict = match dicts.get(key) {
                         Some((_, DictState::Wanted(w))) if new_pack => Some(w),
                         _ => None,
@@ -501,6 +509,24 @@ impl Replica {
             }
         }
         Ok(())
+    }
+
+    /// Whether pack `key`'s dictionary, `Cached` when the batch began, is
+    /// still in the disk cache as the round that first meets its pack is
+    /// made (marked recently used, so that the round's frames evict it
+    /// last); one let go of meanwhile becomes `Wanted`, fetched with that
+    /// round's frames rather than alone when its pack is opened.
+    fn still_cached(&self, key: &str, dicts: &mut HashMap<&str, (Header, DictState)>) {
+        if let Some((h, state @ DictState::Cached)) = dicts.get_mut(key)
+            && !self.cache.holds(&dict_name(key))
+            && let Some(range) = h.dict_range()
+        {
+            *state = DictState::Wanted(Want {
+                name: None,
+                key: key.to_string(),
+                range,
+            });
+        }
     }
 
     /// The body of `r` from its ledger's frame (`got`, fetched), opening

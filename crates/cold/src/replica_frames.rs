@@ -324,7 +324,8 @@ impl Replica {
             .map_err(|e| ColdError::damaged(key, e.to_string()));
         match opened {
             Ok((d, raw)) => {
-                if let Err(e) = self.cache.put(name, &DictReader::unpacked(&raw)) {
+                let crc = DictReader::unpacked_crc(&raw);
+                if let Err(e) = self.cache.put_parts(name, &[&raw, &crc]) {
                     tracing::warn!(entry = %name, error = %e, "caching a dictionary failed; serving it uncached");
                 }
                 drop(raw);

@@ -92,7 +92,9 @@ pub struct ReplicaConfig {
     /// The disk cache's bound, MiB: segment files (three quarters), pack
     /// table pages, ledgers, bodies and dictionaries (one quarter; a
     /// version-4 pack's dictionary is kept unpacked, ~1 MiB at the default
-    /// `cold.pack_dict_kib`), least recently used evicted first.
+    /// `cold.pack_dict_kib`), least recently used evicted first. A piece
+    /// larger than that quarter is not kept: below 4× a dictionary (4 MiB
+    /// at the default), each open of one fetches it.
     pub cache_mb: u64,
     /// Opened ledger frames (pack versions 3 and 4) kept decompressed in
     /// memory, MiB, the most recently used: lookups of one busy ledger

@@ -256,6 +256,58 @@ fn cold_batch_of_500(form: PackForm) {
     assert_eq!(w.remote.reads(), before);
 }
 
+/// A batch keeps at most `replica.batch_gets_in_flight` GETs in flight:
+/// one at a time is one round trip a GET; more let its phases overlap
+/// them. The answers are the same.
+#[test]
+fn a_batch_keeps_its_setting_of_gets_in_flight() {
+    let w = World::publishing(PackForm::Frames {
+        level: 3,
+        dict_kib: 64,
+    });
+    let hashes = w.spread(300);
+    let want: Vec<_> = hashes
+        .iter()
+        .map(|h| Some(w.store.get_tx(h).expect("store").expect("stored")))
+        .collect();
+    // Each GET waits, so the ones a batch lets run together overlap.
+    w.faulty.delay_gets(Some(Duration::from_millis(5)));
+    let mut seen = Vec::new();
+    for n in [1, 3, 1024] {
+        let rep = w.replica_holding(
+            &format!("gets-{n}"),
+            HeldMemory {
+                batch_gets: n,
+                ..HeldMemory::default()
+            },
+        );
+        w.faulty.reset_flights();
+        let (gets, _) = w.remote.reads();
+        assert!(Reader::batch_get_txs(&*rep, &hashes).expect("batch") == want);
+        let (in_flight, peak, rounds) = w.faulty.flights();
+        let made = w.remote.reads().0 - gets;
+        eprintln!("{n} in flight at most: {made} GETs, {peak} at once, {rounds} round trips");
+        assert_eq!(in_flight, 0);
+        assert!(peak as usize <= n, "{peak} GETs at once, {n} allowed");
+        seen.push((made, peak, rounds));
+    }
+    let [
+        (made1, peak1, rounds1),
+        (_, peak3, _),
+        (made_all, peak_all, rounds_all),
+    ] = seen[..]
+    else {
+        unreachable!()
+    };
+    assert_eq!((peak1, rounds1), (1, made1), "one GET a round trip");
+    assert_eq!(peak3, 3);
+    assert_eq!(made_all, made1, "the same GETs");
+    assert!(
+        peak_all > 3 && rounds_all < rounds1,
+        "{peak_all} at once, {rounds_all} round trips"
+    );
+}
+
 #[test]
 fn a_batch_answers_exactly_what_one_lookup_per_hash_answers() {
     batch_answers_as_lookups(PackForm::Entries);
@@ -660,6 +712,59 @@ fn a_dictionary_let_go_of_opens_again_from_its_unpacked_copy_on_disk() {
     assert_eq!(w.faulty.gets(&key), gets + 1);
 }
 
+/// A dictionary the disk cache holds (checked when it was cached, and
+/// when it is opened) serves even while the pack's own copy is in the
+/// backoff of a damaged read (one that raced the read that cached it),
+/// for lookups and batches alike, and opening it forgets that damage, as
+/// a fetched copy that opens does: a later failure starts its backoff
+/// afresh rather than doubled. Without a cached copy the backoff holds.
+#[test]
+fn a_cached_dictionary_serves_through_its_packs_backoff_and_clears_it() {
+    let (w, rep) = a_bare_replica_of_dictionary_packs("bare");
+    let key = rep
+        .manifest()
+        .expect("a manifest")
+        .pack_of(15)
+        .expect("a pack")
+        .object
+        .key
+        .clone();
+    let get = |i: usize| Reader::get_tx(&*rep, &w.tx(15, i)).expect("lookup");
+    let want = |i: usize| w.store.get_tx(&w.tx(15, i)).expect("store");
+    assert_eq!(get(0), want(0));
+    let gets = w.faulty.gets(&key);
+    for over in [true, false] {
+        rep.damage_dict(&key, over);
+        assert_eq!(rep.dict_damage_failures(&key), Some(1));
+        assert_eq!(get(1), want(1));
+        assert_eq!(w.faulty.gets(&key), gets, "opened from the disk cache");
+        assert_eq!(rep.dict_damage_failures(&key), None);
+    }
+    let batch = [w.tx(15, 2), w.tx(15, 3)];
+    rep.damage_dict(&key, false);
+    assert_eq!(
+        Reader::batch_get_txs(&*rep, &batch).expect("batch"),
+        vec![want(2), want(3)]
+    );
+    assert_eq!(
+        w.faulty.gets(&key),
+        gets,
+        "the batch opened it from the disk cache"
+    );
+    assert_eq!(rep.dict_damage_failures(&key), None);
+
+    // Not cached: the backoff holds, with no GET.
+    let name = format!("d/{key}");
+    rep.disk_cache().remove(crate::cache::Kind::Piece, &name);
+    assert!(!rep.disk_cache().holds(&name));
+    rep.damage_dict(&key, false);
+    let e = Reader::get_tx(&*rep, &w.tx(15, 4)).expect_err("in its backoff");
+    assert!(e.to_string().contains("damaged by a test"), "{e}");
+    let e = Reader::batch_get_txs(&*rep, &batch).expect_err("in its backoff");
+    assert!(e.to_string().contains("damaged by a test"), "{e}");
+    assert_eq!(w.faulty.gets(&key), gets);
+}
+
 /// A batch opens each dictionary the disk cache holds from there when
 /// it reaches the dictionary's pack, one at a time, instead of reading
 /// it in with its round's frames: a warm batch holds its frames alone.
@@ -707,6 +812,7 @@ fn a_batch_fetches_a_cached_dictionary_let_go_of_since_it_began_with_its_round()
         frames: 0,
         dicts: 0,
         batch: 1,
+        ..HeldMemory::default()
     };
     let (w, rep) = a_replica_of_dictionary_packs("one", one);
     let m = rep.manifest().expect("a manifest");

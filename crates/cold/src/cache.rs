@@ -193,10 +193,15 @@ impl DiskCache {
     }
 
     /// True if piece `name` is held, marking it recently used (so that
-    /// what is put next evicts it last); counts no hit: [`Self::get`]
-    /// does, when it is read.
+    /// what is put next evicts it last). A piece not held counts a miss
+    /// (its caller fetches it instead); one held counts no hit:
+    /// [`Self::get`] does, when it is read.
     pub fn holds(&self, name: &str) -> bool {
-        self.lock().pieces.lru.get(name).is_some()
+        let held = self.lock().pieces.lru.get(name).is_some();
+        if !held {
+            self.misses.fetch_add(1, Ordering::Relaxed);
+        }
+        held
     }
 
     /// True if the segment entry is held (marks it recently used, and
@@ -324,6 +329,12 @@ mod tests {
         assert_eq!(c.get("full"), Some(want));
         let f = c.figures();
         assert_eq!((f.bytes, f.entries, f.evictions), (250, 1, 3));
+        // `holds` counts a miss for a piece it does not hold (its caller
+        // fetches it), no hit for one it does (`get` counts that).
+        let before = (f.hits, f.misses);
+        assert!(c.holds("full") && !c.holds("gone"));
+        let f = c.figures();
+        assert_eq!((f.hits, f.misses), (before.0, before.1 + 1));
     }
 
     #[test]

@@ -64,6 +64,9 @@ fn record_of(key: &str, seq: u32, bytes: &[u8]) -> ColdResult<StoredLedger> {
 }
 #[path = "replica_frames.rs"]
 mod frames;
+#[cfg(test)]
+#[path = "replica_probes.rs"]
+mod probes;
 #[path = "replica_segments.rs"]
 mod segments;
 
@@ -130,6 +133,8 @@ pub struct Replica {
     pack_dict_opens: AtomicU64,
     /// [`HeldMemory::batch`].
     batch_memory: usize,
+    /// GETs a batch keeps in flight (`HeldMemory::batch_gets`).
+    batch_gets: usize,
     /// The most any batch held fetched at once, bytes.
     batch_peak: AtomicU64,
     /// What batches fetched in all, bytes (a piece counted each time it is
@@ -155,7 +160,8 @@ impl std::fmt::Debug for Replica {
 }
 
 /// What a replica keeps in memory, in bytes (`[replica]
-/// frame_memory_mb`, `dict_memory_mb` and `batch_memory_mb`).
+/// frame_memory_mb`, `dict_memory_mb` and `batch_memory_mb`), and the
+/// GETs a batch keeps in flight (`batch_gets_in_flight`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HeldMemory {
     /// Opened ledger frames (pack versions 3 and 4), decompressed, the
@@ -168,6 +174,9 @@ pub struct HeldMemory {
     /// dictionaries of packs of ledger frames): a batch needing more reads
     /// them in rounds, a ledger at least a round.
     pub batch: usize,
+    /// Object-store GETs one batch keeps in flight (at least 1), nearby
+    /// ranges merged up to 1 MiB a GET.
+    pub batch_gets: usize,
 }
 
 impl Default for HeldMemory {
@@ -176,6 +185,7 @@ impl Default for HeldMemory {
             frames: frames::FRAME_MEMORY,
             dicts: frames::DICT_MEMORY,
             batch: BATCH_MEMORY,
+            batch_gets: BATCH_GETS,
         }
     }
 }
@@ -184,6 +194,10 @@ impl Default for HeldMemory {
 /// batch_memory_mb`): as much as its GETs in flight can bring at once
 /// (32 merged GETs of up to 1 MiB).
 pub const BATCH_MEMORY: usize = 32 << 20;
+
+/// Object-store GETs one batch keeps in flight by default (`replica.
+/// batch_gets_in_flight`).
+pub const BATCH_GETS: usize = 32;
 
 impl Replica {
     /// A replica of `remote` with `cache` and the default [`HeldMemory`].
@@ -209,6 +223,7 @@ impl Replica {
             frames: frames::Frames::new(held.frames),
             dicts: frames::Dicts::new(held.dicts),
             batch_memory: held.batch,
+            batch_gets: held.batch_gets.max(1),
             batch_peak: AtomicU64::new(0),
             batch_fetched: AtomicU64::new(0),
             batch_carried: AtomicU64::new(0),
@@ -642,30 +657,6 @@ impl Replica {
             seq += 1;
         }
         Ok(out)
-    }
-
-    /// The most any batch held fetched and not yet opened at once
-    /// ([`HeldMemory::batch`] bounds it), and what batches fetched in
-    /// all, bytes.
-    #[cfg(test)]
-    pub(crate) fn batch_bytes(&self) -> (u64, u64) {
-        (
-            self.batch_peak.load(Ordering::Relaxed),
-            self.batch_fetched.load(Ordering::Relaxed),
-        )
-    }
-
-    /// Its disk cache, for tests.
-    #[cfg(test)]
-    pub(crate) fn disk_cache(&self) -> &DiskCache {
-        &self.cache
-    }
-
-    /// The most opened frames and dictionaries any batch kept in hand
-    /// through a round's GETs that the round did not read.
-    #[cfg(test)]
-    pub(crate) fn batch_carried(&self) -> u64 {
-        self.batch_carried.load(Ordering::Relaxed)
     }
 
     /// Figures for GetStatus and `/metrics`.

@@ -10,7 +10,7 @@
 //!   pack's dictionary neither memory nor the disk cache holds), each
 //!   piece once however many
 //!   candidates need it, each phase's GETs in flight together
-//!   ([`fetch::FETCHES_IN_FLIGHT`]) and nearby ranges of one object merged into
+//!   ([`super::HeldMemory::batch_gets`]) and nearby ranges of one object merged into
 //!   one GET ([`fetch::MERGE_GAP`], [`fetch::MERGE_MAX`]). A merged GET that fails is
 //!   retried as its parts, so each piece fails with its own error. A
 //!   dictionary memory or the disk cache held when the batch began is

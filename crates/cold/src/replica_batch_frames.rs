@@ -37,6 +37,20 @@ enum DictState {
     Failed(ColdError),
 }
 
+/// Pack `key`'s dictionary (its `range`) as neither memory nor the disk
+/// cache holds it: fetched (`opened_dict` caches it unpacked), or failed
+/// while the backoff of a damaged copy runs.
+fn wanted_or_damaged(rep: &Replica, key: &str, range: std::ops::Range<u64>) -> DictState {
+    match rep.dict_still_damaged(key, &dict_name(key)) {
+        Ok(()) => DictState::Wanted(Want {
+            name: None,
+            key: key.to_string(),
+            range,
+        }),
+        Err(e) => DictState::Failed(e),
+    }
+}
+
 /// The dictionary and the frame a batch last opened (by pack key, and
 /// key and ledger), kept while the next reads need them.
 #[derive(Default)]
@@ -129,16 +143,14 @@ impl Replica {
                 continue;
             }
             let name = dict_name(key);
-            let state = match self.dict_held(key, &name) {
-                Ok(Some(_)) => DictState::Held,
-                Ok(None) if self.cache.holds(&name) => DictState::Cached,
-                // Not cached as fetched: `opened_dict` caches it unpacked.
-                Ok(None) => DictState::Wanted(Want {
-                    name: None,
-                    key: key.to_string(),
-                    range,
-                }),
-                Err(e) => DictState::Failed(e),
+            let state = if self.dict_held(&name).is_some() {
+                DictState::Held
+            } else if self.cache.holds(&name) {
+                // A checked copy: it serves even while the pack's own is
+                // in its backoff.
+                DictState::Cached
+            } else {
+                wanted_or_damaged(self, key, range)
             };
             dicts.insert(key, (h, state));
         }
@@ -259,11 +271,7 @@ impl Replica {
             && !self.cache.holds(&dict_name(key))
             && let Some(range) = h.dict_range()
         {
-            *state = DictState::Wanted(Want {
-                name: None,
-                key: key.to_string(),
-                range,
-            });
+            *state = wanted_or_damaged(self, key, range);
         }
     }
 

@@ -1,7 +1,8 @@
 //! A batch's reads from the object store (`replica_batch.rs`): pieces
 //! from the disk cache, or fetched together, nearby ranges of one object
 //! merged into one GET ([`MERGE_GAP`], [`MERGE_MAX`]) and
-//! [`FETCHES_IN_FLIGHT`] GETs in flight, stopped at the batch's deadline.
+//! `replica.batch_gets_in_flight` GETs in flight ([`super::HeldMemory::batch_gets`]),
+//! stopped at the batch's deadline.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -15,8 +16,6 @@ use ledgerstore_store::StoreError;
 use super::Replica;
 use crate::error::{ColdError, ColdResult};
 
-/// Object-store GETs one batch keeps in flight.
-pub const FETCHES_IN_FLIGHT: usize = 32;
 /// Ranges of one object at most this far apart are read by one GET.
 pub const MERGE_GAP: u64 = 8 << 10;
 /// The longest range one merged GET reads.
@@ -101,6 +100,7 @@ impl Replica {
         let n = reqs.len();
         let spans = spans(&reqs);
         let remote = Arc::clone(&self.remote);
+        let in_flight = self.batch_gets;
         let work = async move {
             futures::stream::iter(spans)
                 .map(|s| {
@@ -131,7 +131,7 @@ impl Replica {
                         }
                     }
                 })
-                .buffer_unordered(FETCHES_IN_FLIGHT)
+                .buffer_unordered(in_flight)
                 .flat_map(futures::stream::iter)
                 .collect::<Vec<_>>()
                 .await

@@ -187,7 +187,9 @@ impl Replica {
     /// memory, the disk cache or one ranged GET, checked. Lookups that
     /// miss the same dictionary at once wait for one read of it (others
     /// do not wait); one found damaged is not read again for the
-    /// segments' backoff, its error answered meanwhile.
+    /// segments' backoff, its error answered meanwhile, unless the disk
+    /// cache holds a checked copy (cached from an earlier read that
+    /// opened).
     pub(super) fn frame_dict(
         &self,
         p: &PackRef,
@@ -201,7 +203,6 @@ impl Replica {
         if let Some(d) = self.dicts.get(&name) {
             return Ok(Some(d));
         }
-        self.dict_still_damaged(key, &name)?;
         let gate = {
             let mut loading = self.dict_loading.lock().unwrap_or_else(|e| e.into_inner());
             Arc::clone(loading.entry(name.clone()).or_default())
@@ -253,7 +254,7 @@ impl Replica {
 
     /// The error pack `key`'s dictionary (piece `name`) was found damaged
     /// with, naming the pack, while its backoff runs.
-    fn dict_still_damaged(&self, key: &str, name: &str) -> ColdResult<()> {
+    pub(super) fn dict_still_damaged(&self, key: &str, name: &str) -> ColdResult<()> {
         self.still_damaged(name).map_err(|e| match e {
             ColdError::Damaged { detail, .. } => ColdError::damaged(key, detail),
             other => other,
@@ -261,7 +262,8 @@ impl Replica {
     }
 
     /// [`Self::frame_dict`]'s read, under its gate: from memory if another
-    /// reader got it meanwhile, else from the disk cache, else fetched.
+    /// reader got it meanwhile, else from the disk cache, else fetched
+    /// unless its backoff runs.
     fn load_dict(
         &self,
         key: &str,
@@ -272,10 +274,10 @@ impl Replica {
         if let Some(d) = self.dicts.get(name) {
             return Ok(d);
         }
-        self.dict_still_damaged(key, name)?;
         if let Some(d) = self.unpacked_dict(name) {
             return Ok(d);
         }
+        self.dict_still_damaged(key, name)?;
         let (remote, k) = (Arc::clone(&self.remote), key.to_string());
         let bytes = self.block(async move { remote.get_range(&k, range).await })?;
         self.opened_dict(key, name, h, &bytes)
@@ -289,7 +291,13 @@ impl Replica {
     pub(super) fn unpacked_dict(&self, name: &str) -> Option<Arc<DictReader>> {
         let bytes = self.cache.get(name)?;
         match DictReader::of_unpacked(&bytes) {
-            Ok(d) => Some(self.keep_dict(name, d)),
+            Ok(d) => {
+                // As a fetched copy that opens does: a pack whose own copy
+                // was found damaged (by a read that raced the one that
+                // cached this) starts its backoff afresh next time.
+                self.clear_damage(name);
+                Some(self.keep_dict(name, d))
+            }
             Err(e) => {
                 tracing::warn!(entry = %name, error = %e, "a cached dictionary is damaged; fetching it again");
                 self.cache.remove(Kind::Piece, name);
@@ -341,14 +349,9 @@ impl Replica {
         }
     }
 
-    /// Pack `key`'s dictionary (piece `name`) if memory holds it, `None`
-    /// if not, or the error it was found damaged with while its backoff
-    /// runs.
-    pub(super) fn dict_held(&self, key: &str, name: &str) -> ColdResult<Option<Arc<DictReader>>> {
-        if let Some(d) = self.dicts.get(name) {
-            return Ok(Some(d));
-        }
-        self.dict_still_damaged(key, name).map(|()| None)
+    /// Pack `key`'s dictionary (piece `name`) if memory holds it.
+    pub(super) fn dict_held(&self, name: &str) -> Option<Arc<DictReader>> {
+        self.dicts.get(name)
     }
 
     /// The stored body at `pos` from its ledger's frame.

@@ -93,8 +93,9 @@ pub struct ReplicaConfig {
     /// table pages, ledgers, bodies and dictionaries (one quarter; a
     /// version-4 pack's dictionary is kept unpacked, ~1 MiB at the default
     /// `cold.pack_dict_kib`), least recently used evicted first. A piece
-    /// larger than that quarter is not kept: below 4× a dictionary (4 MiB
-    /// at the default), each open of one fetches it.
+    /// larger than that quarter is not kept: at 4× a dictionary or below
+    /// (a `cache_mb` of 4 or less at the default: a full dictionary is 1
+    /// MiB and its CRC-32), each open of one fetches it.
     pub cache_mb: u64,
     /// Opened ledger frames (pack versions 3 and 4) kept decompressed in
     /// memory, MiB, the most recently used: lookups of one busy ledger
@@ -118,6 +119,15 @@ pub struct ReplicaConfig {
     /// times this. 1 to 1048576. Also the writer's, for the ranges it
     /// evicted.
     pub batch_memory_mb: u64,
+    /// Object-store GETs one batch of lookups keeps in flight (each a
+    /// range of one object, nearby ranges merged up to 1 MiB): a batch's
+    /// phases and rounds each wait for their GETs, so against a store
+    /// with a round trip a batch takes about that round trip for every
+    /// this many GETs a phase or round makes. Each GET holds a connection
+    /// (a file descriptor) while it runs, and `query.read_threads` batches
+    /// run at once. 1 to 1024. Also the writer's, for the ranges it
+    /// evicted.
+    pub batch_gets_in_flight: u32,
     /// Time between looks for a newer manifest, ms.
     pub poll_ms: u64,
     /// The replica's contract-event index for getEvents (with
@@ -137,6 +147,7 @@ impl Default for ReplicaConfig {
             frame_memory_mb: 32,
             dict_memory_mb: 64,
             batch_memory_mb: 32,
+            batch_gets_in_flight: 32,
             poll_ms: 5_000,
             events_dir: PathBuf::from("./ledgerstore-replica-events"),
         }
@@ -205,6 +216,11 @@ impl ColdConfig {
 /// `batch_memory_mb`: 1 TiB.
 const MAX_HELD_MB: u64 = 1 << 20;
 
+/// The most `replica.batch_gets_in_flight`: each GET is a connection
+/// (and a file descriptor) while it runs, and a replica runs up to
+/// `query.read_threads` batches at once.
+const MAX_BATCH_GETS: u32 = 1024;
+
 impl ReplicaConfig {
     /// `frame_memory_mb` in bytes (at most the address space).
     pub fn frame_memory_bytes(&self) -> usize {
@@ -233,6 +249,13 @@ impl ReplicaConfig {
                 "replica.batch_memory_mb",
                 self.batch_memory_mb,
                 "1 to 1048576 (MiB)",
+            ));
+        }
+        if !(1..=MAX_BATCH_GETS).contains(&self.batch_gets_in_flight) {
+            return Err(invalid(
+                "replica.batch_gets_in_flight",
+                self.batch_gets_in_flight,
+                "1 to 1024",
             ));
         }
         for (field, mb) in [

@@ -167,15 +167,24 @@ fn bad_values_name_the_key_and_the_expected_range() {
             "{e}"
         );
     }
+    for n in [0, 1025] {
+        let e = refused(&file, &format!("[replica]\nbatch_gets_in_flight = {n}\n"));
+        assert!(
+            e.contains(&format!("replica.batch_gets_in_flight = {n}: 1 to 1024")),
+            "{e}"
+        );
+    }
     std::fs::write(
         &file,
-        "[replica]\nframe_memory_mb = 0\ndict_memory_mb = 512\nbatch_memory_mb = 1\n",
+        "[replica]\nframe_memory_mb = 0\ndict_memory_mb = 512\nbatch_memory_mb = 1\n\
+         batch_gets_in_flight = 1024\n",
     )
     .expect("write");
     let c = Config::load(Some(&file), &[]).expect("no frames kept, 512 MiB of dictionaries");
     assert_eq!(c.replica.frame_memory_bytes(), 0);
     assert_eq!(c.replica.dict_memory_bytes(), 512 << 20);
     assert_eq!(c.replica.batch_memory_bytes(), 1 << 20);
+    assert_eq!(c.replica.batch_gets_in_flight, 1024);
 
     let e = Config::load(Some(&dir.path().join("missing.toml")), &[]).expect_err("missing");
     assert!(e.to_string().contains("an existing TOML file"), "{e}");

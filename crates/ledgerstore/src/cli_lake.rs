@@ -167,6 +167,10 @@ pub struct ColdFlags {
     /// [replica] batch_memory_mb: what one batch of lookups holds fetched.
     #[arg(long = "replica.batch-memory-mb", value_name = "MiB")]
     pub replica_batch_memory_mb: Option<i64>,
+    /// [replica] batch_gets_in_flight: object-store GETs one batch of
+    /// lookups keeps in flight.
+    #[arg(long = "replica.batch-gets-in-flight", value_name = "N")]
+    pub replica_batch_gets_in_flight: Option<i64>,
     /// [replica] poll_ms: time between looks for a newer manifest.
     #[arg(long = "replica.poll-ms", value_name = "MS")]
     pub replica_poll_ms: Option<i64>,

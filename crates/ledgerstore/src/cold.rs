@@ -67,12 +67,13 @@ pub fn replica(cfg: &Config, rt: tokio::runtime::Handle) -> Result<Arc<Replica>>
 }
 
 /// What a replica keeps in memory (`[replica] frame_memory_mb`,
-/// `dict_memory_mb`, `batch_memory_mb`).
+/// `dict_memory_mb`, `batch_memory_mb`, `batch_gets_in_flight`).
 pub fn held_memory(cfg: &Config) -> HeldMemory {
     HeldMemory {
         frames: cfg.replica.frame_memory_bytes(),
         dicts: cfg.replica.dict_memory_bytes(),
         batch: cfg.replica.batch_memory_bytes(),
+        batch_gets: cfg.replica.batch_gets_in_flight as usize,
     }
 }
 
@@ -84,6 +85,38 @@ mod tests {
     #[test]
     fn replica_memory_defaults_match_the_replica() {
         assert_eq!(held_memory(&Config::default()), HeldMemory::default());
+    }
+
+    /// Each `--replica.*` flag of what a replica holds reaches its own
+    /// field (distinct values, so a flag fed to another field fails).
+    #[test]
+    fn replica_memory_flags_reach_their_fields() {
+        use clap::Parser;
+        let cli = crate::cli::Cli::parse_from([
+            "ledgerstore",
+            "serve",
+            "--replica.frame-memory-mb",
+            "3",
+            "--replica.dict-memory-mb",
+            "5",
+            "--replica.batch-memory-mb",
+            "7",
+            "--replica.batch-gets-in-flight",
+            "11",
+        ]);
+        let crate::cli::Command::Serve(args) = cli.command else {
+            panic!("serve");
+        };
+        let cfg = crate::config::daemon(&args.flags).expect("config");
+        assert_eq!(
+            held_memory(&cfg),
+            HeldMemory {
+                frames: 3 << 20,
+                dicts: 5 << 20,
+                batch: 7 << 20,
+                batch_gets: 11,
+            }
+        );
     }
 
     /// The config's pack defaults and bounds are the pack crate's (the

@@ -237,6 +237,12 @@ fn cold_overrides(c: &ColdFlags, o: &mut Overrides) {
         c.replica_batch_memory_mb.as_ref(),
         int,
     );
+    push(
+        o,
+        "replica.batch_gets_in_flight",
+        c.replica_batch_gets_in_flight.as_ref(),
+        int,
+    );
     push(o, "replica.poll_ms", c.replica_poll_ms.as_ref(), int);
     push(
         o,

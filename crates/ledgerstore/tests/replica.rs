@@ -222,7 +222,8 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
     // A 1 MiB disk cache, no frame or dictionary kept in memory (every
     // read opens its pack's dictionary and its frame again), batches that
     // hold 1 MiB fetched (real ledgers' frames and stored dictionaries are
-    // ~0.1–0.2 MB each: rounds of a few ledgers), and two read threads.
+    // ~0.1–0.2 MB each: rounds of a few ledgers) with two GETs in flight,
+    // and two read threads.
     let tiny = replica_with(
         store,
         &endpoint,
@@ -235,6 +236,8 @@ async fn two_replicas_serve_every_published_transaction_byte_for_byte() {
             "0",
             "--replica.batch-memory-mb",
             "1",
+            "--replica.batch-gets-in-flight",
+            "2",
             "--query.read-threads",
             "2",
         ],

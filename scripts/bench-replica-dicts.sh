@@ -33,7 +33,10 @@
 # ledgers at most, one frame each). DD_CACHE_MB sets the
 # replica's disk cache: a small one lets go of the frames between
 # requests, so they are fetched again, as from a store much larger than
-# the cache.
+# the cache. It also decides the form the disk cache keeps dictionaries in,
+# in builds that choose it (unpacked while the packs' unpacked dictionaries
+# take at most an eighth of the cache, as stored beyond that; builds up to
+# 8a2d08d keep them unpacked at any size).
 #
 #   DD_BINS="/path/ls-before /path/ls-after" scripts/bench-replica-dicts.sh
 #   DD_BINS=… DD_STORE=s3 DD_DELAY_MS="0 20" DD_CACHE_MB=64 DD_CALL=batch DD_CONCURRENCY=1 scripts/bench-replica-dicts.sh

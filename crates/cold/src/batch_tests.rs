@@ -125,7 +125,12 @@ impl World {
 
     /// [`Self::replica`], keeping `held` in memory.
     fn replica_holding(&self, name: &str, held: HeldMemory) -> Arc<Replica> {
-        let cache = DiskCache::open(&self.tmp.path().join(name), 1 << 30).expect("cache");
+        self.replica_caching(name, held, 1 << 30)
+    }
+
+    /// [`Self::replica_holding`] with a disk cache of `cache_bytes`.
+    fn replica_caching(&self, name: &str, held: HeldMemory, cache_bytes: u64) -> Arc<Replica> {
+        let cache = DiskCache::open(&self.tmp.path().join(name), cache_bytes).expect("cache");
         let rep = Replica::with_memory(
             Arc::clone(&self.remote),
             cache,
@@ -689,7 +694,9 @@ fn a_dictionary_let_go_of_opens_again_from_its_unpacked_copy_on_disk() {
     let want = |i: usize| w.store.get_tx(&w.tx(15, i)).expect("store");
 
     assert_eq!(get(0), want(0));
-    let unpacked = ledgerstore_pack::DictReader::unpacked(&raw);
+    // Its form (`u`: a cache of 1 GiB holds every pack's unpacked), then
+    // the dictionary unpacked.
+    let unpacked = [&b"u"[..], &ledgerstore_pack::DictReader::unpacked(&raw)].concat();
     assert!(std::fs::read(&entry).expect("cached") == unpacked);
     let gets = w.faulty.gets(&key);
     assert_eq!(get(1), want(1));
@@ -697,7 +704,7 @@ fn a_dictionary_let_go_of_opens_again_from_its_unpacked_copy_on_disk() {
     assert_eq!(rep.figures().pack_dict_opens, 2);
 
     let mut bad = unpacked.clone();
-    bad[raw.len() / 3] ^= 0x10;
+    bad[1 + raw.len() / 3] ^= 0x10;
     std::fs::write(&entry, &bad).expect("damage the cached copy");
     assert_eq!(get(2), want(2));
     assert_eq!(
@@ -710,6 +717,81 @@ fn a_dictionary_let_go_of_opens_again_from_its_unpacked_copy_on_disk() {
     let f = rep.figures();
     assert_eq!(f.pack_dict_opens, 4, "{f:?}");
     assert_eq!(w.faulty.gets(&key), gets + 1);
+}
+
+/// A disk cache whose pack pieces' budget would hold the unpacked
+/// dictionaries of fewer than twice the packs the manifest lists keeps
+/// each one as its pack stores it (`s`, then the pack's bytes), and opens
+/// it again from there with no GET, for lookups and batches; a cached copy
+/// that fails its check is fetched again, once, and the pack serves on.
+/// One byte more of cache and they are kept unpacked.
+#[test]
+fn a_cache_short_of_every_packs_unpacked_dictionary_keeps_them_as_stored() {
+    let (w, probe) = a_bare_replica_of_dictionary_packs("probe");
+    let m = probe.manifest().expect("a manifest");
+    let key = m.pack_of(15).expect("a pack").object.key.clone();
+    let (h, stored) = stored_dict(&w, &key);
+    let raw = ledgerstore_pack::DictReader::raw_of(&h, &stored).expect("raw");
+    // Every pack's dictionary unpacked, as `dict_entry::choose` counts it
+    // (this pack's size for each).
+    let unpacked = m.packs.len() as u64 * (raw.len() as u64 + 4);
+    let bare = HeldMemory {
+        frames: 0,
+        dicts: 0,
+        ..HeldMemory::default()
+    };
+    // Pieces get a quarter of the cache: exactly twice the unpacked
+    // dictionaries keeps them unpacked, a byte less (of the pieces) not.
+    let entry_of = |name: &str| {
+        w.tmp
+            .path()
+            .join(name)
+            .join(format!("d/{key}").replace('/', "~"))
+    };
+    let at_limit = w.replica_caching("limit", bare, 4 * 2 * unpacked);
+    assert_eq!(
+        Reader::get_tx(&*at_limit, &w.tx(15, 0)).expect("lookup"),
+        w.store.get_tx(&w.tx(15, 0)).expect("store")
+    );
+    assert_eq!(std::fs::read(entry_of("limit")).expect("cached")[0], b'u');
+
+    let rep = w.replica_caching("small", bare, 4 * (2 * unpacked - 1));
+    let entry = entry_of("small");
+    let get = |i: usize| Reader::get_tx(&*rep, &w.tx(15, i)).expect("lookup");
+    let want = |i: usize| w.store.get_tx(&w.tx(15, i)).expect("store");
+    assert_eq!(get(0), want(0));
+    let kept = [&b"s"[..], &stored].concat();
+    assert!(
+        std::fs::read(&entry).expect("cached") == kept,
+        "the stored form"
+    );
+    let gets = w.faulty.gets(&key);
+    assert_eq!(get(1), want(1));
+    assert_eq!(
+        w.faulty.gets(&key),
+        gets,
+        "opened again from the disk cache"
+    );
+    assert_eq!(
+        Reader::batch_get_txs(&*rep, &[w.tx(15, 2), w.tx(15, 3)]).expect("batch"),
+        vec![want(2), want(3)]
+    );
+    assert_eq!(
+        w.faulty.gets(&key),
+        gets,
+        "the batch opened it from there too"
+    );
+    assert_eq!(rep.figures().pack_dict_opens, 3);
+
+    let mut bad = kept.clone();
+    bad[1 + stored.len() / 3] ^= 0x10;
+    std::fs::write(&entry, &bad).expect("damage the cached copy");
+    assert_eq!(get(4), want(4));
+    assert_eq!(w.faulty.gets(&key), gets + 1, "fetched again, once");
+    assert!(std::fs::read(&entry).expect("cached again") == kept);
+    assert_eq!(get(5), want(5));
+    assert_eq!(w.faulty.gets(&key), gets + 1);
+    assert_eq!(rep.dict_damage_failures(&key), None, "the pack not damaged");
 }
 
 /// A dictionary the disk cache holds (checked when it was cached, and

@@ -170,6 +170,11 @@ impl DiskCache {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The pack pieces' budget, bytes (a [`PIECE_SHARE`]th of the bound).
+    pub fn pieces_limit(&self) -> u64 {
+        self.lock().pieces.limit
+    }
+
     /// The directory.
     pub fn dir(&self) -> &Path {
         &self.dir

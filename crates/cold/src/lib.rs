@@ -15,6 +15,7 @@
 mod batch_tests;
 mod cache;
 mod choice;
+mod dict_entry;
 mod error;
 #[cfg(test)]
 mod events_tests;

@@ -26,7 +26,7 @@
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -131,6 +131,9 @@ pub struct Replica {
     lookups: AtomicU64,
     /// Pack dictionaries opened (read and decoded) since start.
     pack_dict_opens: AtomicU64,
+    /// The forms dictionaries were cached in (bits: 1 unpacked, 2
+    /// stored), so the first of each is logged once.
+    dict_forms_logged: AtomicU8,
     /// [`HeldMemory::batch`].
     batch_memory: usize,
     /// GETs a batch keeps in flight (`HeldMemory::batch_gets`).
@@ -233,6 +236,7 @@ impl Replica {
             damaged: Mutex::new(HashMap::new()),
             lookups: AtomicU64::new(0),
             pack_dict_opens: AtomicU64::new(0),
+            dict_forms_logged: AtomicU8::new(0),
             downloads: AtomicU64::new(0),
             follow_error: Mutex::new(None),
         })

@@ -11,8 +11,9 @@
 //! once; so are dictionaries, by default up to [`DICT_MEMORY`]. A value
 //! costing more than its bound is not kept. The disk cache holds the
 //! compressed frames, as it holds any other piece, and the dictionaries
-//! unpacked ([`DictReader::unpacked`]): one memory let go of is opened
-//! again from there without being decompressed.
+//! unpacked ([`DictReader::unpacked`]: one memory let go of is opened
+//! again from there without being decompressed) or, where the unpacked
+//! ones would not fit, as their packs store them ([`crate::dict_entry`]).
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -25,6 +26,7 @@ use ledgerstore_store::StoreError;
 
 use super::Replica;
 use crate::cache::Kind;
+use crate::dict_entry::{self, DictForm};
 use crate::error::{ColdError, ColdResult};
 
 /// Bytes of opened frames a replica keeps in memory by default
@@ -274,7 +276,7 @@ impl Replica {
         if let Some(d) = self.dicts.get(name) {
             return Ok(d);
         }
-        if let Some(d) = self.unpacked_dict(name) {
+        if let Some(d) = self.cached_dict(name, h) {
             return Ok(d);
         }
         self.dict_still_damaged(key, name)?;
@@ -283,15 +285,16 @@ impl Replica {
         self.opened_dict(key, name, h, &bytes)
     }
 
-    /// Pack dictionary `name` opened from the disk cache, where it is kept
-    /// unpacked ([`DictReader::unpacked`]: raw, so opening it decompresses
-    /// nothing), and kept in memory; `None` if the cache does not hold it.
-    /// An entry that fails its check leaves the cache (`None`: the pack's
-    /// own copy is fetched again; the pack is not damaged for it).
-    pub(super) fn unpacked_dict(&self, name: &str) -> Option<Arc<DictReader>> {
+    /// Pack dictionary `name` opened from the disk cache (in either of
+    /// its forms, [`crate::dict_entry`]; unpacked, opening it decompresses
+    /// nothing) and kept in memory; `None` if the cache does not hold it.
+    /// An entry that fails its check (against pack header `h` for the
+    /// stored form) leaves the cache (`None`: the pack's own copy is
+    /// fetched again; the pack is not damaged for it).
+    pub(super) fn cached_dict(&self, name: &str, h: &Header) -> Option<Arc<DictReader>> {
         let bytes = self.cache.get(name)?;
-        match DictReader::of_unpacked(&bytes) {
-            Ok(d) => {
+        match dict_entry::open(&bytes, h) {
+            Ok((d, _)) => {
                 // As a fetched copy that opens does: a pack whose own copy
                 // was found damaged (by a read that raced the one that
                 // cached this) starts its backoff afresh next time.
@@ -306,6 +309,33 @@ impl Replica {
         }
     }
 
+    /// The form a dictionary of `raw_len` bytes is cached in now
+    /// ([`dict_entry::choose`]: by the packs the manifest lists and the
+    /// pack pieces' budget). The first dictionary cached in each form is
+    /// logged (dictionaries differ in size, so both may be in use).
+    fn dict_form(&self, raw_len: usize) -> DictForm {
+        let packs = self.view().manifest.as_ref().map_or(0, |m| m.packs.len());
+        let budget = self.cache.pieces_limit();
+        let form = dict_entry::choose(packs, raw_len, budget);
+        let bit = match form {
+            DictForm::Unpacked => 1,
+            DictForm::Stored => 2,
+        };
+        if self.dict_forms_logged.fetch_or(bit, Ordering::Relaxed) & bit == 0 {
+            tracing::info!(
+                form = form.name(),
+                packs,
+                dict_bytes = raw_len,
+                pieces_budget = budget,
+                "a pack dictionary is cached on disk {} (unpacked while the listed packs' \
+                 dictionaries of its size would take at most half of the pack pieces' budget, \
+                 a quarter of replica.cache_mb; logged once a form)",
+                form.name()
+            );
+        }
+        form
+    }
+
     /// An opened dictionary counted and kept in memory, room allowing.
     fn keep_dict(&self, name: &str, d: DictReader) -> Arc<DictReader> {
         let d = Arc::new(d);
@@ -316,10 +346,10 @@ impl Replica {
     }
 
     /// Pack `key`'s fetched dictionary `bytes` (its stored form, piece
-    /// `name`) opened and checked, kept in memory, and kept unpacked in
-    /// the disk cache (a failed cache write is logged, the dictionary
-    /// served); one that fails is remembered as damaged (its backoff),
-    /// one that opens clears that.
+    /// `name`) opened and checked, kept in memory, and kept in the disk
+    /// cache in the form [`Self::dict_form`] chooses (a failed cache write
+    /// is logged, the dictionary served); one that fails is remembered as
+    /// damaged (its backoff), one that opens clears that.
     pub(super) fn opened_dict(
         &self,
         key: &str,
@@ -333,7 +363,9 @@ impl Replica {
         match opened {
             Ok((d, raw)) => {
                 let crc = DictReader::unpacked_crc(&raw);
-                if let Err(e) = self.cache.put_parts(name, &[&raw, &crc]) {
+                let form = self.dict_form(raw.len());
+                let parts = dict_entry::parts(form, &raw, &crc, bytes);
+                if let Err(e) = self.cache.put_parts(name, &parts) {
                     tracing::warn!(entry = %name, error = %e, "caching a dictionary failed; serving it uncached");
                 }
                 drop(raw);

@@ -92,10 +92,11 @@ pub struct ReplicaConfig {
     /// The disk cache's bound, MiB: segment files (three quarters), pack
     /// table pages, ledgers, bodies and dictionaries (one quarter; a
     /// version-4 pack's dictionary is kept unpacked, ~1 MiB at the default
-    /// `cold.pack_dict_kib`), least recently used evicted first. A piece
-    /// larger than that quarter is not kept: at 4× a dictionary or below
-    /// (a `cache_mb` of 4 or less at the default: a full dictionary is 1
-    /// MiB and its CRC-32), each open of one fetches it.
+    /// `cold.pack_dict_kib`, while every pack the manifest lists would
+    /// take at most half of that quarter so, and as its pack stores it,
+    /// ~160–180 KB, beyond that), least recently used evicted first. A piece
+    /// larger than that quarter is not kept (a dictionary larger is
+    /// fetched at each open).
     pub cache_mb: u64,
     /// Opened ledger frames (pack versions 3 and 4) kept decompressed in
     /// memory, MiB, the most recently used: lookups of one busy ledger
@@ -106,8 +107,8 @@ pub struct ReplicaConfig {
     /// most recently used (each counts its size plus zstd's tables, ~1.03
     /// MiB at the default `cold.pack_dict_kib`). A lookup in
     /// a pack whose dictionary is not held opens it again from the disk
-    /// cache, where it is kept unpacked (~0.1 ms of CPU, where decompressing
-    /// it cost ~0.4), or fetches it. 0 keeps none (nor does a bound below
+    /// cache (~0.1 ms of CPU where it is kept unpacked, ~0.4 ms where it is
+    /// kept stored: `cache_mb`), or fetches it. 0 keeps none (nor does a bound below
     /// one dictionary's cost). Also the writer's, for the ranges it
     /// evicted.
     pub dict_memory_mb: u64,

@@ -99,7 +99,8 @@ impl ReplicaMetrics {
                     r,
                     "ledgerstore_replica_pack_dict_opens_total",
                     "Pack dictionaries (version 4) opened and checked: ~0.1 ms of CPU each from the \
-                     disk cache (kept unpacked), ~0.4 ms fetched.",
+                     disk cache where it is kept unpacked, ~0.4 ms where it is kept as stored or \
+                     fetched.",
                 )?,
                 |s| s.pack_dict_opens,
             ),

@@ -12,7 +12,9 @@
 //! would fetch one again (a GET, a decompression and a write) where the
 //! stored form would only have been decompressed: at pubnet's ~6,400
 //! packs, the default 10 GiB cache's pieces (2.5 GiB) hold every stored
-//! dictionary beside the frames, and ~2,500 unpacked ones at most. Both
+//! dictionary (~1.1 GB) with room for frames, and ~2,500 unpacked ones at
+//! most (docs/benchmarks.md, "Dictionaries kept as stored where the
+//! unpacked ones do not fit"). Both
 //! forms are read whatever is chosen now: the choice changes as the
 //! manifest grows, and the cache is emptied at every start.
 

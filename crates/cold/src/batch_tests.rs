@@ -648,15 +648,34 @@ fn a_replica_of_dictionary_packs(name: &str, held: HeldMemory) -> (World, Arc<Re
     (w, rep)
 }
 
-/// A replica holding no dictionary and no frame in memory, over packs
-/// of ledger frames with their own dictionaries.
-fn a_bare_replica_of_dictionary_packs(name: &str) -> (World, Arc<Replica>) {
-    let bare = HeldMemory {
+/// What a replica holding no dictionary and no frame in memory keeps.
+fn bare_memory() -> HeldMemory {
+    HeldMemory {
         frames: 0,
         dicts: 0,
         ..HeldMemory::default()
-    };
-    a_replica_of_dictionary_packs(name, bare)
+    }
+}
+
+/// A replica holding no dictionary and no frame in memory, over packs
+/// of ledger frames with their own dictionaries.
+fn a_bare_replica_of_dictionary_packs(name: &str) -> (World, Arc<Replica>) {
+    a_replica_of_dictionary_packs(name, bare_memory())
+}
+
+/// The key of the pack that holds ledger `seq`, as `rep`'s manifest lists it.
+fn pack_key(rep: &Replica, seq: u32) -> String {
+    let m = rep.manifest().expect("a manifest");
+    m.pack_of(seq).expect("a pack").object.key.clone()
+}
+
+/// The file of pack `key`'s dictionary entry (`d/KEY`, '/' as '~') in
+/// the disk cache named `cache`.
+fn dict_entry_file(w: &World, cache: &str, key: &str) -> std::path::PathBuf {
+    w.tmp
+        .path()
+        .join(cache)
+        .join(format!("d/{key}").replace('/', "~"))
 }
 
 /// Pack `key`'s dictionary: its header, and its bytes as stored.
@@ -674,22 +693,10 @@ fn stored_dict(w: &World, key: &str) -> (ledgerstore_pack::Header, Vec<u8>) {
 #[test]
 fn a_dictionary_let_go_of_opens_again_from_its_unpacked_copy_on_disk() {
     let (w, rep) = a_bare_replica_of_dictionary_packs("bare");
-    let key = rep
-        .manifest()
-        .expect("a manifest")
-        .pack_of(15)
-        .expect("a pack")
-        .object
-        .key
-        .clone();
+    let key = pack_key(&rep, 15);
     let (h, stored) = stored_dict(&w, &key);
     let raw = ledgerstore_pack::DictReader::raw_of(&h, &stored).expect("raw");
-    // The cache's file of the dictionary's entry (`d/KEY`, '/' as '~').
-    let entry = w
-        .tmp
-        .path()
-        .join("bare")
-        .join(format!("d/{key}").replace('/', "~"));
+    let entry = dict_entry_file(&w, "bare", &key);
     let get = |i: usize| Reader::get_tx(&*rep, &w.tx(15, i)).expect("lookup");
     let want = |i: usize| w.store.get_tx(&w.tx(15, i)).expect("store");
 
@@ -728,35 +735,28 @@ fn a_dictionary_let_go_of_opens_again_from_its_unpacked_copy_on_disk() {
 #[test]
 fn a_cache_short_of_every_packs_unpacked_dictionary_keeps_them_as_stored() {
     let (w, probe) = a_bare_replica_of_dictionary_packs("probe");
-    let m = probe.manifest().expect("a manifest");
-    let key = m.pack_of(15).expect("a pack").object.key.clone();
+    let key = pack_key(&probe, 15);
     let (h, stored) = stored_dict(&w, &key);
     let raw = ledgerstore_pack::DictReader::raw_of(&h, &stored).expect("raw");
     // Every pack's dictionary unpacked, as `dict_entry::choose` counts it
     // (this pack's size for each).
-    let unpacked = m.packs.len() as u64 * (raw.len() as u64 + 4);
-    let bare = HeldMemory {
-        frames: 0,
-        dicts: 0,
-        ..HeldMemory::default()
-    };
+    let packs = probe.manifest().expect("a manifest").packs.len() as u64;
+    let unpacked = packs * (raw.len() as u64 + 4);
+    let bare = bare_memory();
     // Pieces get a quarter of the cache: exactly twice the unpacked
     // dictionaries keeps them unpacked, a byte less (of the pieces) not.
-    let entry_of = |name: &str| {
-        w.tmp
-            .path()
-            .join(name)
-            .join(format!("d/{key}").replace('/', "~"))
-    };
     let at_limit = w.replica_caching("limit", bare, 4 * 2 * unpacked);
     assert_eq!(
         Reader::get_tx(&*at_limit, &w.tx(15, 0)).expect("lookup"),
         w.store.get_tx(&w.tx(15, 0)).expect("store")
     );
-    assert_eq!(std::fs::read(entry_of("limit")).expect("cached")[0], b'u');
+    assert_eq!(
+        std::fs::read(dict_entry_file(&w, "limit", &key)).expect("cached")[0],
+        b'u'
+    );
 
     let rep = w.replica_caching("small", bare, 4 * (2 * unpacked - 1));
-    let entry = entry_of("small");
+    let entry = dict_entry_file(&w, "small", &key);
     let get = |i: usize| Reader::get_tx(&*rep, &w.tx(15, i)).expect("lookup");
     let want = |i: usize| w.store.get_tx(&w.tx(15, i)).expect("store");
     assert_eq!(get(0), want(0));
@@ -803,14 +803,7 @@ fn a_cache_short_of_every_packs_unpacked_dictionary_keeps_them_as_stored() {
 #[test]
 fn a_cached_dictionary_serves_through_its_packs_backoff_and_clears_it() {
     let (w, rep) = a_bare_replica_of_dictionary_packs("bare");
-    let key = rep
-        .manifest()
-        .expect("a manifest")
-        .pack_of(15)
-        .expect("a pack")
-        .object
-        .key
-        .clone();
+    let key = pack_key(&rep, 15);
     let get = |i: usize| Reader::get_tx(&*rep, &w.tx(15, i)).expect("lookup");
     let want = |i: usize| w.store.get_tx(&w.tx(15, i)).expect("store");
     assert_eq!(get(0), want(0));

@@ -245,3 +245,76 @@ fn damage_to_a_skeleton_or_a_body_is_named_never_served() {
         );
     }
 }
+
+/// `check` verifies ledgers on every core and reports exactly what one
+/// thread would, in the same order: a chunk's reassemblies first, then its
+/// listed hashes; at most [`crate::MAX_LISTED_PROBLEMS`] named, every one
+/// counted (one ledger alone here has more than that).
+#[test]
+fn check_on_many_threads_reports_what_one_thread_does() {
+    let s = Synth::new(SynthConfig::small(11, 120));
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = open(tmp.path(), Layout::Indexed);
+    let ledgers: Vec<LedgerInput> = (1..=40).map(|seq| cut_ledger(&s, seq)).collect();
+    ingest(&store, &ledgers);
+    store.wait_for_segments().expect("segments");
+    let delete = |seq: u32, index: u32| {
+        let mut w = store.table(TableId::TxData).begin_write().expect("w");
+        w.delete(&TxPos { seq, index }.to_bytes()).expect("delete");
+        w.finish().expect("finish");
+        w.commit().expect("commit");
+    };
+    // Ledger 5 loses all its 120 bodies, ledgers 10..=30 one each.
+    for index in 0..120 {
+        delete(5, index);
+    }
+    for seq in 10..=30 {
+        delete(seq, seq % 7);
+    }
+    let on = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("pool")
+            .install(|| store.check())
+            .expect("check")
+    };
+    let one = on(1);
+    // Each of the 22 ledgers fails its reassembly, each of the 141 bodies
+    // is missing at its listed position, and the bodies table holds 141
+    // fewer than the records list and than the MARK counts.
+    assert_eq!(one.problem_count, 22 + 141 + 2, "{:#?}", one.problems);
+    assert_eq!(one.problems.len(), crate::MAX_LISTED_PROBLEMS);
+    assert_eq!(one.reassembled, 40 - 22);
+    for (i, seq) in [5].into_iter().chain(10..=30).enumerate() {
+        assert!(
+            one.problems[i].starts_with(&format!("ledgers[{seq}]: ledger {seq}")),
+            "{i}: {}",
+            one.problems[i]
+        );
+    }
+    assert!(
+        one.problems[22].contains("no body at ledger 5 index 0"),
+        "{}",
+        one.problems[22]
+    );
+    for threads in [2, 4] {
+        let many = on(threads);
+        assert_eq!(many.problems, one.problems, "{threads} threads");
+        assert_eq!(
+            (
+                many.problem_count,
+                many.reassembled,
+                many.segment_keys,
+                many.txs
+            ),
+            (
+                one.problem_count,
+                one.reassembled,
+                one.segment_keys,
+                one.txs
+            ),
+            "{threads} threads"
+        );
+    }
+}

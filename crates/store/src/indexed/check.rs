@@ -9,31 +9,51 @@
 //! outside what the ledgers list, and each segment must hold exactly the
 //! txs its range lists.
 
-use ledgerstore_db_api::{Decompress, Dictionary, TxBody, TxPos};
+use std::sync::Arc;
+
+use ledgerstore_db_api::{Decompress, DictSet, Dictionary, TxBody, TxPos};
+use ledgerstore_segment::Segment;
 
 use super::hot::parse_entry;
 use crate::Ledgerstore;
 use crate::check::{CheckReport, Listed, Residue, scan_all};
 use crate::error::StoreResult;
 
+/// What checking listed hashes reads besides the tables, taken once a
+/// check rather than once a ledger.
+pub(crate) struct ListedContext {
+    segs: Vec<Arc<Segment>>,
+    /// Ranges that cannot serve: reported once, by `check_segment_files`,
+    /// not once per hash.
+    broken: Vec<(u32, u32)>,
+    dicts: Arc<DictSet>,
+}
+
 impl Ledgerstore {
+    /// The context [`Self::check_listed_indexed`] checks against.
+    pub(crate) fn listed_context(&self) -> StoreResult<ListedContext> {
+        let tier = self.tier()?;
+        Ok(ListedContext {
+            segs: tier.segments.list(),
+            broken: tier
+                .segments
+                .slots()
+                .iter()
+                .filter(|s| s.seg.is_none())
+                .map(|s| s.range())
+                .collect(),
+            dicts: tier.dicts(),
+        })
+    }
+
     pub(crate) fn check_listed_indexed(
         &self,
+        cx: &ListedContext,
         listed: &mut [Listed],
         r: &mut CheckReport,
     ) -> StoreResult<()> {
         let tier = self.tier()?;
-        let segs = tier.segments.list();
-        // Ranges that cannot serve are reported once, by
-        // `check_segment_files`, not once per hash.
-        let broken: Vec<(u32, u32)> = tier
-            .segments
-            .slots()
-            .iter()
-            .filter(|s| s.seg.is_none())
-            .map(|s| s.range())
-            .collect();
-        let dicts = tier.dicts();
+        let (segs, broken, dicts) = (&cx.segs, &cx.broken, &cx.dicts);
         let hot_map = &tier.segments.hot_map;
         // Position order: the bodies and the hot index are read in key
         // order.
@@ -88,7 +108,7 @@ impl Ledgerstore {
                     Ok(match body.alias_of()? {
                         Some(index) => (body.hash, None, index),
                         None => {
-                            let rec = body.record(&dicts)?;
+                            let rec = body.record(dicts)?;
                             (body.hash, Some(rec.ledger_seq), rec.index)
                         }
                     })

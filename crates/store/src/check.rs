@@ -93,15 +93,22 @@ impl CheckReport {
         }
     }
 
-    /// Adds what a part of the check found (its problems after this
-    /// report's, and its segment keys).
+    /// Adds what checking one ledger's listed hashes found: its problems
+    /// after this report's, and its segment keys (all such a check
+    /// reports).
     fn absorb(&mut self, part: CheckReport) {
-        let unlisted = part.problem_count - part.problems.len() as u64;
-        for p in part.problems {
+        let CheckReport {
+            problem_count,
+            problems,
+            segment_keys,
+            ..
+        } = part;
+        let unlisted = problem_count - problems.len() as u64;
+        for p in problems {
             self.problem(p);
         }
         self.problem_count += unlisted;
-        if let Some(k) = part.segment_keys {
+        if let Some(k) = segment_keys {
             *self.segment_keys.get_or_insert(0) += k;
         }
     }
@@ -176,38 +183,40 @@ impl Ledgerstore {
         };
         let mut last_seen = None;
         let mut from = 0u32.to_be_bytes().to_vec();
-        let cx = match self.indexed {
-            Some(_) => Some(self.listed_context()?),
-            None => None,
-        };
         loop {
             let chunk = self.ledgers.scan(&from, LEDGER_CHUNK)?;
             let Some((last_key, _)) = chunk.last() else {
                 break;
             };
             from = after(last_key);
-            // What this chunk's ledgers leave to verify, in seq order: each
-            // one's skeleton (None for a whole record) and listed hashes.
-            let mut work: Vec<(Option<StoredLedger>, Vec<Listed>)> = Vec::new();
+            // The chunk's records in seq order: what reading each found,
+            // and what it leaves to verify.
+            let mut work: Vec<Item> = Vec::with_capacity(chunk.len());
             for (key, value) in &chunk {
+                let mut item = Item::default();
                 let Ok(seq) = u32::decode(key) else {
-                    r.problem(format!(
+                    item.pre.push(format!(
                         "ledgers: key {} is not a 4-byte seq",
                         hex::encode(key)
                     ));
+                    work.push(item);
                     continue;
                 };
                 if mark.last.is_none_or(|l| seq > l) {
-                    residue.add(seq, value, r);
+                    let mut above = CheckReport::default();
+                    residue.add(seq, value, &mut above);
+                    r.above_mark += above.above_mark;
+                    item.pre = above.problems;
+                    work.push(item);
                     continue;
                 }
                 r.ledgers += 1;
                 match expected {
-                    Some(e) if seq > e => r.problem(format!(
+                    Some(e) if seq > e => item.pre.push(format!(
                         "ledgers: {e}..={} are missing (the next record is ledger {seq})",
                         seq - 1
                     )),
-                    Some(e) if seq < e => r.problem(format!(
+                    Some(e) if seq < e => item.pre.push(format!(
                         "ledgers[{seq}]: before the mark's first ledger {e}"
                     )),
                     _ => {}
@@ -217,36 +226,43 @@ impl Ledgerstore {
                 let rec = match StoredLedger::decompress(value) {
                     Ok(rec) => rec,
                     Err(e) => {
-                        r.problem(format!("ledgers[{seq}]: record does not decode: {e}"));
+                        item.pre
+                            .push(format!("ledgers[{seq}]: record does not decode: {e}"));
+                        work.push(item);
                         continue;
                     }
                 };
                 if self.ledger_form == BodyForm::Records && !is_zstd_frame(value) {
-                    r.problem(format!(
+                    item.pre.push(format!(
                         "ledgers[{seq}]: a raw record in a dir whose ledger records are zstd \
                          frames (format {}): the releases that made the dir cannot read it",
                         self.dir.manifest().format
                     ));
                 }
                 if rec.seq != seq {
-                    r.problem(format!("ledgers[{seq}]: record says seq {}", rec.seq));
+                    item.pre
+                        .push(format!("ledgers[{seq}]: record says seq {}", rec.seq));
                 }
                 let n = rec.tx_hashes.len();
                 r.txs += n as u64;
                 r.aliases += rec.aliases.len() as u64;
-                let mut listed = Vec::with_capacity(rec.lookup_count());
+                item.listed.reserve(rec.lookup_count());
                 for (i, h) in rec.tx_hashes.iter().enumerate() {
                     let i = u32::try_from(i).unwrap_or(u32::MAX);
-                    listed.push(Listed::new(*h, seq, i, i));
+                    item.listed.push(Listed::new(*h, seq, i, i));
                 }
                 for (k, a) in rec.aliases.iter().enumerate() {
                     let pos = u32::try_from(n + k).unwrap_or(u32::MAX);
-                    listed.push(Listed::new(a.hash, seq, pos, a.index));
+                    item.listed.push(Listed::new(a.hash, seq, pos, a.index));
                 }
-                work.push((rec.needs_bodies().then_some(rec), listed));
+                item.skeleton = rec.needs_bodies().then_some(rec);
+                work.push(item);
             }
-            match &cx {
-                Some(cx) => self.verify_indexed(cx, work, r)?,
+            match self.indexed {
+                // Taken a chunk at a time: on a writer, a build the
+                // segment builder retries may install a segment (and drop
+                // its hot entries) while a check runs.
+                Some(_) => self.verify_indexed(&self.listed_context()?, work, r)?,
                 None => self.verify_hash_keyed(work, r)?,
             }
         }
@@ -263,15 +279,20 @@ impl Ledgerstore {
     /// back together and matched against its SHA-256, and each listed hash
     /// resolved, one ledger a task on every core (most of a check's time:
     /// decompressing the bodies, twice, and hashing the ledger). Problems
-    /// are reported as a single thread would: the chunk's reassemblies in
-    /// seq order, then its listed hashes in position order.
+    /// are reported as a single thread finds them: each record's own, then
+    /// its reassembly's, in seq order; then the chunk's listed hashes in
+    /// position order.
     fn verify_indexed(
         &self,
         cx: &ListedContext,
-        work: Vec<(Option<StoredLedger>, Vec<Listed>)>,
+        work: Vec<Item>,
         r: &mut CheckReport,
     ) -> StoreResult<()> {
-        let done: Vec<StoreResult<(Option<String>, bool, CheckReport)>> = work
+        let (pre, tasks): (Vec<_>, Vec<_>) = work
+            .into_iter()
+            .map(|i| (i.pre, (i.skeleton, i.listed)))
+            .unzip();
+        let done: Vec<StoreResult<(Option<String>, bool, CheckReport)>> = tasks
             .into_par_iter()
             .map(|(skeleton, mut listed)| {
                 let (problem, reassembled) = match skeleton {
@@ -284,13 +305,15 @@ impl Ledgerstore {
             })
             .collect();
         let done = done.into_iter().collect::<StoreResult<Vec<_>>>()?;
-        for (problem, reassembled, _) in &done {
-            r.reassembled += u64::from(*reassembled);
-            if let Some(p) = problem {
-                r.problem(p.clone());
+        let mut listed = Vec::with_capacity(done.len());
+        for (pre, (problem, reassembled, found)) in pre.into_iter().zip(done) {
+            for p in pre.into_iter().chain(problem) {
+                r.problem(p);
             }
+            r.reassembled += u64::from(reassembled);
+            listed.push(found);
         }
-        for (_, _, found) in done {
+        for found in listed {
             r.absorb(found);
         }
         Ok(())
@@ -311,21 +334,20 @@ impl Ledgerstore {
     /// Verifies a chunk's ledgers in a hash-keyed layout: reassembly (a
     /// skeleton there is damage, which it reports), then every listed hash
     /// in both hash tables at once.
-    fn verify_hash_keyed(
-        &self,
-        work: Vec<(Option<StoredLedger>, Vec<Listed>)>,
-        r: &mut CheckReport,
-    ) -> StoreResult<()> {
+    fn verify_hash_keyed(&self, work: Vec<Item>, r: &mut CheckReport) -> StoreResult<()> {
         let mut listed = Vec::new();
-        for (skeleton, mine) in work {
-            if let Some(rec) = skeleton {
+        for item in work {
+            for p in item.pre {
+                r.problem(p);
+            }
+            if let Some(rec) = item.skeleton {
                 let (problem, reassembled) = self.reassembly(rec);
                 r.reassembled += u64::from(reassembled);
                 if let Some(p) = problem {
                     r.problem(p);
                 }
             }
-            listed.extend(mine);
+            listed.extend(item.listed);
         }
         self.check_listed(&mut listed, r)
     }
@@ -443,6 +465,16 @@ impl Ledgerstore {
         }
         Ok(())
     }
+}
+
+/// One ledger record of a chunk as [`Ledgerstore::check`] read it, in
+/// seq order: the problems reading it found, and what is left to verify
+/// (its skeleton, None for a whole record; the hashes it lists).
+#[derive(Default)]
+struct Item {
+    pre: Vec<String>,
+    skeleton: Option<StoredLedger>,
+    listed: Vec<Listed>,
 }
 
 /// A hash a ledger record lists: a transaction's, or an alias naming one.

@@ -271,15 +271,7 @@ fn check_on_many_threads_reports_what_one_thread_does() {
     for seq in 10..=30 {
         delete(seq, seq % 7);
     }
-    let on = |threads: usize| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .expect("pool")
-            .install(|| store.check())
-            .expect("check")
-    };
-    let one = on(1);
+    let one = check_on(&store, 1);
     // Each of the 22 ledgers fails its reassembly, each of the 141 bodies
     // is missing at its listed position, and the bodies table holds 141
     // fewer than the records list and than the MARK counts.
@@ -298,8 +290,22 @@ fn check_on_many_threads_reports_what_one_thread_does() {
         "{}",
         one.problems[22]
     );
+    assert_same_on_many_threads(&store, &one);
+}
+
+/// `check` on a pool of `threads`.
+fn check_on(store: &Ledgerstore, threads: usize) -> crate::CheckReport {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("pool")
+        .install(|| store.check())
+        .expect("check")
+}
+
+fn assert_same_on_many_threads(store: &Ledgerstore, one: &crate::CheckReport) {
     for threads in [2, 4] {
-        let many = on(threads);
+        let many = check_on(store, threads);
         assert_eq!(many.problems, one.problems, "{threads} threads");
         assert_eq!(
             (
@@ -317,4 +323,41 @@ fn check_on_many_threads_reports_what_one_thread_does() {
             "{threads} threads"
         );
     }
+}
+
+/// A record's own problem keeps its place among the reassemblies around
+/// it, as before ledgers were verified on several cores: each record's
+/// problems, then its reassembly's, in seq order; then the listed hashes.
+#[test]
+fn check_names_a_records_problem_between_the_reassemblies_around_it() {
+    let s = synth();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = open(tmp.path(), Layout::Indexed);
+    let ledgers: Vec<LedgerInput> = (1..=12).map(|seq| cut_ledger(&s, seq)).collect();
+    ingest(&store, &ledgers);
+    store.wait_for_segments().expect("segments");
+    for (seq, index) in [(3, 1), (9, 2)] {
+        let mut w = store.table(TableId::TxData).begin_write().expect("w");
+        w.delete(&TxPos { seq, index }.to_bytes()).expect("delete");
+        w.finish().expect("finish");
+        w.commit().expect("commit");
+    }
+    raw_put(
+        &store,
+        TableId::Ledgers,
+        &7u32.to_be_bytes(),
+        b"not a record",
+    );
+    let one = check_on(&store, 1);
+    let want = [
+        "ledgers[3]: ledger 3",
+        "ledgers[7]: record does not decode",
+        "ledgers[9]: ledger 9",
+        "tx_bodies: no body at ledger 3 index 1",
+        "tx_bodies: no body at ledger 9 index 2",
+    ];
+    for (i, w) in want.iter().enumerate() {
+        assert!(one.problems[i].starts_with(w), "{i}: {:#?}", one.problems);
+    }
+    assert_same_on_many_threads(&store, &one);
 }

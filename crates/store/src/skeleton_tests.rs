@@ -247,9 +247,10 @@ fn damage_to_a_skeleton_or_a_body_is_named_never_served() {
 }
 
 /// `check` verifies ledgers on every core and reports exactly what one
-/// thread would, in the same order: a chunk's reassemblies first, then its
-/// listed hashes; at most [`crate::MAX_LISTED_PROBLEMS`] named, every one
-/// counted (one ledger alone here has more than that).
+/// thread would, in the same order: each record's problems and its
+/// reassembly's first, then the listed hashes; at most
+/// [`crate::MAX_LISTED_PROBLEMS`] named, every one counted (one ledger
+/// alone here has more than that).
 #[test]
 fn check_on_many_threads_reports_what_one_thread_does() {
     let s = Synth::new(SynthConfig::small(11, 120));
@@ -336,7 +337,7 @@ fn check_names_a_records_problem_between_the_reassemblies_around_it() {
     let ledgers: Vec<LedgerInput> = (1..=12).map(|seq| cut_ledger(&s, seq)).collect();
     ingest(&store, &ledgers);
     store.wait_for_segments().expect("segments");
-    for (seq, index) in [(3, 1), (9, 2)] {
+    for (seq, index) in [(3, 1), (6, 0), (9, 2)] {
         let mut w = store.table(TableId::TxData).begin_write().expect("w");
         w.delete(&TxPos { seq, index }.to_bytes()).expect("delete");
         w.finish().expect("finish");
@@ -348,13 +349,23 @@ fn check_names_a_records_problem_between_the_reassemblies_around_it() {
         &7u32.to_be_bytes(),
         b"not a record",
     );
+    // Key 5 holds ledger 6's record: its own problem, then its
+    // reassembly's, both named by the key.
+    let six = store
+        .table(TableId::Ledgers)
+        .get(&6u32.to_be_bytes())
+        .expect("get")
+        .expect("stored");
+    raw_put(&store, TableId::Ledgers, &5u32.to_be_bytes(), &six);
     let one = check_on(&store, 1);
     let want = [
         "ledgers[3]: ledger 3",
+        "ledgers[5]: record says seq 6",
+        "ledgers[5]: ledger 6",
+        "ledgers[6]: ledger 6",
         "ledgers[7]: record does not decode",
         "ledgers[9]: ledger 9",
         "tx_bodies: no body at ledger 3 index 1",
-        "tx_bodies: no body at ledger 9 index 2",
     ];
     for (i, w) in want.iter().enumerate() {
         assert!(one.problems[i].starts_with(w), "{i}: {:#?}", one.problems);

@@ -20,7 +20,7 @@ use crate::check::{CheckReport, Listed, Residue, scan_all};
 use crate::error::StoreResult;
 
 /// What checking listed hashes reads besides the tables, taken once a
-/// check rather than once a ledger.
+/// chunk of ledgers rather than once a ledger.
 pub(crate) struct ListedContext {
     segs: Vec<Arc<Segment>>,
     /// Ranges that cannot serve: reported once, by `check_segment_files`,

@@ -165,6 +165,14 @@ fn raw_put(store: &Ledgerstore, t: TableId, key: &[u8], value: &[u8]) {
     w.commit().expect("commit");
 }
 
+/// Deletes the body at position `(seq, index)`, bypassing the store.
+fn delete_body(store: &Ledgerstore, seq: u32, index: u32) {
+    let mut w = store.table(TableId::TxData).begin_write().expect("begin");
+    w.delete(&TxPos { seq, index }.to_bytes()).expect("delete");
+    w.finish().expect("finish");
+    w.commit().expect("commit");
+}
+
 fn is_reassembly(e: &StoreError, seq: u32) -> bool {
     matches!(e, StoreError::Db(DbError::Reassembly { seq: s, .. }) if *s == seq)
 }
@@ -259,18 +267,12 @@ fn check_on_many_threads_reports_what_one_thread_does() {
     let ledgers: Vec<LedgerInput> = (1..=40).map(|seq| cut_ledger(&s, seq)).collect();
     ingest(&store, &ledgers);
     store.wait_for_segments().expect("segments");
-    let delete = |seq: u32, index: u32| {
-        let mut w = store.table(TableId::TxData).begin_write().expect("w");
-        w.delete(&TxPos { seq, index }.to_bytes()).expect("delete");
-        w.finish().expect("finish");
-        w.commit().expect("commit");
-    };
     // Ledger 5 loses all its 120 bodies, ledgers 10..=30 one each.
     for index in 0..120 {
-        delete(5, index);
+        delete_body(&store, 5, index);
     }
     for seq in 10..=30 {
-        delete(seq, seq % 7);
+        delete_body(&store, seq, seq % 7);
     }
     let one = check_on(&store, 1);
     // Each of the 22 ledgers fails its reassembly, each of the 141 bodies
@@ -338,10 +340,7 @@ fn check_names_a_records_problem_between_the_reassemblies_around_it() {
     ingest(&store, &ledgers);
     store.wait_for_segments().expect("segments");
     for (seq, index) in [(3, 1), (6, 0), (9, 2)] {
-        let mut w = store.table(TableId::TxData).begin_write().expect("w");
-        w.delete(&TxPos { seq, index }.to_bytes()).expect("delete");
-        w.finish().expect("finish");
-        w.commit().expect("commit");
+        delete_body(&store, seq, index);
     }
     raw_put(
         &store,
